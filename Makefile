@@ -1,0 +1,53 @@
+# Trek: two commands do everything on a fresh machine: `make paper` and `make test`.
+# Each creates .venv (Python >= 3.11) and installs trek into it when missing or stale.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.trek-installed
+PARAMS ?=
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
+
+.PHONY: install test lint paper lab bench clean help
+
+help:
+	@echo "make paper   execute every notebook (offline demo data by default; PARAMS=file.yaml for real runs)"
+	@echo "make test    lint, unit tests and nbval over the notebooks"
+	@echo "make bench   run the benchmarks and print their figures"
+	@echo "make lab     start JupyterLab"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Trek needs Python >= 3.11, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check trek tests benchmarks
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
+
+build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
+	@mkdir -p build figures tables
+	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
+
+paper: $(EXECUTED)
+	@$(BIN)/python -m trek.paper report --figures figures --tables tables --build build
+
+FORCE:
+
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json
+	$(BIN)/python benchmarks/cache_hit.py --entries 100000
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,55 @@
+"""The ``trek`` command. Each stage keeps its own sub-command group in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from trek import __version__
+
+app = typer.Typer(
+    name="trek",
+    help="Trek: failure attribution and benchmarks for search-augmented LLMs on fast-changing facts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"trek {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Trek command line."""
+
+
+def _register() -> None:
+    # Sub-command groups live next to the code they drive.
+    from trek.llm.cli import app as llm_app
+    from trek.llm.cli import cost_command
+
+    app.add_typer(llm_app, name="llm")
+    app.command("cost")(cost_command)
+
+    try:
+        from trek.datasets.cli import app as data_app
+    except ImportError:  # pragma: no cover - during development only
+        data_app = None
+    if data_app is not None:
+        app.add_typer(data_app, name="data")
+
+
+_register()
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,25 @@
+"""The LLM layer: one cached, concurrent, retrying OpenAI-compatible client."""
+
+from trek.llm.cache import LLMCache, default_cache_path, request_key
+from trek.llm.client import ChatRequest, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
+from trek.llm.structured import StructuredResult, achat_json, chat_json, parse_json_lenient
+from trek.llm.usage import Price, PriceTable, usage_from_raw
+
+__all__ = [
+    "ChatRequest",
+    "FatalLLMError",
+    "LLMCache",
+    "LLMClient",
+    "LLMResult",
+    "Price",
+    "PriceTable",
+    "StructuredResult",
+    "achat_json",
+    "chat_json",
+    "default_cache_path",
+    "parse_json_lenient",
+    "request_key",
+    "run_sync",
+    "scrub",
+    "usage_from_raw",
+]

@@ -1,0 +1,169 @@
+"""The LLM response cache: one SQLite file (WAL mode), safe for several processes at once.
+
+Interface: ``await cache.get(request, compute) -> (raw_response, cached)``.
+
+``request`` is a JSON-serializable dict holding exactly what changes a model's output: the
+endpoint identity, the model, the request body (messages, tools, sampling parameters) and an
+explicit sample index. Timeouts, concurrency, retry settings and API keys are never part of it
+(the client does not put them there). The provider's raw JSON reply is stored with its usage;
+entries never expire, so changing a parser never invalidates the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LLMCache", "request_key", "default_cache_path"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key        TEXT PRIMARY KEY,
+    request    TEXT NOT NULL,
+    response   TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """The cache key of a request: sha256 of its canonical JSON."""
+    return hashlib.sha256(_canonical(request).encode("utf-8")).hexdigest()
+
+
+def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``$TREK_CACHE`` when set, else ``<run_dir>/llm-cache.sqlite`` (run_dir defaults to cwd)."""
+    env = os.environ.get("TREK_CACHE")
+    if env:
+        return Path(env)
+    return Path(run_dir or ".") / "llm-cache.sqlite"
+
+
+class LLMCache:
+    """SQLite-backed response cache.
+
+    Each process opens its own connection; writes are single ``INSERT OR IGNORE`` statements
+    in autocommit mode, so concurrent writers never see a half-written entry and the first
+    stored reply for a key wins. Identical requests in flight in the same process are
+    computed once (the second caller waits for the first).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, timeout=60.0, isolation_level=None, check_same_thread=False
+        )
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            self._retry_locked(lambda: self._conn.execute(_SCHEMA))
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    # -- low level -------------------------------------------------------------------------
+    def _retry_locked(self, fn: Callable[[], Any]) -> Any:
+        delay = 0.01
+        for _ in range(200):
+            try:
+                return fn()
+            except sqlite3.OperationalError as e:  # "database is locked" under heavy contention
+                if "locked" not in str(e) and "busy" not in str(e):
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        return fn()
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        """The stored raw response for ``key``, or ``None``."""
+        with self._lock:
+            row = self._retry_locked(
+                lambda: self._conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+            )
+        return None if row is None else json.loads(row[0])
+
+    def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        """Store a raw response; an existing entry for the same key is kept."""
+        req_s, resp_s = _canonical(request), json.dumps(response, ensure_ascii=False)
+        with self._lock:
+            self._retry_locked(
+                lambda: self._conn.execute(
+                    "INSERT OR IGNORE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, ?)",
+                    (key, req_s, resp_s, time.time()),
+                )
+            )
+
+    def __contains__(self, request: dict[str, Any]) -> bool:
+        return self.lookup(request_key(request)) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- the one interface -----------------------------------------------------------------
+    async def get(
+        self, request: dict[str, Any], compute: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> tuple[dict[str, Any], bool]:
+        """Return ``(raw_response, cached)``; call ``compute()`` only on a miss.
+
+        ``compute`` raising means nothing is stored: a failed call is never cached.
+        """
+        key = request_key(request)
+        hit = self.lookup(key)
+        if hit is not None:
+            self.hits += 1
+            return hit, True
+        pending = self._inflight.get(key)
+        if pending is not None:
+            result = await asyncio.shield(pending)
+            self.hits += 1
+            return result, True
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            response = await compute()
+        except BaseException as e:
+            if not fut.done():
+                fut.set_exception(e)
+                fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        else:
+            self.store(key, request, response)
+            self.misses += 1
+            fut.set_result(response)
+            return response, False
+        finally:
+            self._inflight.pop(key, None)
+
+    def get_sync(
+        self, request: dict[str, Any], compute: Callable[[], dict[str, Any]]
+    ) -> tuple[dict[str, Any], bool]:
+        """Synchronous variant of :meth:`get` for plain functions."""
+        key = request_key(request)
+        hit = self.lookup(key)
+        if hit is not None:
+            self.hits += 1
+            return hit, True
+        response = compute()
+        self.store(key, request, response)
+        self.misses += 1
+        return response, False

@@ -1,0 +1,100 @@
+"""``trek llm ...`` and ``trek cost``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
+_err = Console(stderr=True)
+
+
+@app.command("run")
+def run(
+    requests: Path = typer.Argument(..., help="JSONL file: one chat request per line ({'id', 'messages', ...})."),
+    out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write, one result per id, in input order."),
+    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1."),
+    model: str = typer.Option(None, "--model", "-m", help="Model for lines that do not name one."),
+    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Requests in flight at once."),
+    cache: Path = typer.Option(None, "--cache", help="SQLite cache file [default: $TREK_CACHE or llm-cache.sqlite next to --out]."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per HTTP attempt."),
+    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries for 429/5xx/timeouts/connection errors."),
+    budget: float = typer.Option(None, "--budget", help="Stop issuing calls before this many US dollars would be spent."),
+    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Run a batch of chat requests; re-run the same command to resume.
+
+    The API key comes from OPENAI_API_KEY (never a flag, so it stays out of shell history).
+    Exit code 0 when every id is ok, 3 when some are pending (run again to retry them).
+    """
+    import os
+
+    from trek.llm.batch import run_batch
+    from trek.llm.cache import LLMCache
+    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.usage import PriceTable
+    from trek.types import RecordError
+
+    cache_path = cache or (Path(os.environ["TREK_CACHE"]) if os.environ.get("TREK_CACHE") else out.parent / "llm-cache.sqlite")
+    try:
+        client = LLMClient(
+            model,
+            base_url=base_url,
+            max_connections=max_connections,
+            timeout=timeout,
+            max_retries=max_retries,
+            cache=LLMCache(cache_path),
+            prices=PriceTable.load(prices),
+            budget_usd=budget,
+            progress=progress,
+        )
+        summary = asyncio.run(run_batch(requests, out, client))
+    except (RecordError, ValueError, FatalLLMError, FileNotFoundError) as e:
+        _err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    _err.print(summary.describe(), highlight=False)
+    if client.usage.calls:
+        spent = f"${client.spent_usd:.4f}" if client.usage.cost_usd else "unknown $ (model not in the price table)"
+        _err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}", highlight=False)
+    if summary.pending:
+        _err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
+        raise typer.Exit(3)
+
+
+def cost_command(
+    run_dir: Path = typer.Argument(..., help="Run directory holding JSONL records with usage."),
+    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
+) -> None:
+    """Summarize the tokens and dollars recorded in a run directory."""
+    from trek.llm.cost import summarize_usage
+    from trek.llm.usage import PriceTable
+    from trek.types import RecordError
+
+    try:
+        df = summarize_usage(run_dir, PriceTable.load(prices))
+    except (RecordError, ValueError, FileNotFoundError) as e:
+        _err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    if df.empty:
+        typer.echo(f"no usage records found under {run_dir}")
+        return
+    table = Table(title=f"usage in {run_dir}")
+    for c in df.columns:
+        table.add_column(c, justify="left" if c in ("file", "model") else "right")
+    for _, row in df.iterrows():
+        cells = []
+        for c in df.columns:
+            v = row[c]
+            if c == "cost_usd":
+                cells.append("-" if v != v else f"${v:.4f}")  # NaN -> tokens only
+            elif isinstance(v, float) and v.is_integer():
+                cells.append(str(int(v)))
+            else:
+                cells.append(str(v))
+        table.add_row(*cells)
+    Console().print(table)

@@ -1,0 +1,526 @@
+"""One client for every model call in Trek.
+
+``LLMClient`` talks to any OpenAI-compatible endpoint through the ``openai`` SDK
+(``AsyncOpenAI``): Chat Completions everywhere, the Responses API where the provider has it.
+On top of the SDK it adds what an evaluation needs:
+
+* a persistent response cache (:mod:`trek.llm.cache`): a second identical run makes no
+  HTTP request;
+* bounded concurrency per endpoint (``max_connections``) and async fan-out with a progress
+  bar showing done/total, cache hits, tokens and dollars;
+* retries with capped exponential backoff and jitter for 429 (honouring ``Retry-After``),
+  5xx, timeouts, connection errors and malformed bodies. A call that still fails comes back
+  with ``status="pending"`` and its error: it is never turned into answer text. A 4xx that a
+  retry cannot fix raises :class:`FatalLLMError` at once;
+* token usage on every result and dollars from the price table; an optional budget cap that
+  stops issuing calls before it would be exceeded.
+
+The API key is read from the environment (or passed in) and is never written to the cache,
+a result, a log or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import openai
+
+from trek.llm.cache import LLMCache, request_key
+from trek.llm.usage import PriceTable, usage_from_raw
+from trek.types import Usage
+
+__all__ = [
+    "LLMClient",
+    "LLMResult",
+    "ChatRequest",
+    "FatalLLMError",
+    "run_sync",
+    "scrub",
+    "endpoint_identity",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+T = TypeVar("T")
+
+
+class FatalLLMError(RuntimeError):
+    """A request the endpoint rejected in a way no retry can fix (400, 401, 403, 404, 422)."""
+
+
+def scrub(text: str, secrets: Iterable[str | None]) -> str:
+    """Replace every secret in ``text`` with a mask."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+def endpoint_identity(base_url: str | None) -> str:
+    """The part of the endpoint that can change an output: its normalized base URL."""
+    return (base_url or DEFAULT_BASE_URL).rstrip("/")
+
+
+def run_sync(coro: Awaitable[T]) -> T:
+    """Run a coroutine from synchronous code, also inside Jupyter (which has a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@dataclass
+class ChatRequest:
+    """One chat request for :meth:`LLMClient.amap`. ``params`` are sampling parameters."""
+
+    messages: list[dict[str, Any]]
+    model: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    sample: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass
+class LLMResult:
+    """The outcome of one call.
+
+    ``status`` is ``ok`` (``raw`` holds the provider's JSON) or ``pending`` (the call failed
+    after its retries or was not issued because of the budget; ``error`` says why).
+    """
+
+    status: str
+    model: str
+    raw: dict[str, Any] | None = None
+    cached: bool = False
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    key: str | None = None
+    api: str = "chat"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def content(self) -> str | None:
+        """Assistant text (Chat Completions) or the concatenated output text (Responses)."""
+        if not self.raw:
+            return None
+        if self.api == "responses":
+            parts = []
+            for item in self.raw.get("output") or []:
+                if item.get("type") == "message":
+                    for c in item.get("content") or []:
+                        if c.get("type") == "output_text":
+                            parts.append(c.get("text", ""))
+            return "".join(parts) if parts else self.raw.get("output_text")
+        choices = self.raw.get("choices") or []
+        if not choices:
+            return None
+        return (choices[0].get("message") or {}).get("content")
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The assistant message dict of a chat reply (with ``tool_calls`` when present)."""
+        if not self.raw or self.api != "chat":
+            return None
+        choices = self.raw.get("choices") or []
+        return (choices[0].get("message") or {}) if choices else None
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        msg = self.message or {}
+        return list(msg.get("tool_calls") or [])
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after_seconds(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after")
+        if ra is None:
+            return None
+        try:
+            return max(0.0, float(ra))
+        except ValueError:
+            import datetime as _dt
+
+            when = parsedate_to_datetime(ra)
+            return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+class _LoopState:
+    def __init__(self, sdk: openai.AsyncOpenAI, sem: asyncio.Semaphore):
+        self.sdk = sdk
+        self.sem = sem
+
+
+class LLMClient:
+    """Cached, concurrent, retrying client for one OpenAI-compatible endpoint.
+
+    Parameters
+    ----------
+    model:
+        Default model for calls that do not name one.
+    base_url, api_key:
+        Endpoint and key; default to ``$OPENAI_BASE_URL`` / ``$OPENAI_API_KEY``. Local servers
+        (vLLM, llama.cpp, Ollama) usually accept any key.
+    max_connections:
+        At most this many requests in flight to the endpoint.
+    timeout:
+        Seconds before one HTTP attempt is abandoned (and retried).
+    max_retries:
+        Retries after the first attempt for transient failures.
+    cache:
+        An :class:`LLMCache`, a path to one, or ``None`` for no cache.
+    prices:
+        A :class:`PriceTable` (default: the bundled table plus ``$TREK_PRICES``).
+    budget_usd:
+        Stop issuing new calls once spent plus the estimated cost of the next call would pass
+        this many dollars; calls not issued come back ``pending``.
+    progress:
+        Show a progress bar in :meth:`amap`.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_connections: int = 16,
+        timeout: float = 120.0,
+        max_retries: int = 6,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        cache: LLMCache | str | os.PathLike[str] | None = None,
+        prices: PriceTable | None = None,
+        budget_usd: float | None = None,
+        progress: bool = True,
+        seed: int | None = None,
+    ):
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.model = model
+        self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
+        self.max_connections = max_connections
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.cache = LLMCache(cache) if isinstance(cache, str | os.PathLike) else cache
+        self.prices = prices or PriceTable.load()
+        self.budget_usd = budget_usd
+        self.progress = progress
+        self._rng = random.Random(seed)
+        self._states: dict[int, _LoopState] = {}
+        # Running totals for this client (fresh calls only for ``spent_usd``).
+        self.spent_usd = 0.0
+        self._reserved_usd = 0.0
+        self.usage = Usage()
+        self.http_calls = 0
+        self.cache_hits = 0
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_connections={self.max_connections})"
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        st = self._states.get(id(loop))
+        if st is None:
+            sdk = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
+            )
+            st = _LoopState(sdk, asyncio.Semaphore(self.max_connections))
+            self._states = {id(loop): st}  # drop clients bound to finished loops
+        return st
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, [self._api_key])
+
+    def _resolve_model(self, model: str | None) -> str:
+        m = model or self.model
+        if not m:
+            raise ValueError("no model given: pass model= to LLMClient or to the call")
+        return m
+
+    def cache_request(self, api: str, body: dict[str, Any], sample: int) -> dict[str, Any]:
+        """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
+        return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
+
+    def _price_usage(self, model: str, usage: Usage) -> Usage:
+        return usage.model_copy(update={"cost_usd": self.prices.cost(model, usage)})
+
+    def _estimate_cost(self, model: str, body: dict[str, Any]) -> float:
+        price = self.prices.get(model)
+        if price is None:
+            raise FatalLLMError(
+                f"a budget is set but model '{model}' has no price in the price table; "
+                "add it (TREK_PRICES or --prices) or drop the budget"
+            )
+        prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
+        max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
+        if max_out is None:
+            done = self.usage.calls - self.usage.cached_calls
+            max_out = (self.usage.completion_tokens / done) if done else 1024
+        return (prompt_chars / 4 * price.input + float(max_out) * price.output) / 1e6
+
+    # -- single calls -----------------------------------------------------------------------
+    async def achat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        model: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        sample: int = 0,
+        **params: Any,
+    ) -> LLMResult:
+        """One Chat Completions call. ``params`` are sent as-is (temperature, seed, ...)."""
+        m = self._resolve_model(model)
+        body: dict[str, Any] = {"model": m, "messages": list(messages), **params}
+        if tools:
+            body["tools"] = tools
+        return await self._call("chat", m, body, sample)
+
+    async def aresponses(
+        self,
+        input: str | list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        reasoning_effort: str | None = None,
+        sample: int = 0,
+        **params: Any,
+    ) -> LLMResult:
+        """One Responses API call (reasoning effort, native web search where offered)."""
+        m = self._resolve_model(model)
+        body: dict[str, Any] = {"model": m, "input": input, **params}
+        if tools:
+            body["tools"] = tools
+        if reasoning_effort:
+            body["reasoning"] = {"effort": reasoning_effort}
+        return await self._call("responses", m, body, sample)
+
+    def chat(self, messages: Sequence[dict[str, Any]], **kw: Any) -> LLMResult:
+        """Synchronous :meth:`achat` (works in notebooks too)."""
+        return run_sync(self._closing(self.achat(messages, **kw)))
+
+    async def _closing(self, coro: Awaitable[T]) -> T:
+        """Await ``coro``, then close the HTTP clients bound to this (short-lived) loop."""
+        try:
+            return await coro
+        finally:
+            await self.aclose()
+
+    async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
+        creq = self.cache_request(api, body, sample)
+        key = request_key(creq)
+        reserved = 0.0
+        if self.cache is not None:
+            hit = self.cache.lookup(key)
+            if hit is not None:
+                self.cache.hits += 1
+                return self._finish(api, model, key, hit, cached=True)
+        if self.budget_usd is not None:
+            est = self._estimate_cost(model, body)
+            if self.spent_usd + self._reserved_usd + est > self.budget_usd:
+                return LLMResult(
+                    status="pending",
+                    model=model,
+                    key=key,
+                    api=api,
+                    error=(
+                        f"budget cap ${self.budget_usd:.2f} reached (spent ${self.spent_usd:.4f}); "
+                        "raise the budget and run again to continue"
+                    ),
+                )
+            reserved = est
+            self._reserved_usd += est
+        try:
+            if self.cache is not None:
+                raw, cached = await self.cache.get(creq, lambda: self._send_with_retries(api, body))
+            else:
+                raw, cached = await self._send_with_retries(api, body), False
+        except _Retryable as e:
+            return LLMResult(status="pending", model=model, key=key, api=api, error=self._scrub(str(e)))
+        finally:
+            self._reserved_usd -= reserved
+        return self._finish(api, model, key, raw, cached=cached)
+
+    def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:
+        usage = self._price_usage(model, usage_from_raw(raw))
+        if cached:
+            usage = usage.model_copy(update={"cached_calls": 1})
+            self.cache_hits += 1
+        else:
+            self.spent_usd += usage.cost_usd or 0.0
+        self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
+        return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
+
+    async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        st = self._state()
+        last: _Retryable | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with st.sem:
+                    self.http_calls += 1
+                    return await self._send_once(st.sdk, api, body)
+            except _Retryable as e:
+                last = e
+                if attempt == self.max_retries:
+                    break
+                delay = min(self.backoff_cap, self.backoff_base * (2**attempt))
+                delay = self._rng.uniform(delay / 2, delay)  # jitter
+                if e.retry_after is not None:
+                    delay = max(delay, min(e.retry_after, self.backoff_cap))
+                await asyncio.sleep(delay)
+        assert last is not None
+        raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {last}")
+
+    async def _send_once(self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
+        try:
+            if api == "chat":
+                resp = await sdk.chat.completions.with_raw_response.create(
+                    model=body["model"], messages=body["messages"], extra_body=rest or None
+                )
+            elif api == "responses":
+                resp = await sdk.responses.with_raw_response.create(
+                    model=body["model"], input=body["input"], extra_body=rest or None
+                )
+            else:  # pragma: no cover - internal misuse
+                raise ValueError(f"unknown api {api!r}")
+            text = resp.text if hasattr(resp, "text") else resp.http_response.text
+        except openai.RateLimitError as e:
+            raise _Retryable(
+                f"429 rate limited by {self.base_url}", _retry_after_seconds(getattr(e.response, "headers", None))
+            ) from None
+        except openai.InternalServerError as e:
+            raise _Retryable(f"{e.status_code} server error from {self.base_url}") from None
+        except openai.APITimeoutError:
+            raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
+        except openai.APIConnectionError as e:
+            raise _Retryable(f"connection error to {self.base_url}: {self._scrub(str(e))}") from None
+        except openai.APIStatusError as e:
+            status = e.status_code
+            if status in (408, 409) or status >= 500:
+                raise _Retryable(f"{status} from {self.base_url}") from None
+            detail = self._scrub(_error_message(e))
+            hint = {
+                401: "check the API key (OPENAI_API_KEY) for this endpoint",
+                403: "the key is not allowed to use this model or endpoint",
+                404: "check the model name and the base URL (it usually ends in /v1)",
+            }.get(status, "the request itself was rejected; fix it and run again")
+            raise FatalLLMError(
+                f"{status} from {self.base_url} for model '{body.get('model')}': {detail} ({hint})"
+            ) from None
+        try:
+            raw = json.loads(text)
+        except (json.JSONDecodeError, TypeError):
+            raise _Retryable(f"malformed JSON body from {self.base_url}") from None
+        if not isinstance(raw, dict) or ("choices" not in raw and "output" not in raw):
+            raise _Retryable(f"unexpected reply shape from {self.base_url}")
+        return raw
+
+    # -- fan-out ----------------------------------------------------------------------------
+    async def amap(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        desc: str = "llm",
+        on_result: Callable[[int, LLMResult], None] | None = None,
+    ) -> list[LLMResult]:
+        """Run chat requests concurrently (bounded by ``max_connections``), in input order.
+
+        ``on_result(index, result)`` is called as each one finishes (for checkpointing).
+        """
+        from tqdm.auto import tqdm
+
+        results: list[LLMResult | None] = [None] * len(requests)
+        bar = tqdm(total=len(requests), desc=desc, disable=not self.progress, unit="req", leave=True)
+        hits = 0
+
+        async def one(i: int, r: ChatRequest) -> None:
+            nonlocal hits
+            res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+            results[i] = res
+            hits += res.cached
+            if on_result is not None:
+                on_result(i, res)
+            bar.update(1)
+            cost = f"${self.spent_usd:.4f}" if self.usage.cost_usd else "$-"
+            bar.set_postfix_str(f"hits={hits} tok={self.usage.total_tokens} {cost}", refresh=False)
+
+        try:
+            tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+        finally:
+            bar.close()
+        return [r for r in results if r is not None]
+
+    def map(self, requests: Sequence[ChatRequest], **kw: Any) -> list[LLMResult]:
+        """Synchronous :meth:`amap`."""
+        return run_sync(self._closing(self.amap(requests, **kw)))
+
+    async def aclose(self) -> None:
+        for st in self._states.values():
+            await st.sdk.close()
+        self._states = {}
+
+
+def _error_message(e: openai.APIStatusError) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(e, "message", "") or e)
+
+
+def default_client_from_env(model: str | None = None, run_dir: str | Path | None = None, **kw: Any) -> LLMClient:
+    """A client configured from the environment, caching under ``run_dir`` or ``$TREK_CACHE``."""
+    from trek.llm.cache import default_cache_path
+
+    return LLMClient(model, cache=LLMCache(default_cache_path(run_dir)), **kw)

@@ -1,0 +1,113 @@
+"""Ask for JSON, read it leniently, re-ask a capped number of times, or say ``unparsed``.
+
+A reply that cannot be read is its own outcome: :class:`StructuredResult` with
+``status="unparsed"`` carries every raw reply so that it can be counted, shown and reviewed.
+It never turns into a default value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trek.llm.client import LLMClient, run_sync
+from trek.types import Usage
+
+__all__ = ["StructuredResult", "parse_json_lenient", "achat_json", "chat_json", "REASK_TEMPLATE"]
+
+REASK_TEMPLATE = (
+    "I could not read your previous reply as the requested JSON ({error}). "
+    "Send the answer again as one JSON value only, with no code fence and no other text."
+)
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_lenient(text: str | None) -> Any:
+    """Read the first JSON object or array in ``text``.
+
+    Accepts code fences, leading or trailing prose, and a JSON value embedded in a sentence.
+    Raises ``ValueError`` with a short reason when nothing readable is there.
+    """
+    if text is None or not text.strip():
+        raise ValueError("empty reply")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for cand in candidates:
+        s = cand.strip()
+        try:
+            return json.loads(s)
+        except json.JSONDecodeError:
+            pass
+        for i, ch in enumerate(s):
+            if ch in "{[":
+                try:
+                    value, _ = decoder.raw_decode(s, i)
+                    return value
+                except json.JSONDecodeError:
+                    continue
+    raise ValueError("no JSON object or array found")
+
+
+@dataclass
+class StructuredResult:
+    """``ok`` with ``value``; ``unparsed`` with the raw replies; or ``pending`` (call failed)."""
+
+    status: str
+    value: Any = None
+    raw_texts: list[str] = field(default_factory=list)
+    attempts: int = 0
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+async def achat_json(
+    client: LLMClient,
+    messages: Sequence[dict[str, Any]],
+    *,
+    validate: Callable[[Any], Any] | None = None,
+    max_reasks: int = 2,
+    reask_template: str = REASK_TEMPLATE,
+    **params: Any,
+) -> StructuredResult:
+    """Chat call expecting JSON.
+
+    ``validate(value)`` may check or convert the parsed value and raise ``ValueError`` (or a
+    pydantic ``ValidationError``) to trigger a re-ask. At most ``max_reasks`` follow-up calls
+    are made; each is a new cached request (the conversation so far plus the re-ask).
+    """
+    convo = list(messages)
+    raws: list[str] = []
+    usage = Usage()
+    last_error = ""
+    for attempt in range(max_reasks + 1):
+        res = await client.achat(convo, **params)
+        usage = usage + res.usage.model_copy(update={"cost_usd": res.usage.cost_usd or 0.0})
+        if not res.ok:
+            return StructuredResult("pending", raw_texts=raws, attempts=attempt + 1, error=res.error, usage=usage)
+        text = res.content or ""
+        raws.append(text)
+        try:
+            value = parse_json_lenient(text)
+            if validate is not None:
+                value = validate(value)
+            return StructuredResult("ok", value=value, raw_texts=raws, attempts=attempt + 1, usage=usage)
+        except Exception as e:  # noqa: BLE001 - any validation failure leads to a re-ask
+            last_error = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        convo = convo + [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": reask_template.format(error=last_error)},
+        ]
+    return StructuredResult("unparsed", raw_texts=raws, attempts=max_reasks + 1, error=last_error, usage=usage)
+
+
+def chat_json(client: LLMClient, messages: Sequence[dict[str, Any]], **kw: Any) -> StructuredResult:
+    """Synchronous :func:`achat_json`."""
+    return run_sync(client._closing(achat_json(client, messages, **kw)))

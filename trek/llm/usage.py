@@ -1,0 +1,124 @@
+"""Token usage from raw provider replies, and the price table that turns it into dollars."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trek.types import Usage
+
+__all__ = ["Price", "PriceTable", "usage_from_raw"]
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per one million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
+        cached_rate = self.cached_input if self.cached_input is not None else self.input
+        fresh_in = usage.prompt_tokens - cached
+        # Reasoning tokens are part of completion_tokens on OpenAI-style usage blocks.
+        return (fresh_in * self.input + cached * cached_rate + usage.completion_tokens * self.output) / 1e6
+
+
+class PriceTable:
+    """Per-model prices: the bundled ``trek/prices.json`` merged with an optional user file.
+
+    Lookup is by exact model name, then by the longest listed name that prefixes the model
+    (so ``gpt-4o-2024-08-06`` uses ``gpt-4o``). Unknown models get ``None``: tokens only.
+    """
+
+    def __init__(self, prices: dict[str, Price]):
+        self.prices = dict(prices)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None) -> PriceTable:
+        table = _parse(json.loads(resources.files("trek").joinpath("prices.json").read_text()), "trek/prices.json")
+        user = path or os.environ.get("TREK_PRICES")
+        if user:
+            p = Path(user)
+            try:
+                data = json.loads(p.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise ValueError(f"price table {p} does not exist") from None
+            except json.JSONDecodeError as e:
+                raise ValueError(f"price table {p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+            table.update(_parse(data, str(p)))
+        return cls(table)
+
+    def get(self, model: str | None) -> Price | None:
+        if not model:
+            return None
+        if model in self.prices:
+            return self.prices[model]
+        best = None
+        for name in self.prices:
+            if model.startswith(name) and (best is None or len(name) > len(best)):
+                best = name
+        return self.prices[best] if best else None
+
+    def cost(self, model: str | None, usage: Usage) -> float | None:
+        price = self.get(model)
+        return None if price is None else price.cost(usage)
+
+
+def _parse(data: Any, where: str) -> dict[str, Price]:
+    if not isinstance(data, dict):
+        raise ValueError(f"price table {where}: expected a JSON object of model -> prices")
+    out: dict[str, Price] = {}
+    for model, spec in data.items():
+        if model.startswith("_"):
+            continue
+        if not isinstance(spec, dict) or "input" not in spec or "output" not in spec:
+            raise ValueError(f"price table {where}: model '{model}' needs numeric 'input' and 'output' fields")
+        try:
+            out[model] = Price(
+                input=float(spec["input"]),
+                output=float(spec["output"]),
+                cached_input=None if spec.get("cached_input") is None else float(spec["cached_input"]),
+            )
+        except (TypeError, ValueError):
+            raise ValueError(f"price table {where}: model '{model}' has a non-numeric price") from None
+    return out
+
+
+def _int(d: Any, *path: str) -> int:
+    for p in path:
+        if not isinstance(d, dict):
+            return 0
+        d = d.get(p)
+    try:
+        return int(d or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def usage_from_raw(raw: dict[str, Any]) -> Usage:
+    """Read a Chat Completions or Responses API usage block into a :class:`Usage` (cost unset)."""
+    u = raw.get("usage") if isinstance(raw, dict) else None
+    if not isinstance(u, dict):
+        return Usage(calls=1, cost_usd=None)
+    if "input_tokens" in u or "output_tokens" in u:  # Responses API
+        return Usage(
+            prompt_tokens=_int(u, "input_tokens"),
+            completion_tokens=_int(u, "output_tokens"),
+            reasoning_tokens=_int(u, "output_tokens_details", "reasoning_tokens"),
+            cached_tokens=_int(u, "input_tokens_details", "cached_tokens"),
+            calls=1,
+        )
+    return Usage(
+        prompt_tokens=_int(u, "prompt_tokens"),
+        completion_tokens=_int(u, "completion_tokens"),
+        reasoning_tokens=_int(u, "completion_tokens_details", "reasoning_tokens"),
+        cached_tokens=_int(u, "prompt_tokens_details", "cached_tokens"),
+        calls=1,
+    )

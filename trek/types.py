@@ -1,0 +1,297 @@
+"""Persisted records shared by every Trek stage.
+
+Every record is a pydantic model. Runs are directories of JSONL files, one record per line,
+keyed by an ``id`` (or ``question_id``). :func:`read_jsonl` validates every line and raises a
+:class:`RecordError` that names the file, the line number and the offending field;
+:func:`write_jsonl` writes through a temporary file and an atomic rename, so a reader never sees
+a torn or half-written file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "Record",
+    "Question",
+    "Document",
+    "SearchResult",
+    "SearchCall",
+    "Usage",
+    "Trajectory",
+    "Grade",
+    "RunMeta",
+    "RecordError",
+    "read_jsonl",
+    "iter_jsonl",
+    "write_jsonl",
+    "append_jsonl",
+    "utcnow",
+]
+
+
+def utcnow() -> str:
+    """Current UTC time as an ISO-8601 string with a trailing ``Z``."""
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class Record(BaseModel):
+    """Base class: unknown fields are rejected so that typos surface on load."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=False)
+
+
+DocumentRole = Literal[
+    "gold", "outdated", "relevance", "republication", "fabrication", "retrieved", "other"
+]
+
+
+class Question(Record):
+    """One benchmark question.
+
+    ``effective_year`` is the year against which relative time words ("current", "latest")
+    are read; ``None`` when the source has no year (InfoDeepSeek) or only a bound such as
+    ``before 2022``, which is kept verbatim in ``effective_year_raw``.
+    """
+
+    id: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answers: list[str] = Field(min_length=1)
+    effective_year: int | None = None
+    effective_year_raw: str | None = None
+    gold_urls: list[str] = Field(default_factory=list)
+    false_premise: bool = False
+    split: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Document(Record):
+    """A frozen page: a gold document, a distractor, or a retrieved page snapshot."""
+
+    id: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    title: str = ""
+    date: _dt.date | None = None
+    text: str
+    question_id: str | None = None
+    role: DocumentRole = "other"
+    supports_answer: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchResult(Record):
+    url: str
+    title: str = ""
+    snippet: str = ""
+    date: str | None = None
+
+
+class SearchCall(Record):
+    """One search issued by a system: the query, the backend, and the ranked results."""
+
+    query: str
+    backend: str
+    results: list[SearchResult] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Usage(Record):
+    """Token usage of one or more model calls, and its price when the model's price is known."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+    cost_usd: float | None = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        cost: float | None
+        if self.cost_usd is None or other.cost_usd is None:
+            cost = None
+        else:
+            cost = self.cost_usd + other.cost_usd
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+            cost_usd=cost,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Trajectory(Record):
+    """Everything one system did for one question.
+
+    ``status`` is ``pending`` when a model or search call failed after its retries: the
+    question has then no answer (``final_answer`` is ``None``) and is tried again on the
+    next run. ``retrieved_urls`` lists every URL returned by any search call, in order, exact
+    duplicates removed keeping the first occurrence.
+    """
+
+    question_id: str
+    model: str
+    system: dict[str, Any] = Field(default_factory=dict)
+    search_calls: list[SearchCall] = Field(default_factory=list)
+    retrieved_urls: list[str] = Field(default_factory=list)
+    opened_urls: list[str] = Field(default_factory=list)
+    final_answer: str | None = None
+    status: Literal["ok", "pending"] = "ok"
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    prompt_version: str | None = None
+    created_at: str = Field(default_factory=utcnow)
+
+
+GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending"]
+
+
+class Grade(Record):
+    """The verdict of a dataset's grader on one response.
+
+    ``outcome`` ``unparsed`` means the judge's reply could not be read after the allowed
+    re-asks; it is reported as its own category and never counted as correct or incorrect.
+    """
+
+    question_id: str
+    dataset: str
+    response: str | None
+    outcome: GradeOutcome
+    method: Literal["exact", "judge", "none"] = "judge"
+    grader: str
+    grader_version: str
+    judge_model: str | None = None
+    judge_settings: dict[str, Any] = Field(default_factory=dict)
+    judge_raw: list[str] = Field(default_factory=list)
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    created_at: str = Field(default_factory=utcnow)
+
+    @property
+    def correct(self) -> bool | None:
+        """True/False for a decided grade, None for unparsed or pending ones."""
+        if self.outcome == "correct":
+            return True
+        if self.outcome in ("incorrect", "not_attempted"):
+            return False
+        return None
+
+
+class RunMeta(Record):
+    """Metadata of a run directory (``run.json``). The API key is never stored."""
+
+    run_id: str
+    kind: str
+    model: str | None = None
+    endpoint: str | None = None
+    prompt_versions: dict[str, str] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    trek_version: str | None = None
+    created_at: str = Field(default_factory=utcnow)
+    updated_at: str = Field(default_factory=utcnow)
+
+
+class RecordError(ValueError):
+    """A record file could not be read; the message names the file, line and field."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def _describe_validation_error(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "<record>"
+        parts.append(f"field '{loc}': {e.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def iter_jsonl(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
+    """Yield validated records from a JSONL file; blank lines are allowed and skipped."""
+    p = Path(path)
+    if not p.exists():
+        raise RecordError(p, None, "file does not exist")
+    with p.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
+            try:
+                yield model.model_validate(obj)
+            except ValidationError as e:
+                raise RecordError(p, lineno, f"{model.__name__}: {_describe_validation_error(e)}") from None
+
+
+def read_jsonl(path: str | os.PathLike[str], model: type[R]) -> list[R]:
+    """Read and validate a whole JSONL file of ``model`` records."""
+    return list(iter_jsonl(path, model))
+
+
+def _dump(rec: BaseModel | dict[str, Any]) -> str:
+    if isinstance(rec, BaseModel):
+        return rec.model_dump_json()
+    return json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> Path:
+    """Write records atomically: a temporary file in the same folder, fsync, then rename."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(_dump(rec))
+                fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return p
+
+
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> None:
+    """Append whole lines (one write per record, flushed) to a JSONL log."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("a", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(_dump(rec) + "\n")
+        fh.flush()
