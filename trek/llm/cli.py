@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
 _err = Console(stderr=True)
@@ -83,18 +82,10 @@ def cost_command(
     if df.empty:
         typer.echo(f"no usage records found under {run_dir}")
         return
-    table = Table(title=f"usage in {run_dir}")
-    for c in df.columns:
-        table.add_column(c, justify="left" if c in ("file", "model") else "right")
-    for _, row in df.iterrows():
-        cells = []
-        for c in df.columns:
-            v = row[c]
-            if c == "cost_usd":
-                cells.append("-" if v != v else f"${v:.4f}")  # NaN -> tokens only
-            elif isinstance(v, float) and v.is_integer():
-                cells.append(str(int(v)))
-            else:
-                cells.append(str(v))
-        table.add_row(*cells)
-    Console().print(table)
+    shown = df.copy()
+    shown["cost_usd"] = [("-" if v != v else f"${v:.4f}") for v in shown["cost_usd"]]  # NaN -> tokens only
+    for c in shown.columns:
+        if c not in ("file", "model", "cost_usd"):
+            shown[c] = shown[c].astype(int)
+    typer.echo(f"usage in {run_dir} (dollars from the current price table; '-' = model without a price)")
+    typer.echo(shown.to_string(index=False))

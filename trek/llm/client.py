@@ -265,7 +265,11 @@ class LLMClient:
         st = self._states.get(id(loop))
         if st is None:
             sdk = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
+                base_url=self.base_url,
+                api_key=self._api_key,
+                max_retries=0,
+                timeout=self.timeout,
+                **_http_client_kwargs(),
             )
             st = _LoopState(sdk, asyncio.Semaphore(self.max_connections))
             self._states = {id(loop): st}  # drop clients bound to finished loops
@@ -508,6 +512,17 @@ class LLMClient:
         for st in self._states.values():
             await st.sdk.close()
         self._states = {}
+
+
+def _http_client_kwargs() -> dict[str, Any]:
+    """Use the SDK's aiohttp transport when this SDK version ships it (faster fan-out)."""
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    if factory is None:
+        return {}
+    try:
+        return {"http_client": factory()}
+    except Exception:  # noqa: BLE001 - optional extra not installed: keep the default transport
+        return {}
 
 
 def _error_message(e: openai.APIStatusError) -> str:

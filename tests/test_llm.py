@@ -1,0 +1,294 @@
+"""The LLM layer against the fake OpenAI-compatible server (real HTTP on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import sqlite3
+import time
+
+import pytest
+from aiohttp import web
+
+from trek.llm import (
+    ChatRequest,
+    FatalLLMError,
+    LLMCache,
+    LLMClient,
+    PriceTable,
+    chat_json,
+    parse_json_lenient,
+    request_key,
+)
+from trek.llm.client import _retry_after_seconds
+from trek.llm.usage import Price
+from trek.testing.fake_openai import FakeOpenAIServer
+
+MSG = [{"role": "user", "content": "What is the capital of Atlantis?"}]
+
+
+def client_for(srv, tmp_path, **kw):
+    kw.setdefault("cache", LLMCache(tmp_path / "cache.sqlite"))
+    kw.setdefault("progress", False)
+    kw.setdefault("backoff_base", 0.01)
+    kw.setdefault("backoff_cap", 0.2)
+    return LLMClient("fake-model", base_url=srv.base_url, api_key="sk-test-key", **kw)
+
+
+@pytest.fixture
+def srv():
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+# -- cache key ------------------------------------------------------------------------------
+def test_cache_key_ignores_transport_settings(tmp_path):
+    a = LLMClient("m", base_url="http://h/v1", api_key="k1", timeout=5, max_retries=1, max_connections=2)
+    b = LLMClient("m", base_url="http://h/v1/", api_key="k2", timeout=50, max_retries=9, max_connections=64)
+    body = {"model": "m", "messages": MSG, "temperature": 0}
+    assert request_key(a.cache_request("chat", body, 0)) == request_key(b.cache_request("chat", body, 0))
+    # ...but anything that changes the output changes the key
+    keys = {
+        request_key(a.cache_request("chat", body, 0)),
+        request_key(a.cache_request("chat", body, 1)),
+        request_key(a.cache_request("chat", {**body, "temperature": 1}, 0)),
+        request_key(a.cache_request("chat", {**body, "model": "m2"}, 0)),
+        request_key(a.cache_request("chat", {**body, "tools": [{"type": "function"}]}, 0)),
+        request_key(LLMClient("m", base_url="http://other/v1").cache_request("chat", body, 0)),
+    }
+    assert len(keys) == 6
+    assert "k1" not in json.dumps(a.cache_request("chat", body, 0))
+
+
+def test_second_identical_run_makes_no_http_request(srv, tmp_path):
+    reqs = [ChatRequest(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(20)]
+    c1 = client_for(srv, tmp_path)
+    first = c1.map(reqs)
+    n_after_first = srv.stats()["requests"]
+    assert n_after_first == 20 and all(r.ok and not r.cached for r in first)
+    c2 = client_for(srv, tmp_path, cache=LLMCache(tmp_path / "cache.sqlite"))
+    second = c2.map(reqs)
+    assert srv.stats()["requests"] == n_after_first
+    assert all(r.cached for r in second)
+    assert [r.content for r in first] == [r.content for r in second]
+    assert c2.http_calls == 0 and c2.cache_hits == 20
+
+
+def test_identical_concurrent_requests_are_sent_once(srv, tmp_path):
+    c = client_for(srv, tmp_path)
+    res = c.map([ChatRequest(messages=MSG) for _ in range(8)])
+    assert srv.stats()["requests"] == 1
+    assert len({r.content for r in res}) == 1 and sum(not r.cached for r in res) == 1
+
+
+def _writer(path: str, start: int, n: int) -> None:
+    cache = LLMCache(path)
+    for i in range(start, start + n):
+        req = {"endpoint": "e", "api": "chat", "body": {"i": i}, "sample": 0}
+        cache.store(request_key(req), req, {"choices": [{"message": {"content": str(i)}}]})
+    cache.close()
+
+
+def test_concurrent_writer_processes_do_not_corrupt(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    LLMCache(path).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, k * 150, 300)) for k in range(4)]  # overlapping ranges
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = LLMCache(path)
+    assert len(cache) == 750  # 0..749, duplicates ignored
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    req = {"endpoint": "e", "api": "chat", "body": {"i": 700}, "sample": 0}
+    assert cache.lookup(request_key(req))["choices"][0]["message"]["content"] == "700"
+
+
+# -- retries, pending, fatal ----------------------------------------------------------------
+def test_faults_are_retried_and_answers_match_fault_free_run(tmp_path):
+    reqs = [ChatRequest(messages=[{"role": "user", "content": f"question {i}"}]) for i in range(500)]
+    with FakeOpenAIServer() as clean:
+        ref = client_for(clean, tmp_path, cache=None, max_connections=32).map(reqs)
+    with FakeOpenAIServer(fault_rate=0.2, seed=7, stall_seconds=5.0, retry_after=0.05) as faulty:
+        c = client_for(faulty, tmp_path, cache=LLMCache(tmp_path / "f.sqlite"), max_connections=32, timeout=1.0, max_retries=8)
+        got = c.map(reqs)
+        stats = faulty.stats()
+    assert all(r.ok for r in got)
+    assert [r.content for r in got] == [r.content for r in ref]
+    assert sum(stats["faults"].values()) > 50  # faults really happened
+    assert all(v == 1 for v in stats["ok_by_key"].values())  # no request answered twice
+
+
+async def _flaky_app(fail_times: int, status: int, retry_after: str | None):
+    state = {"n": 0}
+
+    async def handler(request):
+        state["n"] += 1
+        if state["n"] <= fail_times:
+            headers = {"Retry-After": retry_after} if retry_after else {}
+            return web.json_response({"error": {"message": "slow down", "type": "x"}}, status=status, headers=headers)
+        body = await request.json()
+        return web.json_response({
+            "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        })
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}/v1", state
+
+
+def test_retry_after_is_honoured(tmp_path):
+    async def go():
+        runner, url, state = await _flaky_app(1, 429, "0.6")
+        try:
+            c = LLMClient("m", base_url=url, api_key="k", backoff_base=0.001, backoff_cap=5, progress=False)
+            t0 = time.monotonic()
+            res = await c.achat(MSG)
+            await c.aclose()
+            return res, time.monotonic() - t0, state["n"]
+        finally:
+            await runner.cleanup()
+
+    res, elapsed, n = asyncio.run(go())
+    assert res.ok and res.content == "fine" and n == 2
+    assert elapsed >= 0.6
+
+
+def test_retry_after_parsing():
+    assert _retry_after_seconds({"retry-after-ms": "250"}) == 0.25
+    assert _retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert _retry_after_seconds({}) is None
+    assert _retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+
+
+def test_persistent_failure_is_pending_not_an_answer(tmp_path):
+    async def go():
+        runner, url, state = await _flaky_app(100, 503, None)
+        try:
+            cache = LLMCache(tmp_path / "c.sqlite")
+            c = LLMClient("m", base_url=url, api_key="k", max_retries=2, backoff_base=0.001, cache=cache, progress=False)
+            r1 = await c.achat(MSG)
+            n1 = state["n"]
+            r2 = await c.achat(MSG)  # not cached: retried on the next run
+            await c.aclose()
+            return r1, r2, n1, state["n"], len(cache)
+        finally:
+            await runner.cleanup()
+
+    r1, r2, n1, n2, cached = asyncio.run(go())
+    assert r1.status == "pending" and r1.content is None and "503" in r1.error
+    assert n1 == 3 and n2 == 6 and cached == 0
+    assert r2.status == "pending"
+
+
+def test_unfixable_4xx_fails_fast_without_leaking_key(tmp_path):
+    secret = "sk-very-secret-123456"
+    with FakeOpenAIServer(require_key="sk-the-right-one") as s:
+        c = LLMClient("m", base_url=s.base_url, api_key=secret, progress=False, backoff_base=0.001)
+        with pytest.raises(FatalLLMError) as e:
+            c.chat(MSG)
+        assert s.stats()["requests"] == 1  # no retry
+    assert "401" in str(e.value) and secret not in str(e.value)
+    assert secret not in repr(c)
+
+
+# -- usage, cost, budget ----------------------------------------------------------------------
+def test_usage_and_cost(srv, tmp_path):
+    prices = PriceTable({"fake-model": Price(input=2.0, output=10.0, cached_input=1.0)})
+    c = client_for(srv, tmp_path, prices=prices)
+    r = c.chat(MSG)
+    u = r.usage
+    assert u.prompt_tokens > 0 and u.completion_tokens > 0 and u.calls == 1
+    assert u.cost_usd == pytest.approx((u.prompt_tokens * 2.0 + u.completion_tokens * 10.0) / 1e6)
+    unknown = client_for(srv, tmp_path, prices=PriceTable({}))
+    assert unknown.chat([{"role": "user", "content": "other"}]).usage.cost_usd is None
+
+
+def test_price_table_prefix_and_user_file(tmp_path, monkeypatch):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"my-model": {"input": 1, "output": 3}}))
+    monkeypatch.setenv("TREK_PRICES", str(f))
+    t = PriceTable.load()
+    assert t.get("my-model").output == 3.0
+    assert t.get("gpt-4o-2024-08-06") is t.get("gpt-4o")
+    assert t.get("gpt-4o-mini-2024") is t.get("gpt-4o-mini")
+    f.write_text(json.dumps({"bad": {"input": "x", "output": 1}}))
+    with pytest.raises(ValueError, match="'bad'"):
+        PriceTable.load()
+
+
+def test_budget_stops_new_calls(srv, tmp_path):
+    # a real call costs a few dollars at these prices; the estimate (chars/4 + max_tokens) ~ $11
+    prices = PriceTable({"fake-model": Price(input=1e6, output=1e6)})
+    c = client_for(srv, tmp_path, prices=prices, budget_usd=20.0, max_connections=1)
+    res = c.map([ChatRequest(messages=[{"role": "user", "content": f"q{i}"}], params={"max_tokens": 1}) for i in range(10)])
+    ok = [r for r in res if r.ok]
+    pending = [r for r in res if not r.ok]
+    assert ok and pending
+    assert all("budget" in r.error for r in pending)
+    assert c.spent_usd <= 20.0
+    assert srv.stats()["requests"] == len(ok)
+
+
+# -- structured outputs -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 2}\n```', {"a": 2}),
+        ('Sure! Here it is: {"a": 3} Hope that helps.', {"a": 3}),
+        ("[1, 2]", [1, 2]),
+        ('thinking {not json} then {"ok": true}', {"ok": True}),
+    ],
+)
+def test_parse_json_lenient(text, value):
+    assert parse_json_lenient(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "no json here", "{broken", None])
+def test_parse_json_lenient_fails_clearly(text):
+    with pytest.raises(ValueError):
+        parse_json_lenient(text)
+
+
+def test_structured_reask_then_ok(tmp_path):
+    script = [
+        {"pattern": "Send the answer again", "reply": '{"verdict": "yes"}'},
+        {"pattern": "Give JSON", "reply": "I think the verdict is yes."},
+    ]
+    with FakeOpenAIServer(script=script) as s:
+        c = client_for(s, tmp_path)
+        res = chat_json(c, [{"role": "user", "content": "Give JSON"}], max_reasks=2)
+    assert res.status == "ok" and res.value == {"verdict": "yes"} and res.attempts == 2
+    assert res.raw_texts[0] == "I think the verdict is yes."
+
+
+def test_structured_unparsed_after_cap(tmp_path):
+    with FakeOpenAIServer(script=[{"any_pattern": ".", "reply": "never any json"}]) as s:
+        c = client_for(s, tmp_path)
+        res = chat_json(c, MSG, max_reasks=2)
+        assert s.stats()["requests"] == 3
+    assert res.status == "unparsed" and res.value is None
+    assert res.raw_texts == ["never any json"] * 3
+
+
+def test_structured_validation_failure_reasks(tmp_path):
+    def need_key(v):
+        if "answer" not in v:
+            raise ValueError("missing 'answer'")
+        return v
+
+    with FakeOpenAIServer(script=[{"any_pattern": ".", "reply": '{"other": 1}'}]) as s:
+        res = chat_json(client_for(s, tmp_path), MSG, validate=need_key, max_reasks=1)
+    assert res.status == "unparsed" and "answer" in res.error and res.attempts == 2

@@ -1,0 +1,903 @@
+"""Statistics used in the Trek analyses (paper appendix A.3/A.4 and B.7).
+
+Everything here is a pure function over arrays: nothing reads files or keeps state. The
+functions cover
+
+* accuracy: :func:`accuracy`, :func:`micro_macro`, :func:`accuracy_table`;
+* confidence intervals: :func:`wilson_ci`, :func:`bootstrap_ci`;
+* paired tests: :func:`mcnemar_exact`, :func:`mcnemar`, :func:`cochrans_q`,
+  :func:`paired_comparisons` (the layout of the paper's Table 9);
+* multiple testing: :func:`holm`;
+* agreement: :func:`cohens_kappa`, :func:`multilabel_kappa`;
+* attribution prevalence: :func:`multilabel_prevalence_test`.
+
+Where scipy or statsmodels already implements a procedure it is used, but the inputs are
+checked first so that bad data fails with a :class:`ValueError` naming the argument instead of
+producing NaN, a warning or a confusing message from deep inside a library.
+
+Correctness vectors are 1-D arrays of 0/1 (any integer or float dtype) or booleans. Missing
+grades (NaN/None) are always rejected: the caller decides how to treat unparsed or ungraded
+items and must drop them before calling.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _scipy_stats
+from statsmodels.stats import contingency_tables as _sm_tables
+from statsmodels.stats import multitest as _sm_multitest
+from statsmodels.stats import proportion as _sm_proportion
+
+__all__ = [
+    "McNemarResult",
+    "CochranResult",
+    "accuracy",
+    "micro_macro",
+    "accuracy_table",
+    "wilson_ci",
+    "bootstrap_ci",
+    "mcnemar_exact",
+    "mcnemar",
+    "cochrans_q",
+    "holm",
+    "paired_comparisons",
+    "cohens_kappa",
+    "multilabel_kappa",
+    "multilabel_prevalence_test",
+]
+
+SeedLike = int | np.random.Generator | np.random.SeedSequence | None
+
+# Row labels appended to the per-group rows of :func:`accuracy_table`.
+_SUMMARY_ROWS = ("micro", "macro")
+
+
+# ---------------------------------------------------------------------------
+# Result types
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Outcome of :func:`mcnemar` on two paired 0/1 vectors ``x`` and ``y``.
+
+    Attributes:
+        b: number of items where ``x`` is 1 and ``y`` is 0.
+        c: number of items where ``x`` is 0 and ``y`` is 1.
+        n: number of paired items.
+        p: two-sided exact McNemar p-value (see :func:`mcnemar_exact`).
+        acc_x: mean of ``x`` as a proportion in [0, 1].
+        acc_y: mean of ``y`` as a proportion in [0, 1].
+    """
+
+    b: int
+    c: int
+    n: int
+    p: float
+    acc_x: float
+    acc_y: float
+
+
+@dataclass(frozen=True)
+class CochranResult:
+    """Outcome of :func:`cochrans_q`.
+
+    Attributes:
+        q: Cochran's Q statistic (0.0 in the degenerate all-constant case).
+        df: degrees of freedom, ``conditions - 1``.
+        p: p-value from the chi-square distribution with ``df`` degrees of freedom.
+    """
+
+    q: float
+    df: int
+    p: float
+
+
+# ---------------------------------------------------------------------------
+# Input checking helpers
+# ---------------------------------------------------------------------------
+
+
+def _as_array(values: Any, name: str) -> np.ndarray:
+    """``np.asarray`` that turns numpy's own failures into a ValueError naming ``name``."""
+    if values is None:
+        raise ValueError(f"{name} must be an array-like, got None")
+    if isinstance(values, str | bytes):
+        raise ValueError(f"{name} must be an array-like of values, got a single string {values!r}")
+    if isinstance(values, pd.DataFrame | pd.Series):
+        values = values.to_numpy()
+    elif isinstance(values, Iterable) and not hasattr(values, "__array__") and not hasattr(values, "__len__"):
+        # Generators and other one-shot iterables.
+        values = list(values)
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} could not be read as an array: {exc}") from exc
+
+
+def _missing_mask(arr: np.ndarray) -> np.ndarray:
+    """Boolean mask of NaN/None/pd.NA entries, for arrays of any dtype."""
+    return np.asarray(pd.isna(arr), dtype=bool)
+
+
+def _vector(values: Any, name: str) -> np.ndarray:
+    """A non-empty 1-D array without missing entries."""
+    arr = _as_array(values, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    n_missing = int(_missing_mask(arr).sum())
+    if n_missing:
+        raise ValueError(f"{name} contains {n_missing} missing value(s) (NaN/None); drop them before calling")
+    return arr
+
+
+def _to_binary(arr: np.ndarray, name: str) -> np.ndarray:
+    """Check that a missing-free array holds only 0/1 (or booleans); return it as int64."""
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if arr.dtype.kind in "iuf":
+        ok = (arr == 0) | (arr == 1)
+    elif arr.dtype.kind == "O":
+        ok = np.array(
+            [isinstance(v, bool | np.bool_ | numbers.Real) and v in (0, 1) for v in arr.ravel()],
+            dtype=bool,
+        ).reshape(arr.shape)
+    else:
+        raise ValueError(f"{name} must hold 0/1 or True/False values, got dtype {arr.dtype}")
+    if not ok.all():
+        bad = arr[~ok].ravel()
+        raise ValueError(
+            f"{name} must hold only 0/1 or True/False values; found {bad.size} other value(s), "
+            f"e.g. {bad[0]!r}"
+        )
+    return arr.astype(np.float64).astype(np.int64)
+
+
+def _binary_vector(values: Any, name: str) -> np.ndarray:
+    """A non-empty 1-D int64 array of 0/1."""
+    return _to_binary(_vector(values, name), name)
+
+
+def _same_length(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length, got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def _count(value: Any, name: str) -> int:
+    """A non-negative integer count (integral floats such as 3.0 are accepted)."""
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer()
+    )
+    if not integral:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    out = int(value)
+    if out < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return out
+
+
+def _level(level: Any) -> float:
+    """A confidence level strictly between 0 and 1."""
+    if not isinstance(level, numbers.Real) or not (0.0 < float(level) < 1.0):
+        raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+    return float(level)
+
+
+# ---------------------------------------------------------------------------
+# Accuracy
+# ---------------------------------------------------------------------------
+
+
+def accuracy(correct: Any) -> float:
+    """Fraction of correct items.
+
+    Args:
+        correct: 1-D array-like of length n >= 1 holding 0/1 (any numeric dtype) or booleans.
+            NaN/None entries are rejected: unparsed or ungraded answers must be filtered out
+            (or counted as wrong) by the caller before calling.
+
+    Returns:
+        The mean of ``correct`` as a Python float in [0, 1].
+
+    Raises:
+        ValueError: if ``correct`` is empty, not 1-D, has missing entries or values other than 0/1.
+    """
+    return float(_binary_vector(correct, "correct").mean())
+
+
+def _group_codes(groups: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``groups`` against a length-``n`` correctness vector; return (codes, labels).
+
+    ``codes`` is an int array of length n; ``labels`` holds the distinct labels in order of
+    first appearance, so ``labels[codes[i]]`` is the label of item i.
+    """
+    arr = _vector(groups, "groups")
+    if arr.shape[0] != n:
+        raise ValueError(f"correct and groups must have the same length, got {n} and {arr.shape[0]}")
+    codes, labels = pd.factorize(arr, sort=False)
+    return np.asarray(codes, dtype=np.int64), np.asarray(labels, dtype=object)
+
+
+def _macro_from_codes(correct: np.ndarray, codes: np.ndarray, n_groups: int) -> float:
+    """Unweighted mean of per-group means (every group is assumed non-empty)."""
+    sizes = np.bincount(codes, minlength=n_groups)
+    hits = np.bincount(codes, weights=correct, minlength=n_groups)
+    return float(np.mean(hits / sizes))
+
+
+def micro_macro(correct: Any, groups: Any) -> tuple[float, float]:
+    """Micro and macro accuracy over groups (e.g. datasets or question categories).
+
+    Args:
+        correct: 1-D array-like of n >= 1 values in {0, 1} (or booleans), no NaN/None.
+        groups: 1-D array-like of n hashable group labels (strings, ints, ...), no NaN/None.
+
+    Returns:
+        ``(micro, macro)`` as floats in [0, 1]. ``micro`` is the mean over all n items, so
+        large groups weigh more; ``macro`` is the plain mean of the per-group accuracies, so
+        every group weighs the same.
+
+    Raises:
+        ValueError: on empty input, mismatched lengths, missing values or non-0/1 ``correct``.
+    """
+    y = _binary_vector(correct, "correct")
+    codes, labels = _group_codes(groups, y.shape[0])
+    return float(y.mean()), _macro_from_codes(y, codes, len(labels))
+
+
+def accuracy_table(
+    correct: Any,
+    groups: Any,
+    level: float = 0.95,
+    *,
+    n_resamples: int = 10_000,
+    seed: SeedLike = 0,
+) -> pd.DataFrame:
+    """Per-group accuracy with confidence intervals, plus micro and macro summary rows.
+
+    Args:
+        correct: 1-D array-like of n >= 1 values in {0, 1} (or booleans), no NaN/None.
+        groups: 1-D array-like of n hashable group labels, no NaN/None. No group may be
+            called ``"micro"`` or ``"macro"`` (those names are taken by the summary rows).
+        level: confidence level of every interval, strictly between 0 and 1.
+        n_resamples: number of bootstrap resamples for the macro interval.
+        seed: seed (or ``numpy.random.Generator``) for the macro bootstrap. The default of 0
+            makes the table reproducible; pass ``None`` for fresh randomness.
+
+    Returns:
+        A DataFrame indexed by group label (groups in order of first appearance, then the rows
+        ``"micro"`` and ``"macro"``; index name ``"group"``) with columns
+
+        * ``n`` (int): number of items; for ``"macro"`` the total number of items;
+        * ``k`` (nullable Int64): number of correct items; ``<NA>`` for ``"macro"``, which is
+          not a ratio of counts;
+        * ``accuracy`` (float): proportion in [0, 1] (not percent);
+        * ``ci_low``, ``ci_high`` (float): interval bounds as proportions.
+
+        Group rows and ``"micro"`` use the Wilson score interval (:func:`wilson_ci`). The
+        ``"macro"`` row uses a stratified percentile bootstrap (:func:`bootstrap_ci` with
+        ``groups``): each resample redraws, with replacement, the same number of items from
+        within each group, so group sizes stay fixed and only within-group sampling
+        variability enters the interval.
+
+    Raises:
+        ValueError: on the same bad input as :func:`micro_macro`, a bad ``level`` or
+            ``n_resamples``, or a group named ``"micro"``/``"macro"``.
+    """
+    level = _level(level)
+    y = _binary_vector(correct, "correct")
+    codes, labels = _group_codes(groups, y.shape[0])
+    clashes = [lab for lab in labels if isinstance(lab, str) and lab in _SUMMARY_ROWS]
+    if clashes:
+        raise ValueError(f"groups may not use the reserved labels 'micro'/'macro', found {clashes[0]!r}")
+
+    rows: list[dict[str, Any]] = []
+    index: list[Hashable] = []
+    for g, label in enumerate(labels):
+        sel = y[codes == g]
+        n_g, k_g = int(sel.size), int(sel.sum())
+        low, high = wilson_ci(k_g, n_g, level)
+        rows.append({"n": n_g, "k": k_g, "accuracy": k_g / n_g, "ci_low": low, "ci_high": high})
+        index.append(label)
+
+    n, k = int(y.size), int(y.sum())
+    low, high = wilson_ci(k, n, level)
+    rows.append({"n": n, "k": k, "accuracy": k / n, "ci_low": low, "ci_high": high})
+    index.append("micro")
+
+    n_groups = len(labels)
+    macro = _macro_from_codes(y, codes, n_groups)
+    # Stratified resamples keep every item inside its own group, so the original codes still
+    # describe the resampled vector and the macro statistic can reuse them.
+    low, high = bootstrap_ci(
+        y,
+        statistic=lambda v: _macro_from_codes(v, codes, n_groups),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        groups=codes,
+    )
+    rows.append({"n": n, "k": pd.NA, "accuracy": macro, "ci_low": low, "ci_high": high})
+    index.append("macro")
+
+    table = pd.DataFrame(rows, index=pd.Index(index, name="group", dtype=object))
+    table["n"] = table["n"].astype(np.int64)
+    table["k"] = table["k"].astype("Int64")
+    return table
+
+
+# ---------------------------------------------------------------------------
+# Confidence intervals
+# ---------------------------------------------------------------------------
+
+
+def wilson_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion k/n.
+
+    Args:
+        k: number of successes, an integer with 0 <= k <= n.
+        n: number of trials, an integer >= 1.
+        level: confidence level strictly between 0 and 1.
+
+    Returns:
+        ``(low, high)`` as floats, clipped to [0, 1]. Computed by
+        ``statsmodels.stats.proportion.proportion_confint(method="wilson")``.
+
+    Raises:
+        ValueError: if ``n`` is 0, ``k`` or ``n`` is negative or not an integer, ``k > n`` or
+            ``level`` is outside (0, 1).
+    """
+    k_i = _count(k, "k")
+    n_i = _count(n, "n")
+    if n_i == 0:
+        raise ValueError("n must be at least 1 (no trials, so the proportion is undefined)")
+    if k_i > n_i:
+        raise ValueError(f"k must not exceed n, got k={k_i} and n={n_i}")
+    alpha = 1.0 - _level(level)
+    low, high = _sm_proportion.proportion_confint(k_i, n_i, alpha=alpha, method="wilson")
+    return float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
+
+
+def bootstrap_ci(
+    values: Any,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    n_resamples: int = 10_000,
+    level: float = 0.95,
+    seed: SeedLike = None,
+    groups: Any = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval for ``statistic(values)``.
+
+    Each resample draws n items with replacement; the interval bounds are the
+    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (linear interpolation) of the
+    statistic over the resamples.
+
+    Args:
+        values: 1-D array-like of n >= 1 finite numbers (e.g. 0/1 correctness), no NaN/None.
+        statistic: function mapping a 1-D float array of length n to a number. Defaults to
+            ``np.mean``.
+        n_resamples: number of resamples, an integer >= 1.
+        level: confidence level strictly between 0 and 1.
+        seed: ``None`` (fresh entropy), an int or ``SeedSequence`` (the same seed always gives
+            the same interval), or a ``numpy.random.Generator`` (used as is and advanced).
+        groups: optional 1-D array-like of n hashable stratum labels, no NaN/None. When given,
+            the resampling is stratified: position i is refilled with a random item from the
+            stratum of item i. Stratum sizes therefore never change, and the resampled array
+            still lines up with the original ``groups``, so ``statistic`` may close over them
+            (this is how :func:`accuracy_table` gets a macro-accuracy interval).
+
+    Returns:
+        ``(low, high)`` as floats.
+
+    Raises:
+        ValueError: if ``values`` is empty, not 1-D, non-numeric or has NaN/inf; if
+            ``groups`` has the wrong length or missing labels; if ``statistic`` is not
+            callable; or if ``n_resamples``/``level`` are out of range.
+    """
+    arr = _vector(values, "values")
+    if arr.dtype == bool:
+        arr = arr.astype(np.float64)
+    try:
+        x = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be numeric, got dtype {arr.dtype}") from exc
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite (found inf)")
+    if not callable(statistic):
+        raise ValueError(f"statistic must be callable, got {statistic!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    level = _level(level)
+
+    n = x.shape[0]
+    if groups is None:
+        codes = np.zeros(n, dtype=np.int64)
+    else:
+        g = _vector(groups, "groups")
+        _same_length(x, g, "values", "groups")
+        codes = np.asarray(pd.factorize(g, sort=False)[0], dtype=np.int64)
+
+    # Items sorted by stratum; stratum s occupies order[start[s] : start[s] + size[s]].
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    pos_start = starts[codes]
+    pos_size = sizes[codes]
+
+    rng = np.random.default_rng(seed)
+    stats_out = np.empty(int(n_resamples), dtype=np.float64)
+    for r in range(int(n_resamples)):
+        idx = order[pos_start + rng.integers(0, pos_size)]
+        stats_out[r] = float(statistic(x[idx]))
+    alpha = 1.0 - level
+    low, high = np.quantile(stats_out, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(low), float(high)
+
+
+# ---------------------------------------------------------------------------
+# Paired tests
+# ---------------------------------------------------------------------------
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar test on the discordant counts of a paired 2x2 table.
+
+    Under the null hypothesis each discordant pair is equally likely to go either way, so
+    ``b ~ Binomial(b + c, 0.5)``; the p-value is the two-sided exact binomial test
+    (``scipy.stats.binomtest``), which for p = 0.5 equals ``min(1, 2 * P(X <= min(b, c)))``.
+
+    Args:
+        b: number of pairs where the first condition is correct and the second wrong
+            (non-negative integer).
+        c: number of pairs where the first condition is wrong and the second correct
+            (non-negative integer).
+
+    Returns:
+        The p-value as a float in (0, 1]. With no discordant pairs (``b + c == 0``) there is
+        no evidence of a difference and the result is 1.0.
+
+    Raises:
+        ValueError: if ``b`` or ``c`` is negative or not an integer.
+    """
+    b_i = _count(b, "b")
+    c_i = _count(c, "c")
+    if b_i + c_i == 0:
+        return 1.0
+    p = _scipy_stats.binomtest(b_i, b_i + c_i, 0.5, alternative="two-sided").pvalue
+    return float(min(1.0, p))
+
+
+def mcnemar(x: Any, y: Any) -> McNemarResult:
+    """Exact McNemar test for two paired 0/1 outcome vectors.
+
+    Args:
+        x: 1-D array-like of n >= 1 values in {0, 1} (or booleans), no NaN/None; outcomes of
+            the first condition.
+        y: same shape and content rules as ``x``; outcomes of the second condition on the same
+            items in the same order.
+
+    Returns:
+        A :class:`McNemarResult` with the discordant counts ``b`` (x=1, y=0) and ``c``
+        (x=0, y=1), ``n``, the two-sided exact p-value and both accuracies as proportions.
+
+    Raises:
+        ValueError: on empty input, mismatched lengths, missing values or non-0/1 values.
+    """
+    xa = _binary_vector(x, "x")
+    ya = _binary_vector(y, "y")
+    _same_length(xa, ya, "x", "y")
+    b = int(np.sum((xa == 1) & (ya == 0)))
+    c = int(np.sum((xa == 0) & (ya == 1)))
+    return McNemarResult(
+        b=b,
+        c=c,
+        n=int(xa.size),
+        p=mcnemar_exact(b, c),
+        acc_x=float(xa.mean()),
+        acc_y=float(ya.mean()),
+    )
+
+
+def cochrans_q(matrix: Any) -> CochranResult:
+    """Cochran's Q test that several paired binary conditions share one success rate.
+
+    With N the total number of successes, C_j the column totals, R_i the row totals and k the
+    number of conditions, ``Q = (k - 1) * (k * sum(C_j**2) - N**2) / (k * N - sum(R_i**2))``,
+    compared against a chi-square distribution with k - 1 degrees of freedom
+    (``statsmodels.stats.contingency_tables.cochrans_q``).
+
+    Args:
+        matrix: 2-D array-like (or DataFrame) of shape (subjects, conditions) with
+            subjects >= 1 and conditions >= 2, holding 0/1 or booleans and no NaN/None. Row i
+            holds the outcomes of every condition on subject (question) i.
+
+    Returns:
+        A :class:`CochranResult` ``(q, df, p)``. When every row is constant (each subject is
+        solved by all conditions or by none), the denominator is zero and Q is undefined; the
+        data carry no evidence of a difference, so this case returns ``q=0.0`` and ``p=1.0``.
+
+    Raises:
+        ValueError: if ``matrix`` is not 2-D, is empty, has fewer than two columns, or holds
+            missing or non-0/1 values.
+    """
+    arr = _as_array(matrix, "matrix")
+    if arr.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (subjects, conditions), got an array of shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError("matrix is empty (no subjects)")
+    if arr.shape[1] < 2:
+        raise ValueError(f"matrix must have at least 2 conditions (columns), got {arr.shape[1]}")
+    n_missing = int(_missing_mask(arr).sum())
+    if n_missing:
+        raise ValueError(f"matrix contains {n_missing} missing value(s) (NaN/None); drop those rows first")
+    x = _to_binary(arr, "matrix")
+    k = x.shape[1]
+    df = k - 1
+    row_totals = x.sum(axis=1)
+    if np.all((row_totals == 0) | (row_totals == k)):
+        return CochranResult(q=0.0, df=df, p=1.0)
+    # statsmodels treats the largest observed value as "success"; with a non-constant row
+    # present both 0 and 1 occur, so that value is 1.
+    res = _sm_tables.cochrans_q(x)
+    return CochranResult(q=float(res.statistic), df=int(res.df), p=float(res.pvalue))
+
+
+# ---------------------------------------------------------------------------
+# Multiple testing
+# ---------------------------------------------------------------------------
+
+
+def holm(pvalues: Any) -> np.ndarray:
+    """Holm step-down adjustment of a family of p-values.
+
+    The i-th smallest of m p-values is multiplied by ``m - i + 1``, a running maximum keeps the
+    adjusted values monotone in the order of the raw ones, and the result is capped at 1
+    (``statsmodels.stats.multitest.multipletests(method="holm")``).
+
+    Args:
+        pvalues: 1-D array-like of m >= 1 floats in [0, 1], no NaN/None.
+
+    Returns:
+        A float64 array of shape (m,) with the adjusted p-values in the same order as the input.
+
+    Raises:
+        ValueError: if ``pvalues`` is empty, not 1-D, has missing values or values outside [0, 1].
+    """
+    arr = _vector(pvalues, "pvalues")
+    try:
+        p = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"pvalues must be numeric, got dtype {arr.dtype}") from exc
+    if np.any((p < 0.0) | (p > 1.0)):
+        raise ValueError(f"pvalues must lie in [0, 1], got min {p.min()!r} and max {p.max()!r}")
+    adjusted = _sm_multitest.multipletests(p, method="holm")[1]
+    return np.minimum(np.asarray(adjusted, dtype=np.float64), 1.0)
+
+
+def paired_comparisons(
+    table: pd.DataFrame,
+    reference: Hashable,
+    conditions: Sequence[Hashable] | None = None,
+) -> pd.DataFrame:
+    """Compare each condition with a reference condition on the same questions (Table 9 layout).
+
+    For every compared condition, only the questions where both the reference and that
+    condition have a grade are used (rows with NaN in either column are dropped, so ``n`` may
+    differ between conditions). The test is the two-sided exact McNemar test, and the p-values
+    are then Holm-adjusted across all compared conditions.
+
+    Args:
+        table: DataFrame with one row per question (index = question id) and one column per
+            condition holding 0/1, booleans or NaN (NaN = not available for that condition).
+        reference: column name of the reference condition (e.g. ``"OO"``).
+        conditions: column names to compare with the reference; defaults to every other
+            column in table order. Must be non-empty, unique and must not include ``reference``.
+
+    Returns:
+        A DataFrame indexed by condition (index name ``"condition"``) with columns
+
+        * ``n`` (int): questions graded under both the reference and the condition;
+        * ``acc_ref``, ``acc_cond`` (float): accuracies on those questions, in percent;
+        * ``delta_pp`` (float): ``acc_ref - acc_cond`` in percentage points, i.e. the drop from
+          the reference (negative when the condition does better);
+        * ``b`` (int): reference correct and condition wrong; ``c`` (int): the reverse;
+        * ``p`` (float): exact McNemar p-value; ``p_holm`` (float): Holm-adjusted p-value.
+
+    Raises:
+        ValueError: if ``table`` is not a DataFrame, a named column is missing, the list of
+            conditions is empty/duplicated/contains the reference, a comparison has no
+            overlapping questions, or a column holds values other than 0/1/NaN.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if not table.columns.is_unique:
+        raise ValueError("table has duplicate column names")
+    if reference not in table.columns:
+        raise ValueError(f"reference {reference!r} is not a column of table (columns: {list(table.columns)})")
+    if conditions is None:
+        conds = [col for col in table.columns if col != reference]
+    else:
+        if isinstance(conditions, str):
+            raise ValueError("conditions must be a list of column names, not a single string")
+        conds = list(conditions)
+        missing = [col for col in conds if col not in table.columns]
+        if missing:
+            raise ValueError(f"conditions {missing!r} are not columns of table")
+        if reference in conds:
+            raise ValueError(f"conditions must not include the reference {reference!r}")
+        if len(set(conds)) != len(conds):
+            raise ValueError("conditions contains duplicates")
+    if not conds:
+        raise ValueError("conditions is empty: there is nothing to compare with the reference")
+
+    rows = []
+    for cond in conds:
+        pair = table[[reference, cond]].dropna()
+        if pair.empty:
+            raise ValueError(f"no question has grades for both {reference!r} and {cond!r}")
+        ref = _to_binary(pair[reference].to_numpy(), f"table[{reference!r}]")
+        other = _to_binary(pair[cond].to_numpy(), f"table[{cond!r}]")
+        res = mcnemar(ref, other)
+        rows.append(
+            {
+                "n": res.n,
+                "acc_ref": 100.0 * res.acc_x,
+                "acc_cond": 100.0 * res.acc_y,
+                "delta_pp": 100.0 * (res.acc_x - res.acc_y),
+                "b": res.b,
+                "c": res.c,
+                "p": res.p,
+            }
+        )
+    out = pd.DataFrame(rows, index=pd.Index(conds, name="condition"))
+    out["p_holm"] = holm(out["p"].to_numpy())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Agreement
+# ---------------------------------------------------------------------------
+
+
+def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
+    """Cohen's kappa between two raters who labelled the same items.
+
+    ``kappa = (p_o - p_e) / (1 - p_e)``, where ``p_o`` is the observed share of items with equal
+    labels and ``p_e = sum_c p_a(c) * p_b(c)`` is the agreement expected from each rater's own
+    label frequencies. Computed with exact integer counts.
+
+    Args:
+        labels_a: 1-D array-like of n >= 1 categorical labels (strings, ints, bools, ...) from
+            the first rater, no NaN/None.
+        labels_b: 1-D array-like of n labels from the second rater, same items in the same order.
+
+    Returns:
+        Kappa as a float in [-1, 1]; 1.0 for perfect agreement. If the expected agreement is 1
+        (both raters give every item the same single label) kappa is 0/0; since the raters
+        agree on every item, this case returns 1.0.
+
+    Raises:
+        ValueError: on empty input, mismatched lengths or missing labels.
+    """
+    a = _vector(labels_a, "labels_a").astype(object)
+    b = _vector(labels_b, "labels_b").astype(object)
+    _same_length(a, b, "labels_a", "labels_b")
+    return _kappa_from_codes(a, b)
+
+
+def _kappa_from_codes(a: np.ndarray, b: np.ndarray) -> float:
+    codes, uniques = pd.factorize(np.concatenate([a, b]), sort=False)
+    n = a.shape[0]
+    ca, cb = codes[:n], codes[n:]
+    m = len(uniques)
+    agree = int(np.sum(ca == cb))
+    # n^2 * p_e, as an integer.
+    expected = int(np.dot(np.bincount(ca, minlength=m), np.bincount(cb, minlength=m)))
+    if expected == n * n:
+        return 1.0
+    return float((n * agree - expected) / (n * n - expected))
+
+
+def _is_missing_scalar(value: Any) -> bool:
+    """True for None, NaN, pd.NA and NaT; False for anything else (including containers)."""
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _label_set(item: Any, where: str) -> frozenset:
+    """One item's labels as a frozenset; strings and missing values are rejected.
+
+    ``where`` names the offending entry in error messages, e.g. ``"sets_a[3]"``.
+    """
+    if isinstance(item, str | bytes):
+        raise ValueError(
+            f"{where} must be a set or list of labels, got the string {item!r} "
+            "(wrap a single label in a list)"
+        )
+    if _is_missing_scalar(item):
+        raise ValueError(f"{where} is missing; use an empty set for an item without labels")
+    if isinstance(item, Mapping) or not isinstance(item, Iterable):
+        raise ValueError(f"{where} must be a set or list of labels, got {type(item).__name__}")
+    try:
+        return frozenset(item.tolist() if isinstance(item, np.ndarray) else item)
+    except TypeError as exc:
+        raise ValueError(f"{where} holds an unhashable label: {exc}") from exc
+
+
+def _label_sets(sets: Any, name: str) -> list[frozenset]:
+    if sets is None or isinstance(sets, str | bytes | Mapping):
+        raise ValueError(f"{name} must be a sequence of label sets, one per item")
+    if isinstance(sets, pd.Series):
+        sets = sets.tolist()
+    items = list(sets)
+    if not items:
+        raise ValueError(f"{name} is empty")
+    return [_label_set(item, f"{name}[{i}]") for i, item in enumerate(items)]
+
+
+def multilabel_kappa(sets_a: Any, sets_b: Any, labels: Sequence[Hashable]) -> float:
+    """Cohen's kappa for multi-label attributions, over one yes/no decision per (item, label).
+
+    Each rater assigns every item a set of labels (possibly empty). The sets are expanded into
+    ``n_items * len(labels)`` binary decisions "does this item carry this label?" and
+    :func:`cohens_kappa` is computed over those decisions.
+
+    Args:
+        sets_a: sequence of n >= 1 label collections (set, frozenset, list, tuple or 1-D array)
+            from the first rater, one per item.
+        sets_b: sequence of n label collections from the second rater, same items in the same
+            order.
+        labels: the full, non-empty label vocabulary without duplicates. Every label used in
+            ``sets_a`` or ``sets_b`` must appear here (this catches typos).
+
+    Returns:
+        Kappa as a float (1.0 when both raters make identical decisions throughout).
+
+    Raises:
+        ValueError: on empty input, mismatched lengths, a string where a set is expected,
+            missing items, an empty/duplicated vocabulary or labels outside the vocabulary.
+    """
+    if labels is None or isinstance(labels, str | bytes):
+        raise ValueError("labels must be a sequence of label names, not a single string")
+    vocab = list(labels)
+    if not vocab:
+        raise ValueError("labels is empty")
+    if len(set(vocab)) != len(vocab):
+        raise ValueError("labels contains duplicates")
+    a_sets = _label_sets(sets_a, "sets_a")
+    b_sets = _label_sets(sets_b, "sets_b")
+    if len(a_sets) != len(b_sets):
+        raise ValueError(f"sets_a and sets_b must have the same length, got {len(a_sets)} and {len(b_sets)}")
+    known = set(vocab)
+    for name, sets in (("sets_a", a_sets), ("sets_b", b_sets)):
+        for i, s in enumerate(sets):
+            unknown = s - known
+            if unknown:
+                raise ValueError(
+                    f"{name}[{i}] has label(s) not in labels: {', '.join(sorted(map(repr, unknown)))}"
+                )
+    a = np.array([lab in s for s in a_sets for lab in vocab], dtype=object)
+    b = np.array([lab in s for s in b_sets for lab in vocab], dtype=object)
+    return _kappa_from_codes(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Attribution prevalence
+# ---------------------------------------------------------------------------
+
+
+def _label_group(value: Any, name: str) -> tuple[Hashable, ...]:
+    if isinstance(value, str):
+        return (value,)
+    try:
+        out = tuple(value)
+    except TypeError as exc:
+        raise ValueError(f"{name} must be a label or a collection of labels, got {value!r}") from exc
+    if not out:
+        raise ValueError(f"{name} must name at least one label")
+    return out
+
+
+def multilabel_prevalence_test(
+    attributions: Iterable[Mapping[str, Any]] | pd.DataFrame,
+    post: Sequence[str] | str = ("Interpretation", "Distraction"),
+    upstream: Sequence[str] | str = ("Pre-retrieval", "Retrieval"),
+    model_key: str = "model",
+    labels_key: str = "labels",
+) -> pd.DataFrame:
+    """Test, per model, whether post-retrieval failure labels are more common than upstream ones.
+
+    A reviewed failure case can carry several labels, so it may count toward both families.
+    Each case therefore gives a pair of binary outcomes (has any ``post`` label, has any
+    ``upstream`` label), and the two shares are compared with the two-sided exact McNemar test
+    over the same cases. The p-values are Holm-adjusted across models.
+
+    Args:
+        attributions: iterable of mappings (or a DataFrame with one row per case), each with
+            ``model_key`` (the model name, any hashable, not missing) and ``labels_key`` (a
+            set/list/tuple/array of label strings; may be empty). Labels outside ``post`` and
+            ``upstream`` are allowed and simply count toward neither family.
+        post: labels that mark a post-retrieval failure (a single string is one label).
+        upstream: labels that mark an upstream failure, disjoint from ``post``.
+        model_key: key/column holding the model name.
+        labels_key: key/column holding the label collection.
+
+    Returns:
+        A DataFrame indexed by model (order of first appearance; index name ``"model"``) with
+        columns ``n`` (cases), ``n_post`` and ``n_upstream`` (cases with at least one label of
+        that family), ``post_pct`` and ``upstream_pct`` (those counts as percent of ``n``),
+        ``b`` (post only), ``c`` (upstream only), ``p`` (exact McNemar) and ``p_holm``.
+
+    Raises:
+        ValueError: if there are no cases, a case is not a mapping or lacks a key, a model name
+            is missing, a label collection is a string or missing, or ``post`` and ``upstream``
+            are empty or overlap.
+    """
+    post_labels = set(_label_group(post, "post"))
+    upstream_labels = set(_label_group(upstream, "upstream"))
+    overlap = post_labels & upstream_labels
+    if overlap:
+        raise ValueError(f"post and upstream must be disjoint, both contain {sorted(overlap)}")
+
+    if isinstance(attributions, pd.DataFrame):
+        for key in (model_key, labels_key):
+            if key not in attributions.columns:
+                raise ValueError(f"attributions has no column {key!r}")
+        records: list[Any] = attributions.to_dict("records")
+    elif attributions is None or isinstance(attributions, str | bytes | Mapping):
+        raise ValueError("attributions must be an iterable of mappings (one per case) or a DataFrame")
+    else:
+        records = list(attributions)
+    if not records:
+        raise ValueError("attributions is empty")
+
+    per_model: dict[Hashable, list[tuple[bool, bool]]] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise ValueError(f"attributions[{i}] must be a mapping, got {type(rec).__name__}")
+        for key in (model_key, labels_key):
+            if key not in rec:
+                raise ValueError(f"attributions[{i}] has no key {key!r}")
+        model = rec[model_key]
+        if _is_missing_scalar(model):
+            raise ValueError(f"attributions[{i}] has a missing model name ({model_key!r})")
+        if not isinstance(model, Hashable):
+            raise ValueError(f"attributions[{i}] has an unhashable model name {model!r}")
+        labels = _label_set(rec[labels_key], f"attributions[{i}][{labels_key!r}]")
+        per_model.setdefault(model, []).append((bool(labels & post_labels), bool(labels & upstream_labels)))
+
+    rows = []
+    for flags in per_model.values():
+        has_post = np.array([f[0] for f in flags])
+        has_up = np.array([f[1] for f in flags])
+        res = mcnemar(has_post, has_up)
+        rows.append(
+            {
+                "n": res.n,
+                "n_post": int(has_post.sum()),
+                "n_upstream": int(has_up.sum()),
+                "post_pct": 100.0 * res.acc_x,
+                "upstream_pct": 100.0 * res.acc_y,
+                "b": res.b,
+                "c": res.c,
+                "p": res.p,
+            }
+        )
+    out = pd.DataFrame(rows, index=pd.Index(list(per_model), name="model"))
+    out["p_holm"] = holm(out["p"].to_numpy())
+    return out

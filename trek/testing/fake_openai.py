@@ -1,0 +1,930 @@
+"""A fake OpenAI-compatible HTTP server for tests and benchmarks.
+
+The server speaks the real OpenAI wire format, so the official ``openai`` SDK,
+raw ``httpx`` calls or any other compatible client can talk to it without
+knowing it is fake.  Replies are deterministic functions of the request, and
+faults (rate limits, server errors, stalls, truncated bodies) can be injected
+reproducibly, which makes it suitable both for unit tests and for throughput or
+robustness benchmarks.
+
+Endpoints (each is also reachable without the ``/v1`` prefix)
+-------------------------------------------------------------
+``POST /v1/chat/completions``
+    Non-streaming Chat Completions.  ``"stream": true`` is rejected with 400.
+``POST /v1/responses``
+    A minimal, non-streaming Responses API.
+``GET /v1/models``
+    A fixed list of model objects.
+``GET /_stats``
+    Counters, see :meth:`FakeOpenAIServer.stats`.
+``POST /_reset``
+    Clears the counters and the per-key arrival history.
+
+Default replies
+---------------
+Without a matching script rule, the assistant answers
+``"fake answer " + request_key(messages)[:12]``.  Usage numbers are whitespace
+token counts (at least 1) of the prompt text and the reply, so the same request
+always yields the same reply, in any process.  The reply's ``model`` echoes the
+request's ``model``.
+
+The request key
+---------------
+:func:`request_key` is the SHA-256 hex digest of the request's ``messages``
+(``input`` for ``/v1/responses``) serialised with
+``json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
+Statistics and fault decisions are grouped by this key.
+
+Script format
+-------------
+A script is a JSON file (or a Python list handed to ``script=``) holding a list
+of rules.  Rules are tried in order and the first one whose matchers all hold
+wins; if none matches, the default reply is used.  A rule without matchers
+matches every request.
+
+Matchers (all optional):
+
+``"pattern"``
+    Regular expression searched (``re.search``) in the text of the *last*
+    message, whatever its role.
+``"any_pattern"``
+    Regular expression searched in the texts of all messages joined by
+    newlines.
+``"tool_results"``
+    Integer; the request must contain exactly this many messages whose role is
+    ``"tool"`` (for ``/v1/responses``: ``function_call_output`` items).
+``"model"``
+    Exact model name.
+
+Exactly one action:
+
+``"reply"``
+    Assistant text.  Every ``{last}`` in it is replaced by the text of the last
+    message.
+``"tool_calls"``
+    A list of ``{"name": ..., "arguments": {...}}``.  They are returned as real
+    tool calls (ids ``call_<hash>`` derived from the request, ``arguments``
+    serialised to a JSON string, ``content`` null and ``finish_reason``
+    ``"tool_calls"``).  On ``/v1/responses`` they become ``function_call``
+    output items.
+``"error"``
+    ``{"status": 400, "message": "..."}``, optionally with ``"type"``,
+    ``"code"`` and ``"param"``; answered in the OpenAI error shape.
+
+Optional extra:
+
+``"usage"``
+    Overrides token counts, e.g. ``{"prompt_tokens": 100,
+    "completion_tokens": 7}`` (``input_tokens``/``output_tokens`` are accepted
+    as synonyms); missing values keep their defaults and the total is
+    recomputed unless given.
+
+Example::
+
+    [
+      {"pattern": "weather", "tool_results": 0,
+       "tool_calls": [{"name": "search", "arguments": {"q": "weather"}}]},
+      {"tool_results": 1, "reply": "Based on the search: {last}"},
+      {"model": "broken-model", "error": {"status": 400, "message": "nope"}}
+    ]
+
+Faults
+------
+With ``fault_rate`` F, every request on the completion endpoints is assigned a
+fault with probability F.  The decision is a pure function of ``seed``, the
+request key and how many times that key has already arrived, so a client that
+retries the same request eventually gets through, and two servers started with
+the same seed misbehave identically.  The kind is chosen uniformly among the
+enabled ``fault_types`` (all four by default):
+
+``"429"``
+    Rate-limit error with ``Retry-After`` (seconds) and ``retry-after-ms``
+    headers.
+``"500"``
+    Server error.
+``"stall"``
+    The reply is held for ``stall_seconds``; clients are expected to time
+    out.  If the client is still connected afterwards it gets the normal reply.
+``"malformed"``
+    Status 200 whose body is the first half of a genuine reply, i.e. invalid
+    JSON.
+
+Command line
+------------
+``python -m trek.testing.fake_openai --port 0`` prints exactly one line,
+``fake-openai listening on http://127.0.0.1:PORT/v1``, then serves until
+SIGTERM or SIGINT.  See ``--help`` for the other options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["FAULT_TYPES", "FakeOpenAIServer", "load_script", "request_key"]
+
+FAULT_TYPES: tuple[str, ...] = ("429", "500", "stall", "malformed")
+
+DEFAULT_MODELS: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "fake-model")
+
+_MATCHER_KEYS = frozenset({"pattern", "any_pattern", "tool_results", "model"})
+_ACTION_KEYS = frozenset({"reply", "tool_calls", "error"})
+_EXTRA_KEYS = frozenset({"usage"})
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def request_key(messages: Any) -> str:
+    """Return the SHA-256 hex digest identifying a request's messages (or Responses ``input``)."""
+    blob = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _short_hash(*parts: Any, n: int = 24) -> str:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()[:n]
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _text_of(content: Any) -> str:
+    """Flatten a message ``content`` (string, list of parts or None) into plain text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    pieces.append(text)
+        return " ".join(pieces)
+    return str(content)
+
+
+def _count_tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+# --------------------------------------------------------------------------- script rules
+
+
+class _Rule:
+    __slots__ = ("pattern", "any_pattern", "tool_results", "model", "action", "payload", "usage")
+
+    def __init__(self, raw: dict[str, Any], index: int) -> None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"script rule #{index} must be an object, got {type(raw).__name__}")
+        unknown = set(raw) - _MATCHER_KEYS - _ACTION_KEYS - _EXTRA_KEYS
+        if unknown:
+            raise ValueError(f"script rule #{index} has unknown keys: {sorted(unknown)}")
+        actions = [k for k in _ACTION_KEYS if k in raw]
+        if len(actions) != 1:
+            raise ValueError(
+                f"script rule #{index} needs exactly one of 'reply', 'tool_calls', 'error' (got {actions})"
+            )
+        self.pattern = re.compile(raw["pattern"]) if "pattern" in raw else None
+        self.any_pattern = re.compile(raw["any_pattern"]) if "any_pattern" in raw else None
+        tool_results = raw.get("tool_results")
+        if tool_results is not None and (isinstance(tool_results, bool) or not isinstance(tool_results, int)):
+            raise ValueError(f"script rule #{index}: 'tool_results' must be an integer")
+        self.tool_results: int | None = tool_results
+        self.model: str | None = raw.get("model")
+        self.action = actions[0]
+        payload = raw[self.action]
+        if self.action == "reply" and not isinstance(payload, str):
+            raise ValueError(f"script rule #{index}: 'reply' must be a string")
+        if self.action == "tool_calls":
+            if not isinstance(payload, list) or not payload:
+                raise ValueError(f"script rule #{index}: 'tool_calls' must be a non-empty list")
+            for call in payload:
+                if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                    raise ValueError(f"script rule #{index}: every tool call needs a string 'name'")
+        if self.action == "error":
+            if not isinstance(payload, dict):
+                raise ValueError(f"script rule #{index}: 'error' must be an object")
+            payload = {
+                "status": int(payload.get("status", 400)),
+                **{k: v for k, v in payload.items() if k != "status"},
+            }
+        self.payload = payload
+        usage = raw.get("usage")
+        if usage is not None and not isinstance(usage, dict):
+            raise ValueError(f"script rule #{index}: 'usage' must be an object")
+        self.usage: dict[str, Any] | None = usage
+
+    def matches(self, model: str, texts: Sequence[str], tool_results: int) -> bool:
+        if self.model is not None and model != self.model:
+            return False
+        if self.tool_results is not None and tool_results != self.tool_results:
+            return False
+        if self.pattern is not None and not self.pattern.search(texts[-1] if texts else ""):
+            return False
+        return not (self.any_pattern is not None and not self.any_pattern.search("\n".join(texts)))
+
+
+def load_script(script: str | Path | Iterable[dict[str, Any]] | None) -> list[_Rule]:
+    """Parse and validate a script given as a JSON file path or a list of rule dicts."""
+    if script is None:
+        return []
+    if isinstance(script, str | Path):
+        raw = json.loads(Path(script).read_text(encoding="utf-8"))
+    else:
+        raw = list(script)
+    if not isinstance(raw, list):
+        raise ValueError("a script must be a JSON list of rules")
+    return [_Rule(rule, i) for i, rule in enumerate(raw)]
+
+
+# --------------------------------------------------------------------------- error bodies
+
+
+def _error_response(
+    status: int,
+    message: str,
+    err_type: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    body = {"error": {"message": message, "type": err_type, "param": param, "code": code}}
+    return web.Response(status=status, body=_dumps(body), headers={**_JSON_HEADERS, **(headers or {})})
+
+
+def _default_error_type(status: int) -> str:
+    if status == 429:
+        return "rate_limit_error"
+    if status >= 500:
+        return "server_error"
+    if status == 401:
+        return "authentication_error"
+    return "invalid_request_error"
+
+
+class _Reject(Exception):
+    """Raised while parsing a request to short-circuit with an error reply."""
+
+    def __init__(self, response: web.Response) -> None:
+        super().__init__()
+        self.response = response
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class FakeOpenAIServer:
+    """Deterministic fake of the OpenAI HTTP API, run on its own loop in a background thread.
+
+    Use it as a context manager (``with FakeOpenAIServer() as srv: ...``) or call
+    :meth:`start` / :meth:`stop`.  ``port=0`` asks the OS for a free port; the
+    chosen one is available as :attr:`port` once started, and :attr:`base_url`
+    is ready to be handed to ``openai.OpenAI(base_url=...)``.
+    """
+
+    def __init__(
+        self,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        seed: int = 0,
+        script: str | Path | Iterable[dict[str, Any]] | None = None,
+        stall_seconds: float = 30.0,
+        retry_after: float = 0.1,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        require_key: str | None = None,
+        fault_types: Sequence[str] | None = None,
+        models: Sequence[str] = DEFAULT_MODELS,
+    ) -> None:
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError("fault_rate must be within [0, 1]")
+        if latency < 0 or stall_seconds < 0 or retry_after < 0:
+            raise ValueError("latency, stall_seconds and retry_after must be non-negative")
+        kinds = tuple(fault_types) if fault_types is not None else FAULT_TYPES
+        bad = [k for k in kinds if k not in FAULT_TYPES]
+        if bad or not kinds:
+            raise ValueError(f"fault_types must be a non-empty subset of {FAULT_TYPES}, got {list(kinds)}")
+        self.latency = float(latency)
+        self.fault_rate = float(fault_rate)
+        self.seed = int(seed)
+        self.rules = load_script(script)
+        self.stall_seconds = float(stall_seconds)
+        self.retry_after = float(retry_after)
+        self.host = host
+        self.port = int(port)
+        self.require_key = require_key
+        self.fault_types = kinds
+        self.models = tuple(models)
+
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._ok_by_key: dict[str, int] = {}
+        self._faults: dict[str, int] = dict.fromkeys(FAULT_TYPES, 0)
+        self._arrivals: dict[str, int] = {}
+
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def base_url(self) -> str:
+        host = self.host
+        if host in ("", "0.0.0.0"):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        """Return ``{"requests", "ok_by_key", "faults"}`` (the same payload as ``GET /_stats``)."""
+        with self._lock:
+            return {
+                "requests": self._requests,
+                "ok_by_key": dict(self._ok_by_key),
+                "faults": dict(self._faults),
+            }
+
+    def reset_stats(self) -> None:
+        """Zero all counters and forget how often each key has arrived (restarts fault sequences)."""
+        with self._lock:
+            self._requests = 0
+            self._ok_by_key.clear()
+            self._faults = dict.fromkeys(FAULT_TYPES, 0)
+            self._arrivals.clear()
+
+    def decide_fault(self, key: str, arrival: int) -> str | None:
+        """Return the fault kind for the ``arrival``-th (0-based) request with ``key``, or None."""
+        if self.fault_rate <= 0.0:
+            return None
+        digest = hashlib.sha256(f"{self.seed}|{key}|{arrival}".encode()).digest()
+        draw = int.from_bytes(digest[:8], "big") / 2.0**64
+        if draw >= self.fault_rate:
+            return None
+        return self.fault_types[int.from_bytes(digest[8:16], "big") % len(self.fault_types)]
+
+    def start(self) -> FakeOpenAIServer:
+        """Start serving in a daemon thread; returns once the socket is listening."""
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        self._ready.clear()
+        self._startup_error = None
+        self._thread = threading.Thread(target=self._thread_main, name="fake-openai", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._startup_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise self._startup_error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server; in-flight stalls are cut short. Safe to call more than once."""
+        thread, loop, event = self._thread, self._loop, self._stop_event
+        if thread is None:
+            return
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # loop already closed
+                loop.call_soon_threadsafe(event.set)
+        thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"FakeOpenAIServer(base_url={self.base_url!r}, fault_rate={self.fault_rate}, seed={self.seed})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _thread_main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve_in_thread())
+        finally:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            self._loop = None
+
+    async def _serve_in_thread(self) -> None:
+        try:
+            await self.start_async()
+        except BaseException as exc:  # surfaced to the caller of start()
+            self._startup_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        assert self._stop_event is not None
+        await self._stop_event.wait()
+        await self.stop_async()
+
+    async def start_async(self) -> None:
+        """Bind and start serving on the running event loop (used by the thread and the CLI)."""
+        self._stop_event = asyncio.Event()
+        app = web.Application()
+        self._add_routes(app)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            if sys.platform != "win32":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.setblocking(False)
+            site = web.SockSite(runner, sock, backlog=1024)
+            await site.start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self.port = sock.getsockname()[1]
+        self._runner = runner
+
+    async def stop_async(self) -> None:
+        if self._stop_event is not None:
+            self._stop_event.set()  # wakes stalled handlers
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    def _add_routes(self, app: web.Application) -> None:
+        for prefix in ("/v1", ""):
+            app.router.add_post(prefix + "/chat/completions", self._handle_chat)
+            app.router.add_post(prefix + "/responses", self._handle_responses)
+            app.router.add_get(prefix + "/models", self._handle_models)
+        app.router.add_get("/_stats", self._handle_stats)
+        app.router.add_post("/_reset", self._handle_reset)
+        app.router.add_route("*", "/{tail:.*}", self._handle_unknown)
+
+    # ------------------------------------------------------------------ helpers used by handlers
+
+    def _check_auth(self, request: web.Request) -> None:
+        if self.require_key is None:
+            return
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if not header:
+            raise _Reject(
+                _error_response(
+                    401,
+                    "No API key was supplied. Send it as an 'Authorization: Bearer <key>' header.",
+                    code="invalid_api_key",
+                )
+            )
+        if scheme.lower() != "bearer" or token.strip() != self.require_key:
+            raise _Reject(
+                _error_response(
+                    401,
+                    "The API key provided is not valid for this server.",
+                    code="invalid_api_key",
+                )
+            )
+
+    async def _read_body(self, request: web.Request, required: Sequence[str]) -> dict[str, Any]:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise _Reject(
+                _error_response(
+                    400,
+                    "The request body could not be parsed as JSON. Check that it is valid JSON "
+                    "and that the Content-Type header is 'application/json'.",
+                )
+            ) from None
+        if not isinstance(body, dict):
+            raise _Reject(_error_response(400, "The request body must be a JSON object."))
+        for name in required:
+            if name not in body or body[name] is None:
+                raise _Reject(
+                    _error_response(
+                        400,
+                        f"Missing required parameter: '{name}'.",
+                        param=name,
+                        code="missing_required_parameter",
+                    )
+                )
+        if not isinstance(body["model"], str) or not body["model"]:
+            raise _Reject(_error_response(400, "'model' must be a non-empty string.", param="model"))
+        if body.get("stream"):
+            raise _Reject(
+                _error_response(
+                    400,
+                    "Streaming is not supported by the fake OpenAI server; send 'stream': false.",
+                    param="stream",
+                    code="unsupported_parameter",
+                )
+            )
+        return body
+
+    def _register_arrival(self, key: str) -> str | None:
+        with self._lock:
+            arrival = self._arrivals.get(key, 0)
+            self._arrivals[key] = arrival + 1
+        kind = self.decide_fault(key, arrival)
+        if kind is not None:
+            with self._lock:
+                self._faults[kind] += 1
+        return kind
+
+    def _count_ok(self, key: str) -> None:
+        with self._lock:
+            self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
+
+    def _pick_rule(self, model: str, texts: Sequence[str], tool_results: int) -> _Rule | None:
+        for rule in self.rules:
+            if rule.matches(model, texts, tool_results):
+                return rule
+        return None
+
+    def _fault_response(self, kind: str, model: str) -> web.Response:
+        if kind == "429":
+            wait_ms = max(0, round(self.retry_after * 1000))
+            headers = {
+                "Retry-After": f"{self.retry_after:g}",
+                "retry-after-ms": str(wait_ms),
+                "x-ratelimit-limit-requests": "500",
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": f"{wait_ms}ms",
+            }
+            return _error_response(
+                429,
+                f"Rate limit reached for {model} on requests per min (RPM): Limit 500, Used 500, "
+                f"Requested 1. Please try again in {wait_ms}ms.",
+                err_type="requests",
+                code="rate_limit_exceeded",
+                headers=headers,
+            )
+        return _error_response(
+            500,
+            "The server had an error while processing your request. Retry the request or contact "
+            "support if the error persists.",
+            err_type="server_error",
+        )
+
+    async def _stall(self) -> bool:
+        """Hold the request for ``stall_seconds``; returns False if the server is shutting down."""
+        assert self._stop_event is not None
+        try:
+            await asyncio.wait_for(self._stop_event.wait(), timeout=self.stall_seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    async def _run(
+        self,
+        request: web.Request,
+        required: tuple[str, str],
+        validate: Callable[[dict[str, Any]], None],
+        build: Callable[[dict[str, Any], str], dict[str, Any] | web.Response],
+    ) -> web.StreamResponse:
+        """Shared pipeline of the completion endpoints.
+
+        ``required`` names the model field and the field the request key is computed from;
+        ``validate(body)`` raises :class:`_Reject` for bad input; ``build(body, key)`` returns the
+        JSON payload of a successful reply or a ready error response (scripted errors).
+        """
+        with self._lock:
+            self._requests += 1
+        try:
+            self._check_auth(request)
+            body = await self._read_body(request, required)
+            validate(body)
+        except _Reject as rej:
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            return rej.response
+        key = request_key(body[required[1]])
+        fault = self._register_arrival(key)
+        if fault == "stall":
+            if not await self._stall():
+                return _error_response(503, "The server is shutting down.", err_type="server_error")
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                return web.Response(status=499)  # client gave up; nothing useful to send
+        elif self.latency:
+            await asyncio.sleep(self.latency)
+        if fault in ("429", "500"):
+            return self._fault_response(fault, body["model"])
+        payload = build(body, key)
+        if isinstance(payload, web.Response):
+            return payload
+        data = _dumps(payload)
+        if fault == "malformed":
+            return web.Response(status=200, body=data[: len(data) // 2], headers=_JSON_HEADERS)
+        self._count_ok(key)
+        return web.Response(status=200, body=data, headers=_JSON_HEADERS)
+
+    def _script_error(self, rule: _Rule) -> web.Response:
+        err = rule.payload
+        status = err["status"]
+        return _error_response(
+            status,
+            str(err.get("message", "Scripted error.")),
+            err_type=err.get("type") or _default_error_type(status),
+            param=err.get("param"),
+            code=err.get("code"),
+        )
+
+    @staticmethod
+    def _usage_numbers(prompt: int, completion: int, override: dict[str, Any] | None) -> tuple[int, int, int]:
+        total = None
+        if override:
+            prompt = int(override.get("prompt_tokens", override.get("input_tokens", prompt)))
+            completion = int(override.get("completion_tokens", override.get("output_tokens", completion)))
+            total = override.get("total_tokens")
+        return prompt, completion, int(total) if total is not None else prompt + completion
+
+    def _tool_calls(self, rule: _Rule, key: str) -> list[tuple[str, str, str]]:
+        """(call id, name, JSON arguments) for every scripted call, ids derived from the request."""
+        out = []
+        for i, call in enumerate(rule.payload):
+            args = call.get("arguments", {})
+            args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            out.append((f"call_{_short_hash(key, i, call['name'])}", call["name"], args_json))
+        return out
+
+    # ------------------------------------------------------------------ chat completions
+
+    def _build_chat(self, body: dict[str, Any], key: str) -> dict[str, Any] | web.Response:
+        messages = body["messages"]
+        model = body["model"]
+        texts = [_text_of(m.get("content")) for m in messages]
+        tool_results = sum(1 for m in messages if m.get("role") == "tool")
+        rule = self._pick_rule(model, texts, tool_results)
+        message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
+        finish_reason = "stop"
+        if rule is not None and rule.action == "error":
+            return self._script_error(rule)
+        if rule is not None and rule.action == "tool_calls":
+            calls = self._tool_calls(rule, key)
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in calls
+            ]
+            completion_text = " ".join(args for _, _, args in calls)
+            finish_reason = "tool_calls"
+        else:
+            if rule is not None:
+                text = rule.payload.replace("{last}", texts[-1] if texts else "")
+            else:
+                text = "fake answer " + key[:12]
+            message["content"] = text
+            completion_text = text
+        prompt, completion, total = self._usage_numbers(
+            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+        )
+        return {
+            "id": "chatcmpl-" + key[:29],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": total,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {
+                    "reasoning_tokens": 0,
+                    "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0,
+                    "rejected_prediction_tokens": 0,
+                },
+            },
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
+        }
+
+    @staticmethod
+    def _validate_chat(body: dict[str, Any]) -> None:
+        messages = body["messages"]
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            raise _Reject(
+                _error_response(
+                    400, "'messages' must be a non-empty array of message objects.", param="messages"
+                )
+            )
+
+    async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._run(request, ("model", "messages"), self._validate_chat, self._build_chat)
+
+    # ------------------------------------------------------------------ responses
+
+    @staticmethod
+    def _input_as_messages(inp: Any) -> list[dict[str, Any]]:
+        if isinstance(inp, str):
+            return [{"role": "user", "content": inp}]
+        out = []
+        for item in inp if isinstance(inp, list) else []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call_output":
+                out.append({"role": "tool", "content": _text_of(item.get("output"))})
+            elif item.get("type") == "function_call":
+                out.append({"role": "assistant", "content": _text_of(item.get("arguments"))})
+            else:
+                out.append({"role": item.get("role", "user"), "content": _text_of(item.get("content"))})
+        return out
+
+    @staticmethod
+    def _validate_responses(body: dict[str, Any]) -> None:
+        if not isinstance(body["input"], str | list):
+            raise _Reject(_error_response(400, "'input' must be a string or an array.", param="input"))
+
+    def _build_responses(self, body: dict[str, Any], key: str) -> dict[str, Any] | web.Response:
+        inp = body["input"]
+        model = body["model"]
+        messages = self._input_as_messages(inp)
+        texts = [m["content"] for m in messages]
+        tool_results = sum(1 for m in messages if m["role"] == "tool")
+        rule = self._pick_rule(model, texts, tool_results)
+        if rule is not None and rule.action == "error":
+            return self._script_error(rule)
+        output: list[dict[str, Any]] = []
+        if rule is not None and rule.action == "tool_calls":
+            calls = self._tool_calls(rule, key)
+            for cid, name, args in calls:
+                output.append(
+                    {
+                        "type": "function_call",
+                        "id": "fc_" + cid[len("call_") :],
+                        "call_id": cid,
+                        "name": name,
+                        "arguments": args,
+                        "status": "completed",
+                    }
+                )
+            completion_text = " ".join(args for _, _, args in calls)
+        else:
+            if rule is not None:
+                text = rule.payload.replace("{last}", texts[-1] if texts else "")
+            else:
+                text = "fake answer " + key[:12]
+            output.append(
+                {
+                    "type": "message",
+                    "id": "msg_" + _short_hash(key, "msg", n=32),
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+                }
+            )
+            completion_text = text
+        prompt, completion, total = self._usage_numbers(
+            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+        )
+        return {
+            "id": "resp_" + _short_hash(key, "resp", n=40),
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "error": None,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "max_output_tokens": body.get("max_output_tokens"),
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": bool(body.get("parallel_tool_calls", True)),
+            "previous_response_id": body.get("previous_response_id"),
+            "reasoning": {"effort": None, "summary": None},
+            "store": bool(body.get("store", True)),
+            "temperature": body.get("temperature", 1.0),
+            "text": {"format": {"type": "text"}},
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "top_p": body.get("top_p", 1.0),
+            "truncation": "disabled",
+            "usage": {
+                "input_tokens": prompt,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": total,
+            },
+            "user": None,
+            "metadata": body.get("metadata") or {},
+        }
+
+    async def _handle_responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._run(request, ("model", "input"), self._validate_responses, self._build_responses)
+
+    # ------------------------------------------------------------------ misc endpoints
+
+    async def _handle_models(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._check_auth(request)
+        except _Reject as rej:
+            return rej.response
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        data = [
+            {"id": m, "object": "model", "created": 1700000000, "owned_by": "system"} for m in self.models
+        ]
+        return web.Response(body=_dumps({"object": "list", "data": data}), headers=_JSON_HEADERS)
+
+    async def _handle_stats(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(body=_dumps(self.stats()), headers=_JSON_HEADERS)
+
+    async def _handle_reset(self, request: web.Request) -> web.StreamResponse:
+        self.reset_stats()
+        return web.Response(body=_dumps({"ok": True}), headers=_JSON_HEADERS)
+
+    async def _handle_unknown(self, request: web.Request) -> web.StreamResponse:
+        return _error_response(404, f"Invalid URL ({request.method} {request.path})")
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m trek.testing.fake_openai",
+        description="Run a deterministic fake OpenAI-compatible server.",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
+    p.add_argument("--fault-rate", type=float, default=0.0, help="probability of injecting a fault")
+    p.add_argument("--seed", type=int, default=0, help="seed for the fault decisions")
+    p.add_argument("--script", default=None, help="JSON file with scripted replies")
+    p.add_argument("--stall-seconds", type=float, default=30.0, help="how long a stall fault lasts")
+    p.add_argument("--retry-after", type=float, default=0.1, help="seconds advertised by 429 faults")
+    p.add_argument("--require-key", default=None, help="only accept this bearer token")
+    p.add_argument(
+        "--fault-types",
+        default=",".join(FAULT_TYPES),
+        help=f"comma-separated subset of {','.join(FAULT_TYPES)}",
+    )
+    return p
+
+
+async def _serve_forever(server: FakeOpenAIServer) -> None:
+    await server.start_async()
+    print(f"fake-openai listening on {server.base_url}", flush=True)
+    loop = asyncio.get_running_loop()
+    assert server._stop_event is not None
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, server._stop_event.set)
+    try:
+        await server._stop_event.wait()
+    finally:
+        await server.stop_async()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        server = FakeOpenAIServer(
+            latency=args.latency,
+            fault_rate=args.fault_rate,
+            seed=args.seed,
+            script=args.script,
+            stall_seconds=args.stall_seconds,
+            retry_after=args.retry_after,
+            host=args.host,
+            port=args.port,
+            require_key=args.require_key,
+            fault_types=[t.strip() for t in args.fault_types.split(",") if t.strip()],
+        )
+    except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
+        parser.error(str(exc))
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_forever(server))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
