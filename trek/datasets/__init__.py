@@ -1,0 +1,35 @@
+"""Loaders for the source datasets of TrekBench-Wild and TrekBench-Ctrl.
+
+Each loader reads a source file in its own format and returns ``(questions, report)``
+(a :class:`~trek.datasets.common.LoadResult`); LongSeal also returns documents. See
+:mod:`trek.datasets.wild` for the TrekBench-Wild selection and :mod:`trek.datasets.download` for
+fetching the files at pinned versions.
+"""
+
+from trek.datasets.common import (
+    DatasetError,
+    LoadReport,
+    LoadResult,
+    LongSealResult,
+    MissingDataError,
+    SkippedRow,
+    default_data_dir,
+)
+from trek.datasets.freshqa import load_freshqa
+from trek.datasets.infodeepseek import load_infodeepseek
+from trek.datasets.longseal import load_longseal
+from trek.datasets.sealqa import load_sealqa
+
+__all__ = [
+    "DatasetError",
+    "LoadReport",
+    "LoadResult",
+    "LongSealResult",
+    "MissingDataError",
+    "SkippedRow",
+    "default_data_dir",
+    "load_freshqa",
+    "load_infodeepseek",
+    "load_longseal",
+    "load_sealqa",
+]

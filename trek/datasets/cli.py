@@ -1,0 +1,215 @@
+"""``trek data``: download the source datasets and describe what Trek loads from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trek.datasets.common import DATA_DIR_ENV, DatasetError, LoadReport, MissingDataError, default_data_dir
+
+_DATA_DIR_HELP = (
+    "Folder holding the source files (freshqa/*.csv, infodeepseek/*.json, "
+    f"sealqa/sealqa_seal_hard.parquet). Default: ${DATA_DIR_ENV} when set, else ./datasets "
+    "under the current directory."
+)
+
+app = typer.Typer(
+    help=(
+        "Source datasets of TrekBench-Wild (FreshQA, InfoDeepSeek, SealQA): fetch them at their "
+        "pinned versions and report what is loaded.\n\n"
+        f"The data directory is --data-dir, else ${DATA_DIR_ENV}, else ./datasets under the "
+        "current directory."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+def _err_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _resolve(data_dir: Path | None) -> Path:
+    return data_dir if data_dir is not None else default_data_dir()
+
+
+@app.command("info")
+def info_command(
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    mini: bool = typer.Option(
+        False, "--mini", help="Describe the bundled offline demo benchmark instead of the source files."
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Stop at the first unreadable row instead of skipping and listing it."
+    ),
+) -> None:
+    """Describe the loaded source data, one table per dataset.
+
+    Rows read, rows kept by the TrekBench-Wild filter, skipped rows and why, the false-premise
+    count and the distribution of reference years; then the year table of the whole benchmark.
+    """
+    if mini:
+        _info_mini()
+        return
+    from trek.datasets import wild
+
+    root = _resolve(data_dir)
+    try:
+        bench = wild.load(root, strict=strict)
+    except MissingDataError as e:
+        _err_console().print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except DatasetError as e:
+        _err_console().print(f"cannot read a source file: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+    out = _console()
+    summary = wild.summarize(bench)
+    by_ds = bench.by_dataset()
+    out.print(f"TrekBench-Wild source data in {root}", markup=False)
+    for name, row in summary.overview.iterrows():
+        rep = bench.reports[str(name)]
+        out.print()
+        out.print(f"[bold]{escape(str(name))}[/bold]: {escape(str(row['file']))}", soft_wrap=True)
+        out.print(f"filter: {row['filter']}", markup=False, soft_wrap=True)
+        table = Table(show_header=True)
+        table.add_column(str(name), style="bold")
+        table.add_column("count", justify="right")
+        table.add_row("rows read", str(row["rows_read"]))
+        table.add_row("skipped (unreadable)", str(row["rows_skipped"]))
+        table.add_row("left out by filter", str(row["rows_filtered_out"]))
+        kept = str(row["rows_kept"])
+        paper = row["paper_count"]
+        if paper is not None and paper == paper and int(paper) != int(row["rows_kept"]):  # skip NaN
+            kept += f" (paper: {int(paper)})"
+        table.add_row("rows kept", kept)
+        table.add_row("false premise (kept)", str(row["false_premise"]))
+        years = wild.year_distribution(by_ds.get(str(name), []))
+        for label, count in years.iloc[:, 0].items() if not years.empty else []:
+            table.add_row(f"year {escape(str(label))}", str(int(count)))
+        out.print(table)
+        if rep.skipped:
+            out.print(_skipped_table(rep))
+
+    years = summary.years
+    out.print()
+    table = Table(title="Reference years of TrekBench-Wild (Table 10)")
+    table.add_column("year")
+    for col in years.columns:
+        table.add_column(str(col), justify="right")
+    table.add_column("total", justify="right")
+    for label, counts in years.iterrows():
+        table.add_row(escape(str(label)), *[str(int(v)) for v in counts], str(int(counts.sum())))
+    table.add_row("total", *[str(int(v)) for v in years.sum(axis=0)], str(int(years.to_numpy().sum())))
+    out.print(table)
+    if not summary.skipped.empty:
+        out.print(f"{len(summary.skipped)} row(s) skipped; run with --strict to stop at the first one.")
+
+
+_MAX_SKIPPED_SHOWN = 25
+
+
+def _skipped_table(rep: LoadReport) -> Table:
+    table = Table(title=f"skipped rows of {Path(rep.path).name}")
+    table.add_column(rep.row_kind, justify="right")
+    table.add_column("id")
+    table.add_column("why")
+    for s in rep.skipped[:_MAX_SKIPPED_SHOWN]:
+        table.add_row("" if s.row is None else str(s.row), escape(s.id or ""), escape(s.describe()))
+    if len(rep.skipped) > _MAX_SKIPPED_SHOWN:
+        table.add_row("…", "", f"{len(rep.skipped) - _MAX_SKIPPED_SHOWN} more")
+    return table
+
+
+def _info_mini() -> None:
+    try:
+        from trek.datasets import mini
+    except ImportError as e:
+        _err_console().print(
+            f"The bundled demo benchmark is not available (cannot import trek.datasets.mini: {e}).",
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    from trek.datasets.wild import describe_corpus
+
+    try:
+        bench = mini.load()
+    except Exception as e:  # the demo data belongs to another module; report whatever went wrong
+        _err_console().print(
+            f"Could not load the bundled demo benchmark: {type(e).__name__}: {e}",
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    tables = describe_corpus(bench.questions, bench.documents)
+    out = _console()
+    out.print(
+        f"Bundled demo benchmark: {len(bench.questions)} questions, {len(bench.documents)} documents",
+        markup=False,
+    )
+    qt = Table(title="Questions per dataset style")
+    qt.add_column("dataset")
+    qt.add_column("questions", justify="right")
+    qt.add_column("false premise", justify="right")
+    for name, row in tables["questions"].iterrows():
+        qt.add_row(str(name), str(int(row["questions"])), str(int(row["false_premise"])))
+    out.print(qt)
+    dt = Table(title="Documents per role")
+    dt.add_column("role")
+    dt.add_column("documents", justify="right")
+    dt.add_column("dated", justify="right")
+    dt.add_column("undated", justify="right")
+    for role, row in tables["documents"].iterrows():
+        dt.add_row(str(role), *[str(int(row[c])) for c in ("documents", "dated", "undated")])
+    docs = tables["documents"]
+    if not docs.empty:
+        dt.add_row("total", *[str(int(docs[c].sum())) for c in ("documents", "dated", "undated")])
+    out.print(dt)
+
+
+@app.command("download")
+def download_command(
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    only: list[str] = typer.Option(
+        [],
+        "--only",
+        help="Fetch only this dataset or file (freshqa, infodeepseek, sealqa, sealqa_seal_hard, ...).",
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace files that exist but do not match the pins."),
+) -> None:
+    """Fetch the source files from their official homes at pinned versions.
+
+    A file is written only once its sha256 (or content checksum) matches the pin. When the
+    network is unavailable the command prints where to put each file by hand.
+    """
+    from trek.datasets import download
+
+    root = _resolve(data_dir)
+    try:
+        pins = download.select_pins(only)
+    except ValueError as e:
+        _err_console().print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    out = _console()
+    outcomes = download.download_all(root, pins=pins, force=force)
+    table = Table(title=f"Source files in {root}")
+    table.add_column("file")
+    table.add_column("status")
+    for o in outcomes:
+        table.add_row(escape(o.pin.relpath), o.status)
+    out.print(table)
+    for o in outcomes:
+        out.print(f"{o.pin.relpath}: {o.message}", markup=False, soft_wrap=True)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        out.print(download.manual_instructions(root, [o.pin for o in failed]), markup=False, soft_wrap=True)
+        raise typer.Exit(1)

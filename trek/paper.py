@@ -1,0 +1,201 @@
+"""The ``make paper`` pipeline: execute notebooks with Papermill and list what they wrote.
+
+    python -m trek.paper run notebooks/tab1_wild_accuracy.ipynb build/tab1_wild_accuracy.ipynb [--params FILE]
+    python -m trek.paper report
+
+A params file (YAML) holds values for real runs. Top-level keys apply to every notebook that
+declares that parameter; a section named after a notebook (its file stem) applies to that
+notebook only and wins. Parameters a notebook does not declare are ignored with a note, so
+one file can serve all notebooks.
+
+Notebooks save their outputs through :func:`save_table` and :func:`trek.plots.save_figure`,
+which record every written path in ``build/<notebook>.outputs.txt``; ``report`` prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["repo_root", "paths", "save_table", "record_output", "demo_label", "run_notebook"]
+
+_MANIFEST_ENV = "TREK_PAPER_MANIFEST"
+
+
+def repo_root() -> Path:
+    """The project folder (the parent of the ``trek`` package when installed editable), else cwd."""
+    here = Path(__file__).resolve().parents[1]
+    if (here / "pyproject.toml").exists() and (here / "notebooks").is_dir():
+        return here
+    return Path.cwd()
+
+
+def paths(figures_dir: str | None = None, tables_dir: str | None = None) -> tuple[Path, Path]:
+    """Output folders for a notebook: the given ones, else ``figures/`` and ``tables/`` at the repo root."""
+    root = repo_root()
+    f = Path(figures_dir) if figures_dir else root / "figures"
+    t = Path(tables_dir) if tables_dir else root / "tables"
+    f.mkdir(parents=True, exist_ok=True)
+    t.mkdir(parents=True, exist_ok=True)
+    return f, t
+
+
+def demo_label(is_demo: bool, title: str) -> str:
+    """Prefix a title with DEMO DATA when the numbers come from the bundled demo run."""
+    return f"DEMO DATA (not a result): {title}" if is_demo else title
+
+
+def record_output(path: str | os.PathLike[str]) -> None:
+    manifest = os.environ.get(_MANIFEST_ENV)
+    if manifest:
+        with open(manifest, "a", encoding="utf-8") as fh:
+            fh.write(str(Path(path)) + "\n")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_table(
+    df: pd.DataFrame,
+    name: str,
+    tables_dir: str | os.PathLike[str],
+    *,
+    caption: str | None = None,
+    float_format: str = "%.1f",
+    index: bool = True,
+) -> list[Path]:
+    """Write ``<tables_dir>/<name>.csv`` and ``.tex`` (booktabs-style, no jinja2 needed)."""
+    d = Path(tables_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    csv_path, tex_path = d / f"{name}.csv", d / f"{name}.tex"
+    _atomic_write_text(csv_path, df.to_csv(index=index, float_format=float_format))
+    _atomic_write_text(tex_path, to_latex(df, caption=caption, float_format=float_format, index=index))
+    for p in (csv_path, tex_path):
+        record_output(p)
+    return [csv_path, tex_path]
+
+
+def _tex_escape(s: Any) -> str:
+    text = str(s)
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+        text = text.replace(a, b)
+    return text
+
+
+def to_latex(df: pd.DataFrame, *, caption: str | None = None, float_format: str = "%.1f", index: bool = True) -> str:
+    """A small booktabs table renderer (pandas' own needs jinja2)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return "--" if v != v else float_format % v
+        return _tex_escape(v)
+
+    cols = ([df.index.name or ""] if index else []) + [str(c) for c in df.columns]
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if caption:
+        lines.append(r"\caption{" + _tex_escape(caption) + "}")
+    lines += [r"\begin{tabular}{" + "l" * (1 if index else 0) + "r" * len(df.columns) + "}", r"\toprule"]
+    lines.append(" & ".join(_tex_escape(c) for c in cols) + r" \\")
+    lines.append(r"\midrule")
+    for idx, row in df.astype(object).iterrows():
+        cells = ([_tex_escape(idx)] if index else []) + [fmt(v) for v in row.tolist()]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def _load_params(params_file: str | None, stem: str) -> dict[str, Any]:
+    if not params_file:
+        return {}
+    import yaml
+
+    p = Path(params_file)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise SystemExit(f"params file {p} does not exist") from None
+    except yaml.YAMLError as e:
+        raise SystemExit(f"params file {p} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise SystemExit(f"params file {p}: expected a mapping at the top level")
+    common = {k: v for k, v in data.items() if not isinstance(v, dict) or k not in _notebook_stems()}
+    specific = data.get(stem) if isinstance(data.get(stem), dict) else {}
+    return {**common, **specific}
+
+
+def _notebook_stems() -> set[str]:
+    return {p.stem for p in (repo_root() / "notebooks").glob("*.ipynb")}
+
+
+def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], params_file: str | None = None) -> list[str]:
+    """Execute ``src`` into ``dst`` with Papermill; returns the paths the notebook wrote."""
+    import papermill as pm
+
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    declared = pm.inspect_notebook(str(src))
+    wanted = _load_params(params_file, src.stem)
+    params = {k: v for k, v in wanted.items() if k in declared}
+    ignored = sorted(set(wanted) - set(declared))
+    if ignored and params_file:
+        print(f"{src.name}: ignoring parameters it does not declare: {', '.join(ignored)}", file=sys.stderr)
+    manifest = dst.with_suffix(".outputs.txt")
+    manifest.unlink(missing_ok=True)
+    os.environ[_MANIFEST_ENV] = str(manifest.resolve())
+    tmp = dst.with_name(f".{dst.name}.tmp.ipynb")
+    try:
+        pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
+                            kernel_name="python3")
+        os.replace(tmp, dst)
+    finally:
+        os.environ.pop(_MANIFEST_ENV, None)
+        tmp.unlink(missing_ok=True)
+    written = manifest.read_text().split() if manifest.exists() else []
+    return written
+
+
+def report(build: Path) -> int:
+    total = 0
+    for m in sorted(build.glob("*.outputs.txt")):
+        files = [line for line in m.read_text().splitlines() if line]
+        name = m.name.removesuffix(".outputs.txt")
+        print(f"{name}:")
+        for f in files:
+            try:
+                shown = Path(f).resolve().relative_to(repo_root())
+            except ValueError:
+                shown = Path(f)
+            print(f"  wrote {shown}")
+        total += len(files)
+    print(f"make paper: {total} files written by {len(list(build.glob('*.outputs.txt')))} notebooks")
+    return total
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m trek.paper", description="Execute Trek's notebooks.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="execute one notebook with Papermill")
+    r.add_argument("src")
+    r.add_argument("dst")
+    r.add_argument("--params", default=None, help="YAML file of parameters (see module doc)")
+    rep = sub.add_parser("report", help="list what the executed notebooks wrote")
+    rep.add_argument("--build", default="build")
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        print(f"executing {a.src} -> {a.dst}", file=sys.stderr)
+        run_notebook(a.src, a.dst, a.params)
+    else:
+        report(Path(a.build))
+
+
+if __name__ == "__main__":
+    main()
