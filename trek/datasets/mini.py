@@ -1,0 +1,182 @@
+"""TrekBench-Mini: the small, fictional, offline demo benchmark bundled in ``data/mini/``.
+
+TrekBench-Mini is demo data written by the Trek authors about invented towns, clubs, companies and
+people; it lets every later stage (local search, failure-attribution probes, controlled-distractor
+contexts, notebooks) run offline. Its numbers are not results. See ``data/mini/README.md`` for the
+content rules and the file formats.
+
+:func:`load` reads ``questions.jsonl`` and ``documents.jsonl`` from the benchmark folder and, when
+present, from each of its direct subfolders (``*/questions.jsonl``, ``*/documents.jsonl``), so that a
+part written separately (e.g. ``_part2/``) is included before it is merged. Every line is validated by
+:func:`trek.types.read_jsonl` (errors name the file, the line and the field) and the cross-references
+are then checked; a broken reference raises :class:`MiniBenchmarkError` (a ``ValueError``) naming the
+file and the id.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trek.types import Document, Question, read_jsonl
+
+__all__ = [
+    "MINI_DIR_ENV",
+    "QUESTIONS_FILE",
+    "DOCUMENTS_FILE",
+    "MiniBenchmark",
+    "MiniBenchmarkError",
+    "default_mini_dir",
+    "load",
+    "latest_document_answer",
+]
+
+#: Environment variable that overrides the folder of the bundled benchmark.
+MINI_DIR_ENV = "TREK_MINI_DIR"
+QUESTIONS_FILE = "questions.jsonl"
+DOCUMENTS_FILE = "documents.jsonl"
+
+#: ``data/mini`` at the repository root, located relative to this file.
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "mini"
+
+
+class MiniBenchmarkError(ValueError):
+    """The benchmark files are individually valid but do not fit together (ids, references, urls)."""
+
+
+def default_mini_dir() -> Path:
+    """``$TREK_MINI_DIR`` when set and non-empty, else the bundled ``data/mini`` folder."""
+    env = os.environ.get(MINI_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return BUNDLED_DIR
+
+
+@dataclass
+class MiniBenchmark:
+    """The loaded benchmark: questions and documents in file order (root folder first).
+
+    ``sources`` maps every question id and document id to the file it was read from.
+    """
+
+    questions: list[Question]
+    documents: list[Document]
+    path: Path | None = None
+    sources: dict[str, Path] = field(default_factory=dict, repr=False)
+
+    def question(self, question_id: str) -> Question:
+        """The question with this id; ``KeyError`` when there is none."""
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(f"no question with id {question_id!r} in TrekBench-Mini")
+
+    def documents_for(self, question_id: str, roles: str | Iterable[str] | None = None) -> list[Document]:
+        """Documents of one question, in file order, optionally only those with the given role(s)."""
+        wanted: set[str] | None
+        if roles is None:
+            wanted = None
+        elif isinstance(roles, str):
+            wanted = {roles}
+        else:
+            wanted = set(roles)
+        return [
+            d for d in self.documents if d.question_id == question_id and (wanted is None or d.role in wanted)
+        ]
+
+
+def latest_document_answer(docs: Iterable[Document]) -> str | None:
+    """The ``supports_answer`` of the latest-dated document: the "pick the latest" shortcut.
+
+    Undated documents are ignored. Returns ``None`` when no document is dated, or when several
+    documents share the latest date and support different answers (the shortcut is then undecided).
+    """
+    dated = [d for d in docs if d.date is not None]
+    if not dated:
+        return None
+    latest = max(d.date for d in dated if d.date is not None)
+    answers = {d.supports_answer for d in dated if d.date == latest}
+    if len(answers) != 1:
+        return None
+    return answers.pop()
+
+
+def _files(root: Path, name: str) -> list[Path]:
+    """``root/name`` (always, so a missing root file is reported) then ``root/*/name`` in name order."""
+    subs = sorted(p for p in root.glob(f"*/{name}") if p.is_file())
+    return [root / name, *subs]
+
+
+def load(path: str | os.PathLike[str] | None = None) -> MiniBenchmark:
+    """Load and check TrekBench-Mini from ``path`` (default: :func:`default_mini_dir`).
+
+    Raises :class:`trek.types.RecordError` for a missing file or an invalid line, and
+    :class:`MiniBenchmarkError` for duplicate ids or urls, a document pointing at an unknown
+    question, a question without gold documents, or ``gold_urls`` that differ from the urls of the
+    question's gold documents.
+    """
+    root = Path(path).expanduser() if path is not None else default_mini_dir()
+    if not root.is_dir():
+        raise MiniBenchmarkError(f"{root}: TrekBench-Mini folder does not exist")
+
+    sources: dict[str, Path] = {}
+    questions: list[Question] = []
+    # the root folder must hold both files; a subfolder may hold either or both
+    q_files = _files(root, QUESTIONS_FILE)
+    d_files = _files(root, DOCUMENTS_FILE)
+
+    for f in q_files:
+        for q in read_jsonl(f, Question):
+            if q.id in sources:
+                raise MiniBenchmarkError(
+                    f"{f}: duplicate question id {q.id!r} (first defined in {sources[q.id]})"
+                )
+            sources[q.id] = f
+            questions.append(q)
+    q_by_id = {q.id: q for q in questions}
+
+    documents: list[Document] = []
+    doc_sources: dict[str, Path] = {}
+    url_sources: dict[str, tuple[str, Path]] = {}
+    for f in d_files:
+        for d in read_jsonl(f, Document):
+            if d.id in doc_sources:
+                raise MiniBenchmarkError(
+                    f"{f}: duplicate document id {d.id!r} (first defined in {doc_sources[d.id]})"
+                )
+            if d.url in url_sources:
+                other, other_file = url_sources[d.url]
+                raise MiniBenchmarkError(
+                    f"{f}: document {d.id!r} repeats url {d.url} of document {other!r} ({other_file})"
+                )
+            if d.question_id is not None and d.question_id not in q_by_id:
+                raise MiniBenchmarkError(
+                    f"{f}: document {d.id!r} points at unknown question {d.question_id!r}"
+                )
+            doc_sources[d.id] = f
+            url_sources[d.url] = (d.id, f)
+            documents.append(d)
+    sources.update(doc_sources)  # question and document ids have different shapes ("mini:01:gold:1")
+
+    for q in questions:
+        gold = [d for d in documents if d.question_id == q.id and d.role == "gold"]
+        if not gold:
+            raise MiniBenchmarkError(f"{sources[q.id]}: question {q.id!r} has no gold documents")
+        listed, actual = set(q.gold_urls), {d.url for d in gold}
+        if listed != actual or len(q.gold_urls) != len(listed):
+            parts = []
+            if listed - actual:
+                parts.append(f"listed but not a gold document's url: {sorted(listed - actual)}")
+            if actual - listed:
+                parts.append(f"gold documents not listed: {sorted(actual - listed)}")
+            if len(q.gold_urls) != len(listed):
+                parts.append("gold_urls has repeated entries")
+            raise MiniBenchmarkError(
+                f"{sources[q.id]}: question {q.id!r}: gold_urls do not match its gold documents ("
+                + "; ".join(parts)
+                + ")"
+            )
+
+    return MiniBenchmark(questions=questions, documents=documents, path=root, sources=sources)
