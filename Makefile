@@ -37,7 +37,7 @@ build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
 
 paper: $(EXECUTED)
-	@$(BIN)/python -m trek.paper report --figures figures --tables tables --build build
+	@$(BIN)/python -m trek.paper report --build build
 
 FORCE:
 
