@@ -36,12 +36,11 @@ def _register() -> None:
     app.add_typer(llm_app, name="llm")
     app.command("cost")(cost_command)
 
-    try:
-        from trek.datasets.cli import app as data_app
-    except ImportError:  # pragma: no cover - during development only
-        data_app = None
-    if data_app is not None:
-        app.add_typer(data_app, name="data")
+    from trek.datasets.cli import app as data_app
+    from trek.grading import grade_command
+
+    app.add_typer(data_app, name="data")
+    app.command("grade")(grade_command)
 
 
 _register()

@@ -1,0 +1,141 @@
+"""Dataset graders: each benchmark's judging protocol (paper §3.2 and appendix B.5).
+
+One module per dataset, each with its judge prompt (our wording), the parser of the judge's
+reply, a ``VERSION`` and one grading function:
+
+* :mod:`trek.graders.freshqa` — deterministic match of normalized answers, then an
+  ``evaluation: correct/incorrect`` judge (template ``grader.freshqa``);
+* :mod:`trek.graders.infodeepseek` — Yes/No judge, with a separate template for questions
+  annotated ``false_premise`` (templates ``grader.infodeepseek`` and
+  ``grader.infodeepseek_false_premise``);
+* :mod:`trek.graders.sealqa` — A/B/C judge (correct / incorrect / not attempted); only A
+  earns credit (template ``grader.sealqa``).
+
+Entry points, dispatching on ``question.dataset``:
+
+* :func:`grade` — synchronous, usable in scripts and notebooks;
+* :func:`agrade` — the same as a coroutine;
+* :func:`agrade_many` — many ``(question, response)`` pairs at once, as concurrent as the
+  judge client's ``max_connections`` allows, results in input order.
+
+Settings passed as keywords go to every judge call: ``temperature`` (default 0), ``seed``, any
+other sampling parameter, ``model`` (default: the client's model) and ``max_reasks`` (how often
+an unreadable verdict is asked for again, default 2). The judge model and these settings are
+recorded in every :class:`~trek.types.Grade`, with the grader's name and version and the raw
+judge replies. A reply that stays unreadable gives the outcome ``unparsed``; a judge call that
+fails gives ``pending``; neither is ever counted as correct or incorrect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+from trek.graders import freshqa, infodeepseek, sealqa
+from trek.graders.common import DEFAULT_MAX_REASKS, JudgeConfig
+from trek.llm.client import LLMClient, run_sync
+from trek.types import Grade, Question
+
+__all__ = [
+    "DEFAULT_MAX_REASKS",
+    "GRADERS",
+    "JudgeConfig",
+    "agrade",
+    "agrade_many",
+    "grade",
+    "grader_for",
+    "grader_version",
+    "freshqa",
+    "infodeepseek",
+    "sealqa",
+]
+
+#: Grader module for each dataset name used in ``Question.dataset``.
+GRADERS: dict[str, ModuleType] = {
+    "freshqa": freshqa,
+    "infodeepseek": infodeepseek,
+    "sealqa": sealqa,
+}
+
+
+def grader_for(question: Question) -> ModuleType:
+    """The grader module for ``question.dataset``; ``ValueError`` for a dataset without one."""
+    mod = GRADERS.get(question.dataset)
+    if mod is None:
+        raise ValueError(
+            f"question {question.id!r}: no grader for dataset {question.dataset!r} "
+            f"(graders exist for {', '.join(sorted(GRADERS))})"
+        )
+    return mod
+
+
+def grader_version(question: Question) -> str:
+    """The version a grade of ``question`` would carry now (template overrides included)."""
+    return grader_for(question).grader_version(question)
+
+
+async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
+    """Grade one response to ``question`` with its dataset's protocol."""
+    return await grader_for(question).agrade(question, response, judge, **settings)
+
+
+def grade(question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
+    """Synchronous :func:`agrade`; also works inside a notebook's running event loop."""
+    grader_for(question)  # fail fast, before any event loop is started
+
+    async def _run() -> Grade:
+        try:
+            return await agrade(question, response, judge, **settings)
+        finally:
+            await judge.aclose()
+
+    return run_sync(_run())
+
+
+async def agrade_many(
+    pairs: Iterable[tuple[Question, str | None]],
+    judge: LLMClient,
+    progress: bool = True,
+    *,
+    on_result: Callable[[int, Grade], None] | None = None,
+    desc: str = "grade",
+    **settings: Any,
+) -> list[Grade]:
+    """Grade many ``(question, response)`` pairs concurrently; grades come back in input order.
+
+    Concurrency is bounded by the judge client (``max_connections``). ``on_result(index,
+    grade)`` is called as each grade is ready. Every question's dataset is checked before any
+    call is made.
+    """
+    from tqdm.auto import tqdm
+
+    items = list(pairs)
+    for q, _ in items:
+        grader_for(q)
+    results: list[Grade | None] = [None] * len(items)
+    bar = tqdm(total=len(items), desc=desc, disable=not progress, unit="q", leave=True)
+    counts: dict[str, int] = {}
+
+    async def one(i: int, q: Question, response: str | None) -> None:
+        g = await agrade(q, response, judge, **settings)
+        results[i] = g
+        counts[g.outcome] = counts.get(g.outcome, 0) + 1
+        if on_result is not None:
+            on_result(i, g)
+        bar.update(1)
+        bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), refresh=False)
+
+    try:
+        tasks = [asyncio.ensure_future(one(i, q, r)) for i, (q, r) in enumerate(items)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        bar.close()
+    return [g for g in results if g is not None]

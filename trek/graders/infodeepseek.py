@@ -1,0 +1,148 @@
+"""InfoDeepSeek grader: a Yes/No judge with a separate template for false-premise questions.
+
+The template is chosen from the question's annotation, not by asking a model: questions whose
+``false_premise`` field is true use :data:`FALSE_PREMISE_PROMPT`, which asks whether the
+candidate points out (or corrects) the same false premise as the reference and, when the
+reference also answers the question, gives that answer too; every other question uses
+:data:`JUDGE_PROMPT`. Both are read by :func:`parse_yes_no`: ``Yes`` is ``correct``, ``No``
+is ``incorrect``. An empty response is ``incorrect`` with ``method="none"`` (no judge call).
+
+Template overrides (``TREK_PROMPTS`` or ``--prompts`` folder):
+``grader.infodeepseek.txt`` and ``grader.infodeepseek_false_premise.txt``. Fields available in
+both: ``{query}`` (the question), ``{reference_answer}`` (the acceptable answers joined by
+`` | ``) and ``{candidate_answer}`` (the response). These are the field names of the source
+benchmark's judge, so its original wording can be dropped in unchanged. An override changes
+the version of the grades made with that template to ``VERSION+override.<hash>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trek.graders.common import (
+    JudgeConfig,
+    ask_judge,
+    is_empty_response,
+    join_answers,
+    make_grade,
+    strip_markup,
+)
+from trek.llm.client import LLMClient
+from trek.templates import render, template_version
+from trek.types import Grade, Question
+
+__all__ = [
+    "GRADER",
+    "TEMPLATE",
+    "FALSE_PREMISE_TEMPLATE",
+    "VERSION",
+    "JUDGE_PROMPT",
+    "FALSE_PREMISE_PROMPT",
+    "REASK",
+    "parse_yes_no",
+    "template_for",
+    "grader_version",
+    "judge_prompt",
+    "agrade",
+]
+
+GRADER = "infodeepseek"
+TEMPLATE = "grader.infodeepseek"
+FALSE_PREMISE_TEMPLATE = "grader.infodeepseek_false_premise"
+VERSION = "infodeepseek-1"
+
+JUDGE_PROMPT = """\
+You will see a question, its reference answer and a candidate answer. Decide whether the \
+candidate answers the question correctly.
+
+Rules:
+1. The candidate must agree with the reference on the substance, including times, places, \
+people and quantities. It may add further detail.
+2. When the reference names several items (facts, events or people), the candidate must give \
+all of them.
+3. The question rests on a sound premise and asks about a person or event that exists and is \
+unique. A candidate that disputes the premise, or says it cannot tell whether the person or \
+event exists, is wrong.
+4. The question has a definite answer and the reference is right. A candidate that gives no \
+answer and only says more information would have to be looked up is wrong.
+
+Question: {query}
+Reference answer: {reference_answer}
+Candidate answer: {candidate_answer}
+
+Is the candidate answer correct? Reply with Yes or No only."""
+
+FALSE_PREMISE_PROMPT = """\
+You will see a question, its reference answer and a candidate answer. The question is built \
+on a mistaken assumption, and the reference answer exposes that mistake. Decide whether the \
+candidate handles the question correctly.
+
+Rules:
+1. The candidate must point out or correct the mistaken assumption. A candidate that goes \
+along with it is wrong.
+2. The mistake the candidate identifies must be the one the reference identifies: the same \
+time, place, event, person and meaning. Naming some other problem is wrong.
+3. When the reference, besides exposing the mistake, still answers the question, the candidate \
+must answer it as well, consistently with the reference in time, place, person and quantity. \
+A missing or inconsistent answer is wrong.
+
+Question: {query}
+Reference answer: {reference_answer}
+Candidate answer: {candidate_answer}
+
+Is the candidate answer correct? Reply with Yes or No only."""
+
+_YES_NO = re.compile(r"\b(yes|no)\b")
+
+
+def parse_yes_no(text: str | None) -> str | None:
+    """``"yes"``/``"no"`` when the reply says exactly one of them, else ``None``.
+
+    Case, punctuation, markdown and surrounding words are tolerated (``Yes.``, ``**No**``,
+    ``Answer: yes``). A reply that contains both words, or neither, is not read.
+    """
+    found = set(_YES_NO.findall(strip_markup(text).lower()))
+    return found.pop() if len(found) == 1 else None
+
+
+REASK = "I could not read a verdict in that reply. Please answer again with a single word: Yes or No."
+
+
+def template_for(question: Question) -> tuple[str, str]:
+    """``(template name, built-in text)`` for ``question``, routed by its false-premise flag."""
+    if question.false_premise:
+        return FALSE_PREMISE_TEMPLATE, FALSE_PREMISE_PROMPT
+    return TEMPLATE, JUDGE_PROMPT
+
+
+def grader_version(question: Question) -> str:
+    """``VERSION``, or ``VERSION+override.<hash>`` when the question's template is overridden."""
+    name, default = template_for(question)
+    return template_version(name, default, VERSION)
+
+
+def judge_prompt(question: Question, response: str) -> str:
+    name, default = template_for(question)
+    return render(
+        name,
+        default,
+        query=question.question,
+        reference_answer=join_answers(question.answers),
+        candidate_answer=response.strip(),
+    )
+
+
+async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
+    """Grade one InfoDeepSeek response (see the module docstring)."""
+    config = JudgeConfig.from_settings(judge, settings)
+    version = grader_version(question)
+    common = {"grader": GRADER, "grader_version": version, "config": config}
+    if is_empty_response(response):
+        return make_grade(question, response, outcome="incorrect", method="none", **common)
+    assert response is not None
+    reply = await ask_judge(judge, judge_prompt(question, response), parse_yes_no, REASK, config)
+    if reply.status == "ok":
+        outcome = "correct" if reply.verdict == "yes" else "incorrect"
+    else:
+        outcome = reply.status
+    return make_grade(question, response, outcome=outcome, method="judge", reply=reply, **common)

@@ -1,0 +1,177 @@
+"""SealQA grader: a three-way judge (CORRECT / INCORRECT / NOT_ATTEMPTED) answered as a letter.
+
+The judge reads :data:`JUDGE_PROMPT` and replies ``A`` (correct), ``B`` (incorrect) or ``C``
+(not attempted), parsed by :func:`parse_letter`. Only ``A`` earns credit: ``B`` becomes the
+outcome ``incorrect`` and ``C`` the outcome ``not_attempted``, which counts as a miss in
+accuracy. A hedged answer that contains the gold target and nothing contradicting it is
+correct; an answer that contradicts itself is incorrect. An empty response is
+``not_attempted`` with ``method="none"`` (no judge call).
+
+Template override: ``grader.sealqa.txt`` in the prompts folder (``TREK_PROMPTS`` or
+``--prompts``). Fields available: ``{question}``, ``{target}`` (the gold answers joined by
+`` | ``) and ``{predicted_answer}`` (the response), the field names of the source benchmark's
+judge. The reply must still be one of the letters A/B/C. An override changes
+:func:`grader_version` to ``VERSION+override.<hash>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trek.graders.common import (
+    JudgeConfig,
+    ask_judge,
+    is_empty_response,
+    join_answers,
+    make_grade,
+    strip_markup,
+)
+from trek.llm.client import LLMClient
+from trek.templates import render, template_version
+from trek.types import Grade, Question
+
+__all__ = [
+    "GRADER",
+    "TEMPLATE",
+    "VERSION",
+    "JUDGE_PROMPT",
+    "REASK",
+    "OUTCOME_BY_LETTER",
+    "parse_letter",
+    "grader_version",
+    "judge_prompt",
+    "agrade",
+]
+
+GRADER = "sealqa"
+TEMPLATE = "grader.sealqa"
+VERSION = "sealqa-1"
+
+JUDGE_PROMPT = """\
+Your task is to grade a predicted answer to a question against the question's gold target. \
+Give one of three grades: CORRECT, INCORRECT or NOT_ATTEMPTED.
+
+CORRECT means the prediction contains the essential content of the gold target and states \
+nothing that contradicts it. Only meaning counts: letter case, punctuation, grammar and word \
+order do not. Hedging or guessing is acceptable as long as the whole gold target is there and \
+nothing stated is wrong.
+
+INCORRECT means some factual claim in the prediction contradicts the gold target, even when \
+the claim is hedged ("maybe", "I believe", "possibly"). Offering several alternatives of which \
+only one is right is INCORRECT. A prediction that contradicts itself anywhere is INCORRECT, \
+even if one of its statements matches the gold target.
+
+NOT_ATTEMPTED means the essential content of the gold target is missing and nothing in the \
+prediction contradicts it: a refusal, a request for more context, or partial knowledge that \
+stops short of the answer.
+
+More points:
+- The gold target may hold more than the question asks for. The prediction only needs what \
+the question asks for.
+- Do not penalize a prediction for leaving out what the question itself makes obvious.
+- When several gold targets are listed, separated by " | ", matching any one of them is enough.
+
+Examples.
+Question: Which two metals are combined to make bronze?
+Gold target: copper and tin
+- "Tin and copper." -> CORRECT
+- "I think it is copper plus tin, though I would want to double-check." -> CORRECT
+- "Bronze is mostly copper, roughly 88 percent, with tin making up the rest." -> CORRECT
+- "Copper." -> INCORRECT (an incomplete answer presented as complete)
+- "Copper and zinc." -> INCORRECT
+- "Either copper and tin, or copper and zinc." -> INCORRECT
+- "I'm not sure." -> NOT_ATTEMPTED
+- "One of them is copper, but I can't recall the other." -> NOT_ATTEMPTED
+
+Question: In which city does the Danish parliament sit?
+Gold target: Copenhagen, Denmark
+- "Copenhagen" -> CORRECT (the country is implied by the question)
+
+Question: How many moons does Mars have?
+Gold target: 2
+- "Mars has 2 moons: Phobos, Deimos and Titan." -> INCORRECT (the count and the list disagree)
+- "Two, although later in the same answer: three." -> INCORRECT
+
+Now grade this one.
+Question: {question}
+Gold target: {target}
+Predicted answer: {predicted_answer}
+
+Reply with a single letter and nothing else:
+A = CORRECT
+B = INCORRECT
+C = NOT_ATTEMPTED"""
+
+OUTCOME_BY_LETTER = {"A": "correct", "B": "incorrect", "C": "not_attempted"}
+
+_LONE_LETTER = re.compile(r"(?<![\w'\u2019])([ABC])(?![\w'\u2019])")
+_NAMED_LETTER = re.compile(
+    r"\b(?:grade|answer|verdict|letter|choice|option)\s*(?:is|:|=|-)?\s*\(?([abc])\)?(?![\w'\u2019])",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"\b(NOT\s+ATTEMPTED|NOT\s+CORRECT|INCORRECT|CORRECT)\b")
+_LABEL_LETTER = {"INCORRECT": "B", "CORRECT": "A"}
+
+
+def _label_letter(label: str) -> str:
+    words = label.split()
+    if words[0] == "NOT":
+        return "C" if words[-1] == "ATTEMPTED" else "B"
+    return _LABEL_LETTER[label]
+
+
+def parse_letter(text: str | None) -> str | None:
+    """``"A"``, ``"B"`` or ``"C"`` when the reply names exactly one grade, else ``None``.
+
+    Read: a bare letter in any case with punctuation or markdown (``a.``, ``**A**``, ``(B)``);
+    a capital letter standing alone in a sentence (``The answer is B``); a letter after a word
+    such as grade/answer/verdict (``grade: c``); the grade names in capitals (``CORRECT``,
+    ``INCORRECT``, ``NOT_ATTEMPTED``), also next to their letter (``A: CORRECT``). A reply that
+    points at two different grades (``A or B``, or an echo of the whole scale) is not read.
+    """
+    t = strip_markup(text)
+    bare = re.sub(r"[^A-Za-z]", "", t)
+    if len(bare) == 1 and bare.upper() in OUTCOME_BY_LETTER:
+        return bare.upper()
+    words = re.sub(r"[^a-z]+", " ", t.lower()).strip()
+    whole = {"correct": "A", "incorrect": "B", "not attempted": "C"}.get(words)
+    if whole:
+        return whole
+    found = set(_LONE_LETTER.findall(t))
+    found.update(m.upper() for m in _NAMED_LETTER.findall(t))
+    found.update(_label_letter(" ".join(m.split())) for m in _LABEL.findall(t))
+    return found.pop() if len(found) == 1 else None
+
+
+REASK = (
+    "I could not read a grade in that reply. Please answer again with one letter only: "
+    "A (correct), B (incorrect) or C (not attempted)."
+)
+
+
+def grader_version(question: Question | None = None) -> str:
+    """``VERSION``, or ``VERSION+override.<hash>`` when ``grader.sealqa.txt`` overrides it."""
+    return template_version(TEMPLATE, JUDGE_PROMPT, VERSION)
+
+
+def judge_prompt(question: Question, response: str) -> str:
+    return render(
+        TEMPLATE,
+        JUDGE_PROMPT,
+        question=question.question,
+        target=join_answers(question.answers),
+        predicted_answer=response.strip(),
+    )
+
+
+async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
+    """Grade one SealQA response (see the module docstring)."""
+    config = JudgeConfig.from_settings(judge, settings)
+    version = grader_version(question)
+    common = {"grader": GRADER, "grader_version": version, "config": config}
+    if is_empty_response(response):
+        return make_grade(question, response, outcome="not_attempted", method="none", **common)
+    assert response is not None
+    reply = await ask_judge(judge, judge_prompt(question, response), parse_letter, REASK, config)
+    outcome = OUTCOME_BY_LETTER[str(reply.verdict)] if reply.status == "ok" else reply.status
+    return make_grade(question, response, outcome=outcome, method="judge", reply=reply, **common)
