@@ -38,9 +38,11 @@ def _register() -> None:
 
     from trek.datasets.cli import app as data_app
     from trek.grading import grade_command
+    from trek.wild import app as wild_app
 
     app.add_typer(data_app, name="data")
     app.command("grade")(grade_command)
+    app.add_typer(wild_app, name="wild")
 
 
 _register()

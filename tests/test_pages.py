@@ -1,0 +1,203 @@
+"""The page store: URL identity, frozen corpora, placeholders, truncation, polite live fetching."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import httpx
+import pytest
+
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, normalize_url, truncate_head
+from trek.types import Document
+
+
+# -- normalize_url: one test per rule -------------------------------------------------------------
+def test_scheme_is_ignored():
+    assert normalize_url("https://example.com/a") == normalize_url("http://example.com/a") == "example.com/a"
+    assert normalize_url("example.com/a") == "example.com/a"
+    assert normalize_url("//example.com/a") == "example.com/a"
+
+
+def test_fragment_is_dropped_including_text_fragments():
+    assert normalize_url("https://example.com/a#section-2") == "example.com/a"
+    assert normalize_url("https://example.com/a#:~:text=head%20coach") == "example.com/a"
+    assert normalize_url("https://example.com/a?x=1#frag") == "example.com/a?x=1"
+
+
+def test_host_is_lowercased():
+    assert normalize_url("https://Example.COM/a") == "example.com/a"
+
+
+def test_leading_www_is_dropped_but_only_leading():
+    assert normalize_url("https://www.example.com/a") == "example.com/a"
+    assert normalize_url("https://WWW.Example.com/a") == "example.com/a"
+    assert normalize_url("https://news.www.example.com/a") == "news.www.example.com/a"
+    assert normalize_url("https://www2.example.com/a") == "www2.example.com/a"
+
+
+def test_trailing_slashes_are_stripped_from_the_path():
+    assert normalize_url("https://example.com/a/b/") == "example.com/a/b"
+    assert normalize_url("https://example.com/a/b//") == "example.com/a/b"
+    assert normalize_url("https://example.com/") == "example.com"
+    assert normalize_url("https://example.com/?q=1") == "example.com?q=1"
+
+
+def test_path_case_is_preserved():
+    assert normalize_url("https://example.com/News/Item") == "example.com/News/Item"
+    assert normalize_url("https://example.com/News/Item") != normalize_url("https://example.com/news/item")
+
+
+def test_query_string_is_preserved():
+    assert normalize_url("https://example.com/a?id=7&Page=2") == "example.com/a?id=7&Page=2"
+    assert normalize_url("https://example.com/a?id=7") != normalize_url("https://example.com/a?id=8")
+    assert normalize_url("https://example.com/a/?id=7") == "example.com/a?id=7"
+
+
+def test_surrounding_whitespace_and_carriage_returns_are_stripped():
+    assert normalize_url("  https://example.com/a \r") == "example.com/a"
+    assert normalize_url("\thttps://example.com/a\r\n") == "example.com/a"
+
+
+def test_port_and_userinfo_are_kept_and_only_host_is_lowercased():
+    assert normalize_url("https://www.Example.com:8080/X") == "example.com:8080/X"
+    assert normalize_url("https://User@WWW.Example.com/X") == "User@example.com/X"
+
+
+def test_all_rules_together():
+    assert (
+        normalize_url(" HTTPS://www.Example.com/News/Item/?id=7#:~:text=x\r") == "example.com/News/Item?id=7"
+    )
+
+
+# -- truncation -------------------------------------------------------------------------------------
+def test_truncate_head_marks_the_cut_and_keeps_short_text():
+    assert truncate_head("short", 10) == "short"
+    out = truncate_head("x" * 5000, 3500)
+    assert out.startswith("x" * 3500)
+    assert "truncated" in out and "3,500 of 5,000" in out
+    assert not out[3500:].startswith("x")
+    assert NON_GOLD_CHARS == 3500 and GOLD_CHARS == 50000
+    with pytest.raises(ValueError):
+        truncate_head("abc", 0)
+
+
+# -- store ------------------------------------------------------------------------------------------
+def _doc(i: int, url: str, text: str = "", **kw) -> Document:
+    return Document(id=f"d{i}", url=url, text=text or f"text of page {i}", **kw)
+
+
+def test_add_documents_and_get_by_identity(tmp_path):
+    store = PageStore(tmp_path / "pages.sqlite")
+    n = store.add_documents(
+        [
+            _doc(1, "https://www.example.com/News/1/", title="One", date=dt.date(2024, 5, 1)),
+            _doc(2, "http://example.com/News/1", text="duplicate identity: the first one wins"),
+            _doc(3, "https://example.org/b?x=1"),
+        ]
+    )
+    assert n == 2 and len(store) == 2
+    page = store.get("example.com/News/1#top")
+    assert page.available and page.title == "One" and page.date == "2024-05-01"
+    assert page.text == "text of page 1" and page.url == "https://www.example.com/News/1/"
+    assert "https://EXAMPLE.org/b?x=1" in store
+    assert "https://example.org/b?x=2" not in store
+    # persisted: a second store on the same file sees the pages
+    again = PageStore(tmp_path / "pages.sqlite")
+    assert again.get("https://example.org/b?x=1").available
+    assert [p.key for p in again.pages()] == ["example.com/News/1", "example.org/b?x=1"]
+
+
+def test_missing_page_is_a_placeholder_not_an_error():
+    store = PageStore()
+    page = store.get("https://nowhere.example/page")
+    assert isinstance(page, Page) and not page.available
+    assert "unavailable" in page.text.lower() and "nowhere.example" in page.text
+    assert page.status == "missing"
+
+
+def test_render_truncates_with_marker():
+    store = PageStore()
+    store.add_documents([_doc(1, "https://example.com/long", text="y" * 4000, title="Long")])
+    shown = store.get("https://example.com/long").render()
+    assert shown.startswith("URL: https://example.com/long\nTitle: Long")
+    assert "truncated" in shown and "y" * 3500 in shown and "y" * 3501 not in shown
+    assert "truncated" not in store.get("https://example.com/long").render(GOLD_CHARS)
+
+
+def test_fingerprint_changes_with_the_corpus():
+    store = PageStore()
+    store.add_documents([_doc(1, "https://example.com/a")])
+    fp = store.fingerprint()
+    assert store.fingerprint() == fp
+    store.add_documents([_doc(2, "https://example.com/b")])
+    assert store.fingerprint() != fp
+
+
+# -- live fetching (httpx.MockTransport: no network) ----------------------------------------------
+HTML = """<html><head><title> Tram news </title><script>var x = 1;</script></head>
+<body><nav>menu</nav><h1>New stops open</h1><p>Two new stops opened on the Tideway line.</p></body></html>"""
+
+
+def _transport(log):
+    def handler(request: httpx.Request) -> httpx.Response:
+        log.append(request)
+        path = request.url.path
+        if path == "/ok":
+            return httpx.Response(200, text=HTML, headers={"content-type": "text/html; charset=utf-8"})
+        if path == "/gone":
+            return httpx.Response(404, text="not found")
+        if path == "/busy":
+            return httpx.Response(503, text="try later")
+        if path == "/pdf":
+            return httpx.Response(200, content=b"%PDF-1.7", headers={"content-type": "application/pdf"})
+        if path == "/big":
+            return httpx.Response(200, text="z" * 5000, headers={"content-type": "text/plain"})
+        if path == "/slow":
+            raise httpx.ReadTimeout("slow", request=request)
+        return httpx.Response(500)
+
+    return httpx.MockTransport(handler)
+
+
+def test_fetch_is_off_by_default():
+    log: list = []
+    store = PageStore(transport=_transport(log))
+    assert not store.get("https://site.example/ok").available
+    assert log == []
+
+
+def test_fetch_extracts_text_and_caches_it(tmp_path):
+    log: list = []
+    store = PageStore(tmp_path / "p.sqlite", fetch=True, transport=_transport(log))
+    page = store.get("https://site.example/ok")
+    assert page.available and page.source == "fetch"
+    assert page.title in ("Tram news", "New stops open")  # <title> (plain parser) or trafilatura's pick
+    assert "Two new stops opened" in page.text and "var x" not in page.text and "menu" not in page.text
+    assert log[0].headers["user-agent"].startswith("TrekResearchBot")
+    again = store.get("http://www.site.example/ok/")
+    assert again.text == page.text and len(log) == 1  # served from the store
+    # fetched pages are not part of the frozen corpus
+    assert list(store.pages("corpus")) == [] and len(list(store.pages(None))) == 1
+
+
+def test_fetch_failures(tmp_path):
+    log: list = []
+    store = PageStore(tmp_path / "p.sqlite", fetch=True, transport=_transport(log))
+    gone = store.get("https://site.example/gone")
+    assert not gone.available and "HTTP 404" in gone.text
+    store.get("https://site.example/gone")
+    assert len(log) == 1  # a definite 404 is remembered
+    busy = store.get("https://site.example/busy")
+    assert not busy.available and "HTTP 503" in busy.text
+    store.get("https://site.example/busy")
+    assert len(log) == 3  # a 5xx is not remembered: tried again next time
+    pdf = store.get("https://site.example/pdf")
+    assert not pdf.available and "unsupported content type" in pdf.text
+    slow = store.get("https://site.example/slow")
+    assert not slow.available and "ReadTimeout" in slow.text
+
+
+def test_fetch_respects_the_size_limit():
+    store = PageStore(fetch=True, max_bytes=1000, transport=_transport([]))
+    page = store.get("https://site.example/big")
+    assert page.available and len(page.text) == 1000

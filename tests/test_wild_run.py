@@ -1,0 +1,252 @@
+"""``trek wild run`` end to end, offline: the bundled demo benchmark, local BM25 search and the fake
+OpenAI server scripted to call both tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trek.datasets.mini import load as load_mini
+from trek.llm import LLMCache, LLMClient
+from trek.pages import PageStore
+from trek.search.base import SearchBackend, TransientSearchError
+from trek.search.local import LocalSearch
+from trek.testing.fake_openai import FakeOpenAIServer
+from trek.types import Question, RunMeta, Trajectory, read_jsonl
+from trek.wild import app, run_wild
+
+API_KEY = "sk-test-secret-key-that-must-not-leak"
+QUERY = "Harrowmere Rovers head coach"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for var in ("TREK_CACHE", "TREK_SEARCH_CACHE", "TREK_PAGES", "OPENAI_BASE_URL", "TREK_SEARCH_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+
+
+@pytest.fixture(scope="module")
+def mini():
+    return load_mini()
+
+
+def both_tools_script(url: str) -> list[dict]:
+    return [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": QUERY}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "open_url", "arguments": {"url": url}}]},
+        {"tool_results": 2, "reply": "Dana Okafor"},
+    ]
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(app, ["run", *args])
+    return result
+
+
+def test_cli_end_to_end_on_the_demo_benchmark(tmp_path, mini):
+    gold = mini.questions[0].gold_urls[0]
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer(script=both_tools_script(gold)) as srv:
+        args = [
+            "--model",
+            "fake-model",
+            "--base-url",
+            srv.base_url,
+            "--search",
+            "local",
+            "--questions",
+            "mini",
+            "--run",
+            str(run_dir),
+            "--no-progress",
+            "--max-connections",
+            "4",
+        ]
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        n_q = len(mini.questions)
+        first_requests = srv.stats()["requests"]
+        assert first_requests == 3 * n_q
+
+        # the files
+        qs = read_jsonl(run_dir / "questions.jsonl", Question)
+        assert [q.id for q in qs] == [q.id for q in mini.questions]
+        trajs = read_jsonl(run_dir / "answers.jsonl", Trajectory)
+        assert [t.question_id for t in trajs] == [q.id for q in mini.questions]
+        store = PageStore(run_dir / "pages.sqlite")
+        expected = [r.url for r in LocalSearch(store).search(QUERY, 5)]
+        for t in trajs:
+            assert t.status == "ok" and t.final_answer == "Dana Okafor"
+            assert [c.query for c in t.search_calls] == [QUERY]
+            assert t.retrieved_urls == expected
+            assert t.opened_urls == [gold]
+            assert t.model == "fake-model" and t.usage.calls == 3
+            assert t.system["system"] == "agentic" and t.system["search"] == "local"
+        meta = RunMeta.model_validate_json((run_dir / "run.json").read_text())
+        assert meta.kind == "wild" and meta.model == "fake-model" and meta.endpoint == srv.base_url
+        assert meta.config["system"]["max_rounds"] == 8 and meta.config["question_set"] == "mini"
+        assert meta.prompt_versions["answer+system"].startswith("answer-1;systems-1")
+        for f in run_dir.iterdir():
+            assert API_KEY.encode() not in f.read_bytes(), f
+
+        # re-running: everything is done, nothing is sent
+        before = (run_dir / "answers.jsonl").read_text()
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        assert srv.stats()["requests"] == first_requests
+        assert (run_dir / "answers.jsonl").read_text() == before
+
+        # re-running from scratch with the same caches: answered again, still no HTTP request
+        (run_dir / "answers.jsonl").unlink()
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        assert srv.stats()["requests"] == first_requests
+        again = read_jsonl(run_dir / "answers.jsonl", Trajectory)
+        strip = lambda t: t.model_dump(exclude={"created_at", "usage"})  # noqa: E731
+        assert [strip(t) for t in again] == [strip(t) for t in trajs]
+        assert all(t.usage.cached_calls == 3 for t in again)
+
+
+def test_cli_rejects_a_different_config_in_the_same_run_dir(tmp_path, mini):
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer(script=[{"reply": "x"}]) as srv:
+        base = [
+            "--model",
+            "fake-model",
+            "--base-url",
+            srv.base_url,
+            "--questions",
+            "mini",
+            "--limit",
+            "2",
+            "--run",
+            str(run_dir),
+            "--no-progress",
+        ]
+        assert invoke(*base, "--search", "none").exit_code == 0
+        result = invoke(*base, "--search", "local")
+        assert result.exit_code == 2 and "new --run" in result.output
+
+
+def test_cli_search_then_read_and_no_search(tmp_path, mini):
+    with FakeOpenAIServer(script=[{"reply": "an answer"}]) as srv:
+        base = [
+            "--model",
+            "fake-model",
+            "--base-url",
+            srv.base_url,
+            "--questions",
+            "mini",
+            "--limit",
+            "3",
+            "--no-progress",
+        ]
+        r = invoke(
+            *base,
+            "--search",
+            "local",
+            "--system",
+            "search-then-read",
+            "--top-k",
+            "2",
+            "--run",
+            str(tmp_path / "a"),
+        )
+        assert r.exit_code == 0, r.output
+        t = read_jsonl(tmp_path / "a" / "answers.jsonl", Trajectory)
+        assert len(t) == 3 and all(len(x.search_calls) == 1 and len(x.retrieved_urls) == 2 for x in t)
+        r = invoke(*base, "--search", "none", "--effort", "low", "--run", str(tmp_path / "b"))
+        assert r.exit_code == 0, r.output
+        t = read_jsonl(tmp_path / "b" / "answers.jsonl", Trajectory)
+        assert all(x.system == {"system": "no-search", "search": "none", "effort": "low"} for x in t)
+        assert srv.stats()["requests"] == 6
+
+
+def test_cli_bad_options(tmp_path):
+    assert invoke("--model", "m", "--run", str(tmp_path / "r"), "--system", "magic").exit_code == 2
+    assert invoke("--model", "m", "--run", str(tmp_path / "r"), "--effort", "extreme").exit_code == 2
+    r = invoke("--model", "m", "--run", str(tmp_path / "r"), "--questions", "mini", "--search", "bing")
+    assert r.exit_code == 2 and "unknown search backend" in r.output
+
+
+class FailsUntilFixed(SearchBackend):
+    """Rate limited while ``broken`` is true, then serves the local index."""
+
+    name = "sometimes"
+
+    def __init__(self, inner: LocalSearch, **kw):
+        super().__init__(**kw)
+        self.inner = inner
+        self.broken = True
+
+    async def _search_once(self, query, k):
+        if self.broken:
+            raise TransientSearchError("429 rate limited")
+        return await self.inner._search_once(query, k)
+
+
+def test_pending_questions_are_retried_on_the_next_run(tmp_path, mini):
+    gold = mini.questions[0].gold_urls[0]
+    run_dir = tmp_path / "run"
+    qs = mini.questions[:4]
+    store = PageStore()
+    store.add_documents(mini.documents)
+    backend = FailsUntilFixed(LocalSearch(store), max_retries=1, backoff_base=0.01, backoff_cap=0.02)
+    with FakeOpenAIServer(script=both_tools_script(gold)) as srv:
+
+        def client():
+            return LLMClient(
+                "fake-model",
+                base_url=srv.base_url,
+                cache=LLMCache(run_dir / "llm-cache.sqlite"),
+                progress=False,
+            )
+
+        s1 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        assert (s1.ok, s1.pending) == (0, 4)
+        t1 = read_jsonl(run_dir / "answers.jsonl", Trajectory)
+        assert all(
+            t.status == "pending" and t.final_answer is None and "search failed" in t.error for t in t1
+        )
+        assert all(t.search_calls[0].error for t in t1)
+
+        backend.broken = False
+        s2 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        assert (s2.ok, s2.pending, s2.skipped) == (4, 0, 0)
+        t2 = read_jsonl(run_dir / "answers.jsonl", Trajectory)
+        assert all(t.status == "ok" and t.final_answer == "Dana Okafor" for t in t2)
+        assert all(t.opened_urls == [gold] and t.retrieved_urls for t in t2)
+
+        s3 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        assert (s3.ok, s3.skipped, s3.usage.calls) == (4, 4, 0)
+
+
+def test_cli_exit_code_3_when_questions_stay_pending(tmp_path):
+    with FakeOpenAIServer(script=[{"error": {"status": 503, "message": "overloaded"}}]) as srv:
+        r = invoke(
+            "--model",
+            "fake-model",
+            "--base-url",
+            srv.base_url,
+            "--questions",
+            "mini",
+            "--limit",
+            "2",
+            "--search",
+            "none",
+            "--max-retries",
+            "0",
+            "--run",
+            str(tmp_path / "r"),
+            "--no-progress",
+        )
+    assert r.exit_code == 3, r.output
+    trajs = read_jsonl(tmp_path / "r" / "answers.jsonl", Trajectory)
+    assert all(t.status == "pending" and t.final_answer is None for t in trajs)
+    assert API_KEY not in Path(tmp_path / "r" / "answers.jsonl").read_text()
+    last = json.loads((tmp_path / "r" / "run.json").read_text())["config"]["last_invocation"]
+    assert last["model_calls"] == 0 and last["search_calls"] == 0  # failed calls have no usage

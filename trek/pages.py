@@ -1,0 +1,531 @@
+"""The page store: snapshots of web pages keyed by a normalized URL.
+
+One SQLite file (WAL mode) holds, per page, the URL as first seen, its title, its date when known,
+the extracted text, where it came from (a frozen corpus or a live fetch), the fetch status and the
+time it was stored. Frozen corpora (the demo benchmark's documents, TrekBench-Ctrl contexts) are
+loaded with :meth:`PageStore.add_documents`; pages that are not in the store can optionally be
+fetched live (``fetch=True``) with a timeout, a size limit and an honest user agent, and what was
+fetched is kept for the next run.
+
+A page that is not available (not in the store, fetching disabled or failed) is never an error
+that stops a run: :meth:`PageStore.get` returns a :class:`Page` with ``available`` false whose
+text is a short placeholder saying so.
+
+:func:`normalize_url` is the URL identity of the paper (appendix C.2): the scheme is ignored, the
+fragment dropped, the host lowercased without a leading ``www.``, trailing slashes removed from
+the path; path case and the query string are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from trek.types import Document, utcnow
+
+__all__ = [
+    "NON_GOLD_CHARS",
+    "GOLD_CHARS",
+    "USER_AGENT",
+    "Page",
+    "PageStore",
+    "normalize_url",
+    "truncate_head",
+    "default_pages_path",
+]
+
+#: Head-truncation limits used when pages are shown to a model (paper appendix C.5).
+NON_GOLD_CHARS = 3_500
+GOLD_CHARS = 50_000
+
+USER_AGENT = "TrekResearchBot/0.1 (academic benchmark; fetches single pages, low rate)"
+_TRUNCATION_NOTE = "\n[... page truncated: the first {shown:,} of {total:,} characters are shown]"
+_PLACEHOLDER = "[Page unavailable: {url} ({reason})]"
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def normalize_url(url: str) -> str:
+    """The identity of a URL used to match gold and retrieved pages.
+
+    >>> normalize_url(" HTTPS://www.Example.com/News/Item/?id=7#:~:text=x\\r")
+    'example.com/News/Item?id=7'
+    """
+    s = (url or "").strip()
+    s = s.split("#", 1)[0]
+    m = _SCHEME.match(s)
+    if m:
+        s = s[m.end() :]
+    elif s.startswith("//"):
+        s = s[2:]
+    cut = len(s)
+    for sep in "/?":
+        i = s.find(sep)
+        if i != -1:
+            cut = min(cut, i)
+    authority, tail = s[:cut], s[cut:]
+    userinfo, at, host = authority.rpartition("@")
+    host = host.lower()
+    if host.startswith("www."):
+        host = host[4:]
+    path, qmark, query = tail.partition("?")
+    path = path.rstrip("/")
+    out = (userinfo + at if at else "") + host + path
+    if query:
+        out += "?" + query
+    return out
+
+
+def truncate_head(text: str, limit: int = NON_GOLD_CHARS) -> str:
+    """Keep the first ``limit`` characters of ``text`` and say clearly that the rest was cut."""
+    if limit <= 0:
+        raise ValueError("limit must be positive")
+    if len(text) <= limit:
+        return text
+    return text[:limit] + _TRUNCATION_NOTE.format(shown=limit, total=len(text))
+
+
+def default_pages_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``$TREK_PAGES`` when set, else ``<run_dir>/pages.sqlite``."""
+    env = os.environ.get("TREK_PAGES")
+    if env:
+        return Path(env)
+    return Path(run_dir or ".") / "pages.sqlite"
+
+
+@dataclass
+class Page:
+    """One page snapshot, or the placeholder for a page that could not be had.
+
+    ``status`` is ``ok`` for a usable page, ``failed`` for a fetch that got a definite refusal
+    (4xx, unsupported content) and ``missing`` for a page that is neither stored nor fetched.
+    ``source`` is ``corpus`` (a frozen document), ``fetch`` (fetched live) or ``none``.
+    """
+
+    url: str
+    key: str
+    title: str = ""
+    date: str | None = None
+    text: str = ""
+    status: str = "ok"
+    source: str = "corpus"
+    fetched_at: str | None = None
+    error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.status == "ok"
+
+    def render(self, limit: int = NON_GOLD_CHARS) -> str:
+        """URL, title, date and the head-truncated text, as shown to a model."""
+        lines = [f"URL: {self.url}"]
+        if self.title:
+            lines.append(f"Title: {self.title}")
+        if self.date:
+            lines.append(f"Date: {self.date}")
+        body = truncate_head(self.text, limit) if self.available else self.text
+        return "\n".join(lines) + "\n\n" + body
+
+
+def _placeholder(url: str, reason: str) -> Page:
+    return Page(
+        url=url,
+        key=normalize_url(url),
+        text=_PLACEHOLDER.format(url=url, reason=reason),
+        status="missing",
+        source="none",
+        error=reason,
+    )
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages (
+    key        TEXT PRIMARY KEY,
+    url        TEXT NOT NULL,
+    title      TEXT NOT NULL DEFAULT '',
+    date       TEXT,
+    text       TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    fetched_at TEXT NOT NULL,
+    error      TEXT
+);
+"""
+
+_COLUMNS = "key, url, title, date, text, status, source, fetched_at, error"
+
+
+def _row_page(row: tuple[Any, ...]) -> Page:
+    key, url, title, date, text, status, source, fetched_at, error = row
+    return Page(
+        url=url,
+        key=key,
+        title=title,
+        date=date,
+        text=text,
+        status=status,
+        source=source,
+        fetched_at=fetched_at,
+        error=error,
+    )
+
+
+class PageStore:
+    """SQLite-backed page snapshots.
+
+    Parameters
+    ----------
+    path:
+        The SQLite file; ``None`` keeps everything in memory.
+    fetch:
+        Fetch pages that are not stored (httpx; text extraction with trafilatura when it is
+        installed, a plain HTML-to-text fallback otherwise). Off by default.
+    timeout, max_bytes, user_agent, max_concurrent_fetches:
+        Politeness limits of live fetching.
+    transport:
+        An ``httpx`` transport for the fetcher (tests use ``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        fetch: bool = False,
+        timeout: float = 20.0,
+        max_bytes: int = 3_000_000,
+        user_agent: str = USER_AGENT,
+        max_concurrent_fetches: int = 4,
+        transport: Any = None,
+    ):
+        self.path = Path(path) if path is not None else None
+        self.fetch = fetch
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.user_agent = user_agent
+        self.max_concurrent_fetches = max_concurrent_fetches
+        self._transport = transport
+        self._lock = threading.RLock()
+        self._sems: dict[int, asyncio.Semaphore] = {}
+        self._fingerprint: str | None = None
+        self.fetches = 0
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=60, check_same_thread=False, isolation_level=None
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        else:
+            self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"PageStore(path={str(self.path) if self.path else ':memory:'!r}, fetch={self.fetch})"
+
+    # -- writing ------------------------------------------------------------------------------
+    def add_documents(self, docs: Iterable[Document]) -> int:
+        """Load frozen documents; the first document for a URL identity wins within one call,
+        and a corpus page already stored under that identity is replaced (data updates apply).
+
+        Returns the number of pages written.
+        """
+        rows: dict[str, tuple[Any, ...]] = {}
+        now = utcnow()
+        for d in docs:
+            key = normalize_url(d.url)
+            if key in rows:
+                continue
+            date = d.date.isoformat() if isinstance(d.date, _dt.date) else None
+            rows[key] = (key, d.url, d.title or "", date, d.text, "ok", "corpus", now, None)
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    list(rows.values()),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._fingerprint = None
+        return len(rows)
+
+    def put(self, page: Page) -> None:
+        """Store one page (replacing what was stored under its URL identity)."""
+        with self._lock:
+            self._conn.execute(
+                f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    page.key or normalize_url(page.url),
+                    page.url,
+                    page.title,
+                    page.date,
+                    page.text,
+                    page.status,
+                    page.source,
+                    page.fetched_at or utcnow(),
+                    page.error,
+                ),
+            )
+            if page.source == "corpus":
+                self._fingerprint = None
+
+    # -- reading ------------------------------------------------------------------------------
+    def lookup(self, url: str) -> Page | None:
+        """The stored page for ``url``'s identity, or ``None``."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM pages WHERE key = ?", (normalize_url(url),)
+            ).fetchone()
+        return None if row is None else _row_page(row)
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and self.lookup(url) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+
+    def pages(self, source: str | None = "corpus") -> Iterator[Page]:
+        """Available pages in identity order (only those from ``source`` unless it is ``None``)."""
+        with self._lock:
+            if source is None:
+                rows = self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM pages WHERE status = 'ok' ORDER BY key"
+                ).fetchall()
+            else:
+                rows = self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM pages WHERE status = 'ok' AND source = ? ORDER BY key", (source,)
+                ).fetchall()
+        for row in rows:
+            yield _row_page(row)
+
+    def fingerprint(self) -> str:
+        """A short hash of the frozen-corpus pages (changes when the corpus changes)."""
+        with self._lock:
+            if self._fingerprint is None:
+                h = hashlib.sha256()
+                for p in self.pages("corpus"):
+                    for part in (p.key, p.title, p.date or "", p.text):
+                        h.update(part.encode("utf-8"))
+                        h.update(b"\x1f")
+                self._fingerprint = h.hexdigest()[:16]
+            return self._fingerprint
+
+    def get(self, url: str) -> Page:
+        """The page for ``url``: stored, fetched (when enabled) or an unavailable placeholder."""
+        page = self.lookup(url)
+        if page is not None:
+            return page if page.available else _as_unavailable(page)
+        if not self.fetch:
+            return _placeholder(url, "not in the page store and live fetching is off")
+        from trek.llm.client import run_sync
+
+        return run_sync(self.aget(url))
+
+    async def aget(self, url: str) -> Page:
+        """Async :meth:`get`; live fetches run concurrently up to ``max_concurrent_fetches``."""
+        page = self.lookup(url)
+        if page is not None:
+            return page if page.available else _as_unavailable(page)
+        if not self.fetch:
+            return _placeholder(url, "not in the page store and live fetching is off")
+        async with self._semaphore():
+            page = self.lookup(url)  # fetched meanwhile by another task
+            if page is not None:
+                return page if page.available else _as_unavailable(page)
+            return await self._fetch(url)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- live fetching ------------------------------------------------------------------------
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop_id = id(asyncio.get_running_loop())
+        sem = self._sems.get(loop_id)
+        if sem is None:
+            sem = asyncio.Semaphore(self.max_concurrent_fetches)
+            self._sems = {loop_id: sem}
+        return sem
+
+    async def _fetch(self, url: str) -> Page:
+        import httpx
+
+        target = url.strip()
+        if not re.match(r"^https?://", target, re.IGNORECASE):
+            target = "https://" + target.lstrip("/")
+        self.fetches += 1
+        kwargs: dict[str, Any] = {
+            "timeout": self.timeout,
+            "follow_redirects": True,
+            "max_redirects": 5,
+            "headers": {"User-Agent": self.user_agent, "Accept": "text/html,text/plain;q=0.9,*/*;q=0.1"},
+        }
+        if self._transport is not None:
+            kwargs["transport"] = self._transport
+        try:
+            async with httpx.AsyncClient(**kwargs) as http, http.stream("GET", target) as resp:
+                status = resp.status_code
+                if status >= 400:
+                    reason = f"HTTP {status}"
+                    if status < 500 and status not in (408, 429):
+                        return self._remember_failure(url, reason)
+                    return _placeholder(url, reason)  # transient: not remembered
+                ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+                if ctype and not (ctype.startswith("text/") or "html" in ctype or "xml" in ctype):
+                    return self._remember_failure(url, f"unsupported content type {ctype}")
+                body = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    body += chunk
+                    if len(body) >= self.max_bytes:
+                        del body[self.max_bytes :]
+                        break
+                encoding = resp.encoding or "utf-8"
+        except httpx.HTTPError as e:
+            return _placeholder(url, f"fetch failed: {type(e).__name__}")
+        try:
+            raw = bytes(body).decode(encoding, errors="replace")
+        except LookupError:
+            raw = bytes(body).decode("utf-8", errors="replace")
+        if ctype == "text/plain":
+            title, date, text = "", None, raw
+        else:
+            title, date, text = extract_text(raw, url)
+        if not text.strip():
+            return self._remember_failure(url, "no text could be extracted")
+        page = Page(
+            url=url,
+            key=normalize_url(url),
+            title=title,
+            date=date,
+            text=text,
+            source="fetch",
+            fetched_at=utcnow(),
+        )
+        self.put(page)
+        return page
+
+    def _remember_failure(self, url: str, reason: str) -> Page:
+        page = Page(
+            url=url,
+            key=normalize_url(url),
+            text="",
+            status="failed",
+            source="fetch",
+            fetched_at=utcnow(),
+            error=reason,
+        )
+        self.put(page)
+        return _as_unavailable(page)
+
+
+def _as_unavailable(page: Page) -> Page:
+    """A stored failure shown as the placeholder page."""
+    ph = _placeholder(page.url, page.error or "unavailable")
+    ph.status = page.status
+    ph.source = page.source
+    ph.fetched_at = page.fetched_at
+    return ph
+
+
+# -- text extraction ------------------------------------------------------------------------------
+class _TextOnly(HTMLParser):
+    """Minimal HTML-to-text: drops scripts, styles and navigation chrome; keeps block breaks."""
+
+    _SKIP = {"script", "style", "noscript", "template", "svg", "head", "nav", "footer", "iframe"}
+    _BLOCK = {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "table",
+        "ul",
+        "ol",
+        "header",
+        "main",
+        "blockquote",
+        "pre",
+    }
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self._SKIP:
+            self._skip += 1
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self._SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def _plain_extract(html: str) -> tuple[str, str]:
+    p = _TextOnly()
+    try:
+        p.feed(html)
+        p.close()
+    except Exception:  # noqa: BLE001 - malformed markup: keep what was parsed
+        pass
+    lines = [" ".join(line.split()) for line in "".join(p.parts).splitlines()]
+    text = "\n".join(line for line in lines if line)
+    return " ".join(p.title.split()), text
+
+
+def extract_text(html: str, url: str) -> tuple[str, str | None, str]:
+    """``(title, date, text)`` of an HTML page; trafilatura when installed, else a plain parser."""
+    title, text = _plain_extract(html)
+    date: str | None = None
+    try:
+        import trafilatura  # type: ignore[import-not-found]
+    except ImportError:
+        return title, date, text
+    try:
+        extracted = trafilatura.extract(html, url=url, include_comments=False, include_tables=True)
+        meta = trafilatura.extract_metadata(html, default_url=url)
+    except Exception:  # noqa: BLE001 - extractor bugs must not stop a run
+        return title, date, text
+    if extracted and extracted.strip():
+        text = extracted
+    if meta is not None:
+        title = getattr(meta, "title", None) or title
+        date = getattr(meta, "date", None) or None
+    return title, date, text

@@ -1,0 +1,497 @@
+"""The TrekBench-Wild runner: one search-augmented system over a question set.
+
+``trek wild run`` (or :func:`run_wild`) writes a run directory::
+
+    RUN_DIR/questions.jsonl    the Question records
+    RUN_DIR/answers.jsonl      one Trajectory per question (rewritten atomically as questions finish)
+    RUN_DIR/run.json           RunMeta: model, endpoint base URL (never a key), system config,
+                               prompt versions, timestamps
+    RUN_DIR/llm-cache.sqlite   model replies ($TREK_CACHE overrides)
+    RUN_DIR/search-cache.sqlite search results ($TREK_SEARCH_CACHE overrides)
+    RUN_DIR/pages.sqlite       page snapshots ($TREK_PAGES overrides)
+
+Running again resumes: questions whose trajectory is ``ok`` are skipped, pending ones are tried
+again (with the caches, a finished run re-run makes no HTTP request). Questions run concurrently;
+their model calls share one client, which bounds the connections to the endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from trek.llm.client import FatalLLMError, LLMClient, run_sync
+from trek.pages import NON_GOLD_CHARS, PageStore
+from trek.search.agent import EFFORTS, SYSTEMS, SearchSystem, SystemConfig
+from trek.search.base import FatalSearchError, SearchBackend
+from trek.types import Question, RecordError, RunMeta, Trajectory, Usage, read_jsonl, utcnow, write_jsonl
+
+__all__ = ["WildRunSummary", "arun_wild", "run_wild", "app"]
+
+QUESTIONS_FILE = "questions.jsonl"
+ANSWERS_FILE = "answers.jsonl"
+META_FILE = "run.json"
+
+
+@dataclass
+class WildRunSummary:
+    """What a run did: question counts, the model usage of this invocation, search activity."""
+
+    run_dir: Path
+    total: int = 0
+    ok: int = 0
+    pending: int = 0
+    skipped: int = 0
+    usage: Usage = field(default_factory=Usage)
+    spent_usd: float = 0.0
+    http_calls: int = 0
+    search_calls: int = 0
+    search_cache_hits: int = 0
+    search_usage: Usage = field(default_factory=Usage)
+    errors: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [
+            f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending "
+            f"({self.skipped} already done before this run)",
+            f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP requests), "
+            f"{self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
+            f"spent ${self.spent_usd:.4f}",
+            f"search: {self.search_calls} calls, {self.search_cache_hits} from cache",
+        ]
+        if self.search_usage.calls:
+            lines.append(
+                f"search model: {self.search_usage.calls} calls, {self.search_usage.total_tokens} tokens, "
+                f"${self.search_usage.cost_usd or 0.0:.4f}"
+            )
+        return "\n".join(lines)
+
+
+def _load_existing(path: Path) -> dict[str, Trajectory]:
+    if not path.exists():
+        return {}
+    return {t.question_id: t for t in read_jsonl(path, Trajectory)}
+
+
+def _meta(
+    run_dir: Path,
+    client: LLMClient,
+    system: SearchSystem,
+    questions: Sequence[Question],
+    previous: RunMeta | None,
+    extra: dict[str, Any],
+) -> RunMeta:
+    from trek import __version__
+
+    versions = sorted({system.prompt_version(q) for q in questions})
+    prompt_versions = {"answer+system": " | ".join(versions)}
+    backend = system.backend
+    if backend is not None and hasattr(backend, "prompt_version"):
+        prompt_versions["search"] = backend.prompt_version()
+    config = {"system": system.system_dict(), "questions": len(questions), **extra}
+    return RunMeta(
+        run_id=run_dir.name,
+        kind="wild",
+        model=client.model,
+        endpoint=client.base_url,
+        prompt_versions=prompt_versions,
+        config=config,
+        trek_version=__version__,
+        created_at=previous.created_at if previous else utcnow(),
+        updated_at=utcnow(),
+    )
+
+
+def _read_meta(path: Path) -> RunMeta | None:
+    if not path.exists():
+        return None
+    try:
+        return RunMeta.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise RecordError(path, None, f"not a valid run.json ({str(e).splitlines()[0]})") from None
+
+
+def _write_meta(path: Path, meta: RunMeta) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+async def arun_wild(
+    questions: Sequence[Question],
+    run_dir: str | os.PathLike[str],
+    client: LLMClient,
+    search_backend: SearchBackend | None,
+    system: str = "agentic",
+    effort: str | None = None,
+    progress: bool = True,
+    *,
+    store: PageStore | None = None,
+    max_rounds: int = 8,
+    results_per_search: int = 5,
+    top_k: int = 5,
+    page_chars: int = NON_GOLD_CHARS,
+    params: dict[str, Any] | None = None,
+    max_concurrent_questions: int | None = None,
+    run_config: dict[str, Any] | None = None,
+    flush_seconds: float = 1.0,
+) -> WildRunSummary:
+    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_wild`."""
+    root = Path(run_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    ids = [q.id for q in questions]
+    if len(set(ids)) != len(ids):
+        raise ValueError("question ids must be unique")
+    sys_ = SearchSystem(
+        client,
+        search_backend,
+        store,
+        SystemConfig(
+            system=system if search_backend is not None else "no-search",
+            effort=effort,
+            max_rounds=max_rounds,
+            results_per_search=results_per_search,
+            top_k=top_k,
+            page_chars=page_chars,
+            params=dict(params or {}),
+        ),
+    )
+    meta_path = root / META_FILE
+    previous = _read_meta(meta_path)
+    if previous is not None:
+        old_sys = previous.config.get("system")
+        if previous.model != client.model or old_sys != sys_.system_dict():
+            raise ValueError(
+                f"{root} holds a run of model {previous.model!r} with system {old_sys}; this run is "
+                f"model {client.model!r} with system {sys_.system_dict()}. Use a new --run directory."
+            )
+    extra = dict(run_config or {})
+    write_jsonl(root / QUESTIONS_FILE, questions)
+    _write_meta(meta_path, _meta(root, client, sys_, questions, previous, extra))
+
+    answers_path = root / ANSWERS_FILE
+    done = _load_existing(answers_path)
+    todo = [q for q in questions if not (q.id in done and done[q.id].status == "ok")]
+    summary = WildRunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
+    usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
+    s_calls0 = search_backend.calls if search_backend else 0
+    s_hits0 = search_backend.cache_hits if search_backend else 0
+    s_usage0 = search_backend.usage if search_backend else Usage()
+
+    order = {qid: i for i, qid in enumerate(ids)}
+
+    def flush() -> None:
+        known = sorted(
+            (t for t in done.values() if t.question_id in order), key=lambda t: order[t.question_id]
+        )
+        others = [t for t in done.values() if t.question_id not in order]
+        write_jsonl(answers_path, [*known, *others])
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), desc=f"wild {sys_.config.system}", unit="q", disable=not progress, leave=True)
+    sem = asyncio.Semaphore(max_concurrent_questions or client.max_connections)
+    last_flush = time.monotonic()
+    counts = {"ok": 0, "pending": 0}
+
+    async def one(q: Question) -> None:
+        nonlocal last_flush
+        async with sem:
+            try:
+                traj = await sys_.arun(q)
+            except (FatalLLMError, FatalSearchError):
+                raise
+            except Exception as e:  # noqa: BLE001 - one broken question must not stop the others
+                traj = Trajectory(
+                    question_id=q.id,
+                    model=client.model or "",
+                    system=sys_.system_dict(),
+                    status="pending",
+                    error=f"internal error: {type(e).__name__}: {e}",
+                    prompt_version=sys_.prompt_version(q),
+                )
+        done[q.id] = traj
+        counts[traj.status] += 1
+        bar.update(1)
+        cost = client.spent_usd - spent0
+        bar.set_postfix_str(f"ok={counts['ok']} pending={counts['pending']} ${cost:.4f}", refresh=False)
+        now = time.monotonic()
+        if now - last_flush >= flush_seconds:
+            flush()
+            last_flush = now
+
+    tasks = [asyncio.ensure_future(one(q)) for q in todo]
+    try:
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        bar.close()
+        flush()
+        summary.usage = _diff(client.usage, usage0)
+        summary.spent_usd = client.spent_usd - spent0
+        summary.http_calls = client.http_calls - http0
+        if search_backend is not None:
+            summary.search_calls = search_backend.calls - s_calls0
+            summary.search_cache_hits = search_backend.cache_hits - s_hits0
+            summary.search_usage = _diff(search_backend.usage, s_usage0)
+        extra["last_invocation"] = {
+            "model_calls": summary.usage.calls,
+            "model_cost_usd": round(summary.spent_usd, 6),
+            "search_calls": summary.search_calls,
+            "search_cache_hits": summary.search_cache_hits,
+            "search_model_cost_usd": round(summary.search_usage.cost_usd or 0.0, 6),
+        }
+        _write_meta(meta_path, _meta(root, client, sys_, questions, _read_meta(meta_path), extra))
+    final = [done[q.id] for q in questions if q.id in done]
+    summary.ok = sum(t.status == "ok" for t in final)
+    summary.pending = summary.total - summary.ok
+    summary.errors = [f"{t.question_id}: {t.error}" for t in final if t.status != "ok" and t.error]
+    return summary
+
+
+def _diff(now: Usage, before: Usage) -> Usage:
+    cost = None if now.cost_usd is None or before.cost_usd is None else now.cost_usd - before.cost_usd
+    return Usage(
+        prompt_tokens=now.prompt_tokens - before.prompt_tokens,
+        completion_tokens=now.completion_tokens - before.completion_tokens,
+        reasoning_tokens=now.reasoning_tokens - before.reasoning_tokens,
+        cached_tokens=now.cached_tokens - before.cached_tokens,
+        calls=now.calls - before.calls,
+        cached_calls=now.cached_calls - before.cached_calls,
+        cost_usd=cost,
+    )
+
+
+def run_wild(
+    questions: Sequence[Question],
+    run_dir: str | os.PathLike[str],
+    client: LLMClient,
+    search_backend: SearchBackend | None,
+    system: str = "agentic",
+    effort: str | None = None,
+    progress: bool = True,
+    **kw: Any,
+) -> WildRunSummary:
+    """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` when ``search_backend`` is
+    ``None``) on ``questions``, writing ``questions.jsonl``, ``answers.jsonl`` and ``run.json``
+    into ``run_dir``. Re-running resumes: ok questions are skipped, pending ones retried.
+
+    Keyword arguments: ``store`` (the :class:`~trek.pages.PageStore` for opened pages),
+    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars``, ``params`` (extra sampling
+    parameters), ``max_concurrent_questions``, ``run_config`` (recorded in ``run.json``).
+    """
+
+    async def go() -> WildRunSummary:
+        try:
+            return await arun_wild(questions, run_dir, client, search_backend, system, effort, progress, **kw)
+        finally:
+            await client.aclose()
+            if search_backend is not None:
+                await search_backend.aclose()
+
+    return run_sync(go())
+
+
+# -- command line -----------------------------------------------------------------------------------
+app = typer.Typer(
+    help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Run search-augmented systems on TrekBench-Wild (or the bundled demo)."""
+
+
+def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], list[Any]]:
+    if which == "mini":
+        from trek.datasets.mini import load as load_mini
+
+        bench = load_mini(data_dir) if data_dir is not None else load_mini()
+        return list(bench.questions), list(bench.documents)
+    if which == "wild":
+        from trek.datasets.wild import load as load_wild
+
+        bench = load_wild(data_dir)
+        return list(bench.questions), list(getattr(bench, "documents", []) or [])
+    raise ValueError(f"unknown question set {which!r}; choose wild or mini")
+
+
+@app.command("run")
+def run(
+    model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
+    run_dir: Path = typer.Option(
+        ..., "--run", help="Run directory (created; re-run the same command to resume)."
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the model."
+    ),
+    search: str = typer.Option(
+        "local", "--search", help="none, local, tavily, duckduckgo, openai or proxy:MODEL."
+    ),
+    system: str = typer.Option(
+        "agentic", "--system", help="agentic or search-then-read (no-search when --search none)."
+    ),
+    effort: str = typer.Option(
+        None, "--effort", help="Reasoning effort: low, medium or high (not sent when unset)."
+    ),
+    questions: str = typer.Option(
+        "wild", "--questions", help="wild (TrekBench-Wild) or mini (the bundled offline demo)."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Source datasets folder (wild) or demo benchmark folder (mini)."
+    ),
+    max_connections: int = typer.Option(
+        16, "--max-connections", min=1, help="Model requests in flight at once."
+    ),
+    budget: float = typer.Option(
+        None, "--budget", help="Stop issuing model calls before this many US dollars are spent."
+    ),
+    max_rounds: int = typer.Option(
+        8, "--max-rounds", min=1, help="Agentic: rounds of tool calls before the answer is forced."
+    ),
+    results: int = typer.Option(5, "--results", min=1, help="Agentic: results per web_search call."),
+    top_k: int = typer.Option(5, "--top-k", min=1, help="Search-then-read: pages read."),
+    fetch: bool = typer.Option(
+        False, "--fetch/--no-fetch", help="Fetch pages missing from the page store live."
+    ),
+    search_base_url: str = typer.Option(
+        None,
+        "--search-base-url",
+        envvar="TREK_SEARCH_BASE_URL",
+        help="Endpoint of the proxy search model [default: --base-url].",
+    ),
+    proxy_api: str = typer.Option(
+        "chat",
+        "--proxy-api",
+        help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
+    ),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
+    max_retries: int = typer.Option(
+        6, "--max-retries", min=0, help="Retries for transient model and search failures."
+    ),
+    prices: Path = typer.Option(
+        None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Answer the questions with one system and record a trajectory per question.
+
+    Keys come from the environment only: OPENAI_API_KEY (the model), TREK_SEARCH_API_KEY (the
+    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question is
+    answered, 3 when some are pending (run the same command again), 2 on errors.
+    """
+    from rich.console import Console
+
+    from trek.datasets.common import MissingDataError
+    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.usage import PriceTable
+    from trek.pages import default_pages_path
+    from trek.search import make_backend
+    from trek.search.base import SearchCache, default_search_cache_path
+
+    err = Console(stderr=True)
+
+    def fail(msg: str) -> None:
+        err.print(f"[red]error:[/red] {msg}", highlight=False)
+        raise typer.Exit(2)
+
+    if system not in SYSTEMS[:2]:
+        fail(f"--system must be agentic or search-then-read, not {system!r}")
+    if effort is not None and effort not in EFFORTS:
+        fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
+    if proxy_api not in ("chat", "responses"):
+        fail("--proxy-api must be chat or responses")
+    try:
+        qs, docs = _load_questions(questions, data_dir)
+        if limit is not None:
+            qs = qs[:limit]
+        price_table = PriceTable.load(prices)
+        cache = LLMCache(default_cache_path(run_dir))
+        client = LLMClient(
+            model,
+            base_url=base_url,
+            max_connections=max_connections,
+            timeout=timeout,
+            max_retries=max_retries,
+            cache=cache,
+            prices=price_table,
+            budget_usd=budget,
+            progress=False,
+        )
+        store = PageStore(default_pages_path(run_dir), fetch=fetch)
+        if docs:
+            store.add_documents(docs)
+        search_client = None
+        if search.startswith("proxy:"):
+            search_client = LLMClient(
+                search.split(":", 1)[1],
+                base_url=search_base_url or base_url,
+                api_key=os.environ.get("TREK_SEARCH_API_KEY") or None,
+                max_connections=max_connections,
+                timeout=timeout,
+                max_retries=max_retries,
+                cache=cache,
+                prices=price_table,
+                progress=False,
+            )
+        kw: dict[str, Any] = {"max_retries": max_retries}
+        if search.startswith("proxy:"):
+            kw["api"] = proxy_api
+        backend = make_backend(
+            search,
+            store=store,
+            client=client,
+            search_client=search_client,
+            cache=SearchCache(default_search_cache_path(run_dir)),
+            **kw,
+        )
+        run_config = {"question_set": questions, "fetch": fetch}
+        if search_client is not None:
+            run_config["search_endpoint"] = search_client.base_url
+        summary = run_wild(
+            qs,
+            run_dir,
+            client,
+            backend,
+            system=system,
+            effort=effort,
+            progress=progress,
+            store=store,
+            max_rounds=max_rounds,
+            results_per_search=results,
+            top_k=top_k,
+            run_config=run_config,
+        )
+    except (
+        FatalLLMError,
+        FatalSearchError,
+        MissingDataError,
+        RecordError,
+        ValueError,
+        FileNotFoundError,
+    ) as e:
+        fail(str(e))
+        return
+    err.print(summary.describe(), highlight=False)
+    if summary.pending:
+        for line in summary.errors[:5]:
+            err.print(f"  pending {line}", highlight=False)
+        err.print(
+            f"{summary.pending} questions are pending: run the same command again to retry them.",
+            highlight=False,
+        )
+        raise typer.Exit(3)
