@@ -9,12 +9,13 @@ PARAMS ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test lint paper lab bench clean help
+.PHONY: install test lint demo paper lab bench clean help
 
 help:
 	@echo "make paper   execute every notebook (offline demo data by default; PARAMS=file.yaml for real runs)"
 	@echo "make test    lint, unit tests and nbval over the notebooks"
 	@echo "make bench   run the benchmarks and print their figures"
+	@echo "make demo    rebuild the offline demo runs in build/demo-runs"
 	@echo "make lab     start JupyterLab"
 
 $(STAMP): pyproject.toml
@@ -29,10 +30,15 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check trek tests benchmarks
 
-test: $(STAMP) lint
+# The offline demo runs (scripted fake model on the bundled benchmark) that the notebooks read
+# by default; rebuilt every time so they always reflect the current code (a few seconds).
+demo: $(STAMP)
+	$(BIN)/python -m trek.demo --out build/demo-runs
+
+test: $(STAMP) lint demo
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
-build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
+build/%.ipynb: notebooks/%.ipynb $(STAMP) demo FORCE
 	@mkdir -p build figures tables
 	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
 
