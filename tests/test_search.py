@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 import types
 from pathlib import Path
 
 import httpx
 import pytest
-from aiohttp import web
+from _servers import RecordedResponses
 
 from trek.datasets.mini import load as load_mini
 from trek.llm import LLMCache, LLMClient
@@ -318,51 +317,6 @@ def test_duckduckgo_without_the_package_is_fatal(monkeypatch):
 
 
 # -- OpenAI Responses web search ------------------------------------------------------------------------
-class RecordedResponses:
-    """A loopback HTTP server answering ``POST /v1/responses`` with a recorded body."""
-
-    def __init__(self, body: dict):
-        self.body = body
-        self.requests: list[dict] = []
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self):
-        self.loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        async def handler(request):
-            self.requests.append(await request.json())
-            return web.json_response(self.body)
-
-        async def start():
-            app = web.Application()
-            app.router.add_post("/v1/responses", handler)
-            self.runner = web.AppRunner(app)
-            await self.runner.setup()
-            site = web.TCPSite(self.runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = site._server.sockets[0].getsockname()[1]
-
-        def run():
-            asyncio.set_event_loop(self.loop)
-            self.loop.run_until_complete(start())
-            ready.set()
-            self.loop.run_forever()
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
 def test_parse_web_search_output_reads_actions_sources_and_citations():
     trace = parse_web_search_output(fixture("openai_responses_web_search.json"))
     assert [c.query for c in trace.searches] == [

@@ -27,6 +27,7 @@ from typing import Any
 
 import typer
 
+from trek.aio import gather_or_cancel
 from trek.llm.client import FatalLLMError, LLMClient, run_sync
 from trek.pages import NON_GOLD_CHARS, PageStore
 from trek.search.agent import EFFORTS, SYSTEMS, SearchSystem, SystemConfig
@@ -227,15 +228,8 @@ async def arun_wild(
             flush()
             last_flush = now
 
-    tasks = [asyncio.ensure_future(one(q)) for q in todo]
     try:
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(q) for q in todo)
     finally:
         bar.close()
         flush()

@@ -28,11 +28,11 @@ fails gives ``pending``; neither is ever counted as correct or incorrect.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
+from trek.aio import gather_or_cancel
 from trek.graders import freshqa, infodeepseek, sealqa
 from trek.graders.common import DEFAULT_MAX_REASKS, JudgeConfig
 from trek.llm.client import LLMClient, run_sync
@@ -128,14 +128,7 @@ async def agrade_many(
         bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), refresh=False)
 
     try:
-        tasks = [asyncio.ensure_future(one(i, q, r)) for i, (q, r) in enumerate(items)]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await gather_or_cancel(one(i, q, r) for i, (q, r) in enumerate(items))
     finally:
         bar.close()
     return [g for g in results if g is not None]

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from trek.aio import gather_or_cancel
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.usage import PriceTable, usage_from_raw
 from trek.types import Usage
@@ -492,14 +493,7 @@ class LLMClient:
             bar.set_postfix_str(f"hits={hits} tok={self.usage.total_tokens} {cost}", refresh=False)
 
         try:
-            tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
-            try:
-                await asyncio.gather(*tasks)
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+            await gather_or_cancel(one(i, r) for i, r in enumerate(requests))
         finally:
             bar.close()
         return [r for r in results if r is not None]
