@@ -292,3 +292,12 @@ def test_structured_validation_failure_reasks(tmp_path):
     with FakeOpenAIServer(script=[{"any_pattern": ".", "reply": '{"other": 1}'}]) as s:
         res = chat_json(client_for(s, tmp_path), MSG, validate=need_key, max_reasks=1)
     assert res.status == "unparsed" and "answer" in res.error and res.attempts == 2
+
+
+def test_spent_text_says_when_no_price_is_known(srv, tmp_path):
+    unknown = client_for(srv, tmp_path, prices=PriceTable({}))
+    unknown.chat([{"role": "user", "content": "priceless"}])
+    assert unknown.unpriced_calls == 1 and unknown.spent_text().startswith("$- ")
+    priced = client_for(srv, tmp_path, prices=PriceTable({"fake-model": Price(input=1.0, output=1.0)}), cache=None)
+    priced.chat([{"role": "user", "content": "priced"}])
+    assert priced.unpriced_calls == 0 and priced.spent_text() == f"${priced.spent_usd:.4f}"

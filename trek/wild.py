@@ -52,6 +52,7 @@ class WildRunSummary:
     skipped: int = 0
     usage: Usage = field(default_factory=Usage)
     spent_usd: float = 0.0
+    spent_text: str = "$0.0000"
     http_calls: int = 0
     search_calls: int = 0
     search_cache_hits: int = 0
@@ -64,7 +65,7 @@ class WildRunSummary:
             f"({self.skipped} already done before this run)",
             f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP requests), "
             f"{self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
-            f"spent ${self.spent_usd:.4f}",
+            f"spent {self.spent_text}",
             f"search: {self.search_calls} calls, {self.search_cache_hits} from cache",
         ]
         if self.search_usage.calls:
@@ -182,6 +183,7 @@ async def arun_wild(
     todo = [q for q in questions if not (q.id in done and done[q.id].status == "ok")]
     summary = WildRunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
     usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
+    unpriced0 = client.unpriced_calls
     s_calls0 = search_backend.calls if search_backend else 0
     s_hits0 = search_backend.cache_hits if search_backend else 0
     s_usage0 = search_backend.usage if search_backend else Usage()
@@ -221,8 +223,8 @@ async def arun_wild(
         done[q.id] = traj
         counts[traj.status] += 1
         bar.update(1)
-        cost = client.spent_usd - spent0
-        bar.set_postfix_str(f"ok={counts['ok']} pending={counts['pending']} ${cost:.4f}", refresh=False)
+        cost = client.spent_text(spent0, unpriced0).split(" (")[0]
+        bar.set_postfix_str(f"ok={counts['ok']} pending={counts['pending']} {cost}", refresh=False)
         now = time.monotonic()
         if now - last_flush >= flush_seconds:
             flush()
@@ -235,6 +237,7 @@ async def arun_wild(
         flush()
         summary.usage = _diff(client.usage, usage0)
         summary.spent_usd = client.spent_usd - spent0
+        summary.spent_text = client.spent_text(spent0, unpriced0)
         summary.http_calls = client.http_calls - http0
         if search_backend is not None:
             summary.search_calls = search_backend.calls - s_calls0

@@ -58,7 +58,7 @@ def run(
         raise typer.Exit(2) from None
     _err.print(summary.describe(), highlight=False)
     if client.usage.calls:
-        spent = f"${client.spent_usd:.4f}" if client.usage.cost_usd else "unknown $ (model not in the price table)"
+        spent = client.spent_text()
         _err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}", highlight=False)
     if summary.pending:
         _err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)

@@ -252,10 +252,19 @@ class LLMClient:
         self._states: dict[int, _LoopState] = {}
         # Running totals for this client (fresh calls only for ``spent_usd``).
         self.spent_usd = 0.0
+        self.unpriced_calls = 0  # fresh calls to a model without a price (tokens only)
         self._reserved_usd = 0.0
         self.usage = Usage()
         self.http_calls = 0
         self.cache_hits = 0
+
+    def spent_text(self, since_usd: float = 0.0, unpriced_before: int = 0) -> str:
+        """Dollars spent on fresh calls since a point, or ``$-`` when no call had a price."""
+        spent = self.spent_usd - since_usd
+        unpriced = self.unpriced_calls - unpriced_before
+        if unpriced and spent == 0:
+            return "$- (model not in the price table)"
+        return f"${spent:.4f}" + (" + calls without a price" if unpriced else "")
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_connections={self.max_connections})"
@@ -395,6 +404,8 @@ class LLMClient:
             self.cache_hits += 1
         else:
             self.spent_usd += usage.cost_usd or 0.0
+            if usage.cost_usd is None:
+                self.unpriced_calls += 1
         self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
@@ -489,8 +500,7 @@ class LLMClient:
             if on_result is not None:
                 on_result(i, res)
             bar.update(1)
-            cost = f"${self.spent_usd:.4f}" if self.usage.cost_usd else "$-"
-            bar.set_postfix_str(f"hits={hits} tok={self.usage.total_tokens} {cost}", refresh=False)
+            bar.set_postfix_str(f"hits={hits} tok={self.usage.total_tokens} {self.spent_text()}", refresh=False)
 
         try:
             await gather_or_cancel(one(i, r) for i, r in enumerate(requests))

@@ -66,6 +66,6 @@ def summarize_usage(run_dir: str | os.PathLike[str], prices: PriceTable | None =
     df = pd.DataFrame(list(rows.values()), columns=_COLUMNS)
     if not df.empty:
         total = df.drop(columns=["file", "model"]).sum(numeric_only=True, min_count=1)
-        total["cost_usd"] = df["cost_usd"].sum(skipna=True)
+        total["cost_usd"] = df["cost_usd"].sum(skipna=True, min_count=1)  # NaN when nothing had a price
         df = pd.concat([df, pd.DataFrame([{"file": "TOTAL", "model": "", **total.to_dict()}])], ignore_index=True)
     return df
