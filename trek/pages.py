@@ -23,7 +23,6 @@ import datetime as _dt
 import hashlib
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from trek.sqlite import connect
 from trek.types import Document, utcnow
 
 __all__ = [
@@ -218,16 +218,7 @@ class PageStore:
         self._sems: dict[int, asyncio.Semaphore] = {}
         self._fingerprint: str | None = None
         self.fetches = 0
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=60, check_same_thread=False, isolation_level=None
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-        else:
-            self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        self._conn = connect(self.path, _SCHEMA)
 
     def __repr__(self) -> str:
         return f"PageStore(path={str(self.path) if self.path else ':memory:'!r}, fetch={self.fetch})"

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from trek.sqlite import connect
+
 __all__ = ["LLMCache", "request_key", "default_cache_path"]
 
 _SCHEMA = """
@@ -62,16 +64,8 @@ class LLMCache:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=60.0, isolation_level=None, check_same_thread=False
-        )
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=60000")
-            self._retry_locked(lambda: self._conn.execute(_SCHEMA))
+        self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self.hits = 0
         self.misses = 0

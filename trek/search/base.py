@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
@@ -30,6 +29,7 @@ from typing import Any
 
 from trek.llm.cache import request_key
 from trek.llm.client import run_sync, scrub
+from trek.sqlite import connect
 from trek.types import SearchCall, SearchResult, Usage
 
 __all__ = [
@@ -97,16 +97,7 @@ class SearchCache:
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=60, check_same_thread=False, isolation_level=None
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-        else:
-            self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        self._conn = connect(self.path, _SCHEMA)
         self.hits = 0
         self.misses = 0
 
