@@ -64,8 +64,8 @@ def test_run_writes_input_order_and_resumes_without_calls(tmp_path):
 def test_pending_ids_are_retried_on_next_run(tmp_path):
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 12)
-    args = ["llm", "run", str(req), "--out", str(out), "--model", "fm", "--no-progress", "--max-retries", "0", "--timeout", "1"]
-    with FakeOpenAIServer(fault_rate=0.5, seed=3, stall_seconds=3, retry_after=0.01) as srv:
+    args = ["llm", "run", str(req), "--out", str(out), "--model", "fm", "--no-progress", "--max-retries", "0", "--timeout", "2.5"]
+    with FakeOpenAIServer(fault_rate=0.5, seed=3, stall_seconds=6, retry_after=0.01) as srv:
         r = invoke(*args, "--base-url", srv.base_url)
         first = read_out(out)
         pending = [x for x in first if x["status"] == "pending"]

@@ -113,8 +113,8 @@ def test_faults_are_retried_and_answers_match_fault_free_run(tmp_path):
     reqs = [ChatRequest(messages=[{"role": "user", "content": f"question {i}"}]) for i in range(500)]
     with FakeOpenAIServer() as clean:
         ref = client_for(clean, tmp_path, cache=None, max_connections=32).map(reqs)
-    with FakeOpenAIServer(fault_rate=0.2, seed=7, stall_seconds=5.0, retry_after=0.05) as faulty:
-        c = client_for(faulty, tmp_path, cache=LLMCache(tmp_path / "f.sqlite"), max_connections=32, timeout=1.0, max_retries=8)
+    with FakeOpenAIServer(fault_rate=0.2, seed=7, stall_seconds=10.0, retry_after=0.05) as faulty:
+        c = client_for(faulty, tmp_path, cache=LLMCache(tmp_path / "f.sqlite"), max_connections=32, timeout=3.0, max_retries=8)
         got = c.map(reqs)
         stats = faulty.stats()
     assert all(r.ok for r in got)
