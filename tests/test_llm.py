@@ -301,3 +301,25 @@ def test_spent_text_says_when_no_price_is_known(srv, tmp_path):
     priced = client_for(srv, tmp_path, prices=PriceTable({"fake-model": Price(input=1.0, output=1.0)}), cache=None)
     priced.chat([{"role": "user", "content": "priced"}])
     assert priced.unpriced_calls == 0 and priced.spent_text() == f"${priced.spent_usd:.4f}"
+
+
+def test_connection_limit_is_shared_by_clients_of_one_endpoint(tmp_path):
+    # 2 clients x 4 distinct requests, limit 2 per endpoint, 0.3 s per request:
+    # shared limit -> 4 waves (>= 1.2 s); a limit per client would need only 2 waves (0.6 s).
+    async def go(url):
+        a = LLMClient("m", base_url=url, api_key="k", max_connections=2, progress=False)
+        b = LLMClient("judge", base_url=url, api_key="k", max_connections=2, progress=False)
+        t0 = time.monotonic()
+        res = await asyncio.gather(
+            *[a.achat([{"role": "user", "content": f"a{i}"}]) for i in range(4)],
+            *[b.achat([{"role": "user", "content": f"b{i}"}]) for i in range(4)],
+        )
+        dt = time.monotonic() - t0
+        await a.aclose()
+        await b.aclose()
+        return res, dt
+
+    with FakeOpenAIServer(latency=0.3) as s:
+        res, dt = asyncio.run(go(s.base_url))
+    assert all(r.ok for r in res)
+    assert dt >= 1.2

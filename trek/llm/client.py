@@ -184,6 +184,26 @@ def _retry_after_seconds(headers: Any) -> float | None:
         return None
 
 
+# One connection limit per endpoint and event loop, shared by every client of that endpoint
+# (e.g. an answering model and its judge on the same vLLM server). The first client to use an
+# endpoint in a loop sets the limit. Entries of finished loops are dropped as new loops appear.
+_ENDPOINT_LIMITS: dict[tuple[int, str], asyncio.Semaphore] = {}
+_LIMITS_LOCK = threading.Lock()
+
+
+def _endpoint_semaphore(loop: asyncio.AbstractEventLoop, endpoint: str, size: int) -> asyncio.Semaphore:
+    with _LIMITS_LOCK:
+        key = (id(loop), endpoint)
+        sem = _ENDPOINT_LIMITS.get(key)
+        if sem is None:
+            if len(_ENDPOINT_LIMITS) > 64:  # forget loops that are gone
+                live = {k: v for k, v in _ENDPOINT_LIMITS.items() if k[0] == id(loop)}
+                _ENDPOINT_LIMITS.clear()
+                _ENDPOINT_LIMITS.update(live)
+            sem = _ENDPOINT_LIMITS[key] = asyncio.Semaphore(size)
+        return sem
+
+
 class _LoopState:
     def __init__(self, sdk: openai.AsyncOpenAI, sem: asyncio.Semaphore):
         self.sdk = sdk
@@ -201,7 +221,8 @@ class LLMClient:
         Endpoint and key; default to ``$OPENAI_BASE_URL`` / ``$OPENAI_API_KEY``. Local servers
         (vLLM, llama.cpp, Ollama) usually accept any key.
     max_connections:
-        At most this many requests in flight to the endpoint.
+        At most this many requests in flight to the endpoint, counted over every client of the
+        same endpoint in this event loop (the first one to call sets the limit).
     timeout:
         Seconds before one HTTP attempt is abandoned (and retried).
     max_retries:
@@ -281,7 +302,7 @@ class LLMClient:
                 timeout=self.timeout,
                 **_http_client_kwargs(),
             )
-            st = _LoopState(sdk, asyncio.Semaphore(self.max_connections))
+            st = _LoopState(sdk, _endpoint_semaphore(loop, self.base_url, self.max_connections))
             self._states = {id(loop): st}  # drop clients bound to finished loops
         return st
 
