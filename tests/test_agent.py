@@ -12,7 +12,6 @@ import pytest
 from _servers import RecordedResponses
 
 from trek.answer_prompts import answer_prompt
-from trek.datasets.mini import load as load_mini
 from trek.llm import FatalLLMError, LLMCache, LLMClient
 from trek.pages import PageStore
 from trek.search.agent import SearchSystem, SystemConfig, format_search_results
@@ -23,18 +22,6 @@ from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Question, SearchCall, SearchResult
 
 FIX = Path(__file__).parent / "fixtures" / "search"
-
-
-@pytest.fixture(scope="module")
-def mini():
-    return load_mini()
-
-
-@pytest.fixture
-def store(mini):
-    s = PageStore()
-    s.add_documents(mini.documents)
-    return s
 
 
 def make_client(base_url, tmp_path, **kw):

@@ -14,9 +14,7 @@ import httpx
 import pytest
 from _servers import RecordedResponses
 
-from trek.datasets.mini import load as load_mini
 from trek.llm import LLMCache, LLMClient
-from trek.pages import PageStore
 from trek.search import (
     FatalSearchError,
     SearchBackend,
@@ -57,18 +55,6 @@ def call_closing(backend, query, k):
 
 
 # -- local BM25 -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def mini():
-    return load_mini()
-
-
-@pytest.fixture
-def store(mini):
-    s = PageStore()
-    s.add_documents(mini.documents)
-    return s
-
-
 def test_local_search_finds_gold_pages_offline_and_is_deterministic(store, mini):
     backend = LocalSearch(store)
     q = mini.questions[0]
