@@ -1,22 +1,113 @@
-"""Small asyncio helpers shared by the fan-out loops."""
+"""The one concurrency style of Trek: :func:`fan_out` over an :class:`asyncio.TaskGroup`.
+
+Every stage that runs many independent jobs (model calls, grading, answering questions,
+TrekTrace cases, Ctrl baselines) goes through :func:`fan_out`: it runs ``fn(item)`` for each
+item with at most ``limit`` jobs in flight, shows one progress bar (done/total plus whatever
+``postfix()`` says: cache hits, tokens, dollars), calls ``on_result`` as each job finishes (for
+checkpointing) and returns the results in input order. If a job raises, the task group cancels
+the others, waits for them, and the first error is re-raised as itself (not wrapped in an
+``ExceptionGroup``), so callers catch the error types they know. Nothing is left running.
+
+Synchronous code enters the event loop only at entry points (CLI commands, notebook-facing
+functions) through :func:`run_sync`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["gather_or_cancel"]
+__all__ = ["fan_out", "run_sync"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-async def gather_or_cancel(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
-    """Run all awaitables concurrently; if one fails (or we are cancelled), cancel the rest,
-    wait for them to finish, and re-raise. Nothing is left running in the background."""
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
+async def fan_out(
+    items: Iterable[T],
+    fn: Callable[[T], Awaitable[R]],
+    *,
+    limit: int | None = None,
+    desc: str = "",
+    unit: str = "it",
+    progress: bool = True,
+    postfix: Callable[[], str] | None = None,
+    on_result: Callable[[int, R], None] | None = None,
+) -> list[R]:
+    """Run ``fn`` on every item concurrently and return the results in input order.
+
+    Args:
+        items: the jobs' inputs.
+        fn: an async function of one item.
+        limit: at most this many jobs in flight (``None``: no limit beyond what ``fn`` itself
+            bounds, e.g. the LLM client's per-endpoint connection limit).
+        desc, unit: the progress bar's label and unit.
+        progress: show the bar (tqdm, auto-detecting notebooks).
+        postfix: called after each job; its text is shown after the counts.
+        on_result: ``on_result(index, result)`` as each job finishes (in completion order).
+
+    Raises:
+        The first exception any job raised, after every other job was cancelled and awaited.
+    """
+    from tqdm.auto import tqdm
+
+    seq: Sequence[T] = list(items)
+    results: list[Any] = [None] * len(seq)
+    sem = asyncio.Semaphore(limit) if limit else None
+    bar = tqdm(total=len(seq), desc=desc or None, unit=unit, disable=not progress, leave=True)
+
+    async def one(i: int, item: T) -> None:
+        if sem is None:
+            res = await fn(item)
+        else:
+            async with sem:
+                res = await fn(item)
+        results[i] = res
+        if on_result is not None:
+            on_result(i, res)
+        bar.update(1)
+        if postfix is not None:
+            bar.set_postfix_str(postfix(), refresh=False)
+
     try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        async with asyncio.TaskGroup() as tg:
+            for i, item in enumerate(seq):
+                tg.create_task(one(i, item))
+    except BaseExceptionGroup as eg:
+        raise _first_leaf(eg) from None
+    finally:
+        bar.close()
+    return results
+
+
+def _first_leaf(eg: BaseExceptionGroup) -> BaseException:
+    first = eg.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def run_sync(coro: Awaitable[T]) -> T:
+    """Run a coroutine from synchronous code, also inside a running loop (e.g. Jupyter).
+
+    Outside an event loop this is :func:`asyncio.run`; inside one (a notebook cell), the
+    coroutine runs to completion in a fresh loop on a worker thread. Use it only at entry points.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -33,7 +33,8 @@ __all__ = [
     "read_jsonl",
     "iter_jsonl",
     "write_jsonl",
-    "append_jsonl",
+    "iter_json_lines",
+    "describe_validation_error",
     "utcnow",
 ]
 
@@ -225,7 +226,7 @@ class RecordError(ValueError):
 R = TypeVar("R", bound=BaseModel)
 
 
-def _describe_validation_error(err: ValidationError) -> str:
+def describe_validation_error(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e.get("loc", ())) or "<record>"
@@ -233,25 +234,52 @@ def _describe_validation_error(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def iter_jsonl(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
-    """Yield validated records from a JSONL file; blank lines are allowed and skipped."""
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
+
+    This is the one JSONL read loop of Trek: a missing file, a line that is not JSON or not a
+    JSON object (``NaN`` and binary bytes included) raises :class:`RecordError` naming the file
+    and line. Lines are read one at a time, so memory stays bounded by the longest line.
+    """
     p = Path(path)
     if not p.exists():
         raise RecordError(p, None, "file does not exist")
-    with p.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
-            try:
-                yield model.model_validate(obj)
-            except ValidationError as e:
-                raise RecordError(p, lineno, f"{model.__name__}: {_describe_validation_error(e)}") from None
+    if p.is_dir():
+        raise RecordError(p, None, "is a folder, not a JSONL file")
+    try:
+        fh = p.open("r", encoding="utf-8")
+    except OSError as e:
+        raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
+    with fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, start=1):  # noqa: B007 - used in the except below
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line, parse_constant=_reject_constant)
+                except json.JSONDecodeError as e:
+                    raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+                except ValueError as e:
+                    raise RecordError(p, lineno, str(e)) from None
+                if not isinstance(obj, dict):
+                    raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
+                yield lineno, obj
+        except UnicodeDecodeError:
+            raise RecordError(p, lineno + 1, "not UTF-8 text (a binary file?)") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"not valid JSON ({name} is not allowed)")
+
+
+def iter_jsonl(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
+    """Yield validated records from a JSONL file; blank lines are allowed and skipped."""
+    for lineno, obj in iter_json_lines(path):
+        try:
+            yield model.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, lineno, f"{model.__name__}: {describe_validation_error(e)}") from None
 
 
 def read_jsonl(path: str | os.PathLike[str], model: type[R]) -> list[R]:
@@ -285,13 +313,3 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict
             pass
         raise
     return p
-
-
-def append_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> None:
-    """Append whole lines (one write per record, flushed) to a JSONL log."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with p.open("a", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(_dump(rec) + "\n")
-        fh.flush()

@@ -17,7 +17,6 @@ their model calls share one client, which bounds the connections to the endpoint
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -27,8 +26,8 @@ from typing import Any
 
 import typer
 
-from trek.aio import gather_or_cancel
-from trek.llm.client import FatalLLMError, LLMClient, run_sync
+from trek.aio import fan_out, run_sync
+from trek.llm.client import FatalLLMError, LLMClient
 from trek.pages import NON_GOLD_CHARS, PageStore
 from trek.search.agent import EFFORTS, SYSTEMS, SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
@@ -197,43 +196,49 @@ async def arun_wild(
         others = [t for t in done.values() if t.question_id not in order]
         write_jsonl(answers_path, [*known, *others])
 
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(todo), desc=f"wild {sys_.config.system}", unit="q", disable=not progress, leave=True)
-    sem = asyncio.Semaphore(max_concurrent_questions or client.max_connections)
     last_flush = time.monotonic()
     counts = {"ok": 0, "pending": 0}
 
-    async def one(q: Question) -> None:
+    async def one(q: Question) -> Trajectory:
+        try:
+            return await sys_.arun(q)
+        except (FatalLLMError, FatalSearchError):
+            raise
+        except Exception as e:  # noqa: BLE001 - one broken question must not stop the others
+            return Trajectory(
+                question_id=q.id,
+                model=client.model or "",
+                system=sys_.system_dict(),
+                status="pending",
+                error=f"internal error: {type(e).__name__}: {e}",
+                prompt_version=sys_.prompt_version(q),
+            )
+
+    def finished(_: int, traj: Trajectory) -> None:
         nonlocal last_flush
-        async with sem:
-            try:
-                traj = await sys_.arun(q)
-            except (FatalLLMError, FatalSearchError):
-                raise
-            except Exception as e:  # noqa: BLE001 - one broken question must not stop the others
-                traj = Trajectory(
-                    question_id=q.id,
-                    model=client.model or "",
-                    system=sys_.system_dict(),
-                    status="pending",
-                    error=f"internal error: {type(e).__name__}: {e}",
-                    prompt_version=sys_.prompt_version(q),
-                )
-        done[q.id] = traj
-        counts[traj.status] += 1
-        bar.update(1)
-        cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        bar.set_postfix_str(f"ok={counts['ok']} pending={counts['pending']} {cost}", refresh=False)
+        done[traj.question_id] = traj
+        counts[traj.status] = counts.get(traj.status, 0) + 1
         now = time.monotonic()
         if now - last_flush >= flush_seconds:
             flush()
             last_flush = now
 
+    def postfix() -> str:
+        cost = client.spent_text(spent0, unpriced0).split(" (")[0]
+        return f"ok={counts['ok']} pending={counts['pending']} {cost}"
+
     try:
-        await gather_or_cancel(one(q) for q in todo)
+        await fan_out(
+            todo,
+            one,
+            limit=max_concurrent_questions or client.max_connections,
+            desc=f"wild {sys_.config.system}",
+            unit="q",
+            progress=progress,
+            postfix=postfix,
+            on_result=finished,
+        )
     finally:
-        bar.close()
         flush()
         summary.usage = _diff(client.usage, usage0)
         summary.spent_usd = client.spent_usd - spent0

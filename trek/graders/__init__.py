@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-from trek.aio import gather_or_cancel
+from trek.aio import fan_out
 from trek.graders import freshqa, infodeepseek, sealqa
 from trek.graders.common import DEFAULT_MAX_REASKS, JudgeConfig
 from trek.llm.client import LLMClient, run_sync
@@ -109,26 +109,22 @@ async def agrade_many(
     grade)`` is called as each grade is ready. Every question's dataset is checked before any
     call is made.
     """
-    from tqdm.auto import tqdm
-
     items = list(pairs)
     for q, _ in items:
         grader_for(q)
-    results: list[Grade | None] = [None] * len(items)
-    bar = tqdm(total=len(items), desc=desc, disable=not progress, unit="q", leave=True)
     counts: dict[str, int] = {}
 
-    async def one(i: int, q: Question, response: str | None) -> None:
-        g = await agrade(q, response, judge, **settings)
-        results[i] = g
+    async def one(item: tuple[Question, str | None]) -> Grade:
+        g = await agrade(item[0], item[1], judge, **settings)
         counts[g.outcome] = counts.get(g.outcome, 0) + 1
-        if on_result is not None:
-            on_result(i, g)
-        bar.update(1)
-        bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), refresh=False)
+        return g
 
-    try:
-        await gather_or_cancel(one(i, q, r) for i, (q, r) in enumerate(items))
-    finally:
-        bar.close()
-    return [g for g in results if g is not None]
+    return await fan_out(
+        items,
+        one,
+        desc=desc,
+        unit="q",
+        progress=progress,
+        postfix=lambda: " ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+        on_result=on_result,
+    )

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import openai
 
-from trek.aio import gather_or_cancel
+from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.usage import PriceTable, usage_from_raw
 from trek.types import Usage
@@ -68,28 +68,6 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 def endpoint_identity(base_url: str | None) -> str:
     """The part of the endpoint that can change an output: its normalized base URL."""
     return (base_url or DEFAULT_BASE_URL).rstrip("/")
-
-
-def run_sync(coro: Awaitable[T]) -> T:
-    """Run a coroutine from synchronous code, also inside Jupyter (which has a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 @dataclass
@@ -507,27 +485,23 @@ class LLMClient:
 
         ``on_result(index, result)`` is called as each one finishes (for checkpointing).
         """
-        from tqdm.auto import tqdm
-
-        results: list[LLMResult | None] = [None] * len(requests)
-        bar = tqdm(total=len(requests), desc=desc, disable=not self.progress, unit="req", leave=True)
         hits = 0
 
-        async def one(i: int, r: ChatRequest) -> None:
+        async def one(r: ChatRequest) -> LLMResult:
             nonlocal hits
             res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
-            results[i] = res
             hits += res.cached
-            if on_result is not None:
-                on_result(i, res)
-            bar.update(1)
-            bar.set_postfix_str(f"hits={hits} tok={self.usage.total_tokens} {self.spent_text()}", refresh=False)
+            return res
 
-        try:
-            await gather_or_cancel(one(i, r) for i, r in enumerate(requests))
-        finally:
-            bar.close()
-        return [r for r in results if r is not None]
+        return await fan_out(
+            requests,
+            one,
+            desc=desc,
+            unit="req",
+            progress=self.progress,
+            postfix=lambda: f"hits={hits} tok={self.usage.total_tokens} {self.spent_text()}",
+            on_result=on_result,
+        )
 
     def map(self, requests: Sequence[ChatRequest], **kw: Any) -> list[LLMResult]:
         """Synchronous :meth:`amap`."""

@@ -1,0 +1,251 @@
+"""The run directory: its file names, its metadata, its loaders, and one DataFrame per run.
+
+A run is a folder written by one system answering one question set::
+
+    RUN_DIR/run.json          RunMeta: model, endpoint (never a key), system config, prompt versions
+    RUN_DIR/questions.jsonl   the Question records (the run's question set)
+    RUN_DIR/answers.jsonl     one Trajectory per question
+    RUN_DIR/grades.jsonl      one Grade per answered question (``trek grade``)
+    RUN_DIR/trace.jsonl       one TrekTrace record per traced failure (``trek trace``)
+    RUN_DIR/*.sqlite          response, search and page caches
+
+This module is the only place that knows those names. Every stage reads and writes run files
+through it, and the analysis layer reads a run through :func:`frame`: one row per question of
+the run's question set, whether or not it has an answer or a grade.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ValidationError
+
+from trek.types import (
+    Grade,
+    Question,
+    RecordError,
+    RunMeta,
+    Trajectory,
+    describe_validation_error,
+    iter_json_lines,
+    utcnow,
+    write_jsonl,
+)
+
+__all__ = [
+    "META",
+    "QUESTIONS",
+    "ANSWERS",
+    "GRADES",
+    "TRACE",
+    "FRAME_COLUMNS",
+    "read_meta",
+    "write_meta",
+    "update_meta",
+    "load_questions",
+    "load_answers",
+    "load_grades",
+    "write_records",
+    "discover",
+    "frame",
+    "correctness",
+]
+
+META = "run.json"
+QUESTIONS = "questions.jsonl"
+ANSWERS = "answers.jsonl"
+GRADES = "grades.jsonl"
+TRACE = "trace.jsonl"
+
+PathLike = str | os.PathLike[str]
+
+
+def _dir(run_dir: PathLike) -> Path:
+    p = Path(run_dir)
+    if not p.is_dir():
+        raise RecordError(p, None, "run directory does not exist")
+    return p
+
+
+# -- run.json ------------------------------------------------------------------------------------
+def read_meta(run_dir: PathLike) -> RunMeta | None:
+    """The run's ``run.json``, or ``None`` when the run has none yet."""
+    path = Path(run_dir) / META
+    if not path.exists():
+        return None
+    try:
+        return RunMeta.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise RecordError(path, None, f"not a valid {META} ({str(e).splitlines()[0]})") from None
+
+
+def write_meta(run_dir: PathLike, meta: RunMeta) -> Path:
+    """Write ``run.json`` atomically (a temporary file, then a rename)."""
+    path = Path(run_dir) / META
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def update_meta(run_dir: PathLike, **changes: Any) -> RunMeta:
+    """Change fields of an existing ``run.json`` (``config`` is merged, not replaced)."""
+    meta = read_meta(run_dir)
+    if meta is None:
+        raise RecordError(Path(run_dir) / META, None, "file does not exist")
+    config = {**meta.config, **changes.pop("config", {})}
+    meta = meta.model_copy(update={**changes, "config": config, "updated_at": utcnow()})
+    write_meta(run_dir, meta)
+    return meta
+
+
+# -- record files --------------------------------------------------------------------------------
+def load_questions(run_dir: PathLike) -> dict[str, Question]:
+    """The run's question set by id, in file order; a repeated id is an error naming its line."""
+    path = _dir(run_dir) / QUESTIONS
+    out: dict[str, Question] = {}
+    for line, q in _numbered(path, Question):
+        if q.id in out:
+            raise RecordError(path, line, f"field 'id': duplicate question id {q.id!r}")
+        out[q.id] = q
+    return out
+
+
+def load_answers(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> dict[str, Trajectory]:
+    """Trajectories by question id (a later line for the same id wins); empty when the run has
+    no ``answers.jsonl`` yet. With ``questions``, an answer to an unknown id is an error."""
+    path = _dir(run_dir) / ANSWERS
+    if not path.exists():
+        return {}
+    return _by_question(path, Trajectory, questions)
+
+
+def load_grades(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> dict[str, Grade]:
+    """Grades by question id; empty when the run is not graded yet (see :func:`load_answers`)."""
+    path = _dir(run_dir) / GRADES
+    if not path.exists():
+        return {}
+    return _by_question(path, Grade, questions)
+
+
+def write_records(
+    run_dir: PathLike, name: str, records: Iterable[BaseModel | dict[str, Any]]
+) -> Path:
+    """Write one of the run's record files atomically (``name`` is e.g. :data:`ANSWERS`)."""
+    return write_jsonl(Path(run_dir) / name, records)
+
+
+def _numbered(path: Path, model: type[Any]) -> Iterator[tuple[int, Any]]:
+    for line, obj in iter_json_lines(path):
+        try:
+            yield line, model.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, line, f"{model.__name__}: {describe_validation_error(e)}") from None
+
+
+def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for line, rec in _numbered(path, model):
+        if questions is not None and rec.question_id not in questions:
+            raise RecordError(path, line, f"field 'question_id': {rec.question_id!r} is not in {QUESTIONS}")
+        out[rec.question_id] = rec
+    return out
+
+
+# -- discovery -----------------------------------------------------------------------------------
+def discover(
+    root: PathLike, *, require: str = GRADES, runs: Mapping[str, PathLike] | None = None
+) -> dict[str, Path]:
+    """``{label: run directory}``.
+
+    With ``runs`` given, those (each must hold ``require``); otherwise every folder directly
+    under ``root`` that holds ``require``, labelled by folder name and ordered by ``run.json``'s
+    ``config.order`` then name.
+    """
+    if runs:
+        out = {str(k): Path(v) for k, v in runs.items()}
+        for label, p in out.items():
+            if not (p / require).exists():
+                raise FileNotFoundError(f"run '{label}': {p / require} does not exist")
+        return out
+    base = Path(root)
+    if not base.is_dir():
+        raise FileNotFoundError(f"no runs folder at {base}")
+    found = []
+    for d in sorted(p for p in base.iterdir() if (p / require).exists()):
+        meta = d / META
+        order = 0
+        if meta.exists():
+            order = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("order", 0)
+        found.append((order, d.name, d))
+    if not found:
+        raise FileNotFoundError(f"no runs with {require} under {base}")
+    return {name: d for _, name, d in sorted(found)}
+
+
+# -- the analysis surface ------------------------------------------------------------------------
+FRAME_COLUMNS = [
+    "question_id", "dataset", "answer_status", "answer", "outcome", "correct",
+    "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost_usd", "judge_cost_usd",
+]
+
+
+def frame(run_dir: PathLike) -> pd.DataFrame:
+    """One row per question of the run's question set, in question order.
+
+    Columns (see :data:`FRAME_COLUMNS`):
+
+    * ``answer_status``: the trajectory's status (``ok``, ``pending``, ...) or ``missing`` when
+      the question has no trajectory; ``answer`` the final answer (``None`` when there is none);
+    * ``outcome``: the grade outcome (``correct``, ``incorrect``, ``not_attempted``,
+      ``unparsed``, ``pending``) or ``ungraded`` when there is no grade;
+    * ``correct``: ``True`` only for a ``correct`` grade. Everything else (wrong, not attempted,
+      unparsed, pending, unanswered, ungraded) is ``False``: accuracy over this column is
+      accuracy over the whole question set;
+    * usage of the answer (tokens, dollars; NaN dollars when the model has no price) and the
+      judge's dollars.
+    """
+    rd = _dir(run_dir)
+    questions = load_questions(rd)
+    answers = load_answers(rd, questions)
+    grades = load_grades(rd, questions)
+    rows = []
+    for qid, q in questions.items():
+        t = answers.get(qid)
+        g = grades.get(qid)
+        u = t.usage if t is not None else None
+        rows.append(
+            {
+                "question_id": qid,
+                "dataset": q.dataset,
+                "answer_status": t.status if t is not None else "missing",
+                "answer": t.final_answer if t is not None else None,
+                "outcome": g.outcome if g is not None else "ungraded",
+                "correct": bool(g is not None and g.outcome == "correct"),
+                "prompt_tokens": u.prompt_tokens if u else 0,
+                "completion_tokens": u.completion_tokens if u else 0,
+                "reasoning_tokens": u.reasoning_tokens if u else 0,
+                "cost_usd": (np.nan if u is None or u.cost_usd is None else u.cost_usd),
+                "judge_cost_usd": (np.nan if g is None or g.usage.cost_usd is None else g.usage.cost_usd),
+            }
+        )
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
+
+
+def correctness(runs: Mapping[str, PathLike]) -> pd.DataFrame:
+    """One row per question, one boolean column per run label (``frame(...).correct``).
+
+    Only questions present in every run are kept (paired tests need the same questions);
+    index ``question_id``, sorted.
+    """
+    cols = {label: frame(d).set_index("question_id")["correct"] for label, d in runs.items()}
+    df = pd.DataFrame(cols).dropna()
+    df.index.name = "question_id"
+    return df.astype(bool).sort_index()
