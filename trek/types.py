@@ -136,6 +136,19 @@ class Usage(Record):
             cost_usd=cost,
         )
 
+    def __sub__(self, before: Usage) -> Usage:
+        """The usage accrued since ``before`` (a running total taken earlier)."""
+        cost = None if self.cost_usd is None or before.cost_usd is None else self.cost_usd - before.cost_usd
+        return Usage(
+            prompt_tokens=self.prompt_tokens - before.prompt_tokens,
+            completion_tokens=self.completion_tokens - before.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens - before.reasoning_tokens,
+            cached_tokens=self.cached_tokens - before.cached_tokens,
+            calls=self.calls - before.calls,
+            cached_calls=self.cached_calls - before.cached_calls,
+            cost_usd=cost,
+        )
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
@@ -147,7 +160,8 @@ class Trajectory(Record):
     ``status`` is ``pending`` when a model or search call failed after its retries: the
     question has then no answer (``final_answer`` is ``None``) and is tried again on the
     next run. ``retrieved_urls`` lists every URL returned by any search call, in order, exact
-    duplicates removed keeping the first occurrence.
+    duplicates removed keeping the first occurrence. ``details`` holds a method's intermediate
+    outputs (e.g. a Ctrl baseline's scores, kept document ids or extracted records).
     """
 
     question_id: str
@@ -162,6 +176,7 @@ class Trajectory(Record):
     usage: Usage = Field(default_factory=Usage)
     messages: list[dict[str, Any]] = Field(default_factory=list)
     prompt_version: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
     created_at: str = Field(default_factory=utcnow)
 
 

@@ -1,0 +1,140 @@
+"""``trek ctrl run``: the Ctrl baselines over frozen contexts, one run directory per (model, method, condition)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["ctrl_run_command", "DEFAULT_METHODS", "DEFAULT_CONDITIONS"]
+
+DEFAULT_METHODS = "direct,rerank,filter,structured"
+DEFAULT_CONDITIONS = "OO,MND,SAA,SBA,GOLD"
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def ctrl_run_command(
+    contexts: Path = typer.Argument(..., help="contexts.jsonl written by `trek ctrl build`."),
+    model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
+    runs: Path = typer.Option(..., "--runs", help="Folder for the run directories (re-run the same command to resume)."),
+    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint."),
+    methods: str = typer.Option(DEFAULT_METHODS, "--methods", help="Comma-separated: direct, rerank, filter, structured."),
+    conditions: str = typer.Option(DEFAULT_CONDITIONS, "--conditions",
+                                   help="Comma-separated conditions (ablations too, e.g. OO:gold=first,OO:k=5)."),
+    questions: Path = typer.Option(None, "--questions",
+                                   help="questions.jsonl or pools.jsonl [default: the one beside CONTEXTS]."),
+    all_on_gold: bool = typer.Option(False, "--all-on-gold", help="Run every method on GOLD (default: Direct only)."),
+    effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with every call (not sent when unset)."),
+    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (not sent when unset)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="max_completion_tokens (not sent when unset)."),
+    scorer: str = typer.Option("wordllama", "--rerank-scorer",
+                               help="Rerank relevance: wordllama (offline), rerank:MODEL or score:MODEL (an endpoint)."),
+    rerank_base_url: str = typer.Option(None, "--rerank-base-url", envvar="TREK_RERANK_BASE_URL",
+                                        help="Endpoint of rerank:/score: scorers (e.g. vLLM's http://host:8000/v1)."),
+    sigma_days: float = typer.Option(365.0, "--sigma-days", help="Rerank: width of the Gaussian temporal decay, in days."),
+    combine: str = typer.Option("product", "--combine", help="Rerank: product or sum of relevance and temporal weight."),
+    alpha: float = typer.Option(0.5, "--alpha", help="Rerank with --combine sum: weight of relevance."),
+    top_k: int = typer.Option(10, "--top-k", min=1, help="Rerank: documents passed to the answer prompt."),
+    after_cutoff: str = typer.Option("decay", "--after-cutoff", help="Rerank: documents dated after the cutoff decay or get zero."),
+    empty_fallback: str = typer.Option("all", "--empty-fallback",
+                                       help="Filter: on an empty or unreadable selection answer from all or none."),
+    max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
+    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
+    judge_base_url: str = typer.Option(None, "--judge-base-url", help="Endpoint of the judge [default: --base-url]."),
+    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once."),
+    budget: float = typer.Option(None, "--budget", help="Stop issuing model calls before this many US dollars are spent."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
+    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries of a failed call before it is left pending."),
+    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
+    prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of prompt template overrides."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and the number of calls, call nothing."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+) -> None:
+    """Run the Ctrl baselines on frozen contexts and record one standard run per (model, method, condition).
+
+    Model calls per question: direct 1, rerank 1, filter 2, structured 2 (plus re-asks of unreadable
+    replies); gold-only is direct on GOLD. Exit code 0 when every answer is in, 3 when some are
+    pending (run the same command again), 2 on bad input.
+    """
+    from rich.console import Console
+
+    from trek import templates
+    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.usage import PriceTable
+    from trek.rag import make_method
+    from trek.rag.context import load_ctrl_questions, questions_beside, read_context_records
+    from trek.rag.rerank import make_scorer
+    from trek.rag.runner import grid_rows, plan_grid, run_ctrl
+    from trek.types import RecordError
+
+    err = Console(stderr=True)
+
+    def fail(msg: str) -> None:
+        err.print(f"[red]error:[/red] {msg}", highlight=False)
+        raise typer.Exit(2)
+
+    try:
+        if prompts is not None:
+            templates.set_prompts_dir(prompts)
+        method_names = _split(methods)
+        cond_names = _split(conditions)
+        records = read_context_records(contexts)
+        qpath = questions or questions_beside(contexts)
+        if qpath is None:
+            fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
+        qs = load_ctrl_questions(qpath)
+        runs.mkdir(parents=True, exist_ok=True)
+        cache = LLMCache(default_cache_path(runs))
+        settings: dict[str, dict[str, Any]] = {
+            "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
+                       "after_cutoff": after_cutoff},
+            "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
+            "structured": {"max_reasks": max_reasks},
+        }
+        if "rerank" in method_names:
+            settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
+        built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
+        cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
+        if dry_run:
+            rows = grid_rows(cells, records, built)
+            for r in rows:
+                typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
+                           f"{r['calls']:>6} calls")
+            total = sum(r["calls"] for r in rows)
+            typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
+                       f"(re-asks of unreadable replies not counted; cached calls send nothing)")
+            return
+        params: dict[str, Any] = {}
+        if effort:
+            params["reasoning_effort"] = effort
+        if temperature is not None:
+            params["temperature"] = temperature
+        if max_tokens is not None:
+            params["max_completion_tokens"] = max_tokens
+        price_table = PriceTable.load(prices)
+        client = LLMClient(model, base_url=base_url, max_connections=max_connections, timeout=timeout,
+                           max_retries=max_retries, cache=cache, prices=price_table, budget_usd=budget, progress=False)
+        summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
+                           progress=progress, run_config={"contexts": str(contexts)})
+        err.print(summary.describe(), highlight=False)
+        if judge:
+            from trek.grading import run_grading
+
+            for rd in summary.runs:
+                jc = LLMClient(judge, base_url=judge_base_url or base_url, max_connections=max_connections,
+                               max_retries=max_retries, cache=cache, prices=price_table, progress=False)
+                rep = run_grading(rd, jc, progress=False)
+                err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
+    except (FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError) as e:
+        fail(str(e))
+        return
+    if summary.pending:
+        for line in summary.errors[:5]:
+            err.print(f"  pending {line}", highlight=False)
+        err.print(f"{summary.pending} answers are pending: run the same command again to retry them.", highlight=False)
+        raise typer.Exit(3)

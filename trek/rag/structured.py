@@ -1,0 +1,240 @@
+"""Structured-evidence RAG (paper §4.3, D.6): extract per-document evidence, then contrast it.
+
+Call 1 (template ``rag.structured.extract``) asks for a JSON array with one record per document:
+``document_id``, ``key_evidence``, ``candidate_answer``, ``relation`` (``answers``,
+``competing`` or ``irrelevant``) and ``reason``. :func:`parse_extraction` keeps the well-formed
+records (one per document id in 1..n) and records what it dropped; a reply that is not a JSON
+array of records is re-asked up to ``max_reasks`` times. Each kept record is then given the
+document's displayed date and, where the condition shows it, its source URL (the paper's
+"available timestamps and sources").
+
+Call 2 (template ``rag.structured.contrast``) compares the candidates and replies
+``#Contrast: ... #Answer: ...``; :func:`parse_contrast` takes the text after the last
+``#Answer:`` as the final answer. A reply without it is re-asked ``format_reasks`` times; if it
+is still missing, the answer is recorded as ``unparsed`` (no final answer, never a guess).
+When the extraction stays unreadable, call 2 receives the raw extraction reply as its evidence
+and the record says so (``extraction: "unparsed"``).
+Two model calls per question (plus re-asks for unreadable replies).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from trek.llm.client import LLMClient
+from trek.llm.structured import achat_json
+from trek.rag.answer import MethodOutput, as_of
+from trek.rag.context import CtxRecord
+from trek.templates import render, template_version
+from trek.types import Question
+
+__all__ = [
+    "VERSION",
+    "EXTRACT_PROMPT",
+    "CONTRAST_PROMPT",
+    "RELATIONS",
+    "check_extraction_shape",
+    "parse_extraction",
+    "evidence_text",
+    "parse_contrast",
+    "Structured",
+]
+
+VERSION = "rag.structured/1"
+RELATIONS = ("answers", "competing", "irrelevant")
+
+EXTRACT_PROMPT = """\
+Go through every document below. For each one, pick the passage that helps most with the \
+question and name the answer that passage supports. Say in a few words whether the document \
+answers the question directly ("answers"), offers a conflicting or competing answer \
+("competing"), or does not bear on the question ("irrelevant"). Do not answer the question.
+
+Reply with JSON only: one compact array with an object per document, each with the fields \
+document_id, key_evidence, candidate_answer, relation and reason.
+
+Question: {question}
+Time frame: {effective_year}
+
+{docs_block}"""
+
+CONTRAST_PROMPT = """\
+Below is evidence extracted from several documents. Compare the candidate answers and decide \
+which one best answers the question as of {effective_year}. Say briefly why it is better \
+supported than the other candidates.
+
+Reply in exactly this form:
+#Contrast: <a short comparison>
+#Answer: <the short final answer>
+
+Question: {question}
+
+Extracted evidence:
+{extracted_evidence}"""
+
+FORMAT_REASK = (
+    "Your reply did not end with a line starting with #Answer:. Reply again in exactly this form:\n"
+    "#Contrast: <a short comparison>\n#Answer: <the short final answer>"
+)
+
+_ANSWER = re.compile(r"#\s*Answer\s*:", re.IGNORECASE)
+_CONTRAST = re.compile(r"#\s*Contrast\s*:", re.IGNORECASE)
+_FIELDS = ("key_evidence", "candidate_answer", "relation", "reason")
+
+
+def check_extraction_shape(value: Any) -> list[Any]:
+    """The list of records of an extraction reply: a JSON array, or an object holding exactly one
+    array (e.g. ``{"documents": [...]}``). Other shapes raise ``ValueError`` (a re-ask)."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) == 1:
+            return lists[0]
+        if "document_id" in value:
+            return [value]
+    raise ValueError("expected a JSON array of records with document_id, key_evidence, candidate_answer, "
+                     "relation and reason")
+
+
+def _text(v: Any) -> str:
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
+def parse_extraction(items: list[Any], n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Well-formed records (sorted by document id) and the dropped items with a reason.
+
+    A record needs an integer ``document_id`` in 1..n not seen before; missing text fields become
+    ``""``; ``relation`` is lower-cased and anything outside :data:`RELATIONS` becomes ``"other"``
+    (the original kept as ``relation_raw``).
+    """
+    kept: dict[int, dict[str, Any]] = {}
+    dropped: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            dropped.append({"item": item, "reason": "not an object"})
+            continue
+        raw_id = item.get("document_id")
+        try:
+            i = int(raw_id) if not isinstance(raw_id, bool) else None
+        except (TypeError, ValueError):
+            i = None
+        if i is None or (isinstance(raw_id, float) and not raw_id.is_integer()):
+            dropped.append({"item": item, "reason": "no integer document_id"})
+            continue
+        if not 1 <= i <= n:
+            dropped.append({"item": item, "reason": f"document_id {i} out of range 1..{n}"})
+            continue
+        if i in kept:
+            dropped.append({"item": item, "reason": f"document_id {i} repeated"})
+            continue
+        rec: dict[str, Any] = {"document_id": i, **{f: _text(item.get(f)).strip() for f in _FIELDS}}
+        rel = rec["relation"].lower()
+        if rel not in RELATIONS:
+            rec["relation_raw"] = rec["relation"]
+            rel = "other"
+        rec["relation"] = rel
+        kept[i] = rec
+    return [kept[i] for i in sorted(kept)], dropped
+
+
+def evidence_text(records: list[dict[str, Any]], ctx: CtxRecord) -> str:
+    """One JSON object per line: each record with its document's displayed date and, when the
+    condition shows it, source URL."""
+    lines = []
+    for r in records:
+        doc = ctx.documents[r["document_id"] - 1]
+        row = {"document_id": r["document_id"], "date": doc.date, "source_url": doc.url,
+               **{f: r[f] for f in _FIELDS}}
+        if doc.url is None:
+            row.pop("source_url")
+        lines.append(json.dumps(row, ensure_ascii=False))
+    return "\n".join(lines) if lines else "(no evidence could be extracted)"
+
+
+def parse_contrast(text: str | None) -> tuple[str | None, str]:
+    """``(contrast, answer)`` from a ``#Contrast: ... #Answer: ...`` reply.
+
+    The answer is the text after the last ``#Answer:`` (markdown emphasis and surrounding quotes
+    stripped); the contrast is the text between ``#Contrast:`` and that marker (``None`` when
+    absent). Raises ``ValueError`` when there is no ``#Answer:`` or nothing after it.
+    """
+    s = text or ""
+    marks = list(_ANSWER.finditer(s))
+    if not marks:
+        raise ValueError("no #Answer: in the reply")
+    last = marks[-1]
+    answer = s[last.end():].strip().strip("*_`").strip().strip('"').strip()
+    if not answer:
+        raise ValueError("nothing after #Answer:")
+    head = s[: last.start()]
+    c = list(_CONTRAST.finditer(head))
+    contrast = head[c[-1].end():].strip() if c else None
+    return contrast, answer
+
+
+@dataclass
+class Structured:
+    """Per-document evidence records, then a contrastive answer."""
+
+    max_reasks: int = 2
+    format_reasks: int = 1
+
+    name = "structured"
+    calls = 2
+
+    def config(self) -> dict[str, Any]:
+        return {"method": self.name, "version": VERSION, "max_reasks": self.max_reasks,
+                "format_reasks": self.format_reasks, "evidence_fields_added": ["date", "source_url"]}
+
+    def versions(self) -> dict[str, str]:
+        return {
+            "rag.structured.extract": template_version("rag.structured.extract", EXTRACT_PROMPT, VERSION),
+            "rag.structured.contrast": template_version("rag.structured.contrast", CONTRAST_PROMPT, VERSION),
+        }
+
+    async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
+        out = MethodOutput()
+        year = as_of(q)
+        prompt = render("rag.structured.extract", EXTRACT_PROMPT, question=q.question, effective_year=year,
+                        docs_block=ctx.rendered)
+        res = await achat_json(client, [{"role": "user", "content": prompt}], validate=check_extraction_shape,
+                               max_reasks=self.max_reasks, **params)
+        for text in res.raw_texts:
+            out.replies.append({"role": "assistant", "call": "extract", "content": text})
+        out.usage = out.usage + res.usage
+        if res.status == "pending":
+            return out.pending(res.error)
+        if res.ok:
+            records, dropped = parse_extraction(res.value, len(ctx.documents))
+            evidence = evidence_text(records, ctx)
+            out.details = {"extraction": "ok", "records": records, "dropped": dropped}
+        else:
+            evidence = res.raw_texts[-1] if res.raw_texts else ""
+            out.details = {"extraction": "unparsed", "records": [], "extraction_error": res.error}
+        out.details["extract_attempts"] = res.attempts
+        convo = [{"role": "user", "content": render("rag.structured.contrast", CONTRAST_PROMPT, effective_year=year,
+                                                    question=q.question, extracted_evidence=evidence)}]
+        for attempt in range(self.format_reasks + 1):
+            r = await client.achat(convo, **params)
+            if not r.ok:
+                return out.pending(r.error)
+            text = r.content or ""
+            out.add("contrast", text, r.usage)
+            try:
+                contrast, answer = parse_contrast(text)
+            except ValueError as e:
+                out.details["answer"] = "unparsed"
+                out.details["answer_error"] = str(e)
+                convo = [*convo, {"role": "assistant", "content": text}, {"role": "user", "content": FORMAT_REASK}]
+                continue
+            out.details.update({"answer": "ok", "contrast": contrast, "contrast_attempts": attempt + 1})
+            out.details.pop("answer_error", None)
+            out.final_answer = answer
+            return out
+        out.details["contrast_attempts"] = self.format_reasks + 1
+        return out
