@@ -189,19 +189,30 @@ def _wordllama(dim: int) -> Any:
 class EmbeddingScorer:
     """Cosine similarity of ``wordllama`` static embeddings (offline; no network, no model call)."""
 
-    def __init__(self, dim: int = 256):
+    def __init__(self, dim: int = 256, memo_size: int = 50_000):
         self.dim = dim
         self.name = f"wordllama-{dim}"
+        self.memo_size = memo_size
+        self._memo: dict[str, np.ndarray] = {}
         self.calls = 0
         self.cache_hits = 0
+
+    def _unit(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length embeddings, memoized by text (a document recurs across conditions)."""
+        new = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if new:
+            emb = np.asarray(_wordllama(self.dim).embed(new), dtype=np.float64)
+            norms = np.linalg.norm(emb, axis=1)
+            norms[norms == 0] = 1.0
+            if len(self._memo) + len(new) > self.memo_size:
+                self._memo.clear()
+            self._memo.update(zip(new, emb / norms[:, None], strict=True))
+        return np.stack([self._memo[t] for t in texts])
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        emb = np.asarray(_wordllama(self.dim).embed([query, *texts]), dtype=np.float64)
-        norms = np.linalg.norm(emb, axis=1)
-        norms[norms == 0] = 1.0
-        unit = emb / norms[:, None]
+        unit = self._unit([query, *texts])
         return [float(x) for x in unit[1:] @ unit[0]]
 
     async def ascore(self, query: str, texts: Sequence[str]) -> list[float]:

@@ -1,0 +1,148 @@
+"""The offline Ctrl demo: contexts from TrekBench-Mini, every baseline on every condition, graded.
+
+    python scripts/demo_ctrl.py [--out build/demo-ctrl]
+
+:func:`build_demo_ctrl` builds the Ctrl contexts from the bundled demo benchmark with the real
+builder (no model, so no fabrication), runs Direct, Rerank, Filter and Structured on the five
+conditions and every ablation with the real runner, and grades every run with each dataset's
+grader, all against :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the model and the
+judge are scripted, and the script is a fixed rule, not a measured behaviour:
+
+* answering, the "model" gives the answer of the **latest-dated document it is shown** (undated
+  documents are ignored; "unknown" when nothing is dated) — the shortcut the paper's OO condition
+  rewards, so the demo shows it failing under republication, relevance and swapped metadata;
+* filtering, it keeps every document whose shown source is not one of the five fictitious
+  domains (all documents when URLs are hidden);
+* extracting evidence, it reports the latest-dated document's answer, and the contrast step picks it.
+
+The judge accepts exactly the reference answers (see :func:`trek.demo.demo_script`).
+The numbers are **demo data, never a result**. Layout::
+
+    OUT/contexts/{pools,contexts}.jsonl, build.json     the Ctrl build
+    OUT/runs/demo-lm__<method>__<condition>/            one graded run per (method, condition)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+MODEL = "demo-lm"
+
+_ANSWER_END = "=== END OF DOCUMENTS ==="
+_FILTER_MARK = "Decide which documents to keep"
+_EXTRACT_MARK = "Go through every document below"
+
+
+def _doc_pattern(date: str, block: str) -> str:
+    """A rendered document: its date line, an optional URL line, the start of its text."""
+    from trek.rag.rerank import block_text
+
+    return re.escape(f"Date: {date}\n") + r"(?:Source URL: [^\n]*\n)?" + re.escape(block_text(block)[:80])
+
+
+def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> list[dict[str, Any]]:
+    """Fake-server rules for the scripted Ctrl model (first match wins; see the module doc)."""
+    from trek.ctrl.common import is_fictitious
+    from trek.rag.context import CtxRecord
+
+    rules: list[dict[str, Any]] = []
+    per_q: dict[str, dict[tuple[str, str], str]] = {}
+    answers: dict[str, set[str]] = {}
+    most = 0
+    for raw in contexts:
+        rec = CtxRecord.model_validate(raw)
+        q = questions[rec.question_id]
+        qtext = re.escape(q.question)
+        # filter: keep every document not shown on a fictitious domain; contexts that show one get
+        # their own rule (keyed by the sequence of shown URLs), the others keep everything
+        urls = [d.get("url") for d in raw["documents"]]
+        if any(is_fictitious(u) for u in urls):
+            keep = [i for i, u in enumerate(urls, start=1) if not is_fictitious(u)]
+            shown = "(?s:.*?)".join(re.escape(f"Source URL: {u}\n") for u in urls if u)
+            rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)Question: {qtext}\s*{shown}",
+                          "reply": json.dumps({"keep_document_ids": keep})})
+        most = max(most, len(urls))
+        for d, block in zip(raw["documents"], rec.blocks(), strict=True):
+            if d.get("date") and d.get("answer"):
+                per_q.setdefault(q.id, {})[(d["date"], _doc_pattern(d["date"], block))] = d["answer"]
+                answers.setdefault(q.id, set()).add(d["answer"])
+    for n in range(most, 0, -1):
+        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)\[Document {n}\]\n",
+                      "reply": json.dumps({"keep_document_ids": list(range(1, n + 1))})})
+    for qid, docs in per_q.items():
+        qtext = re.escape(questions[qid].question)
+        # every pattern starts with a literal, so rules of other questions fail after a quick scan
+        for (_, pat), ans in sorted(docs.items(), key=lambda kv: kv[0][0], reverse=True):
+            record = [{"document_id": 1, "key_evidence": "latest dated document", "candidate_answer": ans,
+                       "relation": "answers", "reason": "it is the latest dated"}]
+            rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\nTime frame: [^\n]*\n(?s:.*){pat}",
+                          "reply": json.dumps(record)})
+            rules.append({"model": MODEL, "any_pattern": rf"{pat}(?s:.*){re.escape(_ANSWER_END)}\s*Question: {qtext}",
+                          "reply": ans})
+        for ans in sorted(answers[qid]):
+            rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\s*Extracted evidence:(?s:.*)"
+                          + re.escape('"candidate_answer": ' + json.dumps(ans, ensure_ascii=False)),
+                          "reply": f"#Contrast: the latest dated candidate wins.\n#Answer: {ans}"})
+    rules.append({"model": MODEL, "any_pattern": re.escape(_EXTRACT_MARK), "reply": "[]"})
+    rules.append({"model": MODEL, "any_pattern": "Extracted evidence:", "reply": "#Contrast: none.\n#Answer: unknown"})
+    rules.append({"model": MODEL, "reply": "unknown"})
+    return rules
+
+
+def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
+    """Build, run and grade the Ctrl demo into ``out`` (rebuilt from scratch; a few seconds)."""
+    from trek.ctrl.build import build
+    from trek.ctrl.pools import from_mini
+    from trek.datasets import mini
+    from trek.demo import JUDGE, demo_script
+    from trek.grading import grade_run
+    from trek.llm import LLMCache, LLMClient
+    from trek.rag import make_method
+    from trek.rag.context import load_ctrl_questions, read_context_records
+    from trek.rag.runner import run_ctrl
+    from trek.testing.fake_openai import FakeOpenAIServer
+    from trek.types import iter_json_lines
+
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    ctx_dir, runs = out / "contexts", out / "runs"
+    result = build(from_mini(), ctx_dir, source="mini")
+    records = read_context_records(result.contexts_path)
+    raw = [obj for _, obj in iter_json_lines(result.contexts_path)]
+    questions = load_ctrl_questions(result.pools_path)
+    conditions = list(dict.fromkeys(r.condition for r in records))
+    bench = mini.load()
+    judge_rules = [r for r in demo_script(bench.questions, bench) if r.get("model") == JUDGE]
+    methods = {m: make_method(m) for m in ("direct", "rerank", "filter", "structured")}
+    with FakeOpenAIServer(script=judge_rules + ctrl_script(raw, questions)) as srv:
+        cache = LLMCache(runs / "llm-cache.sqlite")
+        client = LLMClient(MODEL, base_url=srv.base_url, api_key="demo", cache=cache, progress=False)
+        summary = run_ctrl(records, questions, runs, client, methods, conditions, progress=progress,
+                           run_config={"demo": True, "contexts": "build/demo-ctrl/contexts/contexts.jsonl"})
+        if summary.pending:
+            raise RuntimeError(f"Ctrl demo: {summary.pending} answers pending: {summary.errors[:3]}")
+        for rd in summary.runs:
+            judge = LLMClient(JUDGE, base_url=srv.base_url, api_key="demo", cache=cache, progress=False)
+            grade_run(rd, judge, progress=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="scripts/demo_ctrl.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="output folder [default: build/demo-ctrl at the repo root]")
+    a = ap.parse_args(argv)
+    from trek.rag.reports import ctrl_demo_dir, ctrl_micro, load_ctrl
+
+    out = Path(a.out) if a.out else ctrl_demo_dir().parent
+    build_demo_ctrl(out)
+    print(f"Ctrl demo runs written to {out / 'runs'}:")
+    print(ctrl_micro(load_ctrl(out / "runs")).to_string())
+
+
+if __name__ == "__main__":
+    main()
