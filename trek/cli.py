@@ -44,6 +44,10 @@ def _register() -> None:
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
+    from trek.ctrl.cli import app as ctrl_app
+
+    app.add_typer(ctrl_app, name="ctrl")
+
 
 _register()
 
