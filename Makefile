@@ -9,7 +9,7 @@ PARAMS ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test lint demo paper lab bench clean help
+.PHONY: install test lint demo notebooks paper lab bench clean help
 
 help:
 	@echo "make paper   execute every notebook (offline demo data by default; PARAMS=file.yaml for real runs)"
@@ -28,12 +28,16 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check trek tests benchmarks
+	$(BIN)/ruff check trek tests benchmarks scripts
 
 # The offline demo runs (scripted fake model on the bundled benchmark) that the notebooks read
 # by default; rebuilt every time so they always reflect the current code (a few seconds).
 demo: $(STAMP)
-	$(BIN)/python -m trek.demo --out build/demo-runs
+	$(BIN)/python scripts/demo_runs.py --out build/demo-runs
+
+# Re-execute the notebooks in place so their stored outputs (checked by nbval) follow the code.
+notebooks: $(STAMP) demo
+	$(BIN)/python scripts/refresh_notebooks.py
 
 test: $(STAMP) lint demo
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)

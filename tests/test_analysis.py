@@ -1,4 +1,5 @@
-"""Accuracy tables on small made-up runs whose numbers can be worked out by hand."""
+"""Accuracy tables and run frames on small made-up run directories whose numbers can be
+worked out by hand. Accuracy is over every question of the run's question set."""
 
 from __future__ import annotations
 
@@ -6,8 +7,17 @@ import math
 
 import pytest
 
-from trek.analysis import accuracy_by_dataset, accuracy_table, grades_frame, load_grades
-from trek.types import Grade, write_jsonl
+from trek import runs
+from trek.analysis import accuracy_by_dataset, accuracy_by_run
+from trek.types import Grade, Question, RecordError, Trajectory, write_jsonl
+
+
+def q(qid: str, dataset: str) -> Question:
+    return Question(id=qid, dataset=dataset, question=f"{qid}?", answers=["x"])
+
+
+def t(qid: str, status: str = "ok") -> Trajectory:
+    return Trajectory(question_id=qid, model="m", final_answer=None if status == "pending" else "r", status=status)
 
 
 def g(qid: str, dataset: str, outcome: str) -> Grade:
@@ -15,94 +25,126 @@ def g(qid: str, dataset: str, outcome: str) -> Grade:
                  grader=dataset, grader_version="v1", judge_model="judge")
 
 
-def made_up_run() -> list[Grade]:
-    # dataset a: 2 correct out of 4 decided, plus one unparsed grade that must not count;
-    # dataset b: 3 correct out of 3 decided, plus one pending grade that must not count.
-    return [
+def make_run(root, questions, answers, grades):
+    write_jsonl(root / runs.QUESTIONS, questions)
+    write_jsonl(root / runs.ANSWERS, answers)
+    if grades is not None:
+        write_jsonl(root / runs.GRADES, grades)
+    return root
+
+
+@pytest.fixture
+def run(tmp_path):
+    # dataset a: 5 questions, 2 correct, 1 incorrect, 1 not attempted, 1 unparsed;
+    # dataset b: 5 questions, 3 correct, 1 pending grade, 1 with no answer at all.
+    qs = [q(f"a{i}", "a") for i in range(1, 6)] + [q(f"b{i}", "b") for i in range(1, 6)]
+    answers = [t(x.id) for x in qs if x.id != "b5"]
+    grades = [
         g("a1", "a", "correct"), g("a2", "a", "incorrect"), g("a3", "a", "correct"),
         g("a4", "a", "not_attempted"), g("a5", "a", "unparsed"),
         g("b1", "b", "correct"), g("b2", "b", "correct"), g("b3", "b", "pending"), g("b4", "b", "correct"),
     ]
+    return make_run(tmp_path / "run", qs, answers, grades)
 
 
-def test_micro_and_macro_by_hand():
-    t = accuracy_by_dataset(made_up_run())
-    assert list(t.index) == ["a", "b", "micro", "macro"]
-    assert t.index.name == "dataset"
+def test_frame_has_one_row_per_question_even_without_answer_or_grade(run):
+    df = runs.frame(run)
+    assert list(df["question_id"]) == [f"a{i}" for i in range(1, 6)] + [f"b{i}" for i in range(1, 6)]
+    b5 = df.set_index("question_id").loc["b5"]
+    assert b5["answer_status"] == "missing" and b5["outcome"] == "ungraded" and not b5["correct"]
+    assert df["correct"].sum() == 5
+    assert list(df.columns) == runs.FRAME_COLUMNS
 
-    a, b, micro, macro = (t.loc[k] for k in ["a", "b", "micro", "macro"])
-    assert (a["n"], a["correct"], a["incorrect"], a["not_attempted"], a["unparsed"], a["pending"], a["decided"]) == (
-        5, 2, 1, 1, 1, 0, 4)
-    assert (b["n"], b["correct"], b["pending"], b["decided"]) == (4, 3, 1, 3)
-    assert a["accuracy"] == pytest.approx(50.0)  # 2/4, the unparsed grade left out
-    assert b["accuracy"] == pytest.approx(100.0)  # 3/3, the pending grade left out
-    assert micro["accuracy"] == pytest.approx(100 * 5 / 7)
-    assert macro["accuracy"] == pytest.approx(75.0)
-    assert (micro["n"], micro["decided"], micro["unparsed"], micro["pending"]) == (9, 7, 1, 1)
 
-    # Wilson 95% interval for 5/7, worked out from the score-interval formula
+def test_accuracy_counts_every_question(run):
+    t_ = accuracy_by_dataset(run)
+    assert list(t_.index) == ["a", "b", "micro", "macro"] and t_.index.name == "dataset"
+    a, b, micro, macro = (t_.loc[k] for k in ["a", "b", "micro", "macro"])
+    assert (a["n"], a["answered"], a["graded"], a["correct"], a["unparsed"], a["pending"]) == (5, 5, 4, 2, 1, 0)
+    assert (b["n"], b["answered"], b["graded"], b["correct"], b["unparsed"], b["pending"]) == (5, 4, 3, 3, 0, 1)
+    assert a["accuracy"] == pytest.approx(40.0)  # 2 of 5: the unparsed grade is not correct
+    assert b["accuracy"] == pytest.approx(60.0)  # 3 of 5: pending and unanswered are not correct
+    assert micro["accuracy"] == pytest.approx(50.0)
+    assert macro["accuracy"] == pytest.approx(50.0)
+    # the "answered only" view is an extra column
+    assert a["acc_graded"] == pytest.approx(50.0) and b["acc_graded"] == pytest.approx(100.0)
+    # Wilson 95% interval for 5/10, from the score-interval formula
     z = 1.959963984540054
-    n, p = 7, 5 / 7
+    n, p = 10, 0.5
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     assert micro["ci_low"] == pytest.approx(100 * (centre - half), abs=1e-6)
     assert micro["ci_high"] == pytest.approx(100 * (centre + half), abs=1e-6)
-    # dataset b is 3/3: the Wilson upper bound is 100
-    assert b["ci_high"] == pytest.approx(100.0)
-
-    # macro: dataset b is always 100 in a resample and a lies in [0, 100], so macro is in [50, 100]
-    assert 50.0 <= macro["ci_low"] < 75.0 < macro["ci_high"] <= 100.0
+    assert 0.0 <= macro["ci_low"] < 50.0 < macro["ci_high"] <= 100.0
 
 
-def test_macro_bootstrap_is_seeded():
-    t1 = accuracy_by_dataset(made_up_run(), seed=3, n_resamples=2000)
-    t2 = accuracy_by_dataset(made_up_run(), seed=3, n_resamples=2000)
+def test_one_unparsed_one_pending_of_three_is_a_third(tmp_path):
+    qs = [q("x1", "a"), q("x2", "a"), q("x3", "a")]
+    run = make_run(tmp_path / "r", qs, [t("x1"), t("x2"), t("x3")],
+                   [g("x1", "a", "correct"), g("x2", "a", "unparsed"), g("x3", "a", "pending")])
+    assert accuracy_by_dataset(run).loc["micro", "accuracy"] == pytest.approx(100 / 3)
+
+
+def test_ungraded_run_is_zero_not_missing(tmp_path):
+    run = make_run(tmp_path / "r", [q("x1", "a"), q("x2", "a")], [t("x1"), t("x2", "pending")], None)
+    tab = accuracy_by_dataset(run, ci=False)
+    assert tab.loc["micro", "accuracy"] == 0.0 and tab.loc["micro", "pending"] == 1
+    assert tab.loc["micro", "answered"] == 1 and math.isnan(tab.loc["micro", "acc_graded"])
+
+
+def test_macro_bootstrap_is_seeded(run):
+    t1 = accuracy_by_dataset(run, seed=3, n_resamples=2000)
+    t2 = accuracy_by_dataset(run, seed=3, n_resamples=2000)
     assert t1.loc["macro", "ci_low"] == t2.loc["macro", "ci_low"]
-    assert t1.loc["macro", "ci_high"] == t2.loc["macro", "ci_high"]
+    fast = accuracy_by_dataset(run, ci=False)
+    assert fast.loc["macro", "accuracy"] == pytest.approx(50.0) and math.isnan(fast.loc["micro", "ci_low"])
 
 
-def test_dataset_without_decided_grades_is_nan_and_left_out_of_macro():
-    grades = [*made_up_run(), g("c1", "c", "unparsed"), g("c2", "c", "pending")]
-    t = accuracy_by_dataset(grades)
-    assert math.isnan(t.loc["c", "accuracy"]) and t.loc["c", "decided"] == 0
-    assert t.loc["macro", "accuracy"] == pytest.approx(75.0)
-    assert t.loc["micro", "accuracy"] == pytest.approx(100 * 5 / 7)
+def test_accuracy_by_run(run, tmp_path):
+    other = make_run(tmp_path / "run2", [q("a1", "a"), q("a2", "a")], [t("a1"), t("a2")],
+                     [g("a1", "a", "correct"), g("a2", "a", "incorrect")])
+    tab = accuracy_by_run({"model-x": run, "model-y": other})
+    assert list(tab.index) == ["model-x", "model-y"] and tab.index.name == "run"
+    assert list(tab.columns) == ["a", "b", "micro", "macro", "n", "graded", "unparsed", "pending"]
+    assert tab.loc["model-x", "micro"] == pytest.approx(50.0)
+    assert math.isnan(tab.loc["model-y", "b"]) and tab.loc["model-y", "micro"] == pytest.approx(50.0)
+    assert tab.loc["model-x", "n"] == 10 and tab.loc["model-x", "pending"] == 1
+    only_b = accuracy_by_run({"x": run}, datasets=["b"])
+    assert list(only_b.columns)[:3] == ["b", "micro", "macro"]
 
 
-def test_empty_and_no_ci():
-    t = accuracy_by_dataset([])
-    assert list(t.index) == ["micro", "macro"] and t.loc["micro", "n"] == 0
-    assert math.isnan(t.loc["micro", "accuracy"])
-    fast = accuracy_by_dataset(made_up_run(), ci=False)
-    assert fast.loc["macro", "accuracy"] == pytest.approx(75.0)
-    assert math.isnan(fast.loc["micro", "ci_low"])
+def test_correctness_keeps_shared_questions(run, tmp_path):
+    other = make_run(tmp_path / "run2", [q("a1", "a"), q("a2", "a")], [t("a1"), t("a2")],
+                     [g("a1", "a", "incorrect"), g("a2", "a", "incorrect")])
+    table = runs.correctness({"x": run, "y": other})
+    assert list(table.index) == ["a1", "a2"]
+    assert table.loc["a1", "x"] and not table.loc["a1", "y"]
 
 
-def test_accuracy_table_over_runs(tmp_path):
-    run1, run2 = tmp_path / "run1", tmp_path / "run2"
-    write_jsonl(run1 / "grades.jsonl", made_up_run())
-    write_jsonl(run2 / "grades.jsonl", [g("a1", "a", "correct"), g("a2", "a", "incorrect")])
-    assert len(load_grades(run1)) == 9
-
-    t = accuracy_table({"model-x": run1, "model-y": run2})
-    assert list(t.index) == ["model-x", "model-y"] and t.index.name == "run"
-    assert list(t.columns) == ["a", "b", "micro", "macro"]
-    assert t.loc["model-x", "micro"] == pytest.approx(100 * 5 / 7)
-    assert t.loc["model-x", "macro"] == pytest.approx(75.0)
-    assert math.isnan(t.loc["model-y", "b"])
-    assert t.loc["model-y", "micro"] == pytest.approx(50.0) and t.loc["model-y", "macro"] == pytest.approx(50.0)
-
-    only_b = accuracy_table({"x": made_up_run()}, datasets=["b"])
-    assert list(only_b.columns) == ["b", "micro", "macro"]
+def test_bad_run_files_name_file_and_line(tmp_path, run):
+    with pytest.raises(RecordError, match="run directory does not exist"):
+        runs.frame(tmp_path / "nope")
+    (run / runs.GRADES).write_text('{"question_id": "zz", "dataset": "a", "response": "r", "outcome": "correct",'
+                                   ' "grader": "a", "grader_version": "v"}\n')
+    with pytest.raises(RecordError, match=r"grades.jsonl, line 1: field 'question_id': 'zz' is not in"):
+        runs.frame(run)
+    (run / runs.GRADES).write_text('{"question_id": NaN}\n')
+    with pytest.raises(RecordError, match=r"line 1: not valid JSON \(NaN is not allowed\)"):
+        runs.frame(run)
+    (run / runs.GRADES).write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(RecordError, match="not UTF-8"):
+        runs.frame(run)
 
 
-def test_grades_frame_marks_undecided_as_missing():
-    df = grades_frame(made_up_run())
-    assert len(df) == 9
-    assert df["correct"].isna().sum() == 2
-    assert df.loc[df.question_id == "a1", "correct"].item() == 1.0
+def test_discover_orders_by_config_then_name(tmp_path, run):
+    from trek.types import RunMeta
 
-
-def test_bad_grade_input_is_rejected():
-    with pytest.raises(ValueError, match=r"grades\[0\]"):
-        accuracy_by_dataset([42])
+    for name, order in (("zeta", 0), ("alpha", 1)):
+        d = make_run(tmp_path / "all" / name, [q("a1", "a")], [t("a1")], [g("a1", "a", "correct")])
+        runs.write_meta(d, RunMeta(run_id=name, kind="wild", config={"order": order}))
+    (tmp_path / "all" / "ungraded").mkdir()
+    assert list(runs.discover(tmp_path / "all")) == ["zeta", "alpha"]
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        runs.discover(tmp_path, runs={"x": tmp_path})
+    meta = runs.update_meta(tmp_path / "all" / "zeta", config={"label": "z"})
+    assert meta.config == {"order": 0, "label": "z"} and runs.read_meta(tmp_path / "all" / "zeta") == meta

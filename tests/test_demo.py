@@ -1,11 +1,18 @@
 """The offline demo runs: the real pipeline against the scripted fake model and judge."""
 
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
-from trek.demo import DEMO_RUNS, build_demo_runs
-from trek.reports import correctness_table, discover_runs, wild_accuracy
+from trek.reports import discover_runs, wild_accuracy
+from trek.runs import correctness
+
+_spec = importlib.util.spec_from_file_location("demo_runs", Path(__file__).parents[1] / "scripts" / "demo_runs.py")
+demo_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(demo_runs)
+DEMO_RUNS, build_demo_runs = demo_runs.DEMO_RUNS, demo_runs.build_demo_runs
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +32,7 @@ def test_grades_follow_the_scripted_plan(runs):
     # The scripted model answers right on questions i % 4 == 0 (closed book) and i % 3 == 0
     # (search-then-read); the judge accepts exactly the references. So the graders, the judge
     # script and the runner must agree on these counts.
-    table = correctness_table(runs)
+    table = correctness(runs)
     n = len(table)
     assert table["demo-lm"].sum() == len([i for i in range(n) if i % 4 == 0])
     assert table["demo-lm-read"].sum() == len([i for i in range(n) if i % 3 == 0])

@@ -211,3 +211,37 @@ def test_grade_command_exit_codes(run_dir, tmp_path):
 
         res = CliRunner().invoke(cli(), ["grade", str(run_dir), *base[2:]])
         assert res.exit_code == 2  # --judge is required
+
+
+def test_grade_command_accuracy_is_over_every_question(run_dir):
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        res = CliRunner().invoke(cli(), args)
+    # 3 correct (freshqa:1, freshqa:2, sealqa:1) of 6 questions; a pending and a missing answer
+    micro = next(line for line in res.output.splitlines() if line.startswith("micro"))
+    assert micro.split()[1] == "50.0"
+    assert micro.split()[4:7] == ["6", "4", "4"]  # n, answered, graded
+
+
+def test_unparsed_grade_exits_3(run_dir):
+    script = [{"pattern": "Gold target", "reply": "I cannot decide."}, *SCRIPT[1:]]
+    with FakeOpenAIServer(script=script) as srv:
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        res = CliRunner().invoke(cli(), args)
+    assert res.exit_code == 3 and "1 unparsed" in res.output
+
+
+def test_changing_a_reference_regrades_only_that_question(run_dir):
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        grade_run(run_dir, judge_for(srv), progress=False)
+        n = srv.stats()["requests"]
+        fixed = [q.model_copy(update={"answers": ["Titan (Saturn VI)"]}) if q.id == "freshqa:2" else q
+                 for q in QUESTIONS]
+        write_jsonl(run_dir / "questions.jsonl", fixed)
+        report = run_grading(run_dir, judge_for(srv), progress=False)
+        assert srv.stats()["requests"] == n + 1
+        assert (report.kept, report.graded) == (3, 1)
+        # the false-premise flag and the effective year decide a grade too
+        flagged = [q.model_copy(update={"effective_year": 2023}) if q.id == "sealqa:1" else q for q in fixed]
+        write_jsonl(run_dir / "questions.jsonl", flagged)
+        assert run_grading(run_dir, judge_for(srv), progress=False).graded == 1

@@ -1,197 +1,289 @@
-"""Accuracy tables from grades (the layout of the paper's Tables 1 and 4).
+"""The analysis layer: accuracy tables and paired comparisons built on :func:`trek.runs.frame`.
 
-* :func:`load_grades` reads a run's ``grades.jsonl``;
-* :func:`grades_frame` puts grades in a DataFrame, one row per grade;
-* :func:`accuracy_by_dataset` gives, for one run, a row per dataset plus ``micro`` and
-  ``macro``, with outcome counts, accuracy and 95% intervals;
-* :func:`accuracy_table` gives one row per run and a column per dataset plus micro and macro.
+Accuracy is over **every question of a run's question set** (the paper reports it over the
+144 shared questions). A question counts as correct only when its grade is ``correct``; an
+unanswered question, a pending answer, a pending grade, an unparsed verdict, a wrong or a
+not-attempted answer all count as not correct. Beside each accuracy the tables show the
+counts behind it, so a gap is visible:
 
-How outcomes count: ``correct`` is a hit; ``incorrect`` and ``not_attempted`` are misses.
-``unparsed`` (the judge's reply could not be read) and ``pending`` (the judge call failed)
-grades are *not decided*: they are left out of the accuracy's numerator and denominator alike
-and reported in their own columns, so a reader sees how many there are.
+* ``n`` questions; ``answered`` (a final trajectory exists and is not pending); ``graded``
+  (a decided grade: correct, incorrect or not attempted); ``unparsed``; ``pending`` (answer or
+  grade); ``correct``;
+* ``accuracy`` = ``100 * correct / n`` with a 95% interval; ``acc_graded`` =
+  ``100 * correct / graded`` as an extra column, never the headline.
+
+Table builders that compare runs (paired McNemar with Holm, Cochran's Q, the attribution
+prevalence test) live here too; :mod:`trek.stats` keeps the pure functions over arrays.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from trek import runs as _runs
 from trek import stats
-from trek.types import Grade, read_jsonl
 
 __all__ = [
-    "GRADES_FILE",
-    "OUTCOMES",
-    "load_grades",
-    "grades_frame",
+    "COUNT_COLUMNS",
     "accuracy_by_dataset",
-    "accuracy_table",
+    "accuracy_by_run",
+    "paired_comparisons",
+    "cochran_table",
+    "multilabel_prevalence_test",
 ]
 
-GRADES_FILE = "grades.jsonl"
-OUTCOMES = ("correct", "incorrect", "not_attempted", "unparsed", "pending")
+COUNT_COLUMNS = ["n", "answered", "graded", "correct", "unparsed", "pending"]
+_COLUMNS = [*COUNT_COLUMNS, "accuracy", "ci_low", "ci_high", "acc_graded"]
 _DECIDED = ("correct", "incorrect", "not_attempted")
-_COLUMNS = ["n", *OUTCOMES, "decided", "accuracy", "ci_low", "ci_high"]
 
-GradesLike = Iterable[Grade | Mapping[str, Any]] | str | os.PathLike[str]
-
-
-def load_grades(run_dir: str | os.PathLike[str]) -> list[Grade]:
-    """The grades of a run: ``<run_dir>/grades.jsonl`` (or the file itself when given a file)."""
-    p = Path(run_dir)
-    return read_jsonl(p / GRADES_FILE if p.is_dir() else p, Grade)
+RunLike = str | os.PathLike[str] | pd.DataFrame
 
 
-def _as_grades(grades: GradesLike) -> list[Grade]:
-    if isinstance(grades, str | os.PathLike):
-        return load_grades(grades)
-    out = []
-    for i, g in enumerate(grades):
-        if isinstance(g, Grade):
-            out.append(g)
-        elif isinstance(g, Mapping):
-            out.append(Grade.model_validate(g))
-        else:
-            raise ValueError(f"grades[{i}] must be a Grade or a mapping, got {type(g).__name__}")
-    return out
+def _frame(run: RunLike) -> pd.DataFrame:
+    return run if isinstance(run, pd.DataFrame) else _runs.frame(run)
 
 
-def grades_frame(grades: GradesLike) -> pd.DataFrame:
-    """One row per grade: question_id, dataset, outcome, correct (1/0/NaN), method, grader,
-    grader_version, judge_model, response."""
-    rows = [
-        {
-            "question_id": g.question_id,
-            "dataset": g.dataset,
-            "outcome": g.outcome,
-            "correct": (np.nan if g.correct is None else float(g.correct)),
-            "method": g.method,
-            "grader": g.grader,
-            "grader_version": g.grader_version,
-            "judge_model": g.judge_model,
-            "response": g.response,
-        }
-        for g in _as_grades(grades)
-    ]
-    cols = ["question_id", "dataset", "outcome", "correct", "method", "grader", "grader_version",
-            "judge_model", "response"]
-    return pd.DataFrame(rows, columns=cols)
+def _counts(df: pd.DataFrame) -> dict[str, int]:
+    return {
+        "n": len(df),
+        "answered": int((df["answer_status"] == "ok").sum()),
+        "graded": int(df["outcome"].isin(_DECIDED).sum()),
+        "correct": int(df["correct"].sum()),
+        "unparsed": int((df["outcome"] == "unparsed").sum()),
+        "pending": int(((df["answer_status"] == "pending") | (df["outcome"] == "pending")).sum()),
+    }
 
 
 def accuracy_by_dataset(
-    grades: GradesLike,
+    run: RunLike,
     *,
     level: float = 0.95,
     n_resamples: int = 10_000,
     seed: int | None = 0,
     ci: bool = True,
 ) -> pd.DataFrame:
-    """Accuracy of one run per dataset, with ``micro`` and ``macro`` summary rows.
+    """Accuracy of one run per dataset, with ``micro`` and ``macro`` rows.
 
     Args:
-        grades: Grade records (or dicts, or a run directory / grades file).
+        run: a run directory, or its :func:`trek.runs.frame`.
         level: confidence level of the intervals.
         n_resamples: bootstrap resamples for the macro interval.
         seed: seed of the macro bootstrap (the default 0 makes the table reproducible).
-        ci: compute intervals (``False`` leaves ``ci_low``/``ci_high`` as NaN; faster).
+        ci: compute intervals (``False`` leaves ``ci_low``/``ci_high`` NaN; faster).
 
     Returns:
-        A DataFrame indexed by dataset (sorted by name), then ``"micro"`` and ``"macro"`` (index
-        name ``"dataset"``), with columns
-
-        * ``n``: number of grades (every outcome);
-        * ``correct``, ``incorrect``, ``not_attempted``, ``unparsed``, ``pending``: counts;
-        * ``decided``: ``correct + incorrect + not_attempted``;
-        * ``accuracy``: ``100 * correct / decided`` in percent. Unparsed and pending grades are
-          excluded from the denominator (and of course from the numerator); they show up only
-          in their own columns. NaN when a dataset has no decided grade;
-        * ``ci_low``, ``ci_high``: the interval in percent, Wilson score for datasets and
-          micro, a stratified bootstrap (:func:`trek.stats.accuracy_table`, resampling
-          questions within each dataset, seeded) for macro.
-
-        ``micro`` pools every decided grade, so large datasets weigh more. ``macro`` is the
-        plain mean of the dataset accuracies, every dataset weighing the same; a dataset with no
-        decided grade is left out of it. The count columns of ``macro`` repeat the totals.
+        A DataFrame indexed by dataset (sorted), then ``micro`` and ``macro`` (index name
+        ``dataset``), with the columns of the module docstring, accuracies in percent. Dataset
+        and micro intervals are Wilson score intervals, the macro one a stratified bootstrap
+        (:func:`trek.stats.accuracy_ci_table`). ``micro`` pools every question; ``macro`` is the
+        plain mean of the dataset accuracies. The count columns of ``macro`` repeat the totals.
     """
-    gs = _as_grades(grades)
-    datasets = sorted({g.dataset for g in gs})
-    counts = {d: dict.fromkeys(OUTCOMES, 0) for d in datasets}
-    for g in gs:
-        counts[g.dataset][g.outcome] += 1
-
+    df = _frame(run)
+    datasets = sorted(df["dataset"].unique())
     rows: dict[str, dict[str, float]] = {}
     for d in datasets:
-        c = counts[d]
-        decided = sum(c[o] for o in _DECIDED)
-        rows[d] = {"n": sum(c.values()), **c, "decided": decided}
-    total = {k: sum(rows[d][k] for d in datasets) for k in ["n", *OUTCOMES, "decided"]}
-    rows["micro"] = dict(total)
-    rows["macro"] = dict(total)
+        rows[d] = _counts(df[df["dataset"] == d])
+    rows["micro"] = _counts(df)
+    rows["macro"] = dict(rows["micro"])
     for r in rows.values():
         r.update(accuracy=np.nan, ci_low=np.nan, ci_high=np.nan)
-
-    decided_grades = [g for g in gs if g.correct is not None]
-    if decided_grades:
-        y = np.array([int(bool(g.correct)) for g in decided_grades])
-        groups = np.array([g.dataset for g in decided_grades], dtype=object)
+        r["acc_graded"] = 100.0 * r["correct"] / r["graded"] if r["graded"] else np.nan
+    if len(df):
+        y = df["correct"].to_numpy(dtype=bool)
+        groups = df["dataset"].to_numpy(dtype=object)
         if ci:
-            table = stats.accuracy_table(y, groups, level, n_resamples=n_resamples, seed=seed)
+            table = stats.accuracy_ci_table(y, groups, level, n_resamples=n_resamples, seed=seed)
             for label in table.index:
-                rows[str(label)].update(
-                    accuracy=100.0 * table.at[label, "accuracy"],
-                    ci_low=100.0 * table.at[label, "ci_low"],
-                    ci_high=100.0 * table.at[label, "ci_high"],
-                )
+                for col in ("accuracy", "ci_low", "ci_high"):
+                    rows[str(label)][col] = 100.0 * table.at[label, col]
         else:
             micro, macro = stats.micro_macro(y, groups)
-            rows["micro"]["accuracy"] = 100.0 * micro
-            rows["macro"]["accuracy"] = 100.0 * macro
+            rows["micro"]["accuracy"], rows["macro"]["accuracy"] = 100.0 * micro, 100.0 * macro
             for d in datasets:
-                if rows[d]["decided"]:
-                    rows[d]["accuracy"] = 100.0 * rows[d]["correct"] / rows[d]["decided"]
-
+                rows[d]["accuracy"] = 100.0 * rows[d]["correct"] / rows[d]["n"]
+        graded = [rows[d]["acc_graded"] for d in datasets if rows[d]["graded"]]
+        rows["macro"]["acc_graded"] = float(np.mean(graded)) if graded else np.nan
     out = pd.DataFrame.from_dict(rows, orient="index")[_COLUMNS]
     out.index.name = "dataset"
-    for col in ["n", *OUTCOMES, "decided"]:
+    for col in COUNT_COLUMNS:
         out[col] = out[col].astype(np.int64)
     return out
 
 
-def accuracy_table(
-    runs: Mapping[str, GradesLike],
-    *,
-    datasets: Iterable[str] | None = None,
+def accuracy_by_run(
+    runs: Mapping[str, RunLike], *, datasets: Iterable[str] | None = None
 ) -> pd.DataFrame:
-    """Accuracy (percent) of several runs side by side: one row per run label.
+    """Accuracy (percent, over every question) of several runs side by side.
 
-    Args:
-        runs: ``{label: run directory}`` (a grades file or a list of grades also works), in
-            the row order wanted.
-        datasets: dataset columns to show, in order (default: every dataset seen, sorted).
-
-    Returns:
-        A DataFrame indexed by run label (index name ``"run"``) with a column per dataset and
-        the columns ``micro`` and ``macro``, each the accuracy in percent as in
-        :func:`accuracy_by_dataset` (unparsed and pending grades excluded; NaN where a run has
-        no decided grade of a dataset). Micro and macro are computed over the datasets that
-        the run actually has.
+    Returns one row per run label (index name ``run``, in the order given) with a column per
+    dataset (``datasets`` in that order, default every dataset seen, sorted), ``micro``,
+    ``macro``, and the counts ``n``, ``graded``, ``unparsed`` and ``pending`` of the whole run.
     """
-    per_run = {label: accuracy_by_dataset(g, ci=False) for label, g in runs.items()}
+    per_run = {label: accuracy_by_dataset(r, ci=False) for label, r in runs.items()}
     if datasets is None:
-        seen = {d for t in per_run.values() for d in t.index if d not in ("micro", "macro")}
-        cols = sorted(seen)
+        cols = sorted({d for t in per_run.values() for d in t.index if d not in ("micro", "macro")})
     else:
         cols = list(datasets)
     rows = {}
     for label, t in per_run.items():
         acc = t["accuracy"]
-        rows[label] = {c: (float(acc[c]) if c in acc.index else np.nan) for c in [*cols, "micro", "macro"]}
-    out = pd.DataFrame.from_dict(rows, orient="index", columns=[*cols, "micro", "macro"])
+        row = {c: (float(acc[c]) if c in acc.index else np.nan) for c in [*cols, "micro", "macro"]}
+        row.update({k: int(t.at["micro", k]) for k in ("n", "graded", "unparsed", "pending")})
+        rows[label] = row
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=[*cols, "micro", "macro", "n", "graded",
+                                                                 "unparsed", "pending"])
     out.index.name = "run"
+    return out
+
+
+# -- paired comparisons --------------------------------------------------------------------------
+def paired_comparisons(
+    table: pd.DataFrame,
+    reference: Hashable,
+    conditions: Sequence[Hashable] | None = None,
+) -> pd.DataFrame:
+    """Each condition against a reference on the same questions (the layout of Table 9).
+
+    Args:
+        table: one row per question, one column per condition of 0/1 or booleans (NaN = the
+            question is not available under that condition; such rows are dropped pairwise).
+        reference: the reference column (e.g. ``"OO"``).
+        conditions: columns to compare (default: every other column, in order).
+
+    Returns:
+        A DataFrame indexed by condition with ``n``, ``acc_ref`` and ``acc_cond`` (percent),
+        ``delta_pp`` (``acc_ref - acc_cond``, the drop from the reference), ``b`` (reference
+        right, condition wrong), ``c`` (the reverse), ``p`` (exact McNemar) and ``p_holm``
+        (Holm across the compared conditions).
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if not table.columns.is_unique:
+        raise ValueError("table has duplicate column names")
+    if reference not in table.columns:
+        raise ValueError(f"reference {reference!r} is not a column of table (columns: {list(table.columns)})")
+    if conditions is None:
+        conds = [col for col in table.columns if col != reference]
+    else:
+        if isinstance(conditions, str):
+            raise ValueError("conditions must be a list of column names, not a single string")
+        conds = list(conditions)
+        missing = [col for col in conds if col not in table.columns]
+        if missing:
+            raise ValueError(f"conditions {missing!r} are not columns of table")
+        if reference in conds:
+            raise ValueError(f"conditions must not include the reference {reference!r}")
+        if len(set(conds)) != len(conds):
+            raise ValueError("conditions contains duplicates")
+    if not conds:
+        raise ValueError("conditions is empty: there is nothing to compare with the reference")
+    rows = []
+    for cond in conds:
+        pair = table[[reference, cond]].dropna()
+        if pair.empty:
+            raise ValueError(f"no question has grades for both {reference!r} and {cond!r}")
+        try:
+            res = stats.mcnemar(pair[reference].to_numpy(), pair[cond].to_numpy())
+        except ValueError as e:  # name the columns: x is the reference, y the condition
+            raise ValueError(f"table[{reference!r}] (x) vs table[{cond!r}] (y): {e}") from None
+        rows.append({
+            "n": res.n, "acc_ref": 100.0 * res.acc_x, "acc_cond": 100.0 * res.acc_y,
+            "delta_pp": 100.0 * (res.acc_x - res.acc_y), "b": res.b, "c": res.c, "p": res.p,
+        })
+    out = pd.DataFrame(rows, index=pd.Index(conds, name="condition"))
+    out["p_holm"] = stats.holm(out["p"].to_numpy())
+    return out
+
+
+def cochran_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Cochran's Q across the columns of a question × condition 0/1 table, on the rows every
+    column has (one-row DataFrame: ``conditions``, ``questions``, ``Q``, ``df``, ``p``)."""
+    complete = table.dropna()
+    if complete.shape[1] < 2 or complete.empty:
+        raise ValueError("Cochran's Q needs at least two conditions with shared questions")
+    r = stats.cochrans_q(complete.to_numpy(dtype=int))
+    return pd.DataFrame([{"conditions": complete.shape[1], "questions": complete.shape[0],
+                          "Q": r.q, "df": r.df, "p": r.p}])
+
+
+# -- attribution prevalence ------------------------------------------------------------------------
+def multilabel_prevalence_test(
+    attributions: Iterable[Mapping[str, Any]] | pd.DataFrame,
+    post: Sequence[str] | str,
+    upstream: Sequence[str] | str,
+    model_key: str = "model",
+    labels_key: str = "labels",
+) -> pd.DataFrame:
+    """Per model: are cases carrying a ``post`` label more common than cases carrying an
+    ``upstream`` label? Exact McNemar over the same cases (a case may carry both), Holm across
+    models.
+
+    Args:
+        attributions: one mapping (or DataFrame row) per case with ``model_key`` and
+            ``labels_key`` (a collection of label strings, possibly empty).
+        post, upstream: the two disjoint label families (a string is one label). TrekTrace
+            passes its own label names (see :mod:`trek.trace.labels`).
+
+    Returns:
+        A DataFrame indexed by model (first appearance) with ``n``, ``n_post``, ``n_upstream``,
+        ``post_pct``, ``upstream_pct``, ``b`` (post only), ``c`` (upstream only), ``p`` and
+        ``p_holm``.
+    """
+    post_labels = set(_label_group(post, "post"))
+    upstream_labels = set(_label_group(upstream, "upstream"))
+    overlap = post_labels & upstream_labels
+    if overlap:
+        raise ValueError(f"post and upstream must be disjoint, both contain {sorted(overlap)}")
+    if isinstance(attributions, pd.DataFrame):
+        for key in (model_key, labels_key):
+            if key not in attributions.columns:
+                raise ValueError(f"attributions has no column {key!r}")
+        records: list[Any] = attributions.to_dict("records")
+    elif attributions is None or isinstance(attributions, str | bytes | Mapping):
+        raise ValueError("attributions must be an iterable of mappings (one per case) or a DataFrame")
+    else:
+        records = list(attributions)
+    if not records:
+        raise ValueError("attributions is empty")
+    per_model: dict[Hashable, list[tuple[bool, bool]]] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise ValueError(f"attributions[{i}] must be a mapping, got {type(rec).__name__}")
+        for key in (model_key, labels_key):
+            if key not in rec:
+                raise ValueError(f"attributions[{i}] has no key {key!r}")
+        model = rec[model_key]
+        if stats.is_missing_scalar(model) or not isinstance(model, Hashable):
+            raise ValueError(f"attributions[{i}] has a missing or unhashable model name ({model_key!r})")
+        labels = stats.label_set(rec[labels_key], f"attributions[{i}][{labels_key!r}]")
+        per_model.setdefault(model, []).append((bool(labels & post_labels), bool(labels & upstream_labels)))
+    rows = []
+    for flags in per_model.values():
+        has_post = np.array([f[0] for f in flags])
+        has_up = np.array([f[1] for f in flags])
+        res = stats.mcnemar(has_post, has_up)
+        rows.append({
+            "n": res.n, "n_post": int(has_post.sum()), "n_upstream": int(has_up.sum()),
+            "post_pct": 100.0 * res.acc_x, "upstream_pct": 100.0 * res.acc_y,
+            "b": res.b, "c": res.c, "p": res.p,
+        })
+    out = pd.DataFrame(rows, index=pd.Index(list(per_model), name="model"))
+    out["p_holm"] = stats.holm(out["p"].to_numpy())
+    return out
+
+
+def _label_group(value: Any, name: str) -> tuple[Hashable, ...]:
+    if isinstance(value, str):
+        return (value,)
+    try:
+        out = tuple(value)
+    except TypeError as exc:
+        raise ValueError(f"{name} must be a label or a collection of labels, got {value!r}") from exc
+    if not out:
+        raise ValueError(f"{name} must name at least one label")
     return out

@@ -44,11 +44,9 @@ def _register() -> None:
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
-    # Temporary `ctrl` group holding only `run` until trek.ctrl.cli (the Ctrl build) is merged:
-    # then attach ctrl_run_command to that group's app instead.
+    from trek.ctrl.cli import app as ctrl_app
     from trek.rag.cli import ctrl_run_command
 
-    ctrl_app = typer.Typer(help="TrekBench-Ctrl: run the baselines over frozen contexts.", no_args_is_help=True)
     ctrl_app.command("run")(ctrl_run_command)
     app.add_typer(ctrl_app, name="ctrl")
 

@@ -5,10 +5,11 @@ A run directory holds ``questions.jsonl`` (the run's :class:`~trek.types.Questio
 every answered question with its dataset's grader (:mod:`trek.graders`) and writes
 ``grades.jsonl`` atomically, in the order of ``questions.jsonl``.
 
-Resuming: a grade already in ``grades.jsonl`` is kept, without a judge call, when it was made
-for the same response, by the same grader version (template overrides included), the same
-judge model and the same judge settings, and is not ``pending``. Everything else is graded
-again: pending grades (a failed judge call) are retried on the next run. Unparsed grades are
+Resuming: a grade already in ``grades.jsonl`` is kept, without a judge call, only when
+everything that decided it is unchanged (:func:`grade_inputs_key`): the response, the reference
+answers, the false-premise flag, the effective year, the grader version, the judge model and
+settings, and the full judge prompt text. Correcting a reference answer therefore re-grades
+that question and no other. Pending grades (a failed judge call) are retried on the next run. Unparsed grades are
 kept like decided ones (asking again would only replay the cached, unreadable reply). Trajectories that
 are themselves ``pending`` (no answer yet) are skipped and reported, and get no grade.
 
@@ -18,6 +19,7 @@ so grading a run a second time, even from scratch, asks the endpoint nothing new
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -27,29 +29,23 @@ from typing import Any
 
 import typer
 
-from trek import templates
+from trek import runs, templates
+from trek.aio import run_sync
 from trek.graders import agrade_many, grader_for, grader_version
-from trek.graders.common import JudgeConfig
+from trek.graders.common import JudgeConfig, is_empty_response
 from trek.llm.cache import LLMCache, default_cache_path
-from trek.llm.client import LLMClient, run_sync
-from trek.types import Grade, Question, RecordError, Trajectory, read_jsonl, write_jsonl
+from trek.llm.client import LLMClient
+from trek.types import Grade, Question, RecordError
 
 __all__ = [
-    "QUESTIONS_FILE",
-    "ANSWERS_FILE",
-    "GRADES_FILE",
     "GradingReport",
+    "grade_inputs_key",
     "run_grading",
     "grade_run",
     "grade_command",
 ]
 
 log = logging.getLogger(__name__)
-
-QUESTIONS_FILE = "questions.jsonl"
-ANSWERS_FILE = "answers.jsonl"
-GRADES_FILE = "grades.jsonl"
-
 
 @dataclass
 class GradingReport:
@@ -88,60 +84,31 @@ class GradingReport:
         if self.pending_grades:
             parts.append(f"{self.pending_grades} pending (judge call failed): run again to retry them")
         if self.pending_answers:
-            parts.append(f"{len(self.pending_answers)} pending answer(s) in {ANSWERS_FILE}: not graded")
+            parts.append(f"{len(self.pending_answers)} pending answer(s) in {runs.ANSWERS}: not graded")
         if self.unanswered:
-            parts.append(f"{len(self.unanswered)} question(s) without an answer in {ANSWERS_FILE}: not graded")
+            parts.append(f"{len(self.unanswered)} question(s) without an answer in {runs.ANSWERS}: not graded")
         return "\n".join(parts)
 
 
-def _record_lines(path: Path) -> list[int]:
-    """Line numbers of the non-blank lines of ``path`` (the lines read_jsonl turns into records)."""
-    with path.open(encoding="utf-8") as fh:
-        return [i for i, line in enumerate(fh, start=1) if line.strip()]
-
-
-def _load_questions(run_dir: Path) -> dict[str, Question]:
-    path = run_dir / QUESTIONS_FILE
-    qs = read_jsonl(path, Question)
-    lines = _record_lines(path)
-    out: dict[str, Question] = {}
-    for q, line in zip(qs, lines, strict=True):
-        if q.id in out:
-            raise RecordError(path, line, f"field 'id': duplicate question id {q.id!r}")
-        out[q.id] = q
-    return out
-
-
-def _load_answers(run_dir: Path, questions: dict[str, Question]) -> dict[str, Trajectory]:
-    """Trajectories by question id; for an id listed twice the later line wins."""
-    path = run_dir / ANSWERS_FILE
-    trajs = read_jsonl(path, Trajectory)
-    lines = _record_lines(path)
-    out: dict[str, Trajectory] = {}
-    for t, line in zip(trajs, lines, strict=True):
-        if t.question_id not in questions:
-            raise RecordError(
-                path, line, f"field 'question_id': {t.question_id!r} is not in {QUESTIONS_FILE}"
-            )
-        out[t.question_id] = t
-    return out
-
-
-def _reusable(old: Grade | None, question: Question, response: str | None, version: str,
-              config: JudgeConfig) -> bool:
-    if old is None or old.outcome == "pending":
-        return False
-    return (
-        old.dataset == question.dataset
-        and old.response == response
-        and old.grader_version == version
-        and old.judge_model == config.model
-        and _canonical(old.judge_settings) == _canonical(config.recorded())
-    )
-
-
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
+def grade_inputs_key(question: Question, response: str | None, config: JudgeConfig) -> str:
+    """A digest of everything that decides a grade: the response, the references, the
+    false-premise flag, the effective year, the dataset and grader version, the judge model and
+    settings, and the full judge prompt (with any template override)."""
+    module = grader_for(question)
+    prompt = None if is_empty_response(response) else module.judge_prompt(question, response)
+    payload = {
+        "response": response,
+        "answers": question.answers,
+        "false_premise": question.false_premise,
+        "effective_year": question.effective_year,
+        "effective_year_raw": question.effective_year_raw,
+        "dataset": question.dataset,
+        "grader_version": grader_version(question),
+        "judge_model": config.model,
+        "judge_settings": config.recorded(),
+        "prompt": prompt,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 async def _grade_missing(
@@ -183,15 +150,14 @@ def run_grading(
         judge.cache = own_cache
     calls0, hits0 = judge.http_calls, judge.cache_hits
     try:
-        questions = _load_questions(rd)
-        answers = _load_answers(rd, questions)
-        grades_path = rd / GRADES_FILE
-        previous: dict[str, Grade] = {}
-        if grades_path.exists():
-            previous = {g.question_id: g for g in read_jsonl(grades_path, Grade)}
+        questions = runs.load_questions(rd)
+        answers = runs.load_answers(rd, questions)
+        grades_path = rd / runs.GRADES
+        previous = runs.load_grades(rd)
 
         config = JudgeConfig.from_settings(judge, settings)
         final: dict[str, Grade] = {}
+        keys: dict[str, str] = {}
         todo: list[tuple[Question, str | None]] = []
         pending_answers: list[str] = []
         unanswered: list[str] = []
@@ -203,18 +169,20 @@ def run_grading(
             if t.status == "pending":
                 pending_answers.append(qid)
                 continue
-            grader_for(q)
-            if _reusable(previous.get(qid), q, t.final_answer, grader_version(q), config):
-                final[qid] = previous[qid]
+            key = grade_inputs_key(q, t.final_answer, config)
+            old = previous.get(qid)
+            if old is not None and old.outcome != "pending" and old.inputs_key == key:
+                final[qid] = old
             else:
                 todo.append((q, t.final_answer))
+                keys[qid] = key
         kept = len(final)
         if todo:
             new = run_sync(_grade_missing(todo, judge, progress, settings))
             for g in new:
-                final[g.question_id] = g
+                final[g.question_id] = g.model_copy(update={"inputs_key": keys[g.question_id]})
         ordered = [final[qid] for qid in questions if qid in final]
-        write_jsonl(grades_path, ordered)
+        runs.write_records(rd, runs.GRADES, ordered)
     finally:
         if prompts_dir is not None:
             templates._override_dir = previous_dir
@@ -255,14 +223,17 @@ def grade_run(
 
 
 def format_accuracy(table: Any) -> str:
-    """A plain-text rendering of :func:`trek.analysis.accuracy_by_dataset`'s table."""
+    """A plain-text rendering of :func:`trek.analysis.accuracy_by_dataset`'s table: accuracy over
+    every question with its interval, the counts behind it, and accuracy over graded answers."""
     shown = table.copy()
-    shown["accuracy"] = [("-" if v != v else f"{v:.1f}") for v in table["accuracy"]]
+    pct = lambda v: "-" if v != v else f"{v:.1f}"  # noqa: E731
+    shown["accuracy"] = [pct(v) for v in table["accuracy"]]
     shown["95% CI"] = [
         ("-" if lo != lo else f"[{lo:.1f}, {hi:.1f}]") for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
     ]
-    shown = shown.drop(columns=["ci_low", "ci_high"])
-    return shown.to_string()
+    shown["acc_graded"] = [pct(v) for v in table["acc_graded"]]
+    cols = ["accuracy", "95% CI", "n", "answered", "graded", "correct", "unparsed", "pending", "acc_graded"]
+    return shown[cols].to_string()
 
 
 def grade_command(
@@ -278,8 +249,10 @@ def grade_command(
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
-    come from the cache. The API key comes from OPENAI_API_KEY. Exit code 0 when done, 2 for
-    bad input, 3 when some grades are pending (run the same command again to retry them).
+    come from the cache. The API key comes from OPENAI_API_KEY. Accuracy is over every question
+    of the run (unanswered, pending and unparsed count as not correct). Exit code 0 when every
+    answered question has a decided grade, 2 for bad input, 3 while some grades are pending or
+    unparsed (run the same command again to retry pending ones).
     """
     from trek.analysis import accuracy_by_dataset
     from trek.llm.client import FatalLLMError
@@ -300,9 +273,10 @@ def grade_command(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(report.describe(), err=True)
-    if report.grades:
-        typer.echo(format_accuracy(accuracy_by_dataset(report.grades)))
-    else:
-        typer.echo("no grades yet")
-    if report.pending_grades:
+    typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
+    if report.pending_grades or report.unparsed_grades:
+        typer.echo(
+            f"not finished: {report.pending_grades} pending and {report.unparsed_grades} unparsed grade(s)",
+            err=True,
+        )
         raise typer.Exit(3)

@@ -3,13 +3,14 @@
 Everything here is a pure function over arrays: nothing reads files or keeps state. The
 functions cover
 
-* accuracy: :func:`accuracy`, :func:`micro_macro`, :func:`accuracy_table`;
+* accuracy: :func:`accuracy`, :func:`micro_macro`, :func:`accuracy_ci_table`;
 * confidence intervals: :func:`wilson_ci`, :func:`bootstrap_ci`;
-* paired tests: :func:`mcnemar_exact`, :func:`mcnemar`, :func:`cochrans_q`,
-  :func:`paired_comparisons` (the layout of the paper's Table 9);
+* paired tests: :func:`mcnemar_exact`, :func:`mcnemar`, :func:`cochrans_q`;
 * multiple testing: :func:`holm`;
-* agreement: :func:`cohens_kappa`, :func:`multilabel_kappa`;
-* attribution prevalence: :func:`multilabel_prevalence_test`.
+* agreement: :func:`cohens_kappa`, :func:`multilabel_kappa`.
+
+Tables that compare runs (Table 9's paired comparisons, the attribution prevalence test) are
+built from these in :mod:`trek.analysis`.
 
 Where scipy or statsmodels already implements a procedure it is used, but the inputs are
 checked first so that bad data fails with a :class:`ValueError` naming the argument instead of
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _scipy_stats
 from statsmodels.stats import contingency_tables as _sm_tables
+from statsmodels.stats import inter_rater as _sm_inter_rater
 from statsmodels.stats import multitest as _sm_multitest
 from statsmodels.stats import proportion as _sm_proportion
 
@@ -40,22 +42,22 @@ __all__ = [
     "CochranResult",
     "accuracy",
     "micro_macro",
-    "accuracy_table",
+    "accuracy_ci_table",
     "wilson_ci",
     "bootstrap_ci",
     "mcnemar_exact",
     "mcnemar",
     "cochrans_q",
     "holm",
-    "paired_comparisons",
     "cohens_kappa",
     "multilabel_kappa",
-    "multilabel_prevalence_test",
+    "is_missing_scalar",
+    "label_set",
 ]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
-# Row labels appended to the per-group rows of :func:`accuracy_table`.
+# Row labels appended to the per-group rows of :func:`accuracy_ci_table`.
 _SUMMARY_ROWS = ("micro", "macro")
 
 
@@ -256,7 +258,7 @@ def micro_macro(correct: Any, groups: Any) -> tuple[float, float]:
     return float(y.mean()), _macro_from_codes(y, codes, len(labels))
 
 
-def accuracy_table(
+def accuracy_ci_table(
     correct: Any,
     groups: Any,
     level: float = 0.95,
@@ -395,7 +397,7 @@ def bootstrap_ci(
             the resampling is stratified: position i is refilled with a random item from the
             stratum of item i. Stratum sizes therefore never change, and the resampled array
             still lines up with the original ``groups``, so ``statistic`` may close over them
-            (this is how :func:`accuracy_table` gets a macro-accuracy interval).
+            (this is how :func:`accuracy_ci_table` gets a macro-accuracy interval).
 
     Returns:
         ``(low, high)`` as floats.
@@ -585,86 +587,6 @@ def holm(pvalues: Any) -> np.ndarray:
     return np.minimum(np.asarray(adjusted, dtype=np.float64), 1.0)
 
 
-def paired_comparisons(
-    table: pd.DataFrame,
-    reference: Hashable,
-    conditions: Sequence[Hashable] | None = None,
-) -> pd.DataFrame:
-    """Compare each condition with a reference condition on the same questions (Table 9 layout).
-
-    For every compared condition, only the questions where both the reference and that
-    condition have a grade are used (rows with NaN in either column are dropped, so ``n`` may
-    differ between conditions). The test is the two-sided exact McNemar test, and the p-values
-    are then Holm-adjusted across all compared conditions.
-
-    Args:
-        table: DataFrame with one row per question (index = question id) and one column per
-            condition holding 0/1, booleans or NaN (NaN = not available for that condition).
-        reference: column name of the reference condition (e.g. ``"OO"``).
-        conditions: column names to compare with the reference; defaults to every other
-            column in table order. Must be non-empty, unique and must not include ``reference``.
-
-    Returns:
-        A DataFrame indexed by condition (index name ``"condition"``) with columns
-
-        * ``n`` (int): questions graded under both the reference and the condition;
-        * ``acc_ref``, ``acc_cond`` (float): accuracies on those questions, in percent;
-        * ``delta_pp`` (float): ``acc_ref - acc_cond`` in percentage points, i.e. the drop from
-          the reference (negative when the condition does better);
-        * ``b`` (int): reference correct and condition wrong; ``c`` (int): the reverse;
-        * ``p`` (float): exact McNemar p-value; ``p_holm`` (float): Holm-adjusted p-value.
-
-    Raises:
-        ValueError: if ``table`` is not a DataFrame, a named column is missing, the list of
-            conditions is empty/duplicated/contains the reference, a comparison has no
-            overlapping questions, or a column holds values other than 0/1/NaN.
-    """
-    if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"table must be a pandas DataFrame, got {type(table).__name__}")
-    if not table.columns.is_unique:
-        raise ValueError("table has duplicate column names")
-    if reference not in table.columns:
-        raise ValueError(f"reference {reference!r} is not a column of table (columns: {list(table.columns)})")
-    if conditions is None:
-        conds = [col for col in table.columns if col != reference]
-    else:
-        if isinstance(conditions, str):
-            raise ValueError("conditions must be a list of column names, not a single string")
-        conds = list(conditions)
-        missing = [col for col in conds if col not in table.columns]
-        if missing:
-            raise ValueError(f"conditions {missing!r} are not columns of table")
-        if reference in conds:
-            raise ValueError(f"conditions must not include the reference {reference!r}")
-        if len(set(conds)) != len(conds):
-            raise ValueError("conditions contains duplicates")
-    if not conds:
-        raise ValueError("conditions is empty: there is nothing to compare with the reference")
-
-    rows = []
-    for cond in conds:
-        pair = table[[reference, cond]].dropna()
-        if pair.empty:
-            raise ValueError(f"no question has grades for both {reference!r} and {cond!r}")
-        ref = _to_binary(pair[reference].to_numpy(), f"table[{reference!r}]")
-        other = _to_binary(pair[cond].to_numpy(), f"table[{cond!r}]")
-        res = mcnemar(ref, other)
-        rows.append(
-            {
-                "n": res.n,
-                "acc_ref": 100.0 * res.acc_x,
-                "acc_cond": 100.0 * res.acc_y,
-                "delta_pp": 100.0 * (res.acc_x - res.acc_y),
-                "b": res.b,
-                "c": res.c,
-                "p": res.p,
-            }
-        )
-    out = pd.DataFrame(rows, index=pd.Index(conds, name="condition"))
-    out["p_holm"] = holm(out["p"].to_numpy())
-    return out
-
-
 # ---------------------------------------------------------------------------
 # Agreement
 # ---------------------------------------------------------------------------
@@ -675,7 +597,7 @@ def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
 
     ``kappa = (p_o - p_e) / (1 - p_e)``, where ``p_o`` is the observed share of items with equal
     labels and ``p_e = sum_c p_a(c) * p_b(c)`` is the agreement expected from each rater's own
-    label frequencies. Computed with exact integer counts.
+    label frequencies (``statsmodels.stats.inter_rater.cohens_kappa`` on the confusion table).
 
     Args:
         labels_a: 1-D array-like of n >= 1 categorical labels (strings, ints, bools, ...) from
@@ -698,18 +620,18 @@ def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
 
 def _kappa_from_codes(a: np.ndarray, b: np.ndarray) -> float:
     codes, uniques = pd.factorize(np.concatenate([a, b]), sort=False)
-    n = a.shape[0]
-    ca, cb = codes[:n], codes[n:]
-    m = len(uniques)
-    agree = int(np.sum(ca == cb))
-    # n^2 * p_e, as an integer.
-    expected = int(np.dot(np.bincount(ca, minlength=m), np.bincount(cb, minlength=m)))
+    n, m = a.shape[0], len(uniques)
+    table = np.zeros((m, m), dtype=np.int64)
+    np.add.at(table, (codes[:n], codes[n:]), 1)
+    if m == 1:  # both raters used one single label throughout: perfect, though kappa is 0/0
+        return 1.0
+    expected = table.sum(axis=1) @ table.sum(axis=0)
     if expected == n * n:
         return 1.0
-    return float((n * agree - expected) / (n * n - expected))
+    return float(_sm_inter_rater.cohens_kappa(table, return_results=False))
 
 
-def _is_missing_scalar(value: Any) -> bool:
+def is_missing_scalar(value: Any) -> bool:
     """True for None, NaN, pd.NA and NaT; False for anything else (including containers)."""
     if value is None:
         return True
@@ -719,7 +641,7 @@ def _is_missing_scalar(value: Any) -> bool:
         return False
 
 
-def _label_set(item: Any, where: str) -> frozenset:
+def label_set(item: Any, where: str) -> frozenset:
     """One item's labels as a frozenset; strings and missing values are rejected.
 
     ``where`` names the offending entry in error messages, e.g. ``"sets_a[3]"``.
@@ -729,7 +651,7 @@ def _label_set(item: Any, where: str) -> frozenset:
             f"{where} must be a set or list of labels, got the string {item!r} "
             "(wrap a single label in a list)"
         )
-    if _is_missing_scalar(item):
+    if is_missing_scalar(item):
         raise ValueError(f"{where} is missing; use an empty set for an item without labels")
     if isinstance(item, Mapping) or not isinstance(item, Iterable):
         raise ValueError(f"{where} must be a set or list of labels, got {type(item).__name__}")
@@ -747,7 +669,7 @@ def _label_sets(sets: Any, name: str) -> list[frozenset]:
     items = list(sets)
     if not items:
         raise ValueError(f"{name} is empty")
-    return [_label_set(item, f"{name}[{i}]") for i, item in enumerate(items)]
+    return [label_set(item, f"{name}[{i}]") for i, item in enumerate(items)]
 
 
 def multilabel_kappa(sets_a: Any, sets_b: Any, labels: Sequence[Hashable]) -> float:
@@ -794,110 +716,3 @@ def multilabel_kappa(sets_a: Any, sets_b: Any, labels: Sequence[Hashable]) -> fl
     a = np.array([lab in s for s in a_sets for lab in vocab], dtype=object)
     b = np.array([lab in s for s in b_sets for lab in vocab], dtype=object)
     return _kappa_from_codes(a, b)
-
-
-# ---------------------------------------------------------------------------
-# Attribution prevalence
-# ---------------------------------------------------------------------------
-
-
-def _label_group(value: Any, name: str) -> tuple[Hashable, ...]:
-    if isinstance(value, str):
-        return (value,)
-    try:
-        out = tuple(value)
-    except TypeError as exc:
-        raise ValueError(f"{name} must be a label or a collection of labels, got {value!r}") from exc
-    if not out:
-        raise ValueError(f"{name} must name at least one label")
-    return out
-
-
-def multilabel_prevalence_test(
-    attributions: Iterable[Mapping[str, Any]] | pd.DataFrame,
-    post: Sequence[str] | str = ("Interpretation", "Distraction"),
-    upstream: Sequence[str] | str = ("Pre-retrieval", "Retrieval"),
-    model_key: str = "model",
-    labels_key: str = "labels",
-) -> pd.DataFrame:
-    """Test, per model, whether post-retrieval failure labels are more common than upstream ones.
-
-    A reviewed failure case can carry several labels, so it may count toward both families.
-    Each case therefore gives a pair of binary outcomes (has any ``post`` label, has any
-    ``upstream`` label), and the two shares are compared with the two-sided exact McNemar test
-    over the same cases. The p-values are Holm-adjusted across models.
-
-    Args:
-        attributions: iterable of mappings (or a DataFrame with one row per case), each with
-            ``model_key`` (the model name, any hashable, not missing) and ``labels_key`` (a
-            set/list/tuple/array of label strings; may be empty). Labels outside ``post`` and
-            ``upstream`` are allowed and simply count toward neither family.
-        post: labels that mark a post-retrieval failure (a single string is one label).
-        upstream: labels that mark an upstream failure, disjoint from ``post``.
-        model_key: key/column holding the model name.
-        labels_key: key/column holding the label collection.
-
-    Returns:
-        A DataFrame indexed by model (order of first appearance; index name ``"model"``) with
-        columns ``n`` (cases), ``n_post`` and ``n_upstream`` (cases with at least one label of
-        that family), ``post_pct`` and ``upstream_pct`` (those counts as percent of ``n``),
-        ``b`` (post only), ``c`` (upstream only), ``p`` (exact McNemar) and ``p_holm``.
-
-    Raises:
-        ValueError: if there are no cases, a case is not a mapping or lacks a key, a model name
-            is missing, a label collection is a string or missing, or ``post`` and ``upstream``
-            are empty or overlap.
-    """
-    post_labels = set(_label_group(post, "post"))
-    upstream_labels = set(_label_group(upstream, "upstream"))
-    overlap = post_labels & upstream_labels
-    if overlap:
-        raise ValueError(f"post and upstream must be disjoint, both contain {sorted(overlap)}")
-
-    if isinstance(attributions, pd.DataFrame):
-        for key in (model_key, labels_key):
-            if key not in attributions.columns:
-                raise ValueError(f"attributions has no column {key!r}")
-        records: list[Any] = attributions.to_dict("records")
-    elif attributions is None or isinstance(attributions, str | bytes | Mapping):
-        raise ValueError("attributions must be an iterable of mappings (one per case) or a DataFrame")
-    else:
-        records = list(attributions)
-    if not records:
-        raise ValueError("attributions is empty")
-
-    per_model: dict[Hashable, list[tuple[bool, bool]]] = {}
-    for i, rec in enumerate(records):
-        if not isinstance(rec, Mapping):
-            raise ValueError(f"attributions[{i}] must be a mapping, got {type(rec).__name__}")
-        for key in (model_key, labels_key):
-            if key not in rec:
-                raise ValueError(f"attributions[{i}] has no key {key!r}")
-        model = rec[model_key]
-        if _is_missing_scalar(model):
-            raise ValueError(f"attributions[{i}] has a missing model name ({model_key!r})")
-        if not isinstance(model, Hashable):
-            raise ValueError(f"attributions[{i}] has an unhashable model name {model!r}")
-        labels = _label_set(rec[labels_key], f"attributions[{i}][{labels_key!r}]")
-        per_model.setdefault(model, []).append((bool(labels & post_labels), bool(labels & upstream_labels)))
-
-    rows = []
-    for flags in per_model.values():
-        has_post = np.array([f[0] for f in flags])
-        has_up = np.array([f[1] for f in flags])
-        res = mcnemar(has_post, has_up)
-        rows.append(
-            {
-                "n": res.n,
-                "n_post": int(has_post.sum()),
-                "n_upstream": int(has_up.sum()),
-                "post_pct": 100.0 * res.acc_x,
-                "upstream_pct": 100.0 * res.acc_y,
-                "b": res.b,
-                "c": res.c,
-                "p": res.p,
-            }
-        )
-    out = pd.DataFrame(rows, index=pd.Index(list(per_model), name="model"))
-    out["p_holm"] = holm(out["p"].to_numpy())
-    return out

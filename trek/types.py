@@ -187,7 +187,9 @@ class Grade(Record):
     """The verdict of a dataset's grader on one response.
 
     ``outcome`` ``unparsed`` means the judge's reply could not be read after the allowed
-    re-asks; it is reported as its own category and never counted as correct or incorrect.
+    re-asks; it is reported as its own category and never counted as correct. ``inputs_key``
+    digests everything that decided the grade (see :func:`trek.grading.grade_inputs_key`); a
+    grade is reused only while it still matches.
     """
 
     question_id: str
@@ -200,6 +202,7 @@ class Grade(Record):
     judge_model: str | None = None
     judge_settings: dict[str, Any] = Field(default_factory=dict)
     judge_raw: list[str] = Field(default_factory=list)
+    inputs_key: str | None = None
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
     created_at: str = Field(default_factory=utcnow)

@@ -1,9 +1,10 @@
 """The offline demo: real Trek runs on the bundled demo benchmark against a scripted fake model.
 
-    python -m trek.demo [--out build/demo-runs]
+    python scripts/demo_runs.py [--out build/demo-runs]      (``make demo``)
 
-Until a real local model is wired in, ``make paper`` and the notebooks' default parameters
-read these runs. Everything in them is produced by the real pipeline (``run_wild`` with the
+This is a script, not part of the ``trek`` package: it is the one place outside the tests
+that drives the scripted fake server (:mod:`trek.testing`). Until real recorded runs are
+bundled, ``make paper`` and the notebooks' default parameters read these runs. Everything in them is produced by the real pipeline (``run_wild`` with the
 no-search, search-then-read and agentic systems over the local BM25 index, then
 ``grade_run`` with each dataset's grader) talking over HTTP to
 :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the *model* is fake: a script that
@@ -104,11 +105,10 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
 
     The folder is rebuilt from scratch so that it always reflects the current code.
     """
-    import json
-
     from trek.grading import grade_run
     from trek.llm import LLMCache, LLMClient
     from trek.pages import PageStore
+    from trek.runs import update_meta
     from trek.search import make_backend
     from trek.testing.fake_openai import FakeOpenAIServer
     from trek.wild import run_wild
@@ -136,15 +136,13 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
                 raise RuntimeError(f"demo run {label}: {summary.pending} questions pending")
             judge = LLMClient(JUDGE, base_url=srv.base_url, api_key="demo", cache=cache, progress=progress)
             grade_run(run_dir, judge, progress=progress)
-            meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-            meta.setdefault("config", {}).update({"order": order, "demo": True, "label": label})
-            (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            update_meta(run_dir, config={"order": order, "demo": True, "label": label})
             runs[label] = run_dir
     return runs
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m trek.demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="scripts/demo_runs.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="output folder [default: build/demo-runs at the repo root]")
     a = ap.parse_args(argv)
     from trek.reports import demo_runs_dir
