@@ -11,11 +11,12 @@ judge are scripted, and the script is a fixed rule, not a measured behaviour:
 * answering, the "model" gives the answer of the **latest-dated document it is shown** (undated
   documents are ignored; "unknown" when nothing is dated) — the shortcut the paper's OO condition
   rewards, so the demo shows it failing under republication, relevance and swapped metadata;
-* filtering, it keeps every document whose shown source is not one of the five fictitious
-  domains (all documents when URLs are hidden);
-* extracting evidence, it reports the latest-dated document's answer, and the contrast step picks it.
+* filtering, it drops the off-topic (relevance) documents and those shown on one of the five
+  fictitious domains (so it cannot spot a republication once URLs are hidden);
+* extracting evidence, it reports the answer of the latest-dated document that is not off topic,
+  and the contrast step picks it.
 
-The judge accepts exactly the reference answers (see :func:`trek.demo.demo_script`).
+The judge accepts exactly the reference answers (``demo_script`` in ``scripts/demo_runs.py``).
 The numbers are **demo data, never a result**. Layout::
 
     OUT/contexts/{pools,contexts}.jsonl, build.json     the Ctrl build
@@ -28,6 +29,7 @@ import argparse
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,49 +47,50 @@ def _doc_pattern(date: str, block: str) -> str:
     return re.escape(f"Date: {date}\n") + r"(?:Source URL: [^\n]*\n)?" + re.escape(block_text(block)[:80])
 
 
+def _signature(blocks: list[str]) -> str:
+    """A regex for one exact rendered context: each document's header and first 80 characters
+    (date, URL when shown, start of text), in order."""
+    return "(?s:.*?)".join(re.escape(f"[Document {i}]\n{b[:80]}") for i, b in enumerate(blocks, start=1))
+
+
 def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> list[dict[str, Any]]:
     """Fake-server rules for the scripted Ctrl model (first match wins; see the module doc)."""
     from trek.ctrl.common import is_fictitious
     from trek.rag.context import CtxRecord
 
     rules: list[dict[str, Any]] = []
-    per_q: dict[str, dict[tuple[str, str], str]] = {}
+    dated: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}
     answers: dict[str, set[str]] = {}
-    most = 0
     for raw in contexts:
         rec = CtxRecord.model_validate(raw)
         q = questions[rec.question_id]
-        qtext = re.escape(q.question)
-        # filter: keep every document not shown on a fictitious domain; contexts that show one get
-        # their own rule (keyed by the sequence of shown URLs), the others keep everything
-        urls = [d.get("url") for d in raw["documents"]]
-        if any(is_fictitious(u) for u in urls):
-            keep = [i for i, u in enumerate(urls, start=1) if not is_fictitious(u)]
-            shown = "(?s:.*?)".join(re.escape(f"Source URL: {u}\n") for u in urls if u)
-            rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)Question: {qtext}\s*{shown}",
-                          "reply": json.dumps({"keep_document_ids": keep})})
-        most = max(most, len(urls))
-        for d, block in zip(raw["documents"], rec.blocks(), strict=True):
+        blocks = rec.blocks()
+        # filter: drop off-topic (relevance) documents and documents shown on a fictitious domain
+        keep = [i for i, d in enumerate(raw["documents"], start=1)
+                if d["role"] != "relevance" and not is_fictitious(d.get("url"))]
+        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)Question: "
+                      rf"{re.escape(q.question)}\s*{_signature(blocks)}",
+                      "reply": json.dumps({"keep_document_ids": keep})})
+        for d, block in zip(raw["documents"], blocks, strict=True):
             if d.get("date") and d.get("answer"):
-                per_q.setdefault(q.id, {})[(d["date"], _doc_pattern(d["date"], block))] = d["answer"]
+                dated.setdefault(q.id, {})[(d["date"], _doc_pattern(d["date"], block))] = (d["answer"], d["role"])
                 answers.setdefault(q.id, set()).add(d["answer"])
-    for n in range(most, 0, -1):
-        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)\[Document {n}\]\n",
-                      "reply": json.dumps({"keep_document_ids": list(range(1, n + 1))})})
-    for qid, docs in per_q.items():
+    for qid, docs in dated.items():
         qtext = re.escape(questions[qid].question)
         # every pattern starts with a literal, so rules of other questions fail after a quick scan
-        for (_, pat), ans in sorted(docs.items(), key=lambda kv: kv[0][0], reverse=True):
-            record = [{"document_id": 1, "key_evidence": "latest dated document", "candidate_answer": ans,
-                       "relation": "answers", "reason": "it is the latest dated"}]
-            rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\nTime frame: [^\n]*\n(?s:.*){pat}",
-                          "reply": json.dumps(record)})
+        for (_, pat), (ans, role) in sorted(docs.items(), key=lambda kv: kv[0][0], reverse=True):
+            if role != "relevance":  # extraction sees through off-topic documents, not through dates
+                record = [{"document_id": 1, "key_evidence": "latest dated document", "candidate_answer": ans,
+                           "relation": "answers", "reason": "it is the latest dated"}]
+                rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\nTime frame: [^\n]*\n(?s:.*){pat}",
+                              "reply": json.dumps(record)})
             rules.append({"model": MODEL, "any_pattern": rf"{pat}(?s:.*){re.escape(_ANSWER_END)}\s*Question: {qtext}",
                           "reply": ans})
         for ans in sorted(answers[qid]):
             rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\s*Extracted evidence:(?s:.*)"
                           + re.escape('"candidate_answer": ' + json.dumps(ans, ensure_ascii=False)),
                           "reply": f"#Contrast: the latest dated candidate wins.\n#Answer: {ans}"})
+    rules.append({"model": MODEL, "any_pattern": re.escape(_FILTER_MARK), "reply": '{"keep_document_ids": []}'})
     rules.append({"model": MODEL, "any_pattern": re.escape(_EXTRACT_MARK), "reply": "[]"})
     rules.append({"model": MODEL, "any_pattern": "Extracted evidence:", "reply": "#Contrast: none.\n#Answer: unknown"})
     rules.append({"model": MODEL, "reply": "unknown"})
@@ -99,7 +102,6 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     from trek.ctrl.build import build
     from trek.ctrl.pools import from_mini
     from trek.datasets import mini
-    from trek.demo import JUDGE, demo_script
     from trek.grading import grade_run
     from trek.llm import LLMCache, LLMClient
     from trek.rag import make_method
@@ -107,6 +109,9 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     from trek.rag.runner import run_ctrl
     from trek.testing.fake_openai import FakeOpenAIServer
     from trek.types import iter_json_lines
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from demo_runs import JUDGE, demo_script  # the Wild demo's scripted judge
 
     out = Path(out)
     if out.exists():

@@ -1,8 +1,10 @@
 """The Ctrl grid runner: run directories, resume, cache, pending, settings, dry run, CLI."""
 
 import hashlib
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 from _rag_fixtures import mini_contexts, write_contexts
@@ -10,7 +12,6 @@ from typer.testing import CliRunner
 
 from trek import runs as R
 from trek.cli import app
-from trek.demo import JUDGE, demo_script
 from trek.grading import grade_run
 from trek.llm.client import LLMClient
 from trek.rag import make_method
@@ -18,6 +19,11 @@ from trek.rag.context import load_ctrl_questions, read_context_records
 from trek.rag.rerank import Rerank
 from trek.rag.runner import plan_grid, run_ctrl, run_label
 from trek.testing.fake_openai import FakeOpenAIServer
+
+_spec = importlib.util.spec_from_file_location("demo_runs", Path(__file__).parents[1] / "scripts" / "demo_runs.py")
+_demo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_demo)
+JUDGE, demo_script = _demo.JUDGE, _demo.demo_script
 
 MAIN = ["OO", "MND", "SAA", "SBA", "GOLD"]
 QIDS = ["mini:01", "mini:02", "mini:03"]

@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import math
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 import numpy as np
 
+from trek.ctrl.embeddings import WordLlamaEmbedder
 from trek.llm.cache import LLMCache
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of
@@ -177,22 +177,26 @@ class Scorer(Protocol):
     async def ascore(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
-@lru_cache(maxsize=2)
-def _wordllama(dim: int) -> Any:
-    import wordllama
-    from wordllama import WordLlama
-
-    folder = Path(wordllama.__file__).resolve().parent
-    return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+def _embed_quietly(embedder: Any, texts: list[str]) -> np.ndarray:
+    """Embed with ``wordllama``, undoing the ``logging.basicConfig(level=INFO)`` its import runs."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return np.asarray(embedder.embed(texts), dtype=np.float64)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 class EmbeddingScorer:
-    """Cosine similarity of ``wordllama`` static embeddings (offline; no network, no model call)."""
+    """Cosine similarity of ``wordllama`` static embeddings (the Ctrl build's offline embedder,
+    :class:`trek.ctrl.embeddings.WordLlamaEmbedder`; no network, no model call)."""
 
     def __init__(self, dim: int = 256, memo_size: int = 50_000):
         self.dim = dim
         self.name = f"wordllama-{dim}"
         self.memo_size = memo_size
+        self._embedder = WordLlamaEmbedder(dim)
         self._memo: dict[str, np.ndarray] = {}
         self.calls = 0
         self.cache_hits = 0
@@ -201,7 +205,7 @@ class EmbeddingScorer:
         """Unit-length embeddings, memoized by text (a document recurs across conditions)."""
         new = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if new:
-            emb = np.asarray(_wordllama(self.dim).embed(new), dtype=np.float64)
+            emb = _embed_quietly(self._embedder, new)
             norms = np.linalg.norm(emb, axis=1)
             norms[norms == 0] = 1.0
             if len(self._memo) + len(new) > self.memo_size:
