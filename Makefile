@@ -34,6 +34,7 @@ lint: $(STAMP)
 # by default; rebuilt every time so they always reflect the current code (a few seconds).
 demo: $(STAMP)
 	$(BIN)/python scripts/demo_runs.py --out build/demo-runs
+	$(BIN)/python scripts/demo_ctrl.py --out build/demo-ctrl
 
 # Re-execute the notebooks in place so their stored outputs (checked by nbval) follow the code.
 notebooks: $(STAMP) demo

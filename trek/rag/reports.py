@@ -37,6 +37,7 @@ __all__ = [
     "SWAPS",
     "ctrl_demo_dir",
     "load_ctrl",
+    "ctrl_title",
     "ctrl_micro",
     "ctrl_by_dataset",
     "ctrl_vs_oo",
@@ -92,6 +93,17 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     if not parts:
         raise FileNotFoundError(f"no graded Ctrl runs (run.json kind 'ctrl') under {roots}")
     return pd.concat(parts, ignore_index=True)
+
+
+def ctrl_title(df: pd.DataFrame, what: str, is_demo: bool) -> str:
+    """A figure or table title naming the models and the question set, prefixed by DEMO DATA for
+    the offline demo runs (a scripted model on TrekBench-Mini)."""
+    from trek.paper import demo_label
+
+    models = ", ".join(str(m) for m in dict.fromkeys(df["model"]))
+    data = "TrekBench-Mini" if is_demo else "TrekBench-Ctrl"
+    who = f"scripted {models}" if is_demo else models
+    return demo_label(is_demo, f"{what} ({who}; {data}, {df['question_id'].nunique()} questions)")
 
 
 def _methods(df: pd.DataFrame) -> list[str]:
