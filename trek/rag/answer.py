@@ -14,6 +14,7 @@ from typing import Any
 
 from trek.answer_prompts import year_text
 from trek.llm.client import LLMClient
+from trek.llm.structured import StructuredResult, achat_json
 from trek.templates import render, template_version
 from trek.types import Question, Usage
 
@@ -25,6 +26,7 @@ __all__ = [
     "answer_prompt",
     "answer_version",
     "ask",
+    "ask_json",
     "aanswer",
 ]
 
@@ -107,6 +109,22 @@ async def ask(client: LLMClient, prompt: str, call: str, out: MethodOutput, para
     text = res.content or ""
     out.add(call, text, res.usage)
     return text
+
+
+async def ask_json(client: LLMClient, prompt: str, call: str, out: MethodOutput, params: dict[str, Any], *,
+                   validate: Any, max_reasks: int) -> StructuredResult | None:
+    """A JSON call with re-asks (:func:`trek.llm.structured.achat_json`); records every reply and
+    the usage in ``out``. ``None`` (and ``out`` marked pending) when a call failed; otherwise the
+    result, ``ok`` or ``unparsed``."""
+    res = await achat_json(client, [{"role": "user", "content": prompt}], validate=validate,
+                           max_reasks=max_reasks, **params)
+    for text in res.raw_texts:
+        out.replies.append({"role": "assistant", "call": call, "content": text})
+    out.usage = out.usage + res.usage
+    if res.status == "pending":
+        out.pending(res.error)
+        return None
+    return res
 
 
 async def aanswer(

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
-from trek.llm.structured import achat_json
-from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of
+from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of, ask_json
 from trek.rag.context import CtxRecord, render_subset
 from trek.templates import render, template_version
 from trek.types import Question
@@ -117,13 +116,10 @@ class Filter:
         out = MethodOutput()
         prompt = render("rag.filter", FILTER_PROMPT, effective_year=as_of(q), question=q.question,
                         docs_block=ctx.rendered)
-        res = await achat_json(client, [{"role": "user", "content": prompt}], validate=check_keep_shape,
-                               max_reasks=self.max_reasks, **params)
-        for text in res.raw_texts:
-            out.replies.append({"role": "assistant", "call": "filter", "content": text})
-        out.usage = out.usage + res.usage
-        if res.status == "pending":
-            return out.pending(res.error)
+        res = await ask_json(client, prompt, "filter", out, params, validate=check_keep_shape,
+                             max_reasks=self.max_reasks)
+        if res is None:
+            return out
         if res.ok:
             kept, dropped = parse_keep_ids(res.value, len(blocks))
             selection = "kept" if kept else "empty"

@@ -184,6 +184,14 @@ def ctrl_vs_oo(df: pd.DataFrame, method: str = "direct", conditions: Sequence[st
     return pd.concat(parts).round({"acc_ref": 1, "acc_cond": 1, "delta_pp": 1})
 
 
+def _with_holm(rows: list[dict]) -> list[dict]:
+    """``rows`` (one model's comparisons, each with ``p``) with ``p_holm`` across them."""
+    if rows:
+        for r, h in zip(rows, stats.holm([r["p"] for r in rows]), strict=True):
+            r["p_holm"] = float(h)
+    return rows
+
+
 def metadata_swap(df: pd.DataFrame, method: str = "direct",
                   swaps: Sequence[tuple[str, str]] = SWAPS) -> pd.DataFrame:
     """Figure 5: each swapped condition against its unswapped one on the same questions, per model:
@@ -199,11 +207,7 @@ def metadata_swap(df: pd.DataFrame, method: str = "direct",
             mrows.append({"model": model, "swap": swapped, "unswapped": base, "n": int(r["n"]),
                           "acc_unswapped": r["acc_ref"], "acc_swapped": r["acc_cond"], "delta_pp": r["delta_pp"],
                           "b": int(r["b"]), "c": int(r["c"]), "p": r["p"]})
-        if mrows:
-            holm = stats.holm([r["p"] for r in mrows])
-            for r, h in zip(mrows, holm, strict=True):
-                r["p_holm"] = float(h)
-            rows += mrows
+        rows += _with_holm(mrows)
     if not rows:
         raise ValueError(f"no {method} runs with any of the swaps {list(swaps)}")
     return pd.DataFrame(rows).set_index(["model", "swap"]).round({"acc_unswapped": 1, "acc_swapped": 1, "delta_pp": 1})
@@ -256,10 +260,7 @@ def position_pairs(df: pd.DataFrame, method: str = "direct", positions: Sequence
             r = paired_comparisons(t[[a, b]], a).iloc[0]
             mrows.append({"model": model, "a": a, "b": b, "n": int(r["n"]), "acc_a": r["acc_ref"],
                           "acc_b": r["acc_cond"], "p": r["p"]})
-        if mrows:
-            for r, h in zip(mrows, stats.holm([r["p"] for r in mrows]), strict=True):
-                r["p_holm"] = float(h)
-            rows += mrows
+        rows += _with_holm(mrows)
     if not rows:
         raise ValueError(f"no two gold positions with {method} runs")
     return pd.DataFrame(rows).set_index(["model", "a", "b"]).round({"acc_a": 1, "acc_b": 1})

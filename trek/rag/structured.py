@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
-from trek.llm.structured import achat_json
-from trek.rag.answer import MethodOutput, as_of
+from trek.rag.answer import MethodOutput, as_of, ask_json
 from trek.rag.context import CtxRecord
 from trek.templates import render, template_version
 from trek.types import Question
@@ -202,13 +201,10 @@ class Structured:
         year = as_of(q)
         prompt = render("rag.structured.extract", EXTRACT_PROMPT, question=q.question, effective_year=year,
                         docs_block=ctx.rendered)
-        res = await achat_json(client, [{"role": "user", "content": prompt}], validate=check_extraction_shape,
-                               max_reasks=self.max_reasks, **params)
-        for text in res.raw_texts:
-            out.replies.append({"role": "assistant", "call": "extract", "content": text})
-        out.usage = out.usage + res.usage
-        if res.status == "pending":
-            return out.pending(res.error)
+        res = await ask_json(client, prompt, "extract", out, params, validate=check_extraction_shape,
+                             max_reasks=self.max_reasks)
+        if res is None:
+            return out
         if res.ok:
             records, dropped = parse_extraction(res.value, len(ctx.documents))
             evidence = evidence_text(records, ctx)
