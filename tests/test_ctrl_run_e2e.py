@@ -66,3 +66,15 @@ def test_build_run_grade_and_rerun_without_calls(built, tmp_path, mini):
     assert (table["SBA"] == 0.0).all() and (table["SBA Δ"] == -100.0).all()
     rerank = R.load_answers(runs / run_label("demo-lm", "rerank", "MND"))
     assert all(len(t.details["kept_doc_ids"]) == 10 for t in rerank.values())
+
+
+@pytest.mark.slow
+def test_demo_script_builds_every_method_on_every_condition_graded(tmp_path):
+    demo_ctrl.build_demo_ctrl(tmp_path / "demo")
+    df = reports.load_ctrl(tmp_path / "demo" / "runs")
+    per_run = df.groupby("run").size()
+    assert len(per_run) == 4 * 14 + 1 and (per_run == 13).all()  # GOLD: Direct only
+    assert df["outcome"].isin(["correct", "incorrect", "not_attempted"]).all()
+    swaps = reports.metadata_swap(df)
+    assert swaps.loc[("demo-lm", "OO:timeswap"), "acc_unswapped"] == 100.0
+    assert reports.budget_cochran(df).loc["demo-lm", "df"] == 3
