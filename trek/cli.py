@@ -44,6 +44,10 @@ def _register() -> None:
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
+    from trek.local import app as local_app
+
+    app.add_typer(local_app, name="local")
+
 
 _register()
 
