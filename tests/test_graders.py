@@ -121,7 +121,7 @@ def test_freshqa_judge_incorrect():
     assert (g.outcome, g.method) == ("incorrect", "judge")
 
 
-# -- parsers ----------------------------------------------------------------------------------
+# -- parsers (the large tables are in test_verdict_parsing.py) ---------------------------------
 @pytest.mark.parametrize(
     ("text", "want"),
     [
@@ -131,7 +131,7 @@ def test_freshqa_judge_incorrect():
         ("Reasoning first.\n\nevaluation: incorrect", "incorrect"),
         ("EVALUATION - CORRECT", "correct"),
         ("Correct.", "correct"),
-        ("evaluation: correct\nevaluation: incorrect", None),
+        ("evaluation: correct\nevaluation: incorrect", "incorrect"),  # the last verdict line wins
         ("evaluation: not correct", None),
         ("I think the response is probably fine", None),
         ("", None),
@@ -151,7 +151,7 @@ def test_parse_evaluation(text, want):
         ("Answer: YES", "yes"),
         ("_Yes_", "yes"),
         ("Yes and no", None),
-        ("Yes. There is no contradiction.", None),
+        ("Yes. There is no contradiction.", "yes"),  # "no contradiction" is not a verdict
         ("Maybe", None),
         ("Not sure", None),
         ("", None),

@@ -27,8 +27,8 @@ from trek.graders.common import (
     is_empty_response,
     join_answers,
     make_grade,
-    strip_markup,
 )
+from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
 from trek.types import Grade, Question
@@ -39,6 +39,7 @@ __all__ = [
     "VERSION",
     "JUDGE_PROMPT",
     "REASK",
+    "SCHEME",
     "parse_evaluation",
     "normalize_answer",
     "exact_match",
@@ -49,7 +50,7 @@ __all__ = [
 
 GRADER = "freshqa"
 TEMPLATE = "grader.freshqa"
-VERSION = "freshqa-1"
+VERSION = "freshqa-2"
 
 JUDGE_PROMPT = """\
 You are checking one response to a question against the answers a benchmark accepts for it. \
@@ -79,23 +80,26 @@ evaluation: correct
 or
 evaluation: incorrect"""
 
-_EVALUATION = re.compile(r"\bevaluation\s*[:=\-\u2013\u2014]?\s*[\"']?(correct|incorrect)\b")
+#: How a FreshQA verdict may be written (see :mod:`trek.graders.verdict`).
+SCHEME = Scheme(
+    labels={"correct": "correct", "incorrect": "incorrect", "wrong": "incorrect"},
+    prose=("correct", "incorrect"),
+    json_true="correct",
+    json_false="incorrect",
+)
 
 
 def parse_evaluation(text: str | None) -> str | None:
-    """``"correct"``/``"incorrect"`` from an ``evaluation: ...`` line, else ``None``.
+    """``"correct"``/``"incorrect"``: the judge's final verdict, else ``None``.
 
-    Case, markdown and surrounding reasoning are tolerated (``**Evaluation: Correct**``). A
-    reply that is only the word ``correct`` or ``incorrect`` is read too. Several evaluation
-    lines that disagree, or no readable verdict, give ``None``.
+    Read by :func:`trek.graders.verdict.read_verdict`: the last verdict statement wins
+    (``evaluation: correct``, ``Verdict: incorrect``, ``{"evaluation": "correct"}``, a line
+    that is only ``**Correct**``, or a closing ``so the response is incorrect``), whatever the
+    reasoning before it mentions. A negated label (``evaluation: not correct``) is never a
+    verdict; a later mention of the other label in the prose (a change of mind after the verdict
+    line) makes the reply unreadable, as does a reply with no verdict at all.
     """
-    t = strip_markup(text).lower()
-    found = set(_EVALUATION.findall(t))
-    if not found:
-        bare = re.sub(r"[^a-z]+", " ", t).strip()
-        if bare in ("correct", "incorrect"):
-            found = {bare}
-    return found.pop() if len(found) == 1 else None
+    return read_verdict(text, SCHEME)
 
 
 REASK = (
