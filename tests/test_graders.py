@@ -8,8 +8,9 @@ import pytest
 
 from trek import templates
 from trek.graders import agrade, agrade_many, freshqa, grade, grader_version, infodeepseek, sealqa
-from trek.graders.common import JudgeConfig
+from trek.graders.common import JudgeConfig, explain_unsupported_parameter, parse_judge_params
 from trek.llm import LLMClient
+from trek.llm.client import FatalLLMError
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Question
 
@@ -118,7 +119,7 @@ def test_freshqa_exact_match_makes_no_judge_call():
         assert srv.stats()["requests"] == 0
     assert (g.outcome, g.method, g.judge_raw) == ("correct", "exact", [])
     assert g.grader == "freshqa" and g.grader_version == freshqa.VERSION
-    assert g.judge_model == "judge-model" and g.judge_settings["temperature"] == 0
+    assert g.judge_model == "judge-model" and g.judge_settings == {"max_reasks": 2}
 
 
 def test_freshqa_judge_path_and_prompt_fields():
@@ -132,7 +133,7 @@ def test_freshqa_judge_path_and_prompt_fields():
         g = grade(q_fresh(), "Countess Lovelace", judge_for(srv), seed=7)
         assert srv.stats()["requests"] == 1
     assert (g.outcome, g.method) == ("correct", "judge")
-    assert g.judge_settings == {"temperature": 0, "seed": 7, "max_reasks": 2}
+    assert g.judge_settings == {"seed": 7, "max_reasks": 2}
     assert g.judge_raw == ["The response names the same person.\n**Evaluation: Correct**"]
     assert g.usage.calls == 1 and g.usage.prompt_tokens > 0
 
@@ -374,3 +375,136 @@ def test_agrade_is_awaitable_and_grade_works_inside_a_running_loop():
 
         direct, nested = asyncio.run(main())
     assert direct.outcome == nested.outcome == "correct"
+
+
+# -- request parameters: only what the caller asked for ------------------------------------------
+def spy_params(judge):
+    """Record the keyword parameters of every judge call (the request parameters)."""
+    seen = []
+    real = judge.achat
+
+    async def achat(messages, **kw):
+        seen.append(dict(kw))
+        return await real(messages, **kw)
+
+    judge.achat = achat
+    return seen
+
+
+@pytest.mark.parametrize("question", [q_fresh(), q_ids(), q_seal()], ids=["freshqa", "infodeepseek", "sealqa"])
+def test_no_sampling_parameter_is_sent_by_default(question):
+    with FakeOpenAIServer(script=[{"reply": "Hmm."}]) as srv:
+        judge = judge_for(srv)
+        seen = spy_params(judge)
+        g = grade(question, "Charles Babbage", judge, max_reasks=1)
+    assert seen == [{"model": "judge-model"}] * 2  # the ask and the re-ask
+    assert g.judge_settings == {"max_reasks": 1}
+    assert JudgeConfig.from_settings(judge, {}).params == {}
+
+
+def test_judge_params_from_flags_reach_every_call_and_the_record():
+    settings = parse_judge_params(["reasoning_effort=high", "max_completion_tokens=4000", "temperature=1"])
+    with FakeOpenAIServer(script=[{"reply": "B"}]) as srv:
+        judge = judge_for(srv)
+        seen = spy_params(judge)
+        g = grade(q_seal(), "nine", judge, **settings)
+    want = {"reasoning_effort": "high", "max_completion_tokens": 4000, "temperature": 1}
+    assert seen == [{"model": "judge-model", **want}]
+    assert g.judge_settings == {**want, "max_reasks": 2}
+
+
+@pytest.mark.parametrize(
+    ("flags", "want"),
+    [
+        ([], {}),
+        (["temperature=0"], {"temperature": 0}),
+        (["temperature=0.7", "seed=42"], {"temperature": 0.7, "seed": 42}),
+        (["reasoning_effort=high"], {"reasoning_effort": "high"}),
+        (["reasoning-effort=low"], {"reasoning_effort": "low"}),
+        (["max_tokens=512", "max_completion_tokens=2048"], {"max_tokens": 512, "max_completion_tokens": 2048}),
+        (['stop=["\\n\\n"]'], {"stop": ["\n\n"]}),
+        (['reasoning={"effort": "medium"}'], {"reasoning": {"effort": "medium"}}),
+        (['user="0"'], {"user": "0"}),  # a quoted value stays a string
+        (["top_p=null"], {"top_p": None}),  # null: left out of the request
+        (["logprobs=true"], {"logprobs": True}),
+        ([" temperature = 1 "], {"temperature": 1}),
+    ],
+)
+def test_parse_judge_params(flags, want):
+    assert parse_judge_params(flags) == want
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["temperature"], r"--judge-param 'temperature': expected KEY=VALUE"),
+        (["=1"], r"--judge-param '=1': the key must be"),
+        (["temp erature=1"], "the key must be"),
+        (["model=gpt-5"], r"'model' cannot be set this way \(use --judge"),
+        (["messages=[]"], "cannot be set"),
+        (["temperature=hot"], "temperature takes a number"),
+        (["temperature=true"], "temperature takes a number"),
+        (["seed=1.5"], "seed takes an integer"),
+        (["max_completion_tokens=lots"], "max_completion_tokens takes an integer"),
+        (["temperature=NaN"], "finite"),
+        (["seed=1", "seed=2"], "'seed' is given more than once"),
+        (["reasoning_effort="], "the value is empty"),
+    ],
+)
+def test_parse_judge_params_errors_name_the_flag(flags, match):
+    with pytest.raises(ValueError, match=match) as e:
+        parse_judge_params(flags)
+    assert "--judge-param" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        ("Unsupported parameter: 'temperature' is not supported with this model.",
+         "does not accept the parameter 'temperature'; remove --judge-param temperature=..."),
+        ("Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+         "accepts only the default value (1) of 'temperature'; remove --judge-param temperature=0"),
+        ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+         "remove --judge-param max_tokens=... and use --judge-param max_completion_tokens=N instead"),
+        ("Unsupported value: 'reasoning_effort' does not support 'minimal' with this model. "
+         "Supported values are: 'low', 'medium', and 'high'.",
+         "change --judge-param reasoning_effort=minimal to one of: low, medium, high"),
+        ("Unrecognized request argument supplied: reasoning_effort",
+         "does not accept the parameter 'reasoning_effort'; remove --judge-param reasoning_effort=..."),
+        # the provider's message inside the client's error text
+        ("400 from https://api.example/v1 for model 'gpt-5.4': Unsupported parameter: 'top_p' is not supported "
+         "with this model. (the request itself was rejected; fix it and run again)",
+         "remove --judge-param top_p=..."),
+    ],
+)
+def test_explain_unsupported_parameter(message, want):
+    text = explain_unsupported_parameter(message)
+    assert text is not None and want in text
+
+
+def test_explain_unsupported_parameter_names_the_option_that_set_it():
+    text = explain_unsupported_parameter(
+        "Unsupported parameter: 'seed' is not supported with this model.", sources={"seed": "--seed"}
+    )
+    assert text is not None and "remove --seed" in text and "--judge-param" not in text
+    assert "--custom" in explain_unsupported_parameter(
+        "Unsupported parameter: 'temperature' is not supported with this model.", flag="--custom"
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [None, "", "401 from x: Incorrect API key provided", "The model 'gpt-9' does not exist",
+     "This model's maximum context length is 128000 tokens."],
+)
+def test_explain_unsupported_parameter_ignores_other_errors(message):
+    assert explain_unsupported_parameter(message) is None
+
+
+def test_a_rejected_parameter_stops_grading_with_an_explainable_error():
+    msg = "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."
+    script = [{"error": {"status": 400, "message": msg, "param": "temperature", "code": "unsupported_value"}}]
+    with FakeOpenAIServer(script=script) as srv, pytest.raises(FatalLLMError) as e:
+        grade(q_seal(), "nine", judge_for(srv), **parse_judge_params(["temperature=0"]))
+    text = explain_unsupported_parameter(str(e.value))
+    assert text is not None and "--judge-param temperature=0" in text

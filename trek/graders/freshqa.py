@@ -52,6 +52,9 @@ __all__ = [
 
 GRADER = "freshqa"
 TEMPLATE = "grader.freshqa"
+# Version history: freshqa-1 first release; freshqa-2 reads the final verdict
+# (trek.graders.verdict), exact match normalizes only case/whitespace/punctuation/articles,
+# and no temperature is sent unless asked for.
 VERSION = "freshqa-2"
 
 JUDGE_PROMPT = """\

@@ -48,6 +48,8 @@ __all__ = [
 GRADER = "infodeepseek"
 TEMPLATE = "grader.infodeepseek"
 FALSE_PREMISE_TEMPLATE = "grader.infodeepseek_false_premise"
+# Version history: infodeepseek-1 first release; infodeepseek-2 reads the final verdict
+# (trek.graders.verdict, with Correct/True/Y synonyms) and sends no temperature unless asked.
 VERSION = "infodeepseek-2"
 
 JUDGE_PROMPT = """\

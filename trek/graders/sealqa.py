@@ -44,6 +44,9 @@ __all__ = [
 
 GRADER = "sealqa"
 TEMPLATE = "grader.sealqa"
+# Version history: sealqa-1 first release; sealqa-2 reads the final grade
+# (trek.graders.verdict: no letters read from sentences, negation is no grade) and sends no
+# temperature unless asked.
 VERSION = "sealqa-2"
 
 JUDGE_PROMPT = """\
