@@ -127,7 +127,9 @@ _SUBJECT = (
 _KEY = re.compile(
     rf"(?<![\w-])(?:(?P<strong>{_STRONG_KEYS})|(?P<weak>{_WEAK_KEYS}))[\"']?\s*(?:\([^)]*\)\s*)?"
     rf"(?:is\s*[:=]?|was|[:=]|-(?!\w)|\u2013|\u2014)"
-    rf"|(?<![\w-])(?P<subject>{_SUBJECT})\s+(?:is|was)\s+(?:graded\s+(?:as\s+)?)?"
+    rf"|(?<![\w-])(?P<subject>(?:{_SUBJECT})\s+(?:is|was|should\s+be)|it's|it\u2019s|that's|that\u2019s)\s+"
+    rf"(?:graded\s+(?:as\s+)?)?"
+    rf"|(?<![\w-])(?P<conn>so|thus|therefore|hence|consequently)\s*[:,]?\s+"
     rf"|(?<![\w-])(?:i\s+(?:would\s+)?(?:grade|rate|mark|judge|classify)\s+(?:it|this|the\s+\w+(?:\s+answer)?)"
     rf"|graded|marked|rated|classified)\s+(?:as\s+)?",
     re.IGNORECASE,
@@ -267,6 +269,11 @@ class _Reader:
             if k in _JSON_BOOL_KEYS and isinstance(v, bool):
                 verdict = self.scheme.json_true if v else self.scheme.json_false
                 return _Statement(start, end, "ok", verdict) if verdict else _Statement(start, end, "bad")
+        for v in norm.values():  # one level down: {"result": {"evaluation": "correct"}}
+            if isinstance(v, dict):
+                st = self._json_statement(v, start, end)
+                if st is not None:
+                    return st
         return None
 
     def _blank_scale_echo(self, text: str) -> str:
@@ -305,10 +312,11 @@ class _Reader:
             before = s[: m.start()]
             if _ALTERNATIVE_BEFORE.search(before) or _ECHO_BEFORE.search(before):
                 continue
-            if m.group("subject") is not None and not _CLAUSE_START.search(before):
+            prose_key = m.group("subject") is not None or m.group("conn") is not None
+            if prose_key and not _CLAUSE_START.search(before):
                 continue
             rest = s[m.end():]
-            subject = m.group("subject") is not None or not re.search(r"[:=\-\u2013\u2014]\s*$", m.group())
+            subject = prose_key or not re.search(r"[:=\-\u2013\u2014]\s*$", m.group())
             r = self.value(rest, lower_letters=not subject, whole=False)
             if r is not None:
                 if any(o.pos == start + m.end() for o in out):
