@@ -33,7 +33,8 @@ but ..."), may change its mind, and may wrap the verdict in markdown, JSON or a 
    caller re-asks and finally records ``unparsed``). The reader never guesses.
 
 Lists of letter definitions (``A: CORRECT, B: INCORRECT, C: NOT_ATTEMPTED``, an echo of the
-scale) are ignored as a whole, so an echoed scale never yields its last letter.
+scale) are ignored as a whole, so an echoed scale never yields its last letter; so are letters
+used as list markers on two or more lines (``A. ...`` / ``B. ...``).
 """
 
 from __future__ import annotations
@@ -291,6 +292,12 @@ class _Reader:
         for g in groups:
             if len({m.group(1) for m in g}) >= 2:
                 text = _blank(text, g[0].start(), g[-1].end())
+        # Letters used as list markers ("A. The count matches.\nB. Nothing contradicts it.")
+        letters = "".join(self.scheme.letters)
+        markers = list(re.finditer(rf"(?m)^[ \t]*\(?([{letters}])[.)][ \t]+(?=\S)", text))
+        if len({m.group(1) for m in markers}) >= 2:
+            for m in markers:
+                text = _blank(text, m.start(), m.end())
         return text
 
     def _sentence(self, text: str, start: int, end: int) -> list[_Statement]:
