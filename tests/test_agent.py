@@ -480,3 +480,29 @@ def test_page_chars_sets_what_the_agent_sees(tmp_path, mini):
         assert traj.system["page_chars"] == (chars or 10_000)
     assert "the first 10,000 of 25,000 characters" in shown[None]
     assert "the first 1,000 of 25,000 characters" in shown[1000]
+
+
+def test_open_url_fetches_the_live_page_through_the_store(tmp_path, mini):
+    import httpx
+
+    html = "<html><head><title>Coach news</title></head><body><p>Dana Okafor was named coach.</p></body></html>"
+    log = []
+
+    def handler(request):
+        log.append(str(request.url))
+        return httpx.Response(200, text=html, headers={"content-type": "text/html"})
+
+    store = PageStore(tmp_path / "pages.sqlite", fetch=True, transport=httpx.MockTransport(handler))
+    url = "https://news.example/coach?id=1"
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "open_url", "arguments": {"url": url}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "open_url", "arguments": {"url": url}}]},
+        {"tool_results": 2, "reply": "Dana Okafor"},
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        traj = run(SearchSystem(make_client(srv.base_url, tmp_path), Fixed([]), store), mini.questions[0])
+    assert log == [url]  # fetched once, then served from the store
+    opens = [s for s in traj.steps if s.kind == "open"]
+    assert [(s.page_status, s.page_source, s.cached) for s in opens] == [("ok", "fetch", False), ("ok", "fetch", True)]
+    assert "Dana Okafor was named coach." in traj.messages[3]["content"]
+    assert traj.retrieved_urls == [url] and traj.opened_urls == [url]

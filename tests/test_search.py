@@ -17,6 +17,7 @@ from _servers import RecordedResponses
 from trek.llm import LLMCache, LLMClient
 from trek.search import (
     FatalSearchError,
+    RejectedSearchError,
     SearchBackend,
     SearchCache,
     SearchUnavailable,
@@ -206,6 +207,18 @@ def test_tavily_bad_key_is_fatal_and_the_key_never_shows():
     with pytest.raises(FatalSearchError) as info:
         b.search("q")
     assert "401" in str(info.value) and KEY not in str(info.value)
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_tavily_refused_query_fails_that_query_only(status):
+    body = {"detail": {"error": "Query is too long. Max query length is 400 characters."}}
+    log: list = []
+    t = tavily_transport([httpx.Response(status, json=body)], log)
+    b = TavilySearch(api_key=KEY, transport=t, max_retries=3, **FAST)
+    with pytest.raises(RejectedSearchError, match="too long") as info:
+        b.search("x" * 500)
+    assert len(log) == 1 and info.value.call is not None and info.value.call.error
+    assert not isinstance(info.value, FatalSearchError)
 
 
 def test_tavily_needs_a_key(monkeypatch):
