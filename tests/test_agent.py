@@ -219,6 +219,7 @@ def test_pending_model_call_gives_pending_trajectory(tmp_path, store, mini):
         (403, "You are not allowed to sample from this model"),
         (404, "The model `no-such-model` does not exist"),
         (400, "Unsupported parameter: 'temperature' is not supported with this model."),
+        (400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'),
     ],
 )
 def test_errors_that_doom_every_question_raise(tmp_path, store, mini, status, message):

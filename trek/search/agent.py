@@ -183,7 +183,7 @@ def _dedupe(urls: list[str]) -> list[str]:
 _RUN_FATAL_STATUS = (401, 403, 404)
 _UNSUPPORTED = re.compile(
     r"unsupported[ _](parameter|value)|unrecognized request argument|unknown parameter|"
-    r"does not support (the )?(parameter|tools|function)",
+    r"does not support (the )?(parameter|tools|function)|tool.choice requires|tool-call-parser",
     re.IGNORECASE,
 )
 
@@ -200,19 +200,16 @@ def error_status(exc: BaseException) -> int | None:
 
 def is_run_fatal(exc: BaseException) -> bool:
     """True for a model error that dooms every question, so the run must stop: 401, 403, 404
-    (unknown model or wrong base URL), a 400 naming an unsupported parameter (the same request
-    shape is sent for every question), and a fatal error without a status (a budget without a
-    price). Other 400/422 replies (an over-long context, a refused input) fail one question."""
+    (unknown model or wrong base URL), a 400 naming an unsupported parameter or tool support the
+    server lacks (the same request shape is sent for every question), and a fatal error without
+    a status (a budget without a price). Other 400/422 replies (an over-long context, a refused
+    input) fail one question."""
     if not isinstance(exc, FatalLLMError):
         return False
     status = error_status(exc)
     if status is None or status in _RUN_FATAL_STATUS:
         return True
     return bool(_UNSUPPORTED.search(str(exc)))
-
-
-class _QuestionFailed(Exception):
-    """Internal: this question's call was rejected; the trajectory is marked failed."""
 
 
 class _Record:
