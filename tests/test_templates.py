@@ -141,3 +141,18 @@ def test_render_of_an_unknown_name_is_an_error():
         render("no-such-name")
     # a registered name renders without repeating its text
     assert render("answer.infodeepseek", question="Q?").endswith("Question: Q?\nAnswer:")
+
+
+def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch):
+    from trek import templates
+
+    mod = tmp_path / "pkg_mod.py"
+    mod.write_text('EXAMPLE_TEMPLATE = "ctrl.example"\n\ndef f():\n    return render("rag.example_prompt", "x")\n')
+    monkeypatch.setattr(templates, "_registry", dict(templates._registry))
+    monkeypatch.setattr(templates, "_scanned", False)
+    monkeypatch.setattr(templates, "__file__", str(tmp_path / "templates.py"))
+    names = known_templates()
+    assert {"ctrl.example", "rag.example_prompt"} <= set(names)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "ctrl.example.txt").write_text("x")
+    set_prompts_dir(tmp_path / "prompts")  # accepted: the name is declared in a source file

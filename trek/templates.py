@@ -70,8 +70,37 @@ def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str
     return default
 
 
+_SOURCE_NAME = re.compile(
+    r"""(?:\b(?:register|render|template|template_version)\(\s*|\b\w*TEMPLATE\w*\s*=\s*)"""
+    r"""["']([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+)["']"""
+)
+_scanned = False
+
+
+def _scan_sources() -> None:
+    """Add template names written literally in Trek's own sources (``register("x.y", ...)``,
+    ``render("x.y", ...)``, ``FOO_TEMPLATE = "x.y"``), so that a module not imported yet still
+    counts as declaring its templates."""
+    global _scanned
+    if _scanned:
+        return
+    _scanned = True
+    here = Path(__file__).resolve()
+    for path in here.parent.rglob("*.py"):
+        if path == here:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # pragma: no cover
+            continue
+        for name in _SOURCE_NAME.findall(text):
+            _registry.setdefault(name, "")
+
+
 def known_templates() -> dict[str, str]:
-    """Every declared template: ``{name: built-in text}`` (imports :data:`TEMPLATE_MODULES`)."""
+    """Every declared template: ``{name: built-in text}`` (imports :data:`TEMPLATE_MODULES` and
+    scans Trek's sources for literal template names; the text is ``""`` for a name whose
+    module was not imported)."""
     for mod_name in TEMPLATE_MODULES:
         try:
             mod = importlib.import_module(mod_name)
@@ -80,6 +109,7 @@ def known_templates() -> dict[str, str]:
         for attr, value in vars(mod).items():
             if attr.endswith("TEMPLATE") and isinstance(value, str) and _NAME.match(value):
                 _registry.setdefault(value, "")
+    _scan_sources()
     return dict(_registry)
 
 

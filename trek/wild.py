@@ -387,8 +387,8 @@ def run(
     fetch: bool = typer.Option(
         None,
         "--fetch/--no-fetch",
-        help="Fetch pages missing from the page store live (cached in pages.sqlite) "
-        "[default: on for tavily, duckduckgo, openai and proxy:MODEL; off for local].",
+        help="Fetch pages missing from the page store live, keeping them in pages.sqlite. "
+        "Default: on for tavily, duckduckgo, openai and proxy:MODEL; off for local.",
     ),
     page_chars: int = typer.Option(
         AGENT_PAGE_CHARS,
