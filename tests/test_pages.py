@@ -238,3 +238,14 @@ def test_cached_flag_tells_a_stored_page_from_a_fresh_fetch():
 )
 def test_strip_openai_tracking_removes_only_that_parameter(url, expected):
     assert strip_openai_tracking(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:8000/v1/models", "http://127.0.0.1/x", "http://10.0.0.5/", "http://[::1]/", "192.168.1.1/admin"]
+)
+def test_live_fetch_refuses_local_and_private_addresses(url):
+    log: list = []
+    page = PageStore(fetch=True, transport=_transport(log)).get(url)
+    assert not page.available and "private network" in page.text and log == []
+    allowed = PageStore(fetch=True, allow_private=True, transport=_transport(log)).get(url)
+    assert len(log) == 1 and not allowed.available  # reached the (mock) network this time

@@ -226,6 +226,10 @@ class PageStore:
         installed, a plain HTML-to-text fallback otherwise). Off by default.
     timeout, max_bytes, user_agent, max_concurrent_fetches:
         Politeness limits of live fetching.
+    allow_private:
+        Fetch addresses on this machine or a private network (``localhost``, ``127.0.0.1``,
+        ``10.x``, ``192.168.x``...). Off by default: the URLs come from a model, and a model
+        must not reach the model server or other local services.
     transport:
         An ``httpx`` transport for the fetcher (tests use ``httpx.MockTransport``).
     """
@@ -239,6 +243,7 @@ class PageStore:
         max_bytes: int = 3_000_000,
         user_agent: str = USER_AGENT,
         max_concurrent_fetches: int = 4,
+        allow_private: bool = False,
         transport: Any = None,
     ):
         self.path = Path(path) if path is not None else None
@@ -247,6 +252,7 @@ class PageStore:
         self.max_bytes = max_bytes
         self.user_agent = user_agent
         self.max_concurrent_fetches = max_concurrent_fetches
+        self.allow_private = allow_private
         self._transport = transport
         self._lock = threading.RLock()
         self._sems: dict[int, asyncio.Semaphore] = {}
@@ -399,6 +405,8 @@ class PageStore:
         target = url.strip()
         if not re.match(r"^https?://", target, re.IGNORECASE):
             target = "https://" + target.lstrip("/")
+        if not self.allow_private and _is_private_host(httpx.URL(target).host):
+            return _placeholder(url, "refused: a local or private network address")
         self.fetches += 1
         kwargs: dict[str, Any] = {
             "timeout": self.timeout,
@@ -462,6 +470,20 @@ class PageStore:
         )
         self.put(page)
         return _as_unavailable(page)
+
+
+def _is_private_host(host: str) -> bool:
+    """True for ``localhost`` and IP literals that are loopback, private, link-local or reserved."""
+    import ipaddress
+
+    h = host.strip("[]").lower()
+    if h in ("localhost", "") or h.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified
 
 
 def _as_unavailable(page: Page) -> Page:
