@@ -174,7 +174,8 @@ class TrajectoryStep(Record):
     * ``cached``: the search, page or model reply came from a cache (``None``: not known).
     * ``page_status``: ``ok``, ``missing`` (not stored, not fetched) or ``failed`` (the live
       fetch was refused); ``page_source``: ``corpus``, ``fetch`` or ``none``.
-    * ``shown_chars``: length of the text the model was shown for this call.
+    * ``shown_chars``: length of the text the model was shown for this call (for ``answer``:
+      the length of the reply).
     * ``error``: what went wrong with this call, if anything.
     """
 
