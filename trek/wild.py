@@ -10,8 +10,12 @@
     RUN_DIR/search-cache.sqlite search results ($TREK_SEARCH_CACHE overrides)
     RUN_DIR/pages.sqlite       page snapshots ($TREK_PAGES overrides)
 
-Running again resumes: questions whose trajectory is ``ok`` are skipped, pending ones are tried
-again (with the caches, a finished run re-run makes no HTTP request). Questions run concurrently;
+Running again resumes: questions whose trajectory is ``ok`` or ``no_answer`` are skipped,
+``pending`` and ``failed`` ones are tried again (with the caches, a finished run re-run makes no
+HTTP request). One question's rejected call (a 400 such as an over-long context, a refused search
+query, an internal error) marks that question ``failed`` with its error and the run goes on; only
+errors that doom every question (a rejected key, an unknown model, an unsupported parameter, a
+search backend without a valid key) stop it. Questions run concurrently;
 their model calls share one client, which bounds the connections to the endpoint.
 """
 
@@ -28,7 +32,7 @@ import typer
 
 from trek.aio import fan_out, run_sync
 from trek.llm.client import FatalLLMError, LLMClient
-from trek.pages import NON_GOLD_CHARS, PageStore
+from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import EFFORTS, SYSTEMS, SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
 from trek.types import Question, RecordError, RunMeta, Trajectory, Usage, read_jsonl, utcnow, write_jsonl
@@ -38,6 +42,8 @@ __all__ = ["WildRunSummary", "arun_wild", "run_wild", "app"]
 QUESTIONS_FILE = "questions.jsonl"
 ANSWERS_FILE = "answers.jsonl"
 META_FILE = "run.json"
+#: Trajectory statuses a re-run keeps; ``pending`` and ``failed`` questions are tried again.
+FINAL_STATUSES = ("ok", "no_answer")
 
 
 @dataclass
@@ -48,6 +54,8 @@ class WildRunSummary:
     total: int = 0
     ok: int = 0
     pending: int = 0
+    failed: int = 0
+    no_answer: int = 0
     skipped: int = 0
     usage: Usage = field(default_factory=Usage)
     spent_usd: float = 0.0
@@ -60,7 +68,8 @@ class WildRunSummary:
 
     def describe(self) -> str:
         lines = [
-            f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending "
+            f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending, "
+            f"{self.failed} failed, {self.no_answer} without an answer "
             f"({self.skipped} already done before this run)",
             f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP requests), "
             f"{self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
@@ -138,7 +147,8 @@ async def arun_wild(
     max_rounds: int = 8,
     results_per_search: int = 5,
     top_k: int = 5,
-    page_chars: int = NON_GOLD_CHARS,
+    page_chars: int = AGENT_PAGE_CHARS,
+    hints: bool = False,
     params: dict[str, Any] | None = None,
     max_concurrent_questions: int | None = None,
     run_config: dict[str, Any] | None = None,
@@ -161,6 +171,7 @@ async def arun_wild(
             results_per_search=results_per_search,
             top_k=top_k,
             page_chars=page_chars,
+            hints=hints,
             params=dict(params or {}),
         ),
     )
@@ -179,7 +190,7 @@ async def arun_wild(
 
     answers_path = root / ANSWERS_FILE
     done = _load_existing(answers_path)
-    todo = [q for q in questions if not (q.id in done and done[q.id].status == "ok")]
+    todo = [q for q in questions if not (q.id in done and done[q.id].status in FINAL_STATUSES)]
     summary = WildRunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
     usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
     unpriced0 = client.unpriced_calls
@@ -197,7 +208,7 @@ async def arun_wild(
         write_jsonl(answers_path, [*known, *others])
 
     last_flush = time.monotonic()
-    counts = {"ok": 0, "pending": 0}
+    counts = {"ok": 0, "pending": 0, "failed": 0}
 
     async def one(q: Question) -> Trajectory:
         try:
@@ -209,7 +220,7 @@ async def arun_wild(
                 question_id=q.id,
                 model=client.model or "",
                 system=sys_.system_dict(),
-                status="pending",
+                status="failed",
                 error=f"internal error: {type(e).__name__}: {e}",
                 prompt_version=sys_.prompt_version(q),
             )
@@ -225,7 +236,7 @@ async def arun_wild(
 
     def postfix() -> str:
         cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} {cost}"
+        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
 
     try:
         await fan_out(
@@ -258,8 +269,12 @@ async def arun_wild(
         _write_meta(meta_path, _meta(root, client, sys_, questions, _read_meta(meta_path), extra))
     final = [done[q.id] for q in questions if q.id in done]
     summary.ok = sum(t.status == "ok" for t in final)
-    summary.pending = summary.total - summary.ok
-    summary.errors = [f"{t.question_id}: {t.error}" for t in final if t.status != "ok" and t.error]
+    summary.failed = sum(t.status == "failed" for t in final)
+    summary.no_answer = sum(t.status == "no_answer" for t in final)
+    summary.pending = summary.total - summary.ok - summary.failed - summary.no_answer
+    summary.errors = [
+        f"{t.status} {t.question_id}: {t.error}" for t in final if t.status in ("pending", "failed") and t.error
+    ]
     return summary
 
 
@@ -288,11 +303,14 @@ def run_wild(
 ) -> WildRunSummary:
     """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` when ``search_backend`` is
     ``None``) on ``questions``, writing ``questions.jsonl``, ``answers.jsonl`` and ``run.json``
-    into ``run_dir``. Re-running resumes: ok questions are skipped, pending ones retried.
+    into ``run_dir``. Re-running resumes: ok and no_answer questions are skipped, pending and
+    failed ones retried.
 
     Keyword arguments: ``store`` (the :class:`~trek.pages.PageStore` for opened pages),
-    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars``, ``params`` (extra sampling
-    parameters), ``max_concurrent_questions``, ``run_config`` (recorded in ``run.json``).
+    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars`` (page text shown to the
+    system, default :data:`~trek.pages.AGENT_PAGE_CHARS`), ``hints`` (evidence advice, off by
+    default), ``params`` (extra sampling parameters), ``max_concurrent_questions``,
+    ``run_config`` (recorded in ``run.json``).
     """
 
     async def go() -> WildRunSummary:
@@ -367,7 +385,26 @@ def run(
     results: int = typer.Option(5, "--results", min=1, help="Agentic: results per web_search call."),
     top_k: int = typer.Option(5, "--top-k", min=1, help="Search-then-read: pages read."),
     fetch: bool = typer.Option(
-        False, "--fetch/--no-fetch", help="Fetch pages missing from the page store live."
+        None,
+        "--fetch/--no-fetch",
+        help="Fetch pages missing from the page store live, keeping them in pages.sqlite. "
+        "Default: on for tavily, duckduckgo, openai and proxy:MODEL; off for local.",
+    ),
+    page_chars: int = typer.Option(
+        AGENT_PAGE_CHARS,
+        "--page-chars",
+        min=1,
+        help="Characters of each page shown to the system (open_url, search-then-read); longer "
+        "pages are cut with a marker.",
+    ),
+    hints: bool = typer.Option(
+        False,
+        "--hints/--no-hints",
+        help="Add evidence advice to the prompts (check dates and sources; pages may be outdated "
+        "or in conflict). Off by default: the paper's systems got none.",
+    ),
+    fetch_timeout: float = typer.Option(
+        20.0, "--fetch-timeout", min=0.1, help="Seconds per live page fetch."
     ),
     search_base_url: str = typer.Option(
         None,
@@ -393,8 +430,10 @@ def run(
     """Answer the questions with one system and record a trajectory per question.
 
     Keys come from the environment only: OPENAI_API_KEY (the model), TREK_SEARCH_API_KEY (the
-    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question is
-    answered, 3 when some are pending (run the same command again), 2 on errors.
+    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question has a
+    final outcome (answered, or no answer after the final round), 3 when some are pending (run the
+    same command again), 4 when none is pending but some failed (a call rejected for that
+    question: see the errors), 2 on errors that stop the run.
     """
     from rich.console import Console
 
@@ -434,7 +473,9 @@ def run(
             budget_usd=budget,
             progress=False,
         )
-        store = PageStore(default_pages_path(run_dir), fetch=fetch)
+        if fetch is None:
+            fetch = search.strip() not in ("none", "", "local")
+        store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
         if docs:
             store.add_documents(docs)
         search_client = None
@@ -476,6 +517,8 @@ def run(
             max_rounds=max_rounds,
             results_per_search=results,
             top_k=top_k,
+            page_chars=page_chars,
+            hints=hints,
             run_config=run_config,
         )
     except (
@@ -489,11 +532,20 @@ def run(
         fail(str(e))
         return
     err.print(summary.describe(), highlight=False)
+    for line in summary.errors[:10]:
+        err.print(f"  {line}", highlight=False)
+    if len(summary.errors) > 10:
+        err.print(f"  ... and {len(summary.errors) - 10} more (see answers.jsonl)", highlight=False)
     if summary.pending:
-        for line in summary.errors[:5]:
-            err.print(f"  pending {line}", highlight=False)
         err.print(
             f"{summary.pending} questions are pending: run the same command again to retry them.",
             highlight=False,
         )
         raise typer.Exit(3)
+    if summary.failed:
+        err.print(
+            f"{summary.failed} questions failed: their calls were rejected (errors above); they count "
+            "as unanswered. A re-run tries them again.",
+            highlight=False,
+        )
+        raise typer.Exit(4)
