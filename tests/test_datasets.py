@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from trek.cli.data import app
 from trek.datasets import (
     DatasetError,
     LoadReport,
@@ -34,7 +35,6 @@ from trek.datasets import (
     wild,
 )
 from trek.datasets import download as dl
-from trek.datasets.cli import app
 from trek.datasets.common import LAYOUT, SourceLayout, question_hash
 from trek.types import Document, Question
 

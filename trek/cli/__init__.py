@@ -1,4 +1,7 @@
-"""The ``trek`` command. Each stage keeps its own sub-command group in its own module."""
+"""The ``trek`` command: the root app and its sub-command groups, one module each in this package.
+
+The commands parse options, build clients and report; the work is done by library functions
+(:mod:`trek.runner`, :mod:`trek.grading`, ...), which never import from here."""
 
 from __future__ import annotations
 
@@ -36,9 +39,9 @@ def _register() -> None:
     app.add_typer(llm_app, name="llm")
     app.command("cost")(cost_command)
 
-    from trek.datasets.cli import app as data_app
+    from trek.cli.data import app as data_app
+    from trek.cli.run import app as wild_app
     from trek.grading import grade_command
-    from trek.wild import app as wild_app
 
     app.add_typer(data_app, name="data")
     app.command("grade")(grade_command)

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from trek.cli.run import app
 from trek.datasets.mini import load as load_mini
 from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
+from trek.runner import run_system
 from trek.search.base import SearchBackend, TransientSearchError
 from trek.search.local import LocalSearch
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Question, RunMeta, Trajectory, read_jsonl
-from trek.wild import app, run_wild
 
 API_KEY = "sk-test-secret-key-that-must-not-leak"
 QUERY = "Harrowmere Rovers head coach"
@@ -216,7 +217,7 @@ def test_pending_questions_are_retried_on_the_next_run(tmp_path, mini):
                 progress=False,
             )
 
-        s1 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        s1 = run_system(qs, run_dir, client(), backend, store=store, progress=False)
         assert (s1.ok, s1.pending) == (0, 4)
         t1 = read_jsonl(run_dir / "answers.jsonl", Trajectory)
         assert all(
@@ -225,13 +226,13 @@ def test_pending_questions_are_retried_on_the_next_run(tmp_path, mini):
         assert all(t.search_calls[0].error for t in t1)
 
         backend.broken = False
-        s2 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        s2 = run_system(qs, run_dir, client(), backend, store=store, progress=False)
         assert (s2.ok, s2.pending, s2.skipped) == (4, 0, 0)
         t2 = read_jsonl(run_dir / "answers.jsonl", Trajectory)
         assert all(t.status == "ok" and t.final_answer == "Dana Okafor" for t in t2)
         assert all(t.opened_urls == [gold] and t.retrieved_urls for t in t2)
 
-        s3 = run_wild(qs, run_dir, client(), backend, store=store, progress=False)
+        s3 = run_system(qs, run_dir, client(), backend, store=store, progress=False)
         assert (s3.ok, s3.skipped, s3.usage.calls) == (4, 4, 0)
 
 
@@ -311,13 +312,13 @@ def test_no_answer_is_counted_and_kept_on_resume(tmp_path, mini):
             return LLMClient("fake-model", base_url=srv.base_url, progress=False,
                              cache=LLMCache(tmp_path / "llm.sqlite"))
 
-        s1 = run_wild(mini.questions[:2], tmp_path / "r", client(), LocalSearch(store), store=store,
+        s1 = run_system(mini.questions[:2], tmp_path / "r", client(), LocalSearch(store), store=store,
                       max_rounds=1, progress=False)
         assert (s1.ok, s1.no_answer, s1.pending, s1.failed) == (0, 2, 0, 0)
         assert "2 without an answer" in s1.describe()
         trajs = read_jsonl(tmp_path / "r" / "answers.jsonl", Trajectory)
         assert all(t.status == "no_answer" and t.final_answer is None for t in trajs)
-        s2 = run_wild(mini.questions[:2], tmp_path / "r", client(), LocalSearch(store), store=store,
+        s2 = run_system(mini.questions[:2], tmp_path / "r", client(), LocalSearch(store), store=store,
                       max_rounds=1, progress=False)
         assert (s2.skipped, s2.usage.calls) == (2, 0)
 
