@@ -303,6 +303,7 @@ class LLMClient:
         self._states: dict[int, _LoopState] = {}
         # Running totals for this client (fresh calls only for ``spent_usd``).
         self.spent_usd = 0.0
+        self.prior_spend_usd = 0.0  # spent before this client (e.g. earlier runs), counted against the budget
         self.unpriced_calls = 0  # fresh calls to a model without a price (tokens only)
         self._reserved_usd = 0.0
         self.usage = Usage()
@@ -424,14 +425,16 @@ class LLMClient:
                 return self._finish(api, model, key, hit, cached=True)
         if self.budget_usd is not None:
             est = self._estimate_cost(model, body)
-            if self.spent_usd + self._reserved_usd + est > self.budget_usd:
+            spent = self.prior_spend_usd + self.spent_usd
+            if spent + self._reserved_usd + est > self.budget_usd:
+                earlier = f", ${self.prior_spend_usd:.4f} of it in earlier runs" if self.prior_spend_usd else ""
                 return LLMResult(
                     status="pending",
                     model=model,
                     key=key,
                     api=api,
                     error=(
-                        f"budget cap ${self.budget_usd:.2f} reached (spent ${self.spent_usd:.4f}); "
+                        f"budget cap ${self.budget_usd:.2f} reached (spent ${spent:.4f}{earlier}); "
                         "raise the budget and run again to continue"
                     ),
                 )
