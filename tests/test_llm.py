@@ -91,10 +91,12 @@ def _writer(path: str, start: int, n: int) -> None:
     cache.close()
 
 
+@pytest.mark.slow
 def test_concurrent_writer_processes_do_not_corrupt(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     LLMCache(path).close()
-    ctx = mp.get_context("spawn")
+    # fork: the writers start at once (spawn would re-import the test module and openai in each)
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     procs = [ctx.Process(target=_writer, args=(path, k * 150, 300)) for k in range(4)]  # overlapping ranges
     for p in procs:
         p.start()
@@ -126,6 +128,17 @@ def test_faults_are_retried_and_answers_match_fault_free_run(tmp_path):
     assert all(v == 1 for v in stats["ok_by_key"].values())  # no request answered twice
 
 
+async def _serve_chat(handler):
+    """Serve ``POST /v1/chat/completions`` with ``handler`` on loopback: (runner, base URL)."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
+
+
 async def _flaky_app(fail_times: int, status: int, retry_after: str | None):
     state = {"n": 0}
 
@@ -141,14 +154,8 @@ async def _flaky_app(fail_times: int, status: int, retry_after: str | None):
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
         })
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://127.0.0.1:{port}/v1", state
+    runner, url = await _serve_chat(handler)
+    return runner, url, state
 
 
 def test_retry_after_is_honoured(tmp_path):
@@ -321,13 +328,8 @@ async def _counting_app(latency: float):
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
         })
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1", state
+    runner, url = await _serve_chat(handler)
+    return runner, url, state
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -371,13 +373,7 @@ def test_a_200_without_choices_is_pending_and_not_cached(tmp_path):
             return web.json_response({"id": "c", "object": "chat.completion", "choices": []})
 
         state = {"n": 0}
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
+        runner, url = await _serve_chat(handler)
         try:
             cache = LLMCache(tmp_path / "c.sqlite")
             c = LLMClient("m", base_url=url, api_key="k", max_retries=1, backoff_base=0.001, cache=cache, progress=False)
@@ -408,13 +404,15 @@ def test_rejected_parameter_keeps_status_and_api_message(tmp_path):
     assert secret not in str(err) and "does not accept this parameter" in str(err)
 
 
-def test_refused_connection_says_refused():
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_refused_connection_says_refused(transport):
     import socket
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    c = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, progress=False)
+    c = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, progress=False,
+                  transport=transport)
     res = c.chat(MSG)
     assert res.status == "pending" and "refused" in res.error and "timed out" not in res.error
 

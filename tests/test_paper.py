@@ -114,6 +114,7 @@ def test_the_shipped_params_files_fit_the_notebooks():
             _load_params(str(p), stem, declared)
 
 
+@pytest.mark.slow
 def test_runs_from_a_params_file_reach_the_table(tmp_path, demo_runs):
     label = "Zebra-Run-7Q"
     run = tmp_path / "my-real-run"

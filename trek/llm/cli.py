@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
@@ -35,7 +34,7 @@ def run(
 
     from trek.llm.batch import check_output_path, run_batch
     from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
 
@@ -53,7 +52,7 @@ def run(
             budget_usd=budget,
             progress=progress,
         )
-        summary = asyncio.run(run_batch(requests, out, client))
+        summary = run_sync(run_batch(requests, out, client))
     except (RecordError, ValueError, FatalLLMError, OSError) as e:
         _err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None

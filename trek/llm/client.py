@@ -509,11 +509,11 @@ class LLMClient:
             ) from None
         except openai.InternalServerError as e:
             raise _Retryable(f"{e.status_code} server error from {self.base_url}") from None
-        except openai.APITimeoutError:
-            raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
-        except openai.APIConnectionError as e:
-            if _refused(e):
+        except openai.APIConnectionError as e:  # APITimeoutError included
+            if _refused(e):  # some transports report a refused connection as a connect timeout
                 raise _Retryable(f"connection refused by {self.base_url} (is the server running?)") from None
+            if isinstance(e, openai.APITimeoutError):
+                raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
             raise _Retryable(f"connection error to {self.base_url}: {self._scrub(_causes(e))}") from None
         except openai.APIStatusError as e:
             status = e.status_code
