@@ -588,7 +588,7 @@ def _http_client(transport: str) -> Any:
         return None
     try:
         return openai.DefaultAioHttpClient()
-    except (RuntimeError, ImportError):
+    except (RuntimeError, ImportError, AttributeError):  # extra missing, or an SDK without it
         raise ValueError("transport 'aiohttp' needs the aiohttp extra: pip install 'trek[aiohttp]'") from None
 
 
