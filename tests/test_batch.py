@@ -296,6 +296,15 @@ def test_binary_or_nan_input_names_file_and_line(tmp_path, content, expected):
     assert code == 2 and "req.jsonl" in msg and expected in msg, msg
 
 
+def test_an_out_that_is_not_an_earlier_output_is_left_alone(tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "notes.txt"
+    write_requests(req, 1)
+    out.write_text("my precious notes\n")
+    code, msg = run_cli(tmp_path, None, req, out)
+    assert code == 2 and "not an earlier output" in msg and "line 1" in msg
+    assert out.read_text() == "my precious notes\n"
+
+
 def test_unreadable_requests_file(tmp_path):
     code, msg = run_cli(tmp_path, None, tmp_path, tmp_path / "o.jsonl")
     assert code == 2 and "is a folder" in msg

@@ -136,10 +136,13 @@ class _Previous:
         self._offsets: list[int] = []
         if not out.exists():
             return
-        for lineno, obj in iter_json_lines(out):
-            if "id" not in obj:
-                raise RecordError(out, lineno, "previous output line has no 'id'; move the file away to start over")
-            self.index[str(obj["id"])] = (obj.get("status"), obj.get("request_key"), lineno)
+        try:
+            for lineno, obj in iter_json_lines(out):
+                if "id" not in obj:
+                    raise RecordError(out, lineno, "line has no 'id'")
+                self.index[str(obj["id"])] = (obj.get("status"), obj.get("request_key"), lineno)
+        except RecordError as e:
+            raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or pick another") from None
         self._fh = out.open("rb")
         pos = 0
         for raw in self._fh:  # line starts, to seek to a kept line later
