@@ -245,12 +245,12 @@ def test_budget_caps_spend_across_resumes(tmp_path):
         assert code == 0 and srv.stats()["requests"] == 8
 
 
-@pytest.mark.parametrize("budget", ["nan", "-1"])
-def test_bad_budget_is_refused(tmp_path, budget):
+@pytest.mark.parametrize("option,value", [("--budget", "nan"), ("--budget", "-1"), ("--transport", "curl")])
+def test_bad_settings_are_refused(tmp_path, option, value):
     req = tmp_path / "req.jsonl"
     write_requests(req, 1)
-    code, msg = run_cli(tmp_path, None, req, tmp_path / "o.jsonl", "--budget", budget)
-    assert code == 2 and "budget" in msg
+    code, msg = run_cli(tmp_path, None, req, tmp_path / "o.jsonl", option, value)
+    assert code == 2 and option.strip("-") in msg
 
 
 def test_negative_price_is_refused(tmp_path):

@@ -24,6 +24,8 @@ def run(
     budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
     prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
+                                  help="HTTP transport: httpx (the SDK's default) or aiohttp (pip install 'trek[aiohttp]'; faster for wide fan-out)."),
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
 
@@ -51,6 +53,7 @@ def run(
             prices=PriceTable.load(prices),
             budget_usd=budget,
             progress=progress,
+            transport=transport,
         )
         summary = run_sync(run_batch(requests, out, client))
     except (RecordError, ValueError, FatalLLMError, OSError) as e:
