@@ -66,6 +66,7 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json
+	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json --transport aiohttp
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
 
 clean:
