@@ -320,26 +320,26 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     if p.is_dir():
         raise RecordError(p, None, "is a folder, not a JSONL file")
     try:
-        fh = p.open("r", encoding="utf-8")
+        fh = p.open("rb")
     except OSError as e:
         raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
     with fh:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(fh, start=1):  # noqa: B007 - used in the except below
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line, parse_constant=_reject_constant)
-                except json.JSONDecodeError as e:
-                    raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
-                except ValueError as e:
-                    raise RecordError(p, lineno, str(e)) from None
-                if not isinstance(obj, dict):
-                    raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
-                yield lineno, obj
-        except UnicodeDecodeError:
-            raise RecordError(p, lineno + 1, "not UTF-8 text (a binary file?)") from None
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise RecordError(p, lineno, "not UTF-8 text (a binary file?)") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line, parse_constant=_reject_constant)
+            except json.JSONDecodeError as e:
+                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+            except ValueError as e:
+                raise RecordError(p, lineno, str(e)) from None
+            if not isinstance(obj, dict):
+                raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
 
 
 def _reject_constant(name: str) -> Any:

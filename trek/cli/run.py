@@ -127,7 +127,7 @@ def run(
 
     from trek.datasets.common import MissingDataError
     from trek.llm.cache import LLMCache, default_cache_path
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
     from trek.pages import default_pages_path
     from trek.runner import run_system
@@ -152,6 +152,7 @@ def run(
             qs = qs[:limit]
         price_table = PriceTable.load(prices)
         cache = LLMCache(default_cache_path(run_dir))
+        limits = EndpointLimits()  # the model and a proxy search model on one server share a limit
         client = LLMClient(
             model,
             base_url=base_url,
@@ -162,6 +163,7 @@ def run(
             prices=price_table,
             budget_usd=budget,
             progress=False,
+            limits=limits,
         )
         if fetch is None:
             fetch = search.strip() not in ("none", "", "local")
@@ -180,6 +182,7 @@ def run(
                 cache=cache,
                 prices=price_table,
                 progress=False,
+                limits=limits,
             )
         kw: dict[str, Any] = {"max_retries": max_retries}
         if search.startswith("proxy:"):
