@@ -51,6 +51,10 @@ def _register() -> None:
 
     app.add_typer(local_app, name="local")
 
+    from trek.ctrl.cli import app as ctrl_app
+
+    app.add_typer(ctrl_app, name="ctrl")
+
 
 _register()
 
