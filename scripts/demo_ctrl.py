@@ -97,6 +97,35 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
     return rules
 
 
+def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
+    """The fake server with its rules grouped by the question text their patterns contain: a
+    request is tried against the shared rules and those of the question it quotes, in script
+    order, so it gets the same first match as a plain scan of every rule, without scanning the
+    rules of the other questions (thousands of long regexes on the full Mini)."""
+    from trek.testing.fake_openai import FakeOpenAIServer
+
+    class Indexed(FakeOpenAIServer):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__(**kw)
+            keys = {q: re.escape(q) for q in questions}
+            groups: dict[str | None, list[Any]] = {q: [] for q in questions}
+            shared = []
+            for rule in self.rules:
+                src = "".join(p.pattern for p in (rule.pattern, rule.any_pattern) if p is not None)
+                owner = next((q for q, k in keys.items() if k in src), None)
+                (groups[owner] if owner is not None else shared).append(rule)
+            order = {id(r): i for i, r in enumerate(self.rules)}
+            self._groups = {q: sorted(shared + g, key=lambda r: order[id(r)]) for q, g in groups.items()}
+            self._shared = shared
+
+        def _pick_rule(self, model: str, texts: Any, tool_results: int) -> Any:
+            joined = "\n".join(texts)
+            rules = next((g for q, g in self._groups.items() if q in joined), self._shared)
+            return next((r for r in rules if r.matches(model, texts, tool_results)), None)
+
+    return Indexed(script=script)
+
+
 def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     """Build, run and grade the Ctrl demo into ``out`` (rebuilt from scratch; a few seconds)."""
     from trek.ctrl.build import build
@@ -107,7 +136,6 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     from trek.rag import make_method
     from trek.rag.context import load_ctrl_questions, read_context_records
     from trek.rag.runner import run_ctrl
-    from trek.testing.fake_openai import FakeOpenAIServer
     from trek.types import iter_json_lines
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -125,7 +153,8 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     bench = mini.load()
     judge_rules = [r for r in demo_script(bench.questions, bench) if r.get("model") == JUDGE]
     methods = {m: make_method(m) for m in ("direct", "rerank", "filter", "structured")}
-    with FakeOpenAIServer(script=judge_rules + ctrl_script(raw, questions)) as srv:
+    script = judge_rules + ctrl_script(raw, questions)
+    with scripted_server(script, [q.question for q in questions.values()]) as srv:
         cache = LLMCache(runs / "llm-cache.sqlite")
         client = LLMClient(MODEL, base_url=srv.base_url, api_key="demo", cache=cache, progress=False)
         summary = run_ctrl(records, questions, runs, client, methods, conditions, progress=progress,

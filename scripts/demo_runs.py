@@ -4,7 +4,7 @@
 
 This is a script, not part of the ``trek`` package: it is the one place outside the tests
 that drives the scripted fake server (:mod:`trek.testing`). Until real recorded runs are
-bundled, ``make paper`` and the notebooks' default parameters read these runs. Everything in them is produced by the real pipeline (``run_wild`` with the
+bundled, ``make paper`` and the notebooks' default parameters read these runs. Everything in them is produced by the real pipeline (``run_system`` with the
 no-search, search-then-read and agentic systems over the local BM25 index, then
 ``grade_run`` with each dataset's grader) talking over HTTP to
 :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the *model* is fake: a script that
@@ -108,10 +108,10 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
     from trek.grading import grade_run
     from trek.llm import LLMCache, LLMClient
     from trek.pages import PageStore
+    from trek.runner import run_system
     from trek.runs import update_meta
     from trek.search import make_backend
     from trek.testing.fake_openai import FakeOpenAIServer
-    from trek.wild import run_wild
 
     out = Path(out)
     if out.exists():
@@ -128,7 +128,7 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
             store = PageStore(run_dir / "pages.sqlite")
             store.add_documents(bench.documents)
             backend = make_backend(search, store=store, cache=None) if search else None
-            summary = run_wild(
+            summary = run_system(
                 questions, run_dir, client, backend, system=system if search else "agentic", progress=progress,
                 store=store, run_config={"order": order, "demo": True, "label": label},
             )

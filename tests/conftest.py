@@ -1,4 +1,4 @@
-"""Fixtures shared by the search and agent tests."""
+"""Fixtures shared by several test files."""
 
 import pytest
 
@@ -18,3 +18,11 @@ def store(mini):
     s = PageStore()
     s.add_documents(mini.documents)
     return s
+
+
+@pytest.fixture(scope="session")
+def demo_runs(tmp_path_factory):
+    """The offline demo runs ({name: run directory}), built once per test session."""
+    from trek.demo import build_demo_runs
+
+    return build_demo_runs(tmp_path_factory.mktemp("demo-runs"))

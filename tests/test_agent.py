@@ -81,10 +81,11 @@ def test_agentic_calls_both_tools_and_records_everything(tmp_path, store, mini):
         "effort": None,
         "max_rounds": 8,
         "results_per_search": 5,
-        "page_chars": 3500,
+        "page_chars": 10000,
+        "hints": False,
         "corpus": store.fingerprint(),
     }
-    assert traj.prompt_version.startswith("answer-1;systems-1")
+    assert traj.prompt_version == "answer-2;systems-2"
     roles = [m["role"] for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert traj.messages[1]["content"] == answer_prompt(q)
@@ -92,6 +93,15 @@ def test_agentic_calls_both_tools_and_records_everything(tmp_path, store, mini):
     page_text = traj.messages[5]["content"]
     assert page_text.startswith(f"URL: {gold}") and "Dana Okafor" in page_text
     assert traj.messages[2]["tool_calls"][0]["function"]["name"] == "web_search"
+    # every call in order, with its round, cache flag and page status
+    steps = [(s.kind, s.round, s.tool, s.cached) for s in traj.steps]
+    assert steps == [("search", 1, "web_search", False), ("open", 2, "open_url", True), ("answer", 3, None, False)]
+    search, opened, answer = traj.steps
+    assert search.query == "Brackwater Lane club head coach" and search.search_index == 0
+    assert search.result_urls == traj.retrieved_urls and search.call_id == traj.messages[2]["tool_calls"][0]["id"]
+    assert opened.url == gold and opened.page_status == "ok" and opened.page_source == "corpus"
+    assert opened.shown_chars == len(page_text)
+    assert traj.search_calls[0].round == 1 and traj.search_calls[0].cached is False
 
 
 def test_agentic_forces_an_answer_after_max_rounds(tmp_path, store, mini):
@@ -187,8 +197,9 @@ def test_question_whose_search_keeps_failing_is_pending_not_answered(tmp_path, s
     assert traj.status == "pending" and traj.final_answer is None
     assert traj.error.startswith("search failed") and "429" in traj.error
     assert traj.search_calls == [
-        SearchCall(query="anything", backend="ratelimited", error=traj.search_calls[0].error)
+        SearchCall(query="anything", backend="ratelimited", error=traj.search_calls[0].error, round=1, cached=False)
     ]
+    assert [(s.kind, s.error) for s in traj.steps] == [("search", traj.search_calls[0].error)]
     assert traj.search_calls[0].error and traj.retrieved_urls == []
 
 
@@ -201,12 +212,64 @@ def test_pending_model_call_gives_pending_trajectory(tmp_path, store, mini):
     assert traj.status == "pending" and traj.final_answer is None and "model call failed" in traj.error
 
 
-def test_fatal_model_error_raises(tmp_path, store, mini):
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (401, "Incorrect API key provided"),
+        (403, "You are not allowed to sample from this model"),
+        (404, "The model `no-such-model` does not exist"),
+        (400, "Unsupported parameter: 'temperature' is not supported with this model."),
+        (400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'),
+    ],
+)
+def test_errors_that_doom_every_question_raise(tmp_path, store, mini, status, message):
     with (
-        FakeOpenAIServer(script=[{"error": {"status": 400, "message": "bad request"}}]) as srv,
+        FakeOpenAIServer(script=[{"error": {"status": status, "message": message}}]) as srv,
         pytest.raises(FatalLLMError),
     ):
         run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store), mini.questions[0])
+
+
+def test_context_length_400_fails_this_question_only(tmp_path, store, mini):
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": "coach"}}]},
+        {
+            "error": {
+                "status": 400,
+                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                "code": "context_length_exceeded",
+            }
+        },
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        traj = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store), mini.questions[0])
+    assert traj.status == "failed" and traj.final_answer is None
+    assert traj.error.startswith("model call rejected: 400") and "maximum context length" in traj.error
+    # what happened before the failure is kept
+    assert [c.query for c in traj.search_calls] == ["coach"] and traj.retrieved_urls
+    assert [s.kind for s in traj.steps] == ["search"]
+
+
+class Refuses(SearchBackend):
+    name = "refuses"
+
+    async def _search_once(self, query, k):
+        from trek.search.base import RejectedSearchError
+
+        raise RejectedSearchError("400 from search: query is too long")
+
+
+def test_rejected_search_query_fails_this_question_only(tmp_path, store, mini):
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": "x" * 500}}]},
+        {"reply": "never"},
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        backend = Refuses(max_retries=3)
+        traj = run(SearchSystem(make_client(srv.base_url, tmp_path), backend, store), mini.questions[0])
+    assert backend.attempts == 1  # no retry for a refused query
+    assert traj.status == "failed" and traj.final_answer is None and "query is too long" in traj.error
+    assert traj.search_calls[0].error and traj.steps[0].error
 
 
 def test_search_then_read_reads_top_pages_once(tmp_path, store, mini):
@@ -238,7 +301,8 @@ def test_no_search_uses_the_answer_prompt_alone(tmp_path, mini):
     assert traj.final_answer == "Someone" and traj.search_calls == [] and traj.retrieved_urls == []
     assert traj.system == {"system": "no-search", "search": "none", "effort": None}
     assert traj.messages[0] == {"role": "user", "content": answer_prompt(q)}
-    assert traj.prompt_version == "answer-1"
+    assert traj.prompt_version == "answer-2"
+    assert [(s.kind, s.round) for s in traj.steps] == [("answer", 1)]
 
 
 # -- native OpenAI web search -------------------------------------------------------------------------
@@ -259,9 +323,187 @@ def test_native_openai_search_records_actions_and_urls(tmp_path, mini):
         "QTA Tideway line stops list",
     ]
     assert all(c.backend == "openai" for c in traj.search_calls)
-    assert traj.retrieved_urls[:3] == [s["url"] for s in body["output"][1]["action"]["sources"]]
-    assert traj.retrieved_urls[-1].endswith("?utm_source=openai")
+    assert traj.retrieved_urls == [
+        *[s["url"] for s in body["output"][1]["action"]["sources"]],
+        "https://www.quellbridge-post.com/news/2023/10/riverside-line-extension-opens",
+    ]
+    assert not any("utm_source" in u for u in traj.retrieved_urls)
+    assert [c.action for c in traj.search_calls] == [0, 2, 2]
+    assert traj.search_calls[1].results == traj.search_calls[2].results != []
+    assert [s.kind for s in traj.steps] == ["search", "open", "search", "search", "open", "answer"]
+    assert all(s.round == 1 for s in traj.steps)
+    assert [m["role"] for m in req["input"]] == ["user"]  # no system advice by default
     assert traj.opened_urls == ["https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open"]
     assert traj.usage.prompt_tokens == 10235 and traj.usage.reasoning_tokens == 576
     assert traj.system["native_search"] is True and traj.system["search"] == "openai"
     assert any(m.get("type") == "web_search_call" for m in traj.messages)
+
+
+# -- prompts carry no advice unless asked -----------------------------------------------------------------
+ADVICE = ("publication date", "outdated", "in conflict", "sources")
+
+
+def all_prompt_text(traj) -> str:
+    return "\n".join(str(m.get("content") or "") for m in traj.messages if m.get("role") in ("system", "user"))
+
+
+@pytest.mark.parametrize("system", ["agentic", "search-then-read"])
+def test_prompts_give_no_evidence_advice_by_default_and_hints_add_it(tmp_path, store, mini, system):
+    script = [
+        {"tool_results": 0, "any_pattern": "You have two tools", "tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]},
+        {"reply": "an answer"},
+    ]
+    q = mini.questions[0]
+    with FakeOpenAIServer(script=script) as srv:
+        plain = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store,
+                                 SystemConfig(system=system)), q)
+        hinted = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store,
+                                  SystemConfig(system=system, hints=True)), q)
+    text = all_prompt_text(plain).lower()
+    assert not any(a in text for a in ADVICE), text
+    assert plain.system["hints"] is False and "hints" not in plain.prompt_version
+    assert all(a in all_prompt_text(hinted).lower() for a in ("publication dates", "outdated", "in conflict"))
+    assert hinted.system["hints"] is True and hinted.prompt_version.endswith(";hints-1")
+
+
+def test_native_search_hints_are_a_system_message(tmp_path, mini):
+    body = json.loads((FIX / "openai_responses_web_search.json").read_text())
+    with RecordedResponses(body) as srv:
+        client = make_client(srv.base_url, tmp_path)
+        traj = run(SearchSystem(client, OpenAISearch(client), None, SystemConfig(hints=True)), mini.questions[2])
+        req = srv.requests[0]
+    assert [m["role"] for m in req["input"]] == ["system", "user"]
+    assert "publication dates" in req["input"][0]["content"]
+    assert traj.system["hints"] is True
+
+
+def test_hints_make_no_sense_without_search(tmp_path):
+    with pytest.raises(ValueError, match="no-search"):
+        SearchSystem(make_client("http://127.0.0.1:9/v1", tmp_path), None, None, SystemConfig(hints=True))
+
+
+# -- recording ----------------------------------------------------------------------------------------
+def test_tool_call_after_the_final_round_is_no_answer_not_empty(tmp_path, store, mini):
+    script = [{"tool_calls": [{"name": "web_search", "arguments": {"query": "tram line stations"}}]}]
+    with FakeOpenAIServer(script=script) as srv:
+        traj = run(
+            SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store, SystemConfig(max_rounds=1)),
+            mini.questions[2],
+        )
+        assert srv.stats()["requests"] == 2
+    assert traj.status == "no_answer" and traj.final_answer is None
+    assert "after the final round" in traj.error
+    assert [(s.kind, s.round) for s in traj.steps] == [("search", 1), ("answer", 2)]
+    assert traj.steps[-1].error and traj.messages[-1]["tool_calls"]
+
+
+def test_opened_urls_are_in_retrieved_urls(tmp_path, store, mini):
+    gold = mini.questions[0].gold_urls[0]
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": "zzzz unrelated words"}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "open_url", "arguments": {"url": gold}}]},
+        {"tool_results": 2, "tool_calls": [{"name": "open_url", "arguments": {"url": "https://not.stored.example/x"}}]},
+        {"tool_results": 3, "reply": "Dana Okafor"},
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        traj = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store), store), mini.questions[0])
+    found = traj.search_calls[0].results
+    assert gold not in [r.url for r in found]
+    assert traj.retrieved_urls == [*[r.url for r in found], gold, "https://not.stored.example/x"]
+    missing = traj.steps[2]
+    assert (missing.kind, missing.page_status, missing.page_source, missing.cached) == ("open", "missing", "none", None)
+
+
+class ModelMediated(SearchBackend):
+    """A backend whose searches cost model tokens, like proxy:MODEL."""
+
+    name = "mediated"
+
+    async def _search_once(self, query, k):
+        from trek.types import Usage
+
+        hit = SearchResult(url="https://news.example/a", title="A", snippet="s")
+        return [hit], Usage(prompt_tokens=100, completion_tokens=20, calls=1, cost_usd=0.5)
+
+
+def test_search_model_usage_counts_in_the_trajectory(tmp_path, mini):
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": "a"}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "web_search", "arguments": {"query": "b"}}]},
+        {"tool_results": 2, "reply": "x"},
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        client = make_client(srv.base_url, tmp_path)
+        traj = run(SearchSystem(client, ModelMediated(), PageStore()), mini.questions[0])
+        model_usage = client.usage
+    assert traj.search_usage.prompt_tokens == 200 and traj.search_usage.calls == 2
+    assert traj.search_usage.cost_usd == pytest.approx(1.0)
+    assert traj.usage.calls == 3 + 2
+    assert traj.usage.prompt_tokens == model_usage.prompt_tokens + 200
+
+
+def test_a_second_run_records_cache_hits(tmp_path, store, mini):
+    from trek.search.base import SearchCache
+
+    gold = mini.questions[0].gold_urls[0]
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": "coach"}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "open_url", "arguments": {"url": gold}}]},
+        {"tool_results": 2, "reply": "Dana Okafor"},
+    ]
+    cache = SearchCache(tmp_path / "search.sqlite")
+    with FakeOpenAIServer(script=script) as srv:
+        first = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store, cache=cache), store),
+                    mini.questions[0])
+        again = run(SearchSystem(make_client(srv.base_url, tmp_path), LocalSearch(store, cache=cache), store),
+                    mini.questions[0])
+    assert [s.cached for s in first.steps] == [False, True, False]
+    assert [s.cached for s in again.steps] == [True, True, True]
+    assert again.search_calls[0].cached is True
+
+
+def test_page_chars_sets_what_the_agent_sees(tmp_path, mini):
+    long_page = "word " * 5000  # 25,000 characters
+    store = PageStore()
+    from trek.types import Document
+
+    store.add_documents([Document(id="d", url="https://long.example/p", text=long_page)])
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "open_url", "arguments": {"url": "https://long.example/p"}}]},
+        {"tool_results": 1, "reply": "x"},
+    ]
+    shown = {}
+    for chars in (None, 1000):
+        cfg = SystemConfig() if chars is None else SystemConfig(page_chars=chars)
+        with FakeOpenAIServer(script=script) as srv:
+            traj = run(SearchSystem(make_client(srv.base_url, tmp_path / str(chars)), Fixed([]), store, cfg), mini.questions[0])
+        shown[chars] = traj.messages[3]["content"]
+        assert traj.system["page_chars"] == (chars or 10_000)
+    assert "the first 10,000 of 25,000 characters" in shown[None]
+    assert "the first 1,000 of 25,000 characters" in shown[1000]
+
+
+def test_open_url_fetches_the_live_page_through_the_store(tmp_path, mini):
+    import httpx
+
+    html = "<html><head><title>Coach news</title></head><body><p>Dana Okafor was named coach.</p></body></html>"
+    log = []
+
+    def handler(request):
+        log.append(str(request.url))
+        return httpx.Response(200, text=html, headers={"content-type": "text/html"})
+
+    store = PageStore(tmp_path / "pages.sqlite", fetch=True, transport=httpx.MockTransport(handler))
+    url = "https://news.example/coach?id=1"
+    script = [
+        {"tool_results": 0, "tool_calls": [{"name": "open_url", "arguments": {"url": url}}]},
+        {"tool_results": 1, "tool_calls": [{"name": "open_url", "arguments": {"url": url}}]},
+        {"tool_results": 2, "reply": "Dana Okafor"},
+    ]
+    with FakeOpenAIServer(script=script) as srv:
+        traj = run(SearchSystem(make_client(srv.base_url, tmp_path), Fixed([]), store), mini.questions[0])
+    assert log == [url]  # fetched once, then served from the store
+    opens = [s for s in traj.steps if s.kind == "open"]
+    assert [(s.page_status, s.page_source, s.cached) for s in opens] == [("ok", "fetch", False), ("ok", "fetch", True)]
+    assert "Dana Okafor was named coach." in traj.messages[3]["content"]
+    assert traj.retrieved_urls == [url] and traj.opened_urls == [url]

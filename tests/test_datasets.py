@@ -11,14 +11,18 @@ import hashlib
 import io
 import json
 import shutil
+import socket
 import sys
+import threading
 import types
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
+from trek.cli.data import app
 from trek.datasets import (
     DatasetError,
     LoadReport,
@@ -31,8 +35,7 @@ from trek.datasets import (
     wild,
 )
 from trek.datasets import download as dl
-from trek.datasets.cli import app
-from trek.datasets.common import LAYOUT, question_hash
+from trek.datasets.common import LAYOUT, SourceLayout, question_hash
 from trek.types import Document, Question
 
 FIXTURES = Path(__file__).parent / "fixtures" / "datasets"
@@ -727,12 +730,12 @@ def test_describe_corpus() -> None:
 # Download
 
 
-def test_pins_table_is_consistent() -> None:
+def test_pins_take_their_paths_from_layout() -> None:
     names = [p.name for p in dl.PINS]
     assert len(names) == len(set(names))
-    relpaths = {p.relpath for p in dl.PINS}
-    for lay in LAYOUT.values():
-        assert lay.relpath in relpaths
+    sources = [p.source for p in dl.PINS]
+    assert all(s in LAYOUT.values() for s in sources)  # no path is written twice
+    assert all(lay in sources for lay in LAYOUT.values())  # every expected file can be fetched
     for p in dl.PINS:
         assert len(p.sha256) == 64 and int(p.sha256, 16) >= 0
         assert p.content_sha256 is None or len(p.content_sha256) == 64
@@ -742,110 +745,152 @@ def test_pins_table_is_consistent() -> None:
     assert not any(p.is_pinned for p in dl.PINS if p.dataset == "sealqa")  # documented placeholder
 
 
-def fake_pin(content: bytes, relpath: str = "freshqa/test.csv", **over: object) -> dl.Pin:
+class FileServer:
+    """Serves invented files over HTTP on 127.0.0.1 (port chosen by the OS); records each path."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, tuple[int, bytes]] = {}
+        self.seen: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.seen.append(self.path)
+                status, body = owner.routes.get(self.path, (404, b"not here"))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+
+
+@pytest.fixture
+def server() -> Iterator[FileServer]:
+    srv = FileServer()
+    thread = threading.Thread(target=srv.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+    thread.join()
+
+
+def refused_url() -> str:
+    """A loopback address nothing listens on: connecting to it is refused, as when offline."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def fake_pin(base: str, content: bytes, relpath: str = "freshqa/test.csv", **over: object) -> dl.Pin:
     fields: dict[str, object] = {
         "name": "fake",
-        "dataset": "freshqa",
-        "relpath": relpath,
-        "url": "https://data.example.org/{revision}/file",
+        "source": SourceLayout(relpath.split("/")[0], relpath, (relpath,), "invented test file"),
+        "url": base + "/{revision}/file",
         "revision": "rev1",
         "sha256": hashlib.sha256(content).hexdigest(),
         "content_sha256": None,
         "home": "https://data.example.org",
-        "note": "invented test file",
     }
     fields.update(over)
     return dl.Pin(**fields)  # type: ignore[arg-type]
-
-
-def client_serving(body: bytes, status: int = 200, seen: list[str] | None = None) -> httpx.Client:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(str(request.url))
-        return httpx.Response(status, content=body)
-
-    return httpx.Client(transport=httpx.MockTransport(handler))
-
-
-def offline_client() -> httpx.Client:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("network unreachable", request=request)
-
-    return httpx.Client(transport=httpx.MockTransport(handler))
 
 
 def leftover_files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()]
 
 
-def test_download_success_writes_file(tmp_path: Path) -> None:
+def test_download_success_writes_file(tmp_path: Path, server: FileServer) -> None:
     body = b"id,question\n1,invented?\n"
-    seen: list[str] = []
-    pin = fake_pin(body)
-    out = dl.fetch(pin, tmp_path, client=client_serving(body, seen=seen))
-    assert out.status == "downloaded" and out.ok
+    server.routes["/rev1/file"] = (200, body)
+    pin = fake_pin(server.url, body)
+    out = dl.fetch(pin, tmp_path)
+    assert out.status == "downloaded" and out.ok, out.message
     assert (tmp_path / "freshqa" / "test.csv").read_bytes() == body
-    assert seen == ["https://data.example.org/rev1/file"]
+    assert server.seen == ["/rev1/file"]
     assert leftover_files(tmp_path) == [tmp_path / "freshqa" / "test.csv"]
-    again = dl.fetch(pin, tmp_path, client=offline_client())
-    assert again.status == "present"
+    again = dl.fetch(pin, tmp_path)
+    assert again.status == "present" and server.seen == ["/rev1/file"]  # no second request
 
 
-def test_download_checksum_mismatch_leaves_no_file(tmp_path: Path) -> None:
-    pin = fake_pin(b"the pinned bytes")
-    out = dl.fetch(pin, tmp_path, client=client_serving(b"some other bytes"))
+@pytest.mark.parametrize("content_sha256", [None, "0" * 64], ids=["bytes-only", "with-content-checksum"])
+def test_download_checksum_mismatch_leaves_no_file(
+    tmp_path: Path, server: FileServer, content_sha256: str | None
+) -> None:
+    server.routes["/rev1/file"] = (200, b"some other bytes")
+    pin = fake_pin(server.url, b"the pinned bytes", content_sha256=content_sha256)
+    out = dl.fetch(pin, tmp_path)
+    assert server.seen == ["/rev1/file"]
     assert out.status == "checksum_mismatch" and not out.ok
     assert "does not match" in out.message and pin.sha256 in out.message
     assert list(tmp_path.iterdir()) == []  # no file, no temporary file, no empty folder
 
 
-def test_download_accepts_content_match_with_other_bytes(tmp_path: Path) -> None:
+def test_download_accepts_content_match_with_other_bytes(tmp_path: Path, server: FileServer) -> None:
     reference = tmp_path / "ref.json"
     reference.write_text(json.dumps([{"a": 1, "b": [1, 2]}], indent=2), encoding="utf-8")
     served = json.dumps([{"b": [1, 2], "a": 1}]).encode()
+    server.routes["/rev1/file"] = (200, served)
     pin = fake_pin(
+        server.url,
         reference.read_bytes(),
         relpath="infodeepseek/x.json",
         content_sha256=dl.content_fingerprint(reference),
     )
-    out = dl.fetch(pin, tmp_path / "data", client=client_serving(served))
+    out = dl.fetch(pin, tmp_path / "data")
     assert out.status == "downloaded" and "content checksum" in out.message
+    assert leftover_files(tmp_path / "data") == [tmp_path / "data" / "infodeepseek" / "x.json"]
     assert (tmp_path / "data" / "infodeepseek" / "x.json").read_bytes() == served
 
 
 def test_download_offline_names_manual_path(tmp_path: Path) -> None:
-    pin = fake_pin(b"x", relpath="sealqa/sealqa_seal_hard.parquet")
-    out = dl.fetch(pin, tmp_path, client=offline_client())
-    assert out.status == "failed"
+    pin = fake_pin(refused_url(), b"x", relpath="sealqa/sealqa_seal_hard.parquet")
+    out = dl.fetch(pin, tmp_path)
+    assert out.status == "failed" and "could not reach" in out.message
     assert "sealqa/sealqa_seal_hard.parquet" in out.message and str(tmp_path) in out.message
-    assert "offline" in out.message
+    assert "offline" in out.message and "Traceback" not in out.message
     assert list(tmp_path.iterdir()) == []
     text = dl.manual_instructions(tmp_path, [pin])
     assert "sealqa/sealqa_seal_hard.parquet" in text and str(tmp_path / pin.relpath) in text
 
 
-def test_download_http_error(tmp_path: Path) -> None:
-    out = dl.fetch(fake_pin(b"x"), tmp_path, client=client_serving(b"gone", status=404))
+def test_download_http_error(tmp_path: Path, server: FileServer) -> None:
+    out = dl.fetch(fake_pin(server.url, b"x"), tmp_path)  # the server has no such file: 404
+    assert server.seen == ["/rev1/file"]
     assert out.status == "failed" and "HTTP 404" in out.message and "freshqa/test.csv" in out.message
-    assert leftover_files(tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_download_unpinned_makes_no_request(tmp_path: Path) -> None:
-    seen: list[str] = []
-    out = dl.fetch(fake_pin(b"x", revision=dl.UNPINNED), tmp_path, client=client_serving(b"x", seen=seen))
-    assert out.status == "unpinned" and seen == [] and "freshqa/test.csv" in out.message
+def test_download_unpinned_makes_no_request(tmp_path: Path, server: FileServer) -> None:
+    server.routes["/rev1/file"] = server.routes[f"/{dl.UNPINNED}/file"] = (200, b"x")
+    out = dl.fetch(fake_pin(server.url, b"x", revision=dl.UNPINNED), tmp_path)
+    assert out.status == "unpinned" and "freshqa/test.csv" in out.message and str(tmp_path) in out.message
+    assert server.seen == [] and list(tmp_path.iterdir()) == []
 
 
-def test_download_existing_mismatch_is_kept_unless_forced(tmp_path: Path) -> None:
+def test_download_existing_mismatch_is_kept_unless_forced(tmp_path: Path, server: FileServer) -> None:
     body = b"pinned content"
     target = tmp_path / "freshqa" / "test.csv"
     target.parent.mkdir(parents=True)
     target.write_bytes(b"local edits")
-    pin = fake_pin(body)
-    out = dl.fetch(pin, tmp_path, client=client_serving(body))
+    pin = fake_pin(server.url, body)
+    server.routes["/rev1/file"] = (500, b"server trouble")
+    out = dl.fetch(pin, tmp_path, force=True)  # a failed forced download keeps the old file
+    assert out.status == "failed" and "HTTP 500" in out.message
+    assert leftover_files(tmp_path) == [target] and target.read_bytes() == b"local edits"
+    server.routes["/rev1/file"] = (200, body)
+    out = dl.fetch(pin, tmp_path)
     assert out.status == "conflict" and target.read_bytes() == b"local edits"
-    out = dl.fetch(pin, tmp_path, client=client_serving(body), force=True)
+    assert server.seen == ["/rev1/file"]  # the conflict was found without a request
+    out = dl.fetch(pin, tmp_path, force=True)
     assert out.status == "downloaded" and target.read_bytes() == body
+    assert leftover_files(tmp_path) == [target]
 
 
 def test_select_pins() -> None:
@@ -925,19 +970,21 @@ def test_cli_info_mini(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "gold" in out and "outdated" in out and "dated" in out
 
 
-def test_cli_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_download(tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch) -> None:
     body = b"invented,bytes\n"
-    monkeypatch.setattr(dl, "PINS", (fake_pin(body),))
-    monkeypatch.setattr(dl, "new_client", lambda: client_serving(body))
+    server.routes["/rev1/file"] = (200, body)
+    monkeypatch.setattr(dl, "PINS", (fake_pin(server.url, body),))
     result = runner.invoke(app, ["download", "--data-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "freshqa" / "test.csv").read_bytes() == body
+    assert "downloaded" in result.output and server.seen == ["/rev1/file"]
 
-    monkeypatch.setattr(dl, "new_client", offline_client)
+    monkeypatch.setattr(dl, "PINS", (fake_pin(refused_url(), body),))
     result = runner.invoke(app, ["download", "--data-dir", str(tmp_path / "other")])
-    assert result.exit_code == 1
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # no traceback
     assert "freshqa/test.csv" in result.output and "offline" in result.output
-    assert not (tmp_path / "other" / "freshqa" / "test.csv").exists()
+    assert str(tmp_path / "other" / "freshqa" / "test.csv") in result.output  # the manual place
+    assert not (tmp_path / "other").exists()
 
     result = runner.invoke(app, ["download", "--only", "nope"])
     assert result.exit_code == 2

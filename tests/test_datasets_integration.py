@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from trek.cli.data import app
 from trek.datasets import download as dl
 from trek.datasets import load_freshqa, load_infodeepseek, load_sealqa, wild
-from trek.datasets.cli import app
 from trek.types import Question
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,8 +8,9 @@ import pytest
 
 from trek import templates
 from trek.graders import agrade, agrade_many, freshqa, grade, grader_version, infodeepseek, sealqa
-from trek.graders.common import JudgeConfig
+from trek.graders.common import JudgeConfig, explain_unsupported_parameter, parse_judge_params
 from trek.llm import LLMClient
+from trek.llm.client import FatalLLMError
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Question
 
@@ -48,25 +49,25 @@ def _no_prompt_overrides(monkeypatch):
     templates.set_prompts_dir(None)
 
 
-# -- FreshQA deterministic path ---------------------------------------------------------------
+# -- FreshQA deterministic path: case, whitespace, punctuation and articles only --------------
 @pytest.mark.parametrize(
     ("response", "answer"),
     [
-        ("ada lovelace", "Ada Lovelace"),
-        ("  Ada   Lovelace. ", "Ada Lovelace"),
-        ("The Beatles", "Beatles"),
+        ("ada lovelace", "Ada Lovelace"),  # case
+        ("  Ada   Lovelace. ", "Ada Lovelace"),  # whitespace, punctuation
+        ("Ada\u00a0Lovelace", "Ada Lovelace"),  # a non-breaking space is whitespace
+        ("The Beatles", "Beatles"),  # article
         ("An Apple", "apple"),
-        ("$1,000", "1000"),
-        ("1,000 USD", "$1000"),
-        ("1000 dollars", "$1,000"),
-        ("3.50", "3.5"),
-        ("12 km", "12"),
-        ("42%", "42 percent"),
-        ("Jean-Luc Picard", "Jean Luc Picard"),
-        ("Café Müller", "Cafe Muller"),
-        ("O'Brien", "OBrien"),
-        ("Paris [1]", "Paris"),
-        ("-5 °C", "-5 degrees Celsius"),
+        ("\u201cThe Beatles\u201d", "Beatles"),  # quotes are punctuation
+        ("Jean-Luc Picard", "Jean Luc Picard"),  # a hyphen between words
+        ("O'Brien", "OBrien"),  # apostrophe
+        ("O\u2019Brien", "O'Brien"),
+        ("1,000", "1000"),  # a thousands separator is punctuation
+        ("$1,000", "$1000"),
+        ("42%", "42 %"),  # whitespace only
+        ("iOS 17.1.", "ios 17.1"),  # trailing full stop, case
+        ("-5", "\u22125"),  # the minus sign, typed two ways
+        ("Cafe\u0301", "Caf\u00e9"),  # the same letter, decomposed and composed
     ],
 )
 def test_freshqa_exact_match_accepts(response, answer):
@@ -76,18 +77,40 @@ def test_freshqa_exact_match_accepts(response, answer):
 @pytest.mark.parametrize(
     ("response", "answer"),
     [
-        ("100 km", "100 miles"),  # different units
+        ("iOS 17.1", "iOS 17.10"),  # issue 10: trailing zeros are not exact
+        ("12 miles", "12"),  # issue 10: a unit is not dropped
+        ("$1,000", "1000"),  # nor a currency sign
+        ("1,000 USD", "$1000"),
+        ("3.50", "3.5"),
+        ("42%", "42 percent"),
+        ("12 km", "12"),
+        ("-5 \u00b0C", "-5 degrees Celsius"),
+        ("Caf\u00e9 M\u00fcller", "Cafe Muller"),  # accents are not punctuation
+        ("Paris [1]", "Paris"),  # a citation mark is left for the judge
+        ("100 km", "100 miles"),
         ("3.5", "35"),  # a decimal point is not punctuation
+        ("1/2", "1-2"),  # nor is a slash or dash between digits
         ("-5", "5"),  # the sign matters
-        ("5 million", "5"),  # "million" is not a harmless unit
+        ("C#", "C"),  # meaningful punctuation stays
+        ("5 million", "5"),
         ("Vitamin", "Vitamin A"),  # a trailing letter is not an article
+        ("Lovelace", "A. Lovelace"),  # an initial is not an article
         ("Ada", "Ada Lovelace"),
         ("", "x"),
+        ("...", "..."),  # nothing left to compare
         ("1000", "10000"),
     ],
 )
 def test_freshqa_exact_match_rejects(response, answer):
     assert not freshqa.exact_match(response, [answer])
+
+
+def test_freshqa_unit_difference_goes_to_the_judge():
+    q = q_fresh(answers=["12"], question="How long is the trail in miles?")
+    with FakeOpenAIServer(script=[{"pattern": "Response: 12 miles", "reply": "evaluation: correct"}]) as srv:
+        g = grade(q, "12 miles", judge_for(srv))
+        assert srv.stats()["requests"] == 1
+    assert (g.outcome, g.method) == ("correct", "judge")
 
 
 def test_freshqa_exact_match_makes_no_judge_call():
@@ -96,7 +119,7 @@ def test_freshqa_exact_match_makes_no_judge_call():
         assert srv.stats()["requests"] == 0
     assert (g.outcome, g.method, g.judge_raw) == ("correct", "exact", [])
     assert g.grader == "freshqa" and g.grader_version == freshqa.VERSION
-    assert g.judge_model == "judge-model" and g.judge_settings["temperature"] == 0
+    assert g.judge_model == "judge-model" and g.judge_settings == {"max_reasks": 2}
 
 
 def test_freshqa_judge_path_and_prompt_fields():
@@ -110,7 +133,7 @@ def test_freshqa_judge_path_and_prompt_fields():
         g = grade(q_fresh(), "Countess Lovelace", judge_for(srv), seed=7)
         assert srv.stats()["requests"] == 1
     assert (g.outcome, g.method) == ("correct", "judge")
-    assert g.judge_settings == {"temperature": 0, "seed": 7, "max_reasks": 2}
+    assert g.judge_settings == {"seed": 7, "max_reasks": 2}
     assert g.judge_raw == ["The response names the same person.\n**Evaluation: Correct**"]
     assert g.usage.calls == 1 and g.usage.prompt_tokens > 0
 
@@ -121,7 +144,7 @@ def test_freshqa_judge_incorrect():
     assert (g.outcome, g.method) == ("incorrect", "judge")
 
 
-# -- parsers ----------------------------------------------------------------------------------
+# -- parsers (the large tables are in test_verdict_parsing.py) ---------------------------------
 @pytest.mark.parametrize(
     ("text", "want"),
     [
@@ -131,7 +154,7 @@ def test_freshqa_judge_incorrect():
         ("Reasoning first.\n\nevaluation: incorrect", "incorrect"),
         ("EVALUATION - CORRECT", "correct"),
         ("Correct.", "correct"),
-        ("evaluation: correct\nevaluation: incorrect", None),
+        ("evaluation: correct\nevaluation: incorrect", "incorrect"),  # the last verdict line wins
         ("evaluation: not correct", None),
         ("I think the response is probably fine", None),
         ("", None),
@@ -151,7 +174,7 @@ def test_parse_evaluation(text, want):
         ("Answer: YES", "yes"),
         ("_Yes_", "yes"),
         ("Yes and no", None),
-        ("Yes. There is no contradiction.", None),
+        ("Yes. There is no contradiction.", "yes"),  # "no contradiction" is not a verdict
         ("Maybe", None),
         ("Not sure", None),
         ("", None),
@@ -352,3 +375,136 @@ def test_agrade_is_awaitable_and_grade_works_inside_a_running_loop():
 
         direct, nested = asyncio.run(main())
     assert direct.outcome == nested.outcome == "correct"
+
+
+# -- request parameters: only what the caller asked for ------------------------------------------
+def spy_params(judge):
+    """Record the keyword parameters of every judge call (the request parameters)."""
+    seen = []
+    real = judge.achat
+
+    async def achat(messages, **kw):
+        seen.append(dict(kw))
+        return await real(messages, **kw)
+
+    judge.achat = achat
+    return seen
+
+
+@pytest.mark.parametrize("question", [q_fresh(), q_ids(), q_seal()], ids=["freshqa", "infodeepseek", "sealqa"])
+def test_no_sampling_parameter_is_sent_by_default(question):
+    with FakeOpenAIServer(script=[{"reply": "Hmm."}]) as srv:
+        judge = judge_for(srv)
+        seen = spy_params(judge)
+        g = grade(question, "Charles Babbage", judge, max_reasks=1)
+    assert seen == [{"model": "judge-model"}] * 2  # the ask and the re-ask
+    assert g.judge_settings == {"max_reasks": 1}
+    assert JudgeConfig.from_settings(judge, {}).params == {}
+
+
+def test_judge_params_from_flags_reach_every_call_and_the_record():
+    settings = parse_judge_params(["reasoning_effort=high", "max_completion_tokens=4000", "temperature=1"])
+    with FakeOpenAIServer(script=[{"reply": "B"}]) as srv:
+        judge = judge_for(srv)
+        seen = spy_params(judge)
+        g = grade(q_seal(), "nine", judge, **settings)
+    want = {"reasoning_effort": "high", "max_completion_tokens": 4000, "temperature": 1}
+    assert seen == [{"model": "judge-model", **want}]
+    assert g.judge_settings == {**want, "max_reasks": 2}
+
+
+@pytest.mark.parametrize(
+    ("flags", "want"),
+    [
+        ([], {}),
+        (["temperature=0"], {"temperature": 0}),
+        (["temperature=0.7", "seed=42"], {"temperature": 0.7, "seed": 42}),
+        (["reasoning_effort=high"], {"reasoning_effort": "high"}),
+        (["reasoning-effort=low"], {"reasoning_effort": "low"}),
+        (["max_tokens=512", "max_completion_tokens=2048"], {"max_tokens": 512, "max_completion_tokens": 2048}),
+        (['stop=["\\n\\n"]'], {"stop": ["\n\n"]}),
+        (['reasoning={"effort": "medium"}'], {"reasoning": {"effort": "medium"}}),
+        (['user="0"'], {"user": "0"}),  # a quoted value stays a string
+        (["top_p=null"], {"top_p": None}),  # null: left out of the request
+        (["logprobs=true"], {"logprobs": True}),
+        ([" temperature = 1 "], {"temperature": 1}),
+    ],
+)
+def test_parse_judge_params(flags, want):
+    assert parse_judge_params(flags) == want
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["temperature"], r"--judge-param 'temperature': expected KEY=VALUE"),
+        (["=1"], r"--judge-param '=1': the key must be"),
+        (["temp erature=1"], "the key must be"),
+        (["model=gpt-5"], r"'model' cannot be set this way \(use --judge"),
+        (["messages=[]"], "cannot be set"),
+        (["temperature=hot"], "temperature takes a number"),
+        (["temperature=true"], "temperature takes a number"),
+        (["seed=1.5"], "seed takes an integer"),
+        (["max_completion_tokens=lots"], "max_completion_tokens takes an integer"),
+        (["temperature=NaN"], "finite"),
+        (["seed=1", "seed=2"], "'seed' is given more than once"),
+        (["reasoning_effort="], "the value is empty"),
+    ],
+)
+def test_parse_judge_params_errors_name_the_flag(flags, match):
+    with pytest.raises(ValueError, match=match) as e:
+        parse_judge_params(flags)
+    assert "--judge-param" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        ("Unsupported parameter: 'temperature' is not supported with this model.",
+         "does not accept the parameter 'temperature'; remove --judge-param temperature=..."),
+        ("Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+         "accepts only the default value (1) of 'temperature'; remove --judge-param temperature=0"),
+        ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+         "remove --judge-param max_tokens=... and use --judge-param max_completion_tokens=N instead"),
+        ("Unsupported value: 'reasoning_effort' does not support 'minimal' with this model. "
+         "Supported values are: 'low', 'medium', and 'high'.",
+         "change --judge-param reasoning_effort=minimal to one of: low, medium, high"),
+        ("Unrecognized request argument supplied: reasoning_effort",
+         "does not accept the parameter 'reasoning_effort'; remove --judge-param reasoning_effort=..."),
+        # the provider's message inside the client's error text
+        ("400 from https://api.example/v1 for model 'gpt-5.4': Unsupported parameter: 'top_p' is not supported "
+         "with this model. (the request itself was rejected; fix it and run again)",
+         "remove --judge-param top_p=..."),
+    ],
+)
+def test_explain_unsupported_parameter(message, want):
+    text = explain_unsupported_parameter(message)
+    assert text is not None and want in text
+
+
+def test_explain_unsupported_parameter_names_the_option_that_set_it():
+    text = explain_unsupported_parameter(
+        "Unsupported parameter: 'seed' is not supported with this model.", sources={"seed": "--seed"}
+    )
+    assert text is not None and "remove --seed" in text and "--judge-param" not in text
+    assert "--custom" in explain_unsupported_parameter(
+        "Unsupported parameter: 'temperature' is not supported with this model.", flag="--custom"
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [None, "", "401 from x: Incorrect API key provided", "The model 'gpt-9' does not exist",
+     "This model's maximum context length is 128000 tokens."],
+)
+def test_explain_unsupported_parameter_ignores_other_errors(message):
+    assert explain_unsupported_parameter(message) is None
+
+
+def test_a_rejected_parameter_stops_grading_with_an_explainable_error():
+    msg = "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."
+    script = [{"error": {"status": 400, "message": msg, "param": "temperature", "code": "unsupported_value"}}]
+    with FakeOpenAIServer(script=script) as srv, pytest.raises(FatalLLMError) as e:
+        grade(q_seal(), "nine", judge_for(srv), **parse_judge_params(["temperature=0"]))
+    text = explain_unsupported_parameter(str(e.value))
+    assert text is not None and "--judge-param temperature=0" in text

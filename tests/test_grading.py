@@ -224,7 +224,8 @@ def test_grade_command_accuracy_is_over_every_question(run_dir):
 
 
 def test_unparsed_grade_exits_3(run_dir):
-    script = [{"pattern": "Gold target", "reply": "I cannot decide."}, *SCRIPT[1:]]
+    script = [{"pattern": "one letter only", "reply": "Still thinking."},
+              {"pattern": "gold target", "reply": "I cannot decide."}, *SCRIPT]
     with FakeOpenAIServer(script=script) as srv:
         args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(cli(), args)
@@ -245,3 +246,26 @@ def test_changing_a_reference_regrades_only_that_question(run_dir):
         flagged = [q.model_copy(update={"effective_year": 2023}) if q.id == "sealqa:1" else q for q in fixed]
         write_jsonl(run_dir / "questions.jsonl", flagged)
         assert run_grading(run_dir, judge_for(srv), progress=False).graded == 1
+
+
+def test_judge_params_are_sent_only_when_asked_and_rejections_name_the_flag(run_dir):
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        base = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        res = CliRunner().invoke(cli(), base)
+        assert res.exit_code == 0, res.output
+        settings = [g.judge_settings for g in read_jsonl(run_dir / "grades.jsonl", Grade)]
+        assert all("temperature" not in s for s in settings)  # nothing the user did not ask for
+        res = CliRunner().invoke(cli(), [*base, "--judge-param", "reasoning_effort=high",
+                                         "--judge-param", "max_completion_tokens=500"])
+        assert res.exit_code == 0, res.output
+        settings = read_jsonl(run_dir / "grades.jsonl", Grade)[1].judge_settings
+        assert settings["reasoning_effort"] == "high" and settings["max_completion_tokens"] == 500
+        res = CliRunner().invoke(cli(), [*base, "--judge-param", "no-equals-sign"])
+        assert res.exit_code == 2 and "--judge-param" in res.output
+    rejecting = [{"error": {"status": 400, "message": "Unsupported value: 'temperature' does not support 0 "
+                            "with this model. Only the default (1) value is supported."}}]
+    with FakeOpenAIServer(script=rejecting) as srv:
+        res = CliRunner().invoke(cli(), ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url,
+                                         "--no-progress", "--judge-param", "temperature=0"])
+    assert res.exit_code == 2
+    assert "hint:" in res.output and "--judge-param temperature=0" in res.output

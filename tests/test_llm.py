@@ -13,6 +13,7 @@ from aiohttp import web
 
 from trek.llm import (
     ChatRequest,
+    EndpointLimits,
     FatalLLMError,
     LLMCache,
     LLMClient,
@@ -90,10 +91,12 @@ def _writer(path: str, start: int, n: int) -> None:
     cache.close()
 
 
+@pytest.mark.slow
 def test_concurrent_writer_processes_do_not_corrupt(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     LLMCache(path).close()
-    ctx = mp.get_context("spawn")
+    # fork: the writers start at once (spawn would re-import the test module and openai in each)
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     procs = [ctx.Process(target=_writer, args=(path, k * 150, 300)) for k in range(4)]  # overlapping ranges
     for p in procs:
         p.start()
@@ -109,18 +112,31 @@ def test_concurrent_writer_processes_do_not_corrupt(tmp_path):
 
 
 # -- retries, pending, fatal ----------------------------------------------------------------
+@pytest.mark.slow
 def test_faults_are_retried_and_answers_match_fault_free_run(tmp_path):
-    reqs = [ChatRequest(messages=[{"role": "user", "content": f"question {i}"}]) for i in range(500)]
+    # every fault kind: 429 (Retry-After), 500, stalls past the client timeout, truncated bodies
+    reqs = [ChatRequest(messages=[{"role": "user", "content": f"question {i}"}]) for i in range(160)]
     with FakeOpenAIServer() as clean:
         ref = client_for(clean, tmp_path, cache=None, max_connections=32).map(reqs)
-    with FakeOpenAIServer(fault_rate=0.2, seed=7, stall_seconds=10.0, retry_after=0.05) as faulty:
+    with FakeOpenAIServer(fault_rate=0.2, seed=7, stall_seconds=4.0, retry_after=0.05) as faulty:
         c = client_for(faulty, tmp_path, cache=LLMCache(tmp_path / "f.sqlite"), max_connections=32, timeout=3.0, max_retries=8)
         got = c.map(reqs)
         stats = faulty.stats()
     assert all(r.ok for r in got)
     assert [r.content for r in got] == [r.content for r in ref]
-    assert sum(stats["faults"].values()) > 50  # faults really happened
+    assert sum(stats["faults"].values()) > 20 and all(stats["faults"].values())  # every kind happened
     assert all(v == 1 for v in stats["ok_by_key"].values())  # no request answered twice
+
+
+async def _serve_chat(handler):
+    """Serve ``POST /v1/chat/completions`` with ``handler`` on loopback: (runner, base URL)."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
 
 
 async def _flaky_app(fail_times: int, status: int, retry_after: str | None):
@@ -138,14 +154,8 @@ async def _flaky_app(fail_times: int, status: int, retry_after: str | None):
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
         })
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://127.0.0.1:{port}/v1", state
+    runner, url = await _serve_chat(handler)
+    return runner, url, state
 
 
 def test_retry_after_is_honoured(tmp_path):
@@ -303,23 +313,122 @@ def test_spent_text_says_when_no_price_is_known(srv, tmp_path):
     assert priced.unpriced_calls == 0 and priced.spent_text() == f"${priced.spent_usd:.4f}"
 
 
-def test_connection_limit_is_shared_by_clients_of_one_endpoint(tmp_path):
-    # 2 clients x 4 distinct requests, limit 2 per endpoint, 0.3 s per request:
-    # shared limit -> 4 waves (>= 1.2 s); a limit per client would need only 2 waves (0.6 s).
-    async def go(url):
-        a = LLMClient("m", base_url=url, api_key="k", max_connections=2, progress=False)
-        b = LLMClient("judge", base_url=url, api_key="k", max_connections=2, progress=False)
-        t0 = time.monotonic()
-        res = await asyncio.gather(
-            *[a.achat([{"role": "user", "content": f"a{i}"}]) for i in range(4)],
-            *[b.achat([{"role": "user", "content": f"b{i}"}]) for i in range(4)],
-        )
-        dt = time.monotonic() - t0
-        await a.aclose()
-        await b.aclose()
-        return res, dt
+async def _counting_app(latency: float):
+    """A chat endpoint that records the most requests it ever had in flight at once."""
+    state = {"now": 0, "max": 0}
 
-    with FakeOpenAIServer(latency=0.3) as s:
-        res, dt = asyncio.run(go(s.base_url))
+    async def handler(request):
+        body = await request.json()
+        state["now"] += 1
+        state["max"] = max(state["max"], state["now"])
+        await asyncio.sleep(latency)
+        state["now"] -= 1
+        return web.json_response({
+            "id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
+        })
+
+    runner, url = await _serve_chat(handler)
+    return runner, url, state
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_connection_limit_is_shared_by_clients_given_one_registry(shared):
+    # 2 clients x 4 distinct requests, limit 2 each: one EndpointLimits keeps the endpoint at 2
+    # in flight; without it each client has its own limit (4 in flight).
+    async def go():
+        runner, url, state = await _counting_app(0.1)
+        try:
+            limits = EndpointLimits() if shared else None
+            a = LLMClient("m", base_url=url, api_key="k", max_connections=2, progress=False, limits=limits)
+            b = LLMClient("judge", base_url=url, api_key="k", max_connections=2, progress=False, limits=limits)
+            res = await asyncio.gather(
+                *[a.achat([{"role": "user", "content": f"a{i}"}]) for i in range(4)],
+                *[b.achat([{"role": "user", "content": f"b{i}"}]) for i in range(4)],
+            )
+            await a.aclose()
+            await b.aclose()
+            return res, state["max"]
+        finally:
+            await runner.cleanup()
+
+    res, most = asyncio.run(go())
     assert all(r.ok for r in res)
-    assert dt >= 1.2
+    assert most == (2 if shared else 4)
+
+
+def test_a_registry_serves_successive_event_loops():
+    limits = EndpointLimits()
+    with FakeOpenAIServer() as s:
+        c = LLMClient("m", base_url=s.base_url, api_key="k", max_connections=1, progress=False, limits=limits)
+        for i in range(2):  # each map() runs in a fresh event loop
+            assert all(r.ok for r in c.map([ChatRequest(messages=[{"role": "user", "content": f"{i}{j}"}]) for j in range(3)]))
+
+
+# -- replies that are not answers, rejected parameters, transports ----------------------------
+def test_a_200_without_choices_is_pending_and_not_cached(tmp_path):
+    async def go():
+        async def handler(request):
+            state["n"] += 1
+            return web.json_response({"id": "c", "object": "chat.completion", "choices": []})
+
+        state = {"n": 0}
+        runner, url = await _serve_chat(handler)
+        try:
+            cache = LLMCache(tmp_path / "c.sqlite")
+            c = LLMClient("m", base_url=url, api_key="k", max_retries=1, backoff_base=0.001, cache=cache, progress=False)
+            res = await c.achat(MSG)
+            await c.aclose()
+            return res, state["n"], len(cache)
+        finally:
+            await runner.cleanup()
+
+    res, n, cached = asyncio.run(go())
+    assert res.status == "pending" and "no choices" in res.error and res.content is None
+    assert n == 2 and cached == 0  # retried once, never stored
+
+
+def test_rejected_parameter_keeps_status_and_api_message(tmp_path):
+    secret = "sk-secret-abcdef123456"
+    msg = f"Unsupported value: 'temperature' does not support 0 with this model (key {secret})."
+    script = [{"any_pattern": ".", "error": {"status": 400, "message": msg, "param": "temperature",
+                                             "code": "unsupported_value"}}]
+    with FakeOpenAIServer(script=script) as s:
+        c = LLMClient("reasoner", base_url=s.base_url, api_key=secret, progress=False)
+        with pytest.raises(FatalLLMError) as e:
+            c.chat(MSG, temperature=0)
+        assert s.stats()["requests"] == 1
+    err = e.value
+    assert err.status_code == 400 and err.param == "temperature"
+    assert err.api_message.startswith("Unsupported value: 'temperature'") and secret not in err.api_message
+    assert secret not in str(err) and "does not accept this parameter" in str(err)
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_refused_connection_says_refused(transport):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    c = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, progress=False,
+                  transport=transport)
+    res = c.chat(MSG)
+    assert res.status == "pending" and "refused" in res.error and "timed out" not in res.error
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_transport_is_explicit(srv, transport, monkeypatch):
+    monkeypatch.delenv("TREK_HTTP_TRANSPORT", raising=False)
+    c = LLMClient("m", base_url=srv.base_url, api_key="k", progress=False, transport=transport)
+    assert c.transport == transport and c.chat(MSG).ok
+    monkeypatch.setenv("TREK_HTTP_TRANSPORT", transport)
+    assert LLMClient("m").transport == transport
+
+
+def test_bad_settings_are_rejected():
+    with pytest.raises(ValueError, match="transport"):
+        LLMClient("m", transport="curl")
+    for budget in (float("nan"), -1.0):
+        with pytest.raises(ValueError, match="budget"):
+            LLMClient("m", budget_usd=budget)

@@ -7,7 +7,15 @@ import datetime as dt
 import httpx
 import pytest
 
-from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, normalize_url, truncate_head
+from trek.pages import (
+    GOLD_CHARS,
+    NON_GOLD_CHARS,
+    Page,
+    PageStore,
+    normalize_url,
+    strip_openai_tracking,
+    truncate_head,
+)
 from trek.types import Document
 
 
@@ -201,3 +209,43 @@ def test_fetch_respects_the_size_limit():
     store = PageStore(fetch=True, max_bytes=1000, transport=_transport([]))
     page = store.get("https://site.example/big")
     assert page.available and len(page.text) == 1000
+
+
+def test_cached_flag_tells_a_stored_page_from_a_fresh_fetch():
+    log: list = []
+    store = PageStore(fetch=True, transport=_transport(log))
+    first = store.get("https://site.example/ok")
+    again = store.get("https://site.example/ok")
+    assert (first.cached, again.cached, len(log)) == (False, True, 1)
+    assert store.get("https://site.example/gone").cached is False
+    assert store.get("https://site.example/gone").cached is True  # a remembered refusal
+    assert store.get("https://site.example/elsewhere-off").cached is False
+
+
+# -- OpenAI's tracking parameter ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://a.example/p?utm_source=openai", "https://a.example/p"),
+        ("https://a.example/p?id=7&utm_source=openai", "https://a.example/p?id=7"),
+        ("https://a.example/p?utm_source=openai&id=7#top", "https://a.example/p?id=7#top"),
+        ("https://a.example/p?a=1&utm_source=openai&b=2", "https://a.example/p?a=1&b=2"),
+        ("https://a.example/p?utm_source=openai.com", "https://a.example/p?utm_source=openai.com"),
+        ("https://a.example/p?utm_source=twitter", "https://a.example/p?utm_source=twitter"),
+        ("https://a.example/utm_source=openai", "https://a.example/utm_source=openai"),
+        ("https://a.example/P?Q=1", "https://a.example/P?Q=1"),
+    ],
+)
+def test_strip_openai_tracking_removes_only_that_parameter(url, expected):
+    assert strip_openai_tracking(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:8000/v1/models", "http://127.0.0.1/x", "http://10.0.0.5/", "http://[::1]/", "192.168.1.1/admin"]
+)
+def test_live_fetch_refuses_local_and_private_addresses(url):
+    log: list = []
+    page = PageStore(fetch=True, transport=_transport(log)).get(url)
+    assert not page.available and "private network" in page.text and log == []
+    allowed = PageStore(fetch=True, allow_private=True, transport=_transport(log)).get(url)
+    assert len(log) == 1 and not allowed.available  # reached the (mock) network this time

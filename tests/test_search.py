@@ -17,6 +17,7 @@ from _servers import RecordedResponses
 from trek.llm import LLMCache, LLMClient
 from trek.search import (
     FatalSearchError,
+    RejectedSearchError,
     SearchBackend,
     SearchCache,
     SearchUnavailable,
@@ -208,6 +209,18 @@ def test_tavily_bad_key_is_fatal_and_the_key_never_shows():
     assert "401" in str(info.value) and KEY not in str(info.value)
 
 
+@pytest.mark.parametrize("status", [400, 422])
+def test_tavily_refused_query_fails_that_query_only(status):
+    body = {"detail": {"error": "Query is too long. Max query length is 400 characters."}}
+    log: list = []
+    t = tavily_transport([httpx.Response(status, json=body)], log)
+    b = TavilySearch(api_key=KEY, transport=t, max_retries=3, **FAST)
+    with pytest.raises(RejectedSearchError, match="too long") as info:
+        b.search("x" * 500)
+    assert len(log) == 1 and info.value.call is not None and info.value.call.error
+    assert not isinstance(info.value, FatalSearchError)
+
+
 def test_tavily_needs_a_key(monkeypatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     with pytest.raises(FatalSearchError, match="TAVILY_API_KEY"):
@@ -315,19 +328,77 @@ def test_parse_web_search_output_reads_actions_sources_and_citations():
         "https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open",
         "https://www.quellbridge-post.com/news/2012/09/tideway-line-opens",
     ]
-    # the "api" source has no URL; sources of a multi-query action go to its first query
-    assert len(trace.searches[1].results) == 2 and trace.searches[2].results == []
+    # the "api" source has no URL; every query of a multi-query action carries the action's sources
+    second = [
+        "https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open",
+        "https://www.quellbridge-post.com/news/2023/10/riverside-line-extension-opens",
+    ]
+    assert [r.url for r in trace.searches[1].results] == second
+    assert [r.url for r in trace.searches[2].results] == second
+    assert [c.action for c in trace.searches] == [0, 2, 2]
+    assert all(c.round == 1 for c in trace.searches)
     assert trace.searches[0].results[0].title == "Tram - Quellbridge Airport"  # from the citation
     assert trace.opened == ["https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open"]
-    assert [c.url for c in trace.citations][0].endswith("?utm_source=openai")
+    # OpenAI's tracking parameter is stripped from cited URLs, so the citation is the same page
+    assert [c.url for c in trace.citations] == [
+        "https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open",
+        "https://www.flyquellbridge.com/to-and-from/tram",
+    ]
     assert trace.answer.startswith("14")
-    urls = trace.retrieved_urls()
-    assert urls == [
+    assert trace.retrieved_urls() == [
         "https://www.flyquellbridge.com/to-and-from/tram",
         "https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open",
         "https://www.quellbridge-post.com/news/2012/09/tideway-line-opens",
         "https://www.quellbridge-post.com/news/2023/10/riverside-line-extension-opens",
-        "https://www.qta-transit.com/news/2023/09/harbour-gate-saltmarket-open?utm_source=openai",
+    ]
+    # every action in order, as steps
+    assert [(s.kind, s.tool) for s in trace.steps] == [
+        ("search", "web_search"),
+        ("open", "open_page"),
+        ("search", "web_search"),
+        ("search", "web_search"),
+        ("open", "find_in_page"),
+    ]
+    assert trace.steps[4].query == "stops" and trace.steps[3].search_index == 2
+
+
+def test_only_the_openai_tracking_parameter_is_stripped():
+    body = {
+        "output": [
+            {
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {
+                    "type": "search",
+                    "query": "q",
+                    "sources": [{"type": "url", "url": "https://a.example/x?utm_source=openai"}],
+                },
+            },
+            {"type": "web_search_call", "status": "completed",
+             "action": {"type": "open_page", "url": "https://b.example/only-opened?utm_source=openai"}},
+            {
+                "type": "message",
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": "A",
+                        "annotations": [
+                            {"type": "url_citation", "url": "https://a.example/x?id=1&utm_source=openai#s"},
+                            {"type": "url_citation", "url": "https://c.example/?utm_source=newsletter"},
+                            {"type": "url_citation", "url": "https://d.example/?utm_source=openai&utm_medium=x"},
+                        ],
+                    }
+                ],
+            },
+        ]
+    }
+    trace = parse_web_search_output(body)
+    assert trace.retrieved_urls() == [
+        "https://a.example/x",
+        "https://b.example/only-opened",  # an opened page is retrieved too
+        "https://a.example/x?id=1#s",
+        "https://c.example/?utm_source=newsletter",
+        "https://d.example/?utm_medium=x",
     ]
 
 

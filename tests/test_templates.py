@@ -1,7 +1,20 @@
 import pytest
 
-from trek.answer_prompts import ANSWER_AS_OF_YEAR, answer_prompt, answer_prompt_version
-from trek.templates import set_prompts_dir, template, template_version
+from trek.answer_prompts import (
+    ANSWER_AS_OF_YEAR,
+    ANSWER_AS_WRITTEN,
+    answer_prompt,
+    answer_prompt_version,
+    year_fields,
+)
+from trek.templates import (
+    UnknownTemplateError,
+    known_templates,
+    render,
+    set_prompts_dir,
+    template,
+    template_version,
+)
 from trek.types import Question
 
 
@@ -18,19 +31,60 @@ def q(**kw):
     return Question(**{**base, **kw})
 
 
-def test_answer_prompt_uses_year_only_when_there_is_one():
-    with_year = answer_prompt(q(effective_year=2024))
-    assert "2024" in with_year and "Who leads the Harbor league?" in with_year
-    assert "latest" in with_year  # relative time words are explained
+# -- answer prompts per dataset (paper B.5) ----------------------------------------------------------
+def test_freshqa_and_sealqa_are_answered_as_of_their_year():
+    for ds in ("freshqa", "sealqa"):
+        text = answer_prompt(q(dataset=ds, effective_year=2024, effective_year_raw="2024"))
+        assert "Who leads the Harbor league?" in text
+        assert "held in 2024" in text and "the end of 2024" in text
+        assert "latest" in text  # relative time words are explained
+
+
+def test_infodeepseek_is_asked_as_written_even_with_a_year():
     plain = answer_prompt(q(dataset="infodeepseek"))
-    assert "Who leads the Harbor league?" in plain and "latest" not in plain
-    bound = answer_prompt(q(effective_year_raw="before 2022"))
-    assert "before 2022" in bound
+    assert plain == ANSWER_AS_WRITTEN.format(question="Who leads the Harbor league?")
+    # the dataset decides, not the presence of a year
+    with_year = answer_prompt(q(dataset="infodeepseek", effective_year=2024))
+    assert with_year == plain and "2024" not in with_year
+
+
+def test_freshqa_without_a_year_is_an_error_not_a_silent_other_prompt():
+    with pytest.raises(ValueError, match=r"t:1.*no reference year"):
+        answer_prompt(q(dataset="freshqa"))
+
+
+def test_unknown_dataset_is_an_error():
+    with pytest.raises(ValueError, match=r"no answer prompt for dataset 'trivia'.*freshqa"):
+        answer_prompt(q(dataset="trivia"))
+
+
+def test_a_bounded_year_is_phrased_as_a_bound():
+    text = answer_prompt(q(dataset="sealqa", effective_year_raw="before 2024"))
+    assert "held before 2024" in text
+    assert "the time just before 2024" in text and "the end of 2023" in text
+    for wrong in ("in before", "of before", "end of before", "at before"):
+        assert wrong not in text
+    assert year_fields(q(effective_year_raw="until 2022"))["moment"] == "the end of 2022"
+    assert year_fields(q(effective_year_raw="Since 2021"))["period"] == "since 2021"
+    with pytest.raises(ValueError, match="unreadable reference year"):
+        year_fields(q(effective_year_raw="around 2020"))
+
+
+def test_each_dataset_has_its_own_template_name(tmp_path):
+    (tmp_path / "answer.sealqa.txt").write_text("SEAL {year}: {question}")
+    set_prompts_dir(tmp_path)
+    assert answer_prompt(q(dataset="sealqa", effective_year_raw="before 2024")).startswith(
+        "SEAL before 2024: "
+    )
+    # FreshQA keeps the built-in text and version
+    assert answer_prompt(q(effective_year=2024)).startswith("Reply with the final answer only")
+    assert answer_prompt_version(q(effective_year=2024)) == "answer-2"
+    assert answer_prompt_version(q(dataset="sealqa", effective_year=2024)).startswith("answer-2+override.")
 
 
 def test_override_from_folder_changes_text_and_version(tmp_path, monkeypatch):
     v0 = answer_prompt_version(q(effective_year=2024))
-    (tmp_path / "answer.as_of_year.txt").write_text("In {year}: {question} -> ")
+    (tmp_path / "answer.freshqa.txt").write_text("In {year}: {question} -> ")
     monkeypatch.setenv("TREK_PROMPTS", str(tmp_path))
     assert answer_prompt(q(effective_year=2024)) == "In 2024: Who leads the Harbor league? -> "
     v1 = answer_prompt_version(q(effective_year=2024))
@@ -38,13 +92,67 @@ def test_override_from_folder_changes_text_and_version(tmp_path, monkeypatch):
 
 
 def test_override_with_unknown_field_is_rejected(tmp_path):
-    (tmp_path / "answer.as_of_year.txt").write_text("{question} {colour}")
+    (tmp_path / "answer.freshqa.txt").write_text("{question} {colour}")
     set_prompts_dir(tmp_path)
-    with pytest.raises(ValueError, match=r"answer.as_of_year.txt.*colour"):
-        template("answer.as_of_year", ANSWER_AS_OF_YEAR)
+    with pytest.raises(ValueError, match=r"answer.freshqa.txt.*colour"):
+        template("answer.freshqa", ANSWER_AS_OF_YEAR)
 
 
 def test_missing_folder_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         set_prompts_dir(tmp_path / "nowhere")
     assert template_version("x", "default {a}", "v1") == "v1"
+
+
+# -- unknown names are errors -------------------------------------------------------------------------
+def test_known_templates_cover_every_module():
+    names = set(known_templates())
+    for name in (
+        "answer.freshqa",
+        "answer.infodeepseek",
+        "answer.sealqa",
+        "agent.system",
+        "agent.hints",
+        "grader.freshqa",
+        "grader.infodeepseek",
+        "grader.infodeepseek_false_premise",
+        "grader.sealqa",
+        "search.proxy",
+    ):
+        assert name in names, name
+
+
+def test_misspelled_override_file_is_an_error_listing_known_names(tmp_path):
+    (tmp_path / "grader.sealqaa.txt").write_text("{question}")
+    with pytest.raises(UnknownTemplateError, match=r"grader\.sealqaa.*known templates:.*grader\.sealqa"):
+        set_prompts_dir(tmp_path)
+
+
+def test_misspelled_override_file_found_through_the_environment(tmp_path, monkeypatch):
+    (tmp_path / "answer.freshqa.txt").write_text("{question}")
+    (tmp_path / "answer.fresh_qa.txt").write_text("{question}")
+    monkeypatch.setenv("TREK_PROMPTS", str(tmp_path))
+    with pytest.raises(UnknownTemplateError, match="answer.fresh_qa"):
+        answer_prompt(q(effective_year=2024))
+
+
+def test_render_of_an_unknown_name_is_an_error():
+    with pytest.raises(UnknownTemplateError, match=r"'no-such-name'.*answer\.freshqa"):
+        render("no-such-name")
+    # a registered name renders without repeating its text
+    assert render("answer.infodeepseek", question="Q?").endswith("Question: Q?\nAnswer:")
+
+
+def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch):
+    from trek import templates
+
+    mod = tmp_path / "pkg_mod.py"
+    mod.write_text('EXAMPLE_TEMPLATE = "ctrl.example"\n\ndef f():\n    return render("rag.example_prompt", "x")\n')
+    monkeypatch.setattr(templates, "_registry", dict(templates._registry))
+    monkeypatch.setattr(templates, "_scanned", False)
+    monkeypatch.setattr(templates, "__file__", str(tmp_path / "templates.py"))
+    names = known_templates()
+    assert {"ctrl.example", "rag.example_prompt"} <= set(names)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "ctrl.example.txt").write_text("x")
+    set_prompts_dir(tmp_path / "prompts")  # accepted: the name is declared in a source file

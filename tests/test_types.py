@@ -74,3 +74,12 @@ def test_grade_correct_property():
     assert Grade(outcome="correct", **g).correct is True
     assert Grade(outcome="not_attempted", **g).correct is False
     assert Grade(outcome="unparsed", **g).correct is None
+
+
+def test_binary_line_is_named_by_its_own_number(tmp_path):
+    from trek.types import RecordError, iter_json_lines
+
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"a": 1}\n\xff\xfe binary\n')
+    with pytest.raises(RecordError, match=r"x.jsonl, line 2: not UTF-8"):
+        list(iter_json_lines(p))

@@ -32,7 +32,12 @@ import typer
 from trek import runs, templates
 from trek.aio import run_sync
 from trek.graders import agrade_many, grader_for, grader_version
-from trek.graders.common import JudgeConfig, is_empty_response
+from trek.graders.common import (
+    JudgeConfig,
+    explain_unsupported_parameter,
+    is_empty_response,
+    parse_judge_params,
+)
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
 from trek.types import Grade, Question, RecordError
@@ -244,6 +249,11 @@ def grade_command(
     prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of template overrides (grader.freshqa.txt, ...)."),
     max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries of a failed judge call before it is left pending."),
     seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
+    judge_param: list[str] = typer.Option(
+        None, "--judge-param",
+        help="Judge request parameter KEY=VALUE, repeatable (temperature=0, reasoning_effort=high, "
+        "max_completion_tokens=2000, ...). None is sent unless given.",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
@@ -268,8 +278,15 @@ def grade_command(
             cache=LLMCache(default_cache_path(run_dir)),
             progress=progress,
         )
-        report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, seed=seed)
-    except (RecordError, ValueError, FatalLLMError, FileNotFoundError) as e:
+        settings = parse_judge_params(judge_param)
+        if seed is not None:
+            settings["seed"] = seed
+        report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
+    except FatalLLMError as e:
+        hint = explain_unsupported_parameter(str(e), sources={"seed": "--seed"})
+        typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)
+        raise typer.Exit(2) from None
+    except (RecordError, ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(report.describe(), err=True)

@@ -34,19 +34,28 @@ from trek.sqlite import connect
 from trek.types import Document, utcnow
 
 __all__ = [
+    "AGENT_PAGE_CHARS",
     "NON_GOLD_CHARS",
     "GOLD_CHARS",
     "USER_AGENT",
     "Page",
     "PageStore",
     "normalize_url",
+    "strip_openai_tracking",
     "truncate_head",
     "default_pages_path",
 ]
 
-#: Head-truncation limits used when pages are shown to a model (paper appendix C.5).
+#: Head-truncation limits of TrekTrace's judges (paper appendix C.5): non-gold and gold pages.
 NON_GOLD_CHARS = 3_500
 GOLD_CHARS = 50_000
+
+#: Default length of a page shown to the *evaluated* system (``open_url``, search-then-read).
+#: The paper does not state it; 3,500 is the TrekTrace judge's cut, not the agent's. 10,000
+#: characters (~2,500 tokens) keep most news and reference pages whole while eight rounds of
+#: reading still fit a 32k-token context. A named option: ``SystemConfig.page_chars``,
+#: ``--page-chars``.
+AGENT_PAGE_CHARS = 10_000
 
 USER_AGENT = "TrekResearchBot/0.1 (academic benchmark; fetches single pages, low rate)"
 _TRUNCATION_NOTE = "\n[... page truncated: the first {shown:,} of {total:,} characters are shown]"
@@ -86,6 +95,28 @@ def normalize_url(url: str) -> str:
     return out
 
 
+_OPENAI_TRACKING = "utm_source=openai"
+
+
+def strip_openai_tracking(url: str) -> str:
+    """``url`` without the ``utm_source=openai`` parameter OpenAI's web search appends to the
+    URLs it cites; every other query parameter (other ``utm_source`` values included), their
+    order and the fragment are kept.
+
+    >>> strip_openai_tracking("https://a.example/p?id=7&utm_source=openai#top")
+    'https://a.example/p?id=7#top'
+    """
+    if _OPENAI_TRACKING not in url:
+        return url
+    base, hash_, fragment = url.partition("#")
+    path, qmark, query = base.partition("?")
+    if not qmark:
+        return url
+    kept = [p for p in query.split("&") if p != _OPENAI_TRACKING]
+    out = path + ("?" + "&".join(kept) if kept else "")
+    return out + hash_ + fragment
+
+
 def truncate_head(text: str, limit: int = NON_GOLD_CHARS) -> str:
     """Keep the first ``limit`` characters of ``text`` and say clearly that the rest was cut."""
     if limit <= 0:
@@ -110,6 +141,8 @@ class Page:
     ``status`` is ``ok`` for a usable page, ``failed`` for a fetch that got a definite refusal
     (4xx, unsupported content) and ``missing`` for a page that is neither stored nor fetched.
     ``source`` is ``corpus`` (a frozen document), ``fetch`` (fetched live) or ``none``.
+    ``cached`` is true when the page (or a remembered failure) was served from the store rather
+    than fetched by this call.
     """
 
     url: str
@@ -121,6 +154,7 @@ class Page:
     source: str = "corpus"
     fetched_at: str | None = None
     error: str | None = None
+    cached: bool = False
 
     @property
     def available(self) -> bool:
@@ -192,6 +226,10 @@ class PageStore:
         installed, a plain HTML-to-text fallback otherwise). Off by default.
     timeout, max_bytes, user_agent, max_concurrent_fetches:
         Politeness limits of live fetching.
+    allow_private:
+        Fetch addresses on this machine or a private network (``localhost``, ``127.0.0.1``,
+        ``10.x``, ``192.168.x``...). Off by default: the URLs come from a model, and a model
+        must not reach the model server or other local services.
     transport:
         An ``httpx`` transport for the fetcher (tests use ``httpx.MockTransport``).
     """
@@ -205,6 +243,7 @@ class PageStore:
         max_bytes: int = 3_000_000,
         user_agent: str = USER_AGENT,
         max_concurrent_fetches: int = 4,
+        allow_private: bool = False,
         transport: Any = None,
     ):
         self.path = Path(path) if path is not None else None
@@ -213,6 +252,7 @@ class PageStore:
         self.max_bytes = max_bytes
         self.user_agent = user_agent
         self.max_concurrent_fetches = max_concurrent_fetches
+        self.allow_private = allow_private
         self._transport = transport
         self._lock = threading.RLock()
         self._sems: dict[int, asyncio.Semaphore] = {}
@@ -316,9 +356,9 @@ class PageStore:
 
     def get(self, url: str) -> Page:
         """The page for ``url``: stored, fetched (when enabled) or an unavailable placeholder."""
-        page = self.lookup(url)
+        page = self._stored(url)
         if page is not None:
-            return page if page.available else _as_unavailable(page)
+            return page
         if not self.fetch:
             return _placeholder(url, "not in the page store and live fetching is off")
         from trek.llm.client import run_sync
@@ -327,16 +367,24 @@ class PageStore:
 
     async def aget(self, url: str) -> Page:
         """Async :meth:`get`; live fetches run concurrently up to ``max_concurrent_fetches``."""
-        page = self.lookup(url)
+        page = self._stored(url)
         if page is not None:
-            return page if page.available else _as_unavailable(page)
+            return page
         if not self.fetch:
             return _placeholder(url, "not in the page store and live fetching is off")
         async with self._semaphore():
-            page = self.lookup(url)  # fetched meanwhile by another task
+            page = self._stored(url)  # fetched meanwhile by another task
             if page is not None:
-                return page if page.available else _as_unavailable(page)
+                return page
             return await self._fetch(url)
+
+    def _stored(self, url: str) -> Page | None:
+        page = self.lookup(url)
+        if page is None:
+            return None
+        page = page if page.available else _as_unavailable(page)
+        page.cached = True
+        return page
 
     def close(self) -> None:
         with self._lock:
@@ -357,6 +405,8 @@ class PageStore:
         target = url.strip()
         if not re.match(r"^https?://", target, re.IGNORECASE):
             target = "https://" + target.lstrip("/")
+        if not self.allow_private and _is_private_host(httpx.URL(target).host):
+            return _placeholder(url, "refused: a local or private network address")
         self.fetches += 1
         kwargs: dict[str, Any] = {
             "timeout": self.timeout,
@@ -420,6 +470,20 @@ class PageStore:
         )
         self.put(page)
         return _as_unavailable(page)
+
+
+def _is_private_host(host: str) -> bool:
+    """True for ``localhost`` and IP literals that are loopback, private, link-local or reserved."""
+    import ipaddress
+
+    h = host.strip("[]").lower()
+    if h in ("localhost", "") or h.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified
 
 
 def _as_unavailable(page: Page) -> Page:

@@ -5,8 +5,10 @@
 
 A params file (YAML) holds values for real runs. Top-level keys apply to every notebook that
 declares that parameter; a section named after a notebook (its file stem) applies to that
-notebook only and wins. Parameters a notebook does not declare are ignored with a note, so
-one file can serve all notebooks.
+notebook only and wins. A top-level key that no notebook declares, or a key in a notebook's
+section that this notebook does not declare, is an error: a misspelt ``runs`` must never leave
+the demo runs in the tables. Every assignment of a parameters cell must be readable by
+Papermill (checked: a second ``=`` on the line, even in a comment, hides it).
 
 Notebooks save their outputs through :func:`save_table` and :func:`trek.plots.save_figure`,
 which record every written path in ``build/<notebook>.outputs.txt``; ``report`` prints them.
@@ -22,7 +24,10 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["repo_root", "paths", "save_table", "record_output", "demo_label", "run_notebook"]
+__all__ = [
+    "ParamsError", "declared_parameters", "demo_label", "paths", "record_output", "repo_root",
+    "run_notebook", "save_table",
+]
 
 _MANIFEST_ENV = "TREK_PAPER_MANIFEST"
 
@@ -113,7 +118,51 @@ def to_latex(df: pd.DataFrame, *, caption: str | None = None, float_format: str 
     return "\n".join(lines)
 
 
-def _load_params(params_file: str | None, stem: str) -> dict[str, Any]:
+class ParamsError(SystemExit):
+    """A params file that does not fit the notebooks (raised as a clean ``SystemExit`` message)."""
+
+
+def declared_parameters(notebook: str | os.PathLike[str]) -> list[str]:
+    """The names a notebook's ``parameters`` cell assigns, as Papermill reads them.
+
+    Raises :class:`ParamsError` when the cell assigns a name Papermill cannot see (Papermill
+    skips any line with a second ``=``, e.g. one inside the comment), so a value from a params
+    file can never be dropped silently.
+    """
+    import ast
+
+    import nbformat
+    import papermill as pm
+
+    nb_path = Path(notebook)
+    seen = list(pm.inspect_notebook(str(nb_path)))
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assigned: list[str] = []
+    for cell in cells[:1]:
+        for node in ast.parse(cell.source).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            assigned += [t.id for t in targets if isinstance(t, ast.Name)]
+    hidden = [n for n in assigned if n not in seen]
+    if hidden:
+        raise ParamsError(
+            f"{nb_path.name}: Papermill cannot read the parameters-cell line(s) for {', '.join(hidden)} "
+            "(a second '=' on the line, e.g. in its comment?); fix the cell"
+        )
+    return seen
+
+
+def _load_params(
+    params_file: str | None, stem: str, declared: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """The parameters one notebook (``stem``) gets from a params file.
+
+    ``declared`` maps every notebook stem of the pipeline to the names it declares. Top-level
+    keys go to each notebook that declares them; a top-level key that no notebook declares is
+    an error (a typo would otherwise leave the demo values in place). A section named after a
+    notebook applies to that notebook alone, wins over the top level, and may only use names
+    that notebook declares. Without ``declared`` the names are not checked.
+    """
     if not params_file:
         return {}
     import yaml
@@ -122,32 +171,58 @@ def _load_params(params_file: str | None, stem: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
-        raise SystemExit(f"params file {p} does not exist") from None
+        raise ParamsError(f"params file {p} does not exist") from None
+    except IsADirectoryError:
+        raise ParamsError(f"params file {p} is a folder") from None
     except yaml.YAMLError as e:
-        raise SystemExit(f"params file {p} is not valid YAML: {e}") from None
+        raise ParamsError(f"params file {p} is not valid YAML: {e}") from None
     if not isinstance(data, dict):
-        raise SystemExit(f"params file {p}: expected a mapping at the top level")
-    common = {k: v for k, v in data.items() if not isinstance(v, dict) or k not in _notebook_stems()}
-    specific = data.get(stem) if isinstance(data.get(stem), dict) else {}
+        raise ParamsError(f"params file {p}: expected a mapping at the top level")
+    stems = set(declared) if declared is not None else _notebook_stems()
+    for name in stems & set(data):
+        if not isinstance(data[name], dict):
+            raise ParamsError(f"params file {p}: section '{name}' must be a mapping of parameter: value")
+    common = {k: v for k, v in data.items() if k not in stems}
+    specific = data.get(stem) or {}
+    if declared is not None:
+        everywhere = set().union(*declared.values()) if declared else set()
+        unknown = sorted(set(common) - everywhere)
+        if unknown:
+            raise ParamsError(
+                f"params file {p}: no notebook declares {', '.join(unknown)} "
+                f"(notebooks: {', '.join(sorted(stems))}; declared: {', '.join(sorted(everywhere))})"
+            )
+        mine = set(declared.get(stem, []))
+        bad = sorted(set(specific) - mine)
+        if bad:
+            raise ParamsError(
+                f"params file {p}: section '{stem}' sets {', '.join(bad)}, which {stem} does not declare "
+                f"(it declares: {', '.join(sorted(mine))})"
+            )
+        common = {k: v for k, v in common.items() if k in mine}
     return {**common, **specific}
 
 
-def _notebook_stems() -> set[str]:
-    return {p.stem for p in (repo_root() / "notebooks").glob("*.ipynb")}
+def _notebook_stems(folder: Path | None = None) -> set[str]:
+    return {p.stem for p in (folder or repo_root() / "notebooks").glob("*.ipynb")}
 
 
 def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], params_file: str | None = None) -> list[str]:
-    """Execute ``src`` into ``dst`` with Papermill; returns the paths the notebook wrote."""
+    """Execute ``src`` into ``dst`` with Papermill; returns the paths the notebook wrote.
+
+    The params file is checked against every notebook in ``src``'s folder (see
+    :func:`_load_params`): a parameter no notebook declares is an error, never dropped.
+    """
     import papermill as pm
 
     src, dst = Path(src), Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    declared = pm.inspect_notebook(str(src))
-    wanted = _load_params(params_file, src.stem)
-    params = {k: v for k, v in wanted.items() if k in declared}
-    ignored = sorted(set(wanted) - set(declared))
-    if ignored and params_file:
-        print(f"{src.name}: ignoring parameters it does not declare: {', '.join(ignored)}", file=sys.stderr)
+    declared = {src.stem: declared_parameters(src)}
+    if params_file:
+        for nb in sorted(src.parent.glob("*.ipynb")):
+            if nb.stem not in declared:
+                declared[nb.stem] = declared_parameters(nb)
+    params = _load_params(params_file, src.stem, declared)
     manifest = dst.with_suffix(".outputs.txt")
     manifest.unlink(missing_ok=True)
     os.environ[_MANIFEST_ENV] = str(manifest.resolve())

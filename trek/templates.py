@@ -5,26 +5,131 @@ Every prompt in Trek is a module-level constant written in our own words and has
 code: put ``<name>.txt`` in a folder and point ``TREK_PROMPTS`` (or ``--prompts`` on the
 commands that take it, or :func:`set_prompts_dir`) at that folder. Templates use
 ``str.format`` fields such as ``{question}``; an override must use the same fields.
+
+Names are checked. A module declares its templates with :func:`register` (or, for older modules,
+a module-level ``*TEMPLATE`` constant holding the name) and is listed in
+:data:`TEMPLATE_MODULES`. A ``.txt`` file in the prompts folder whose name matches no template
+(``grader.sealqaa.txt``) and a lookup of an unknown name (``render("no-such-name")``) raise
+:class:`UnknownTemplateError`, whose message lists the known names, instead of being ignored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
+import re
 import string
 from pathlib import Path
 
-__all__ = ["template", "set_prompts_dir", "prompts_dir", "template_version", "render"]
+__all__ = [
+    "TEMPLATE_MODULES",
+    "UnknownTemplateError",
+    "known_templates",
+    "prompts_dir",
+    "register",
+    "render",
+    "set_prompts_dir",
+    "template",
+    "template_version",
+]
+
+#: Modules that declare templates; imported before a name is judged unknown.
+TEMPLATE_MODULES = (
+    "trek.answer_prompts",
+    "trek.search.agent",
+    "trek.search.openai_search",
+    "trek.search.proxy",
+    "trek.graders.freshqa",
+    "trek.graders.infodeepseek",
+    "trek.graders.sealqa",
+)
 
 _override_dir: Path | None = None
+_registry: dict[str, str] = {}
+_extra_fields: dict[str, frozenset[str]] = {}
+_checked: set[tuple[str, frozenset[str]]] = set()
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+
+
+class UnknownTemplateError(ValueError):
+    """A template name (asked for, or an override file's name) that matches no template."""
+
+
+def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str:
+    """Declare template ``name`` with built-in text ``default``; returns ``default``.
+
+    ``extra_fields`` are fields the caller always fills that an override may use although the
+    built-in text does not.
+    """
+    if not _NAME.match(name):
+        raise ValueError(f"template name {name!r} must look like 'group.name'")
+    _registry[name] = default
+    if extra_fields:
+        _extra_fields[name] = frozenset(extra_fields)
+    return default
+
+
+_SOURCE_NAME = re.compile(
+    r"""(?:\b(?:register|render|template|template_version)\(\s*|\b\w*TEMPLATE\w*\s*=\s*)"""
+    r"""["']([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+)["']"""
+)
+_scanned = False
+
+
+def _scan_sources() -> None:
+    """Add template names written literally in Trek's own sources (``register("x.y", ...)``,
+    ``render("x.y", ...)``, ``FOO_TEMPLATE = "x.y"``), so that a module not imported yet still
+    counts as declaring its templates."""
+    global _scanned
+    if _scanned:
+        return
+    _scanned = True
+    here = Path(__file__).resolve()
+    for path in here.parent.rglob("*.py"):
+        if path == here:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # pragma: no cover
+            continue
+        for name in _SOURCE_NAME.findall(text):
+            _registry.setdefault(name, "")
+
+
+def known_templates() -> dict[str, str]:
+    """Every declared template: ``{name: built-in text}`` (imports :data:`TEMPLATE_MODULES` and
+    scans Trek's sources for literal template names; the text is ``""`` for a name whose
+    module was not imported)."""
+    for mod_name in TEMPLATE_MODULES:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:  # pragma: no cover - an optional module that is not there
+            continue
+        for attr, value in vars(mod).items():
+            if attr.endswith("TEMPLATE") and isinstance(value, str) and _NAME.match(value):
+                _registry.setdefault(value, "")
+    _scan_sources()
+    return dict(_registry)
+
+
+def _unknown(name: str, what: str) -> UnknownTemplateError:
+    names = ", ".join(sorted(known_templates()))
+    return UnknownTemplateError(f"{what} {name!r} matches no template; known templates: {names}")
 
 
 def set_prompts_dir(path: str | os.PathLike[str] | None) -> None:
-    """Use templates from ``path`` (``None`` restores ``$TREK_PROMPTS`` / the built-ins)."""
+    """Use templates from ``path`` (``None`` restores ``$TREK_PROMPTS`` / the built-ins).
+
+    Raises ``FileNotFoundError`` for a missing folder and :class:`UnknownTemplateError` for a
+    ``.txt`` file in it that matches no template.
+    """
     global _override_dir
     if path is not None and not Path(path).is_dir():
         raise FileNotFoundError(f"prompt folder {path} does not exist")
     _override_dir = Path(path) if path is not None else None
+    if _override_dir is not None:
+        _check_folder(_override_dir)
 
 
 def prompts_dir() -> Path | None:
@@ -34,39 +139,71 @@ def prompts_dir() -> Path | None:
     return Path(env) if env else None
 
 
+def _check_folder(d: Path) -> None:
+    """Every ``*.txt`` in ``d`` must be named after a known template (checked once per listing)."""
+    if not d.is_dir():
+        raise FileNotFoundError(f"prompt folder {d} does not exist")
+    files = frozenset(f.name for f in d.glob("*.txt"))
+    key = (str(d.resolve()), files)
+    if key in _checked:
+        return
+    known = known_templates()
+    for fname in sorted(files):
+        if fname[: -len(".txt")] not in known:
+            raise _unknown(fname[: -len(".txt")], f"prompt override {d / fname}:")
+    _checked.add(key)
+
+
 def _fields(text: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(text) if f}
 
 
-def template(name: str, default: str) -> str:
-    """The text of template ``name``: the user's override file if present, else ``default``.
+def _builtin(name: str, default: str | None) -> str:
+    if default is not None:
+        _registry.setdefault(name, default)
+        return default
+    text = _registry.get(name)
+    if not text:
+        text = known_templates().get(name)
+    if not text:
+        raise _unknown(name, "template")
+    return text
+
+
+def template(name: str, default: str | None = None) -> str:
+    """The text of template ``name``: the user's override file if present, else the built-in
+    (``default``, or the registered text when ``default`` is omitted).
 
     An override that uses a field the built-in does not provide is rejected with a message
-    naming the file and the field.
+    naming the file and the field; an unknown name or override file raises
+    :class:`UnknownTemplateError`.
     """
+    default = _builtin(name, default)
     d = prompts_dir()
     if d is not None:
+        _check_folder(d)
         f = d / f"{name}.txt"
         if f.exists():
             text = f.read_text(encoding="utf-8")
-            unknown = _fields(text) - _fields(default)
+            allowed = _fields(default) | _extra_fields.get(name, frozenset())
+            unknown = _fields(text) - allowed
             if unknown:
                 raise ValueError(
                     f"prompt override {f}: unknown field(s) {sorted(unknown)}; "
-                    f"available: {sorted(_fields(default))}"
+                    f"available: {sorted(allowed)}"
                 )
             return text
     return default
 
 
-def template_version(name: str, default: str, version: str) -> str:
+def template_version(name: str, default: str | None, version: str) -> str:
     """``version`` for the built-in text, ``version+override.<hash>`` for a user's file."""
     text = template(name, default)
-    if text == default:
+    if text == _builtin(name, default):
         return version
     return f"{version}+override.{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def render(name: str, default: str, **fields: object) -> str:
-    """Fill template ``name`` with ``fields``."""
+def render(name: str, default: str | None = None, **fields: object) -> str:
+    """Fill template ``name`` with ``fields`` (fields an override does not use are ignored)."""
     return template(name, default).format(**fields)

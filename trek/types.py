@@ -25,6 +25,7 @@ __all__ = [
     "Document",
     "SearchResult",
     "SearchCall",
+    "TrajectoryStep",
     "Usage",
     "Trajectory",
     "Grade",
@@ -101,12 +102,24 @@ class SearchResult(Record):
 
 
 class SearchCall(Record):
-    """One search issued by a system: the query, the backend, and the ranked results."""
+    """One search issued by a system: the query, the backend, and the ranked results.
+
+    ``round`` is the model turn that issued it (1-based; 0 for a search the system made before
+    any model turn, as in search-then-read; ``None`` in records made before it was kept).
+    ``cached`` tells whether the results came from the search cache (``None``: not known, e.g. a
+    provider's native search). ``action`` is set for native OpenAI search only: the index of the
+    ``web_search_call`` action the query belongs to. One action can run several queries and the
+    API reports its sources per action, so every query of an action carries the action's
+    sources.
+    """
 
     query: str
     backend: str
     results: list[SearchResult] = Field(default_factory=list)
     error: str | None = None
+    round: int | None = None
+    cached: bool | None = None
+    action: int | None = None
 
 
 class Usage(Record):
@@ -154,14 +167,70 @@ class Usage(Record):
         return self.prompt_tokens + self.completion_tokens
 
 
+StepKind = Literal["search", "open", "answer"]
+
+
+class TrajectoryStep(Record):
+    """One call of a trajectory, in the order it was made, as the model saw it.
+
+    * ``kind``: ``search`` (a web search), ``open`` (a page read: the agent's ``open_url``, a
+      page search-then-read put in the prompt, a native ``open_page``/``find_in_page``) or
+      ``answer`` (the model's final reply).
+    * ``round``: the model turn that issued the call, 1-based; 0 for calls the system made
+      before the first model turn (search-then-read's search and pages).
+    * ``tool``: the tool or action as named on the wire (``web_search``, ``open_url``,
+      ``open_page``, ``find_in_page``; ``None`` for system-made calls and answers).
+    * ``call_id``: the tool call's id in ``messages`` (agentic system).
+    * ``query`` (search, find_in_page pattern) and ``url`` (open).
+    * ``result_urls``: the URLs a search returned, in rank order.
+    * ``search_index``: the position of this search in the trajectory's ``search_calls``.
+    * ``cached``: the search, page or model reply came from a cache (``None``: not known).
+    * ``page_status``: ``ok``, ``missing`` (not stored, not fetched) or ``failed`` (the live
+      fetch was refused); ``page_source``: ``corpus``, ``fetch`` or ``none``.
+    * ``shown_chars``: length of the text the model was shown for this call (for ``answer``:
+      the length of the reply).
+    * ``error``: what went wrong with this call, if anything.
+    """
+
+    kind: StepKind
+    round: int
+    tool: str | None = None
+    call_id: str | None = None
+    query: str | None = None
+    url: str | None = None
+    result_urls: list[str] = Field(default_factory=list)
+    search_index: int | None = None
+    cached: bool | None = None
+    page_status: str | None = None
+    page_source: str | None = None
+    shown_chars: int | None = None
+    error: str | None = None
+
+
+TrajectoryStatus = Literal["ok", "pending", "failed", "no_answer"]
+
+
 class Trajectory(Record):
     """Everything one system did for one question.
 
-    ``status`` is ``pending`` when a model or search call failed after its retries: the
-    question has then no answer (``final_answer`` is ``None``) and is tried again on the
-    next run. ``retrieved_urls`` lists every URL returned by any search call, in order, exact
-    duplicates removed keeping the first occurrence. ``details`` holds a method's intermediate
-    outputs (e.g. a Ctrl baseline's scores, kept document ids or extracted records).
+    ``status``:
+
+    * ``ok``: the model gave a final reply (``final_answer``);
+    * ``pending``: a model or search call failed after its retries; no answer, tried again on
+      the next run;
+    * ``failed``: a call was rejected for this question alone (a 400 such as an over-long
+      context, a search query the backend refused, an internal error); no answer, ``error``
+      says why; the run went on with the other questions;
+    * ``no_answer``: the model still called a tool after the forced final round, so it gave no
+      final answer (``final_answer`` is ``None``). A final outcome, graded as an empty response.
+
+    ``retrieved_urls`` lists every URL returned by any search call and every URL opened, in the
+    order of ``steps``, exact duplicates removed keeping the first occurrence (paper C.1).
+    ``steps`` records each call in order (see :class:`TrajectoryStep`). ``usage`` is the model
+    usage of the question including the model-mediated search it caused; ``search_usage`` is
+    that search part alone (a proxy model's or OpenAI search backend's calls).
+    ``details`` holds a method's intermediate outputs (e.g. a Ctrl baseline's relevance scores,
+    kept document ids or extracted evidence records).
     """
 
     question_id: str
@@ -171,13 +240,15 @@ class Trajectory(Record):
     retrieved_urls: list[str] = Field(default_factory=list)
     opened_urls: list[str] = Field(default_factory=list)
     final_answer: str | None = None
-    status: Literal["ok", "pending"] = "ok"
+    status: TrajectoryStatus = "ok"
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
     messages: list[dict[str, Any]] = Field(default_factory=list)
     prompt_version: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     created_at: str = Field(default_factory=utcnow)
+    steps: list[TrajectoryStep] = Field(default_factory=list)
+    search_usage: Usage = Field(default_factory=Usage)
 
 
 GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending"]
@@ -265,26 +336,26 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     if p.is_dir():
         raise RecordError(p, None, "is a folder, not a JSONL file")
     try:
-        fh = p.open("r", encoding="utf-8")
+        fh = p.open("rb")
     except OSError as e:
         raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
     with fh:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(fh, start=1):  # noqa: B007 - used in the except below
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line, parse_constant=_reject_constant)
-                except json.JSONDecodeError as e:
-                    raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
-                except ValueError as e:
-                    raise RecordError(p, lineno, str(e)) from None
-                if not isinstance(obj, dict):
-                    raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
-                yield lineno, obj
-        except UnicodeDecodeError:
-            raise RecordError(p, lineno + 1, "not UTF-8 text (a binary file?)") from None
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise RecordError(p, lineno, "not UTF-8 text (a binary file?)") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line, parse_constant=_reject_constant)
+            except json.JSONDecodeError as e:
+                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+            except ValueError as e:
+                raise RecordError(p, lineno, str(e)) from None
+            if not isinstance(obj, dict):
+                raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
 
 
 def _reject_constant(name: str) -> Any:

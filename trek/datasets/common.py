@@ -384,6 +384,7 @@ def require_columns(
 # --------------------------------------------------------------------------------------------
 # Where the source files live inside a data directory. The download command writes exactly
 # these paths; the loaders of TrekBench-Wild also accept other names matching the patterns.
+# Keys are the TrekBench-Wild datasets plus any other downloaded file (sealqa_seal_0).
 
 
 @dataclass(frozen=True)
@@ -414,5 +415,11 @@ LAYOUT: dict[str, SourceLayout] = {
         "sealqa/sealqa_seal_hard.parquet",
         ("sealqa/*seal_hard*.parquet", "sealqa/*seal-hard*.parquet"),
         "SealQA seal_hard parquet (seal-hard.parquet of the vtllms/sealqa dataset)",
+    ),
+    "sealqa_seal_0": SourceLayout(
+        "sealqa",
+        "sealqa/sealqa_seal0.parquet",
+        ("sealqa/*seal0*.parquet", "sealqa/*seal-0*.parquet"),
+        "SealQA seal_0 parquet (seal-0.parquet of vtllms/sealqa; not part of TrekBench-Wild)",
     ),
 }

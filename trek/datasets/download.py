@@ -1,22 +1,18 @@
-"""Fetch the TrekBench-Wild source files from their official homes at pinned versions.
+"""Fetch the source files from their official homes at pinned versions.
 
-Every file is described by a :class:`Pin` in :data:`PINS` below: where it comes from, which
-version, where it goes under the data directory, and the checksums it must match. A download is
-written to a temporary file next to its target and renamed into place only once a checksum
-matches, so a failed or tampered download never leaves a file behind.
+Each file is a :class:`Pin` in :data:`PINS`: source, version and checksums; its place under the
+data directory is its entry of :data:`trek.datasets.common.LAYOUT`, which the loaders read too.
+Two checksums are pinned, both of the reference copies the project was built against: ``sha256``
+of the bytes, and ``content_sha256`` of the parsed content (:func:`content_fingerprint`), which
+does not depend on serialisation. The latter matters for SealQA, whose reference copies were
+re-saved to parquet, so their bytes need not equal those served by the Hub. Either may match.
 
-Two checksums are pinned per file, both computed from the reference copies the project was
-built against:
-
-* ``sha256``: of the file's bytes;
-* ``content_sha256``: of the file's *parsed content* (see :func:`content_fingerprint`), which does
-  not depend on how the file was serialised. This matters for SealQA, whose reference copies were
-  re-saved to parquet after download, so their bytes need not equal those served by the Hub.
-
-A download is accepted when either checksum matches.
-
-Without network access, copy the files by hand to the relative paths printed by
-``trek data download`` (the same as :data:`trek.datasets.common.LAYOUT`).
+:func:`pooch.retrieve` does the fetching (streaming into a temporary file removed on failure). It
+checks bytes only: a pin without ``content_sha256`` is checked by pooch (``known_hash``); a pin with
+one is fetched unchecked and tested here. Either way the file lands in a staging folder next to
+its target and is renamed into place only once it matches, so a failed or tampered download leaves
+no file, temporary file or empty folder behind. Offline, copy the files by hand to the paths that
+``trek data download`` prints.
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable
@@ -32,7 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import httpx
+import pooch
+import requests
+
+from trek.datasets.common import LAYOUT, SourceLayout
 
 __all__ = [
     "UNPINNED",
@@ -42,7 +42,6 @@ __all__ = [
     "content_fingerprint",
     "file_sha256",
     "fetch",
-    "new_client",
     "download_all",
     "manual_instructions",
     "select_pins",
@@ -51,26 +50,35 @@ __all__ = [
 #: Marker for a version a maintainer still has to fill in (it could not be looked up offline).
 UNPINNED = "UNPINNED-maintainer-must-fill-in"
 
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0)
+#: How pooch fetches: (connect, read) timeouts in seconds; redirects are followed.
+DOWNLOADER = pooch.HTTPDownloader(
+    timeout=(15, 60), headers={"User-Agent": "trek-data-download"}, chunk_size=1 << 16
+)
 
 
 @dataclass(frozen=True)
 class Pin:
-    """One pinned source file.
+    """One pinned source file, written to ``source.relpath`` under the data directory.
 
     ``url`` may contain ``{revision}``, replaced by ``revision`` (a commit, a Hub revision or a
-    sheet id). ``relpath`` is the file's place under the data directory.
+    sheet id).
     """
 
     name: str
-    dataset: str
-    relpath: str
+    source: SourceLayout
     url: str
     revision: str
     sha256: str
     content_sha256: str | None
     home: str
-    note: str = ""
+
+    @property
+    def relpath(self) -> str:
+        return self.source.relpath
+
+    @property
+    def dataset(self) -> str:
+        return self.source.dataset
 
     @property
     def is_pinned(self) -> bool:
@@ -85,7 +93,8 @@ class Pin:
 # PINNED VERSIONS — the single place to update when moving to a newer release of a dataset.
 #
 # The checksums are those of the reference copies the paper numbers were reproduced from
-# (FreshQA 2025-04-07 export, InfoDeepSeek v1, SealQA seal_hard/seal_0 test split).
+# (FreshQA 2025-04-07 export, InfoDeepSeek v1 with 245 questions, SealQA seal_hard (254) and
+# seal_0 (111) test splits).
 #
 # * InfoDeepSeek: a commit of YunjiaXi/InfoDeepSeek that holds data/InfoDeepSeek_v1.json with the
 #   same content as the reference copy (checked against a public code index, not by download).
@@ -101,47 +110,39 @@ class Pin:
 PINS: tuple[Pin, ...] = (
     Pin(
         name="freshqa",
-        dataset="freshqa",
-        relpath="freshqa/FreshQA_v04072025.csv",
+        source=LAYOUT["freshqa"],
         url="https://docs.google.com/spreadsheets/d/{revision}/export?format=csv",
         revision="1tSq24yACs1CrwzyUh1tg8U7Ej2CUcQYNjrGZgn4UtEI",
         sha256="b86e591ec0186d1b62344e6c5e4cac6a779ed0cc429b55d54ed2430c6703cebe",
         content_sha256="64a0076425549e7b88362d9bc77624d0191586f444e67bdf0d95418aeab98681",
         home="https://github.com/freshllms/freshqa (README: 'FreshQA April 7, 2025' sheet)",
-        note="Google Sheets CSV export of the 2025-04-07 FreshQA sheet",
     ),
     Pin(
         name="infodeepseek",
-        dataset="infodeepseek",
-        relpath="infodeepseek/InfoDeepSeek_v1.json",
+        source=LAYOUT["infodeepseek"],
         url="https://raw.githubusercontent.com/YunjiaXi/InfoDeepSeek/{revision}/data/InfoDeepSeek_v1.json",
         revision="b0ad137f413ecffef48a87b77fe3896a69e02f29",
         sha256="88f4911565c721da083074b93e7dd60056f04ab8315082cde2da81b9ed81cf44",
         content_sha256="2207970ceb09f9945e4a2063afc4bba19689b5dbcca9ab8f4b292ee7bc569688",
         home="https://github.com/YunjiaXi/InfoDeepSeek (data/InfoDeepSeek_v1.json; CC BY-NC 4.0)",
-        note="InfoDeepSeek v1, 245 questions",
     ),
     Pin(
         name="sealqa_seal_hard",
-        dataset="sealqa",
-        relpath="sealqa/sealqa_seal_hard.parquet",
+        source=LAYOUT["sealqa"],
         url="https://huggingface.co/datasets/vtllms/sealqa/resolve/{revision}/seal-hard.parquet",
         revision=UNPINNED,
         sha256="90ff86b63b62bf3ee114ff3c84d7a8ce2ade8a3c176076ed500bdc9b0f6ebbc5",
         content_sha256="7af348594b3ce7366c0907d63a3c9b17d39a1645a80f160673b1ed38c1fabfd7",
         home="https://huggingface.co/datasets/vtllms/sealqa (config seal_hard, file seal-hard.parquet)",
-        note="SealQA seal_hard, test split, 254 questions",
     ),
     Pin(
         name="sealqa_seal_0",
-        dataset="sealqa",
-        relpath="sealqa/sealqa_seal0.parquet",
+        source=LAYOUT["sealqa_seal_0"],
         url="https://huggingface.co/datasets/vtllms/sealqa/resolve/{revision}/seal-0.parquet",
         revision=UNPINNED,
         sha256="1de122f87081e0f36dd92a3ff54fb6d7b02a41398d86c9c8b7c08e7bab83f131",
         content_sha256="2109ea27635bec06fcc82c769db977b46f5dfad57ee5df054c8569af3be48ef5",
         home="https://huggingface.co/datasets/vtllms/sealqa (config seal_0, file seal-0.parquet)",
-        note="SealQA seal_0, test split, 111 questions (not part of TrekBench-Wild; kept for reference)",
     ),
 )
 
@@ -151,11 +152,7 @@ PINS: tuple[Pin, ...] = (
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return pooch.file_hash(str(path), alg="sha256")
 
 
 def _canonical(obj: object) -> bytes:
@@ -233,58 +230,37 @@ class DownloadOutcome:
         return self.status in ("downloaded", "present")
 
 
-def new_client() -> httpx.Client:
-    """The HTTP client used when none is passed in (timeouts set, redirects followed)."""
-    return httpx.Client(
-        timeout=DEFAULT_TIMEOUT, follow_redirects=True, headers={"User-Agent": "trek-data-download"}
-    )
-
-
-def _manual_line(pin: Pin, data_dir: Path) -> str:
-    source = pin.resolved_url if pin.is_pinned else pin.home
-    return (
-        f"  {pin.relpath}  ({pin.note})\n"
-        f"      from: {source}\n"
-        f"      place it at: {data_dir / pin.relpath}\n"
-        f"      sha256: {pin.sha256}"
-    )
-
-
 def manual_instructions(data_dir: str | os.PathLike[str], pins: Iterable[Pin] | None = None) -> str:
     """How to set up the data directory by hand: each file, its source, and its exact place."""
-    pins = PINS if pins is None else pins
     root = Path(data_dir)
     lines = [f"To work offline, put these files under the data directory {root}:"]
-    lines += [_manual_line(p, root) for p in pins]
+    for pin in PINS if pins is None else pins:
+        lines += [
+            f"  {pin.relpath}  ({pin.source.description})",
+            f"      from: {pin.resolved_url if pin.is_pinned else pin.home}",
+            f"      place it at: {root / pin.relpath}",
+            f"      sha256: {pin.sha256}",
+        ]
     lines.append(
         "Relative paths are under the data directory (--data-dir, else $TREK_DATA_DIR, else ./datasets)."
     )
     return "\n".join(lines)
 
 
-def _offline_hint(pin: Pin, data_dir: Path) -> str:
-    return (
-        f"To continue offline, download it yourself and save it as {pin.relpath} under {data_dir} "
-        f"(i.e. {data_dir / pin.relpath}); source: {pin.home}."
-    )
-
-
-def fetch(
-    pin: Pin,
-    data_dir: str | os.PathLike[str],
-    *,
-    client: httpx.Client | None = None,
-    force: bool = False,
-) -> DownloadOutcome:
+def fetch(pin: Pin, data_dir: str | os.PathLike[str], *, force: bool = False) -> DownloadOutcome:
     """Download one pinned file into ``data_dir`` unless a matching copy is already there.
 
     An existing file that does not match is left untouched (status ``conflict``) unless
     ``force`` is set. Network and HTTP errors give status ``failed`` with instructions for
     placing the file by hand; a checksum mismatch gives ``checksum_mismatch``. Neither leaves a
-    file (or a temporary file) behind.
+    file (or a temporary file, or an empty folder) behind.
     """
     root = Path(data_dir)
     target = root / pin.relpath
+    hint = (
+        f"To continue offline, download it yourself and save it as {pin.relpath} under {root} "
+        f"(i.e. {target}); source: {pin.home}."
+    )
     if target.exists() and not force:
         ok, how = _verify(target, pin)
         if ok:
@@ -297,61 +273,41 @@ def fetch(
             "Left untouched; remove it or pass --force to replace it.",
         )
     if not pin.is_pinned:
-        return DownloadOutcome(
-            pin,
-            target,
-            "unpinned",
-            f"no pinned revision for {pin.name} yet (a maintainer must fill in PINS in "
-            f"trek/datasets/download.py). {_offline_hint(pin, root)}",
-        )
+        msg = f"no pinned revision for {pin.name} yet (a maintainer must fill in PINS in trek/datasets/download.py)."
+        return DownloadOutcome(pin, target, "unpinned", f"{msg} {hint}")
 
-    own_client = client is None
-    http = client or new_client()
+    url = pin.resolved_url
     new_dirs = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    tmp = Path(tmp_name)
+    log = pooch.get_logger()
+    level = log.level
+    log.setLevel(logging.WARNING)  # pooch's own "Downloading ..." lines would go to stderr
     try:
-        try:
-            with os.fdopen(fd, "wb") as out, http.stream("GET", pin.resolved_url) as resp:
-                resp.raise_for_status()
-                for chunk in resp.iter_bytes():
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-        except httpx.HTTPStatusError as e:
-            return DownloadOutcome(
-                pin,
-                target,
-                "failed",
-                f"{pin.resolved_url} answered HTTP {e.response.status_code}. {_offline_hint(pin, root)}",
-            )
-        except httpx.HTTPError as e:
-            return DownloadOutcome(
-                pin,
-                target,
-                "failed",
-                f"could not reach {pin.resolved_url} ({type(e).__name__}: {e}). {_offline_hint(pin, root)}",
-            )
-        ok, how = _verify(tmp, pin)
-        if not ok:
-            return DownloadOutcome(
-                pin,
-                target,
-                "checksum_mismatch",
-                f"downloaded {pin.resolved_url} but it does not match the pinned version: {how}. "
-                f"Nothing was written. {_offline_hint(pin, root)}",
-            )
-        os.replace(tmp, target)
-        return DownloadOutcome(pin, target, "downloaded", f"downloaded from {pin.resolved_url} ({how})")
+        with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as staging:
+            # pooch checks the bytes itself unless a content match must also be accepted
+            known = None if pin.content_sha256 else f"sha256:{pin.sha256}"
+            got = pooch.retrieve(url, known, fname=target.name, path=staging, downloader=DOWNLOADER)
+            ok, how = _verify(Path(got), pin)
+            if ok:
+                os.replace(got, target)
+                return DownloadOutcome(pin, target, "downloaded", f"downloaded from {url} ({how})")
+    except requests.HTTPError as e:
+        return DownloadOutcome(pin, target, "failed", f"{url} answered HTTP {e.response.status_code}. {hint}")
+    except requests.RequestException as e:
+        return DownloadOutcome(pin, target, "failed", f"could not reach {url} ({type(e).__name__}). {hint}")
+    except ValueError:  # pooch's known_hash check
+        how = f"its sha256 differs from {pin.sha256}"
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        log.setLevel(level)
         for d in new_dirs:  # do not leave empty folders behind after a failure
             if d.is_dir() and not any(d.iterdir()):
                 d.rmdir()
-        if own_client:
-            http.close()
+    return DownloadOutcome(
+        pin,
+        target,
+        "checksum_mismatch",
+        f"downloaded {url} but it does not match the pinned version: {how}. Nothing was written. {hint}",
+    )
 
 
 def select_pins(names: Iterable[str] | None = None, pins: Iterable[Pin] | None = None) -> list[Pin]:
@@ -368,17 +324,7 @@ def select_pins(names: Iterable[str] | None = None, pins: Iterable[Pin] | None =
 
 
 def download_all(
-    data_dir: str | os.PathLike[str],
-    *,
-    pins: Iterable[Pin] | None = None,
-    client: httpx.Client | None = None,
-    force: bool = False,
+    data_dir: str | os.PathLike[str], *, pins: Iterable[Pin] | None = None, force: bool = False
 ) -> list[DownloadOutcome]:
     """Fetch every pin in turn (one failure does not stop the others); all of PINS by default."""
-    own_client = client is None
-    http = client or new_client()
-    try:
-        return [fetch(p, data_dir, client=http, force=force) for p in (PINS if pins is None else pins)]
-    finally:
-        if own_client:
-            http.close()
+    return [fetch(p, data_dir, force=force) for p in (PINS if pins is None else pins)]

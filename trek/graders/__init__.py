@@ -18,9 +18,14 @@ Entry points, dispatching on ``question.dataset``:
 * :func:`agrade_many` — many ``(question, response)`` pairs at once, as concurrent as the
   judge client's ``max_connections`` allows, results in input order.
 
-Settings passed as keywords go to every judge call: ``temperature`` (default 0), ``seed``, any
-other sampling parameter, ``model`` (default: the client's model) and ``max_reasks`` (how often
-an unreadable verdict is asked for again, default 2). The judge model and these settings are
+Settings passed as keywords go to every judge call: any request parameter (``temperature``,
+``seed``, ``reasoning_effort``, ``max_completion_tokens``, ...; none is sent unless given, so a
+reasoning-model judge works with its defaults), ``model`` (default: the client's model) and
+``max_reasks`` (how often an unreadable verdict is asked for again, default 2).
+:func:`~trek.graders.common.parse_judge_params` reads such parameters from ``KEY=VALUE`` flags.
+
+Each judge reply is read by :mod:`trek.graders.verdict`: the *final* verdict counts, a negated
+label never gives credit, and a reply that cannot be read safely stays unreadable. The judge model and these settings are
 recorded in every :class:`~trek.types.Grade`, with the grader's name and version and the raw
 judge replies. A reply that stays unreadable gives the outcome ``unparsed``; a judge call that
 fails gives ``pending``; neither is ever counted as correct or incorrect.

@@ -4,8 +4,13 @@ A grader module holds its judge prompt, the parser for the judge's reply and one
 function. Everything else lives here:
 
 * :class:`JudgeConfig` turns the ``**settings`` of a grading call into the request parameters
-  (``temperature`` 0 unless set; ``seed`` and other sampling parameters when given) and the
-  number of re-asks allowed for an unreadable verdict (``max_reasks``, default 2);
+  and the number of re-asks allowed for an unreadable verdict (``max_reasks``, default 2).
+  Only the parameters the caller set are sent: no ``temperature`` or other sampling parameter
+  is added by default, because reasoning models (the paper's judge is one) reject them and the
+  paper's judge runs with the provider's defaults;
+* :func:`parse_judge_params` reads ``--judge-param KEY=VALUE`` flags into such settings, and
+  :func:`explain_unsupported_parameter` turns a provider's "unsupported parameter/value" 400
+  into a message that names the flag to change;
 * :func:`ask_judge` sends the prompt, parses the reply and, when the reply cannot be parsed,
   continues the same conversation with a short request for the bare verdict, at most
   ``max_reasks`` times. A call that fails after the client's retries ends the loop with the
@@ -17,8 +22,10 @@ function. Everything else lives here:
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +34,12 @@ from trek.types import Grade, Question, Usage
 
 __all__ = [
     "DEFAULT_MAX_REASKS",
+    "JUDGE_PARAM_FLAG",
     "JudgeConfig",
     "JudgeReply",
     "ask_judge",
+    "explain_unsupported_parameter",
+    "parse_judge_params",
     "is_empty_response",
     "join_answers",
     "make_grade",
@@ -53,10 +63,11 @@ class JudgeConfig:
 
     @classmethod
     def from_settings(cls, judge: LLMClient, settings: Mapping[str, Any]) -> JudgeConfig:
-        """Read ``model``, ``max_reasks`` and sampling parameters from a grading call's settings.
+        """Read ``model``, ``max_reasks`` and request parameters from a grading call's settings.
 
-        ``temperature`` defaults to 0; parameters set to ``None`` (e.g. ``seed=None``) are left
-        out of the request.
+        Every other setting is sent with each judge call as given; nothing is added. In
+        particular there is no default ``temperature``: the endpoint's default applies unless
+        the caller sets one. Parameters set to ``None`` (e.g. ``seed=None``) are left out.
         """
         s = dict(settings)
         model = s.pop("model", None) or judge.model
@@ -65,8 +76,7 @@ class JudgeConfig:
         max_reasks = s.pop("max_reasks", DEFAULT_MAX_REASKS)
         if isinstance(max_reasks, bool) or not isinstance(max_reasks, int) or max_reasks < 0:
             raise ValueError(f"max_reasks must be a non-negative integer, got {max_reasks!r}")
-        params = {"temperature": 0, **s}
-        params = {k: v for k, v in params.items() if v is not None}
+        params = {k: v for k, v in s.items() if v is not None}
         return cls(model=str(model), params=params, max_reasks=max_reasks)
 
     def recorded(self) -> dict[str, Any]:
@@ -169,3 +179,138 @@ _MARKUP = re.compile(r"[*_`#>~]+")
 def strip_markup(text: str | None) -> str:
     """Drop markdown emphasis, code and heading marks (``**A**`` -> ``A``) and trim."""
     return _MARKUP.sub(" ", text or "").strip()
+
+
+# -- judge parameters from the command line ----------------------------------------------------
+
+#: The command-line flag that sets one judge request parameter.
+JUDGE_PARAM_FLAG = "--judge-param"
+
+# Fields of the request that a parameter flag must not replace (they have their own options
+# or are built by the grader).
+_RESERVED_PARAMS = {
+    "model": "use --judge to choose the judge model",
+    "messages": "the grader builds the messages",
+    "input": "the grader builds the messages",
+    "tools": "the judge is called without tools",
+    "stream": "streaming is not supported",
+}
+_INT_PARAMS = {"seed", "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "top_logprobs", "max_reasks"}
+_NUMBER_PARAMS = {"temperature", "top_p", "frequency_penalty", "presence_penalty"}
+_KEY_SYNTAX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_judge_params(values: Iterable[str] | None, flag: str = JUDGE_PARAM_FLAG) -> dict[str, Any]:
+    """Settings for the judge from repeated ``KEY=VALUE`` flags (``--judge-param``).
+
+    The value is read as JSON when it parses (``0`` -> ``0``, ``0.7`` -> ``0.7``, ``true``,
+    ``null``, ``[1, 2]``, ``{"effort": "high"}``, ``"0"`` -> the string ``0``) and as a plain
+    string otherwise (``reasoning_effort=high``). ``null`` leaves the parameter out of the
+    request. Hyphens in the key become underscores (``reasoning-effort`` = ``reasoning_effort``).
+    Known numeric parameters are checked (``temperature`` and ``top_p`` take a number;
+    ``seed``, ``max_tokens``, ``max_completion_tokens`` an integer).
+
+    Raises ``ValueError`` naming ``flag`` and the offending item for a missing ``=``, an empty
+    or malformed key, a key given twice, a reserved key (``model``, ``messages``, ...), a
+    non-finite number or a value of the wrong type.
+    """
+    out: dict[str, Any] = {}
+    for item in values or ():
+        raw = str(item)
+        key, sep, text = raw.partition("=")
+        key = key.strip().replace("-", "_")
+        example = f"e.g. {flag} temperature=0 or {flag} reasoning_effort=high"
+        if not sep:
+            raise ValueError(f"{flag} {raw!r}: expected KEY=VALUE ({example})")
+        if not _KEY_SYNTAX.fullmatch(key):
+            raise ValueError(f"{flag} {raw!r}: the key must be a parameter name such as temperature ({example})")
+        if key in _RESERVED_PARAMS:
+            raise ValueError(f"{flag} {raw!r}: {key!r} cannot be set this way ({_RESERVED_PARAMS[key]})")
+        if key in out:
+            raise ValueError(f"{flag} {raw!r}: {key!r} is given more than once")
+        text = text.strip()
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{flag} {raw!r}: the value must be a finite number")
+        if value is not None and key in _INT_PARAMS and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{flag} {raw!r}: {key} takes an integer")
+        if value is not None and key in _NUMBER_PARAMS and (
+            isinstance(value, bool) or not isinstance(value, (int, float))
+        ):
+            raise ValueError(f"{flag} {raw!r}: {key} takes a number")
+        if value == "" and key not in _NUMBER_PARAMS:
+            raise ValueError(f"{flag} {raw!r}: the value is empty (use {key}=null to leave it out)")
+        out[key] = value
+    return out
+
+
+_UNSUPPORTED_PARAMETER = re.compile(
+    r"Unsupported parameter:\s*'(?P<param>[^']+)'[^.]*\.(?:\s*Use\s+'(?P<instead>[^']+)'\s+instead)?",
+    re.IGNORECASE,
+)
+_UNSUPPORTED_VALUE = re.compile(
+    r"Unsupported value:\s*'(?P<param>[^']+)'\s+does not support\s+(?P<value>.+?)\s+with this model\."
+    r"(?P<rest>[^\"}]*)",
+    re.IGNORECASE,
+)
+_UNRECOGNIZED = re.compile(
+    r"(?:Unrecognized request argument supplied|Unknown parameter|unexpected keyword argument)"
+    r":?\s*'?(?P<param>[A-Za-z_][\w.]*)'?",
+    re.IGNORECASE,
+)
+_DEFAULT_ONLY = re.compile(r"Only the default \((?P<default>[^)]*)\) value is supported", re.IGNORECASE)
+_SUPPORTED_VALUES = re.compile(r"Supported values are:?\s*(?P<values>[^.]+)", re.IGNORECASE)
+
+
+def explain_unsupported_parameter(
+    message: str | None,
+    flag: str = JUDGE_PARAM_FLAG,
+    *,
+    sources: Mapping[str, str] | None = None,
+) -> str | None:
+    """A user-facing explanation of an "unsupported parameter/value" rejection, or ``None``.
+
+    ``message`` is the error text of a rejected request (the provider's message, possibly
+    inside a longer error string). Recognized: OpenAI's ``Unsupported parameter: 'X' is not
+    supported with this model.`` (with an optional ``Use 'Y' instead.``), ``Unsupported value:
+    'X' does not support V with this model. ...`` (only the default allowed, or a list of
+    supported values) and ``Unrecognized request argument supplied: X``. The explanation names
+    the flag that sets the parameter: ``flag`` (``--judge-param``) unless ``sources`` maps the
+    parameter to another option (e.g. ``{"seed": "--seed"}``). Any other message gives ``None``.
+    """
+    if not message:
+        return None
+    sources = sources or {}
+    m = _UNSUPPORTED_VALUE.search(message)
+    if m:
+        param, value, rest = m.group("param"), m.group("value").strip(), m.group("rest") or ""
+        source = sources.get(param)
+        where = f"the value set with {source}" if source else f"{flag} {param}={value.strip(chr(39))}"
+        d = _DEFAULT_ONLY.search(rest)
+        if d:
+            return (
+                f"the judge model accepts only the default value ({d.group('default')}) of {param!r}; "
+                f"remove {where}, so the parameter is not sent"
+            )
+        v = _SUPPORTED_VALUES.search(rest)
+        if v:
+            choices = ", ".join(x.strip(" '\"") for x in re.split(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", v.group("values")) if x.strip(" '\""))
+            return (
+                f"the judge model does not accept {param}={value}; change {where} to one of: {choices}"
+                f" (or drop it to use the model's default)"
+            )
+        return f"the judge model does not accept {param}={value}; change or drop {where}"
+    m = _UNSUPPORTED_PARAMETER.search(message) or _UNRECOGNIZED.search(message)
+    if m:
+        param = m.group("param")
+        source = sources.get(param)
+        where = source if source else f"{flag} {param}=..."
+        text = f"the judge model does not accept the parameter {param!r}; remove {where}"
+        instead = m.groupdict().get("instead")
+        if instead:
+            text += f" and use {sources.get(instead) or f'{flag} {instead}=N'} instead"
+        return text
+    return None

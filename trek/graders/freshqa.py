@@ -1,8 +1,10 @@
 """FreshQA grader: a deterministic match first, then an LLM judge for what is left.
 
-1. The response is normalized (:func:`normalize_answer`) and compared with every acceptable
-   answer normalized the same way. A match is graded ``correct`` with ``method="exact"`` and no
-   judge call. A mismatch is never graded by this step: it goes to the judge.
+1. The response is normalized (:func:`normalize_answer`: letter case, whitespace, punctuation
+   and articles only) and compared with every acceptable answer normalized the same way. A
+   match is graded ``correct`` with ``method="exact"`` and no judge call. A mismatch is never
+   graded by this step: it goes to the judge, and so does every difference of units, number
+   format or spelling (``12 miles`` vs ``12``, ``iOS 17.1`` vs ``iOS 17.10``).
 2. The judge reads :data:`JUDGE_PROMPT` and must end its reply with ``evaluation: correct`` or
    ``evaluation: incorrect`` (parsed by :func:`parse_evaluation`).
 
@@ -27,8 +29,8 @@ from trek.graders.common import (
     is_empty_response,
     join_answers,
     make_grade,
-    strip_markup,
 )
+from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
 from trek.types import Grade, Question
@@ -39,6 +41,7 @@ __all__ = [
     "VERSION",
     "JUDGE_PROMPT",
     "REASK",
+    "SCHEME",
     "parse_evaluation",
     "normalize_answer",
     "exact_match",
@@ -49,7 +52,10 @@ __all__ = [
 
 GRADER = "freshqa"
 TEMPLATE = "grader.freshqa"
-VERSION = "freshqa-1"
+# Version history: freshqa-1 first release; freshqa-2 reads the final verdict
+# (trek.graders.verdict), exact match normalizes only case/whitespace/punctuation/articles,
+# and no temperature is sent unless asked for.
+VERSION = "freshqa-2"
 
 JUDGE_PROMPT = """\
 You are checking one response to a question against the answers a benchmark accepts for it. \
@@ -79,23 +85,26 @@ evaluation: correct
 or
 evaluation: incorrect"""
 
-_EVALUATION = re.compile(r"\bevaluation\s*[:=\-\u2013\u2014]?\s*[\"']?(correct|incorrect)\b")
+#: How a FreshQA verdict may be written (see :mod:`trek.graders.verdict`).
+SCHEME = Scheme(
+    labels={"correct": "correct", "incorrect": "incorrect", "wrong": "incorrect"},
+    prose=("correct", "incorrect"),
+    json_true="correct",
+    json_false="incorrect",
+)
 
 
 def parse_evaluation(text: str | None) -> str | None:
-    """``"correct"``/``"incorrect"`` from an ``evaluation: ...`` line, else ``None``.
+    """``"correct"``/``"incorrect"``: the judge's final verdict, else ``None``.
 
-    Case, markdown and surrounding reasoning are tolerated (``**Evaluation: Correct**``). A
-    reply that is only the word ``correct`` or ``incorrect`` is read too. Several evaluation
-    lines that disagree, or no readable verdict, give ``None``.
+    Read by :func:`trek.graders.verdict.read_verdict`: the last verdict statement wins
+    (``evaluation: correct``, ``Verdict: incorrect``, ``{"evaluation": "correct"}``, a line
+    that is only ``**Correct**``, or a closing ``so the response is incorrect``), whatever the
+    reasoning before it mentions. A negated label (``evaluation: not correct``) is never a
+    verdict; a later mention of the other label in the prose (a change of mind after the verdict
+    line) makes the reply unreadable, as does a reply with no verdict at all.
     """
-    t = strip_markup(text).lower()
-    found = set(_EVALUATION.findall(t))
-    if not found:
-        bare = re.sub(r"[^a-z]+", " ", t).strip()
-        if bare in ("correct", "incorrect"):
-            found = {bare}
-    return found.pop() if len(found) == 1 else None
+    return read_verdict(text, SCHEME)
 
 
 REASK = (
@@ -104,126 +113,70 @@ REASK = (
 )
 
 # -- deterministic match --------------------------------------------------------------------
+#
+# Only differences of letter case, whitespace, punctuation and articles are removed. Units,
+# currency signs, trailing zeros, accents and citation marks are left as they are, so
+# "iOS 17.1" / "iOS 17.10", "12 miles" / "12" and "$1,000" / "1000" go to the judge, which
+# decides whether the difference matters.
 
-_CITATION = re.compile(r"\[\s*\d+(?:\s*[,\u2013-]\s*\d+)*\s*\]")
+# Punctuation that carries meaning and is kept as a token of its own.
+_KEPT_PUNCTUATION = set("%\u2030\u2031#&@/")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_DECIMAL_ZEROS = re.compile(r"(\d+)\.(\d*?)0+(?!\d)")
-# An article is dropped only when a word follows it, so "Vitamin A" keeps its letter.
-_ARTICLES = re.compile(r"\b(?:a|an|the)\s+(?=\S)")
-_CURRENCY = "$\u20ac\u00a3\u00a5\u20b9\u20a9\u20bd"
-
-# Harmless units and currency markers, each alias mapped to one canonical name. A quantity
-# written with one of these matches the same number written with the same unit or without one.
-_UNIT_GROUPS = {
-    "usd": ("$", "usd", "dollar", "dollars", "us dollars"),
-    "eur": ("\u20ac", "eur", "euro", "euros"),
-    "gbp": ("\u00a3", "gbp"),
-    "jpy": ("\u00a5", "jpy", "yen"),
-    "cny": ("cny", "rmb", "yuan"),
-    "inr": ("\u20b9", "inr", "rupee", "rupees"),
-    "krw": ("\u20a9", "krw"),
-    "rub": ("\u20bd", "rub", "rouble", "roubles", "ruble", "rubles"),
-    "percent": ("%", "percent", "per cent", "pct"),
-    "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres"),
-    "m": ("m", "meter", "meters", "metre", "metres"),
-    "cm": ("cm", "centimeter", "centimeters", "centimetre", "centimetres"),
-    "mm": ("mm", "millimeter", "millimeters", "millimetre", "millimetres"),
-    "mile": ("mi", "mile", "miles"),
-    "ft": ("ft", "foot", "feet"),
-    "inch": ("inch", "inches"),
-    "kg": ("kg", "kilogram", "kilograms"),
-    "g": ("g", "gram", "grams"),
-    "lb": ("lb", "lbs", "pound", "pounds"),
-    "tonne": ("ton", "tons", "tonne", "tonnes"),
-    "year": ("year", "years", "yr", "yrs"),
-    "day": ("day", "days"),
-    "hour": ("hour", "hours", "hr", "hrs"),
-    "minute": ("minute", "minutes", "min", "mins"),
-    "second": ("second", "seconds", "sec", "secs"),
-    "degree": ("\u00b0", "degree", "degrees"),
-    "celsius": ("\u00b0c", "celsius", "degrees celsius", "degree celsius"),
-    "fahrenheit": ("\u00b0f", "fahrenheit", "degrees fahrenheit", "degree fahrenheit"),
-}
-_UNIT_CANON = {alias: canon for canon, aliases in _UNIT_GROUPS.items() for alias in aliases}
-_QUANTITY = re.compile(
-    rf"^([{re.escape(_CURRENCY)}])?\s*(-?\d+(?:\.\d+)?)\s*"
-    rf"([{re.escape(_CURRENCY)}%]|\u00b0\s*[cf]?|[a-z]+(?: [a-z]+)?)?$"
-)
+# An article is dropped only when whitespace and a word follow it, so "Vitamin A" keeps its
+# letter and the initial in "A. Lovelace" stays.
+_ARTICLES = re.compile(r"(?<![\w'\u2019])(?:a|an|the)\s+(?=\w)")
 
 
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    return unicodedata.normalize("NFKC", text).lower()
+def _is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P") and ch not in _KEPT_PUNCTUATION
 
 
 def normalize_answer(text: str | None) -> str:
-    """A canonical form for the deterministic match.
+    """A canonical form for the deterministic match: case, whitespace, punctuation, articles.
 
-    Lowercased and accent-folded; bracketed citation marks (``[1]``) removed; thousands
-    separators dropped (``1,234`` -> ``1234``) and trailing decimal zeros trimmed
-    (``3.50`` -> ``3.5``); apostrophes removed; other punctuation turned into spaces, except a
-    decimal point between digits, a minus sign in front of a number, and the ``%``, ``°`` and
-    currency signs that :func:`exact_match` reads as units; articles (a, an, the) in front of a word removed;
-    whitespace collapsed.
+    Unicode-composed (NFC) and case-folded; invisible format characters dropped; articles
+    (a, an, the) in front of a word removed; thousands separators between digit groups dropped
+    (``1,234`` -> ``1234``); apostrophes removed (``O'Brien`` -> ``obrien``); any other
+    punctuation turned into a space, except punctuation between two digits (``17.1``, ``3:45``,
+    ``1-2``), a minus sign in front of a number, and ``% # & @ /``, which carry meaning. Symbols
+    (``$``, ``°``, ``+``) and kept punctuation stand as tokens of their own, so ``42%`` and
+    ``42 %`` agree; whitespace is collapsed. Nothing else changes: no unit, zero or accent is
+    dropped.
     """
-    t = _fold(text or "")
-    t = _CITATION.sub(" ", t)
+    t = unicodedata.normalize("NFC", text or "").casefold().replace("\u2212", "-")
+    t = "".join(ch for ch in t if unicodedata.category(ch) != "Cf")
+    t = " ".join(t.split())
+    t = _ARTICLES.sub("", t)
     t = _THOUSANDS.sub("", t)
-    t = re.sub(r"['\u2019`]", "", t)
-    t = re.sub(r"(?<!\d)\.|\.(?!\d)", " ", t)  # a decimal point survives only between digits
-    t = re.sub(rf"[^\w\s.%\u00b0\-{re.escape(_CURRENCY)}]", " ", t)
-    t = re.sub(r"(?<=\w)-|-(?!\d)", " ", t)  # hyphens become spaces, a leading minus stays
-    t = t.replace("_", " ")
-    t = _DECIMAL_ZEROS.sub(lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), t)
-    t = _ARTICLES.sub(" ", t)
-    return " ".join(t.split())
-
-
-def _quantity(norm: str) -> tuple[str, str | None] | None:
-    """``(number, canonical unit or None)`` when a normalized answer is only a quantity."""
-    m = _QUANTITY.match(norm)
-    if not m:
-        return None
-    units = set()
-    for part in (m.group(1), m.group(3)):
-        if part:
-            canon = _UNIT_CANON.get(re.sub(r"\s+", "" if part.startswith("\u00b0") else " ", part))
-            if canon is None:
-                return None  # "5 million", "3 goals": not a harmless unit
-            units.add(canon)
-    if len(units) > 1:
-        return None
-    return m.group(2), (units.pop() if units else None)
-
-
-def _same_quantity(a: tuple[str, str | None], b: tuple[str, str | None] | None) -> bool:
-    """Same number, and the same unit or a unit on one side only."""
-    if b is None or a[0] != b[0]:
-        return False
-    return a[1] is None or b[1] is None or a[1] == b[1]
+    t = re.sub(r"['\u2019\u02bc`]", "", t)
+    out: list[str] = []
+    for i, ch in enumerate(t):
+        prev = t[i - 1] if i else ""
+        nxt = t[i + 1] if i + 1 < len(t) else ""
+        if _is_punctuation(ch):
+            if prev.isdigit() and nxt.isdigit():
+                out.append(ch)  # decimal point, time, score or range between digits
+            elif ch == "-" and nxt.isdigit() and not (prev.isalnum() or prev == "_"):
+                out.append(" -")  # a minus sign
+            else:
+                out.append(" ")
+        elif not ch.isalnum() and not ch.isspace():
+            out.append(f" {ch} ")  # a symbol or kept punctuation: a token of its own
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
 
 
 def exact_match(response: str | None, answers: list[str]) -> bool:
     """True when the normalized response equals a normalized acceptable answer.
 
-    A quantity with a harmless unit or currency sign also matches the same number written with
-    the same unit or with none (``$1,000`` = ``1000 USD`` = ``1000``); different numbers or
-    different units (``100 km`` and ``100 miles``) never match here.
+    See :func:`normalize_answer` for what is normalized. Anything else, units and number
+    formats included, is left for the judge.
     """
     r = normalize_answer(response)
     if not r:
         return False
-    rq = _quantity(r)
-    for a in answers:
-        n = normalize_answer(a)
-        if not n:
-            continue
-        if r == n:
-            return True
-        if rq is not None and _same_quantity(rq, _quantity(n)):
-            return True
-    return False
+    return any(r == normalize_answer(a) for a in answers)
 
 
 # -- grading --------------------------------------------------------------------------------

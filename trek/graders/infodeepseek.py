@@ -17,16 +17,14 @@ the version of the grades made with that template to ``VERSION+override.<hash>``
 
 from __future__ import annotations
 
-import re
-
 from trek.graders.common import (
     JudgeConfig,
     ask_judge,
     is_empty_response,
     join_answers,
     make_grade,
-    strip_markup,
 )
+from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
 from trek.types import Grade, Question
@@ -39,6 +37,7 @@ __all__ = [
     "JUDGE_PROMPT",
     "FALSE_PREMISE_PROMPT",
     "REASK",
+    "SCHEME",
     "parse_yes_no",
     "template_for",
     "grader_version",
@@ -49,7 +48,9 @@ __all__ = [
 GRADER = "infodeepseek"
 TEMPLATE = "grader.infodeepseek"
 FALSE_PREMISE_TEMPLATE = "grader.infodeepseek_false_premise"
-VERSION = "infodeepseek-1"
+# Version history: infodeepseek-1 first release; infodeepseek-2 reads the final verdict
+# (trek.graders.verdict, with Correct/True/Y synonyms) and sends no temperature unless asked.
+VERSION = "infodeepseek-2"
 
 JUDGE_PROMPT = """\
 You will see a question, its reference answer and a candidate answer. Decide whether the \
@@ -92,17 +93,28 @@ Candidate answer: {candidate_answer}
 
 Is the candidate answer correct? Reply with Yes or No only."""
 
-_YES_NO = re.compile(r"\b(yes|no)\b")
+#: How a Yes/No verdict may be written: ``Yes``/``No`` and their clear synonyms.
+SCHEME = Scheme(
+    labels={
+        "yes": "yes", "y": "yes", "correct": "yes", "true": "yes",
+        "no": "no", "n": "no", "incorrect": "no", "false": "no", "wrong": "no",
+    },
+    json_true="yes",
+    json_false="no",
+)
 
 
 def parse_yes_no(text: str | None) -> str | None:
-    """``"yes"``/``"no"`` when the reply says exactly one of them, else ``None``.
+    """``"yes"``/``"no"``: the judge's final verdict, else ``None``.
 
-    Case, punctuation, markdown and surrounding words are tolerated (``Yes.``, ``**No**``,
-    ``Answer: yes``). A reply that contains both words, or neither, is not read.
+    Read by :func:`trek.graders.verdict.read_verdict`. ``Correct``/``True``/``Y`` count as
+    Yes and ``Incorrect``/``False``/``Wrong``/``N`` as No when they stand as the verdict (a
+    sentence of their own, ``Answer: Yes``, ``No, the candidate ...``, ``{"answer": "yes"}``,
+    ``the candidate answer is correct``). Yes and no inside running prose ("there is no
+    contradiction") are not verdicts. The last verdict wins; a negated one (``Not yes.``) is
+    never a verdict; a reply with no verdict gives ``None``.
     """
-    found = set(_YES_NO.findall(strip_markup(text).lower()))
-    return found.pop() if len(found) == 1 else None
+    return read_verdict(text, SCHEME)
 
 
 REASK = "I could not read a verdict in that reply. Please answer again with a single word: Yes or No."

@@ -16,16 +16,14 @@ judge. The reply must still be one of the letters A/B/C. An override changes
 
 from __future__ import annotations
 
-import re
-
 from trek.graders.common import (
     JudgeConfig,
     ask_judge,
     is_empty_response,
     join_answers,
     make_grade,
-    strip_markup,
 )
+from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
 from trek.types import Grade, Question
@@ -37,6 +35,7 @@ __all__ = [
     "JUDGE_PROMPT",
     "REASK",
     "OUTCOME_BY_LETTER",
+    "SCHEME",
     "parse_letter",
     "grader_version",
     "judge_prompt",
@@ -45,7 +44,10 @@ __all__ = [
 
 GRADER = "sealqa"
 TEMPLATE = "grader.sealqa"
-VERSION = "sealqa-1"
+# Version history: sealqa-1 first release; sealqa-2 reads the final grade
+# (trek.graders.verdict: no letters read from sentences, negation is no grade) and sends no
+# temperature unless asked.
+VERSION = "sealqa-2"
 
 JUDGE_PROMPT = """\
 Your task is to grade a predicted answer to a question against the question's gold target. \
@@ -104,43 +106,29 @@ C = NOT_ATTEMPTED"""
 
 OUTCOME_BY_LETTER = {"A": "correct", "B": "incorrect", "C": "not_attempted"}
 
-_LONE_LETTER = re.compile(r"(?<![\w'\u2019])([ABC])(?![\w'\u2019])")
-_NAMED_LETTER = re.compile(
-    r"\b(?:grade|answer|verdict|letter|choice|option)\s*(?:is|:|=|-)?\s*\(?([abc])\)?(?![\w'\u2019])",
-    re.IGNORECASE,
+#: How a SealQA grade may be written: the letters, or the grade names they stand for.
+SCHEME = Scheme(
+    labels={"correct": "A", "incorrect": "B", "not attempted": "C"},
+    letters={"A": "A", "B": "B", "C": "C"},
+    prose=("CORRECT", "INCORRECT", "NOT ATTEMPTED"),
+    prose_case_sensitive=True,
 )
-_LABEL = re.compile(r"\b(NOT\s+ATTEMPTED|NOT\s+CORRECT|INCORRECT|CORRECT)\b")
-_LABEL_LETTER = {"INCORRECT": "B", "CORRECT": "A"}
-
-
-def _label_letter(label: str) -> str:
-    words = label.split()
-    if words[0] == "NOT":
-        return "C" if words[-1] == "ATTEMPTED" else "B"
-    return _LABEL_LETTER[label]
 
 
 def parse_letter(text: str | None) -> str | None:
-    """``"A"``, ``"B"`` or ``"C"`` when the reply names exactly one grade, else ``None``.
+    """``"A"``, ``"B"`` or ``"C"``: the judge's final grade, else ``None``.
 
-    Read: a bare letter in any case with punctuation or markdown (``a.``, ``**A**``, ``(B)``);
-    a capital letter standing alone in a sentence (``The answer is B``); a letter after a word
-    such as grade/answer/verdict (``grade: c``); the grade names in capitals (``CORRECT``,
-    ``INCORRECT``, ``NOT_ATTEMPTED``), also next to their letter (``A: CORRECT``). A reply that
-    points at two different grades (``A or B``, or an echo of the whole scale) is not read.
+    Read by :func:`trek.graders.verdict.read_verdict`. A letter counts only where it stands as
+    the grade: alone (``a.``, ``**A**``, ``(B)``), after a verdict key (``grade: c``,
+    ``Final answer: B``, ``the grade is B``), beside its name (``A: CORRECT``, ``B (INCORRECT)``)
+    or in ``{"grade": "A"}``/``\\boxed{A}``. A capital letter opening a sentence ("A refusal to
+    answer.") is not a grade. The names ``CORRECT``, ``INCORRECT`` and ``NOT_ATTEMPTED`` (any
+    spelling of the underscore, any case) are read where a verdict stands; a letter and a name
+    that disagree (``A: INCORRECT``) are unreadable. ``This is not CORRECT`` is no grade (it could
+    be B or C). The last grade wins; a later capitalised grade name that disagrees with it, or an
+    echo of the whole scale, gives ``None``.
     """
-    t = strip_markup(text)
-    bare = re.sub(r"[^A-Za-z]", "", t)
-    if len(bare) == 1 and bare.upper() in OUTCOME_BY_LETTER:
-        return bare.upper()
-    words = re.sub(r"[^a-z]+", " ", t.lower()).strip()
-    whole = {"correct": "A", "incorrect": "B", "not attempted": "C"}.get(words)
-    if whole:
-        return whole
-    found = set(_LONE_LETTER.findall(t))
-    found.update(m.upper() for m in _NAMED_LETTER.findall(t))
-    found.update(_label_letter(" ".join(m.split())) for m in _LABEL.findall(t))
-    return found.pop() if len(found) == 1 else None
+    return read_verdict(text, SCHEME)
 
 
 REASK = (

@@ -1,12 +1,13 @@
 """The LLM layer: one cached, concurrent, retrying OpenAI-compatible client."""
 
 from trek.llm.cache import LLMCache, default_cache_path, request_key
-from trek.llm.client import ChatRequest, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
+from trek.llm.client import ChatRequest, EndpointLimits, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
 from trek.llm.structured import StructuredResult, achat_json, chat_json, parse_json_lenient
 from trek.llm.usage import Price, PriceTable, usage_from_raw
 
 __all__ = [
     "ChatRequest",
+    "EndpointLimits",
     "FatalLLMError",
     "LLMCache",
     "LLMClient",

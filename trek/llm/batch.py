@@ -11,26 +11,43 @@ without a call, ``pending`` ones are tried again. The output file is rewritten a
 (temporary file + rename), during the run at checkpoints and at the end, so it never holds a
 torn or duplicate line. Answers that arrived before an interruption are in the cache, so a
 re-run asks the endpoint for none of them again.
+
+Paid results are never discarded silently. Before any call the runner refuses (with
+:class:`BatchError`) an ``--out`` that is the requests file, a folder, or in a folder it cannot
+write; an output that another run is writing (a lock file ``.<out>.lock`` held for the whole
+run; the operating system releases it when a process dies); and an output holding ``ok`` ids
+that the requests file no longer lists. The previous output is streamed: only an index of
+ids is held in memory, kept lines are copied from the file.
+
+A budget caps the spend recorded for one output across resumes: the dollars of fresh calls
+are added up in ``.<out>.spent.json`` beside it (ignored when the output does not exist).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import fcntl
 import json
+import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
-from trek.types import RecordError, write_jsonl
+from trek.types import RecordError, iter_json_lines, write_jsonl
 
-__all__ = ["BatchItem", "BatchSummary", "load_requests", "run_batch"]
+__all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 _RESERVED = {"id", "messages", "model", "sample", "tools"}
+
+
+class BatchError(ValueError):
+    """The run cannot start without risking results already paid for (or cannot write them)."""
 
 
 @dataclass
@@ -49,6 +66,7 @@ class BatchSummary:
     http_calls: int
     cache_hits: int
     out: Path
+    spent_usd: float = 0.0  # fresh calls for this output over all runs (the ledger)
 
     def describe(self) -> str:
         return (
@@ -61,76 +79,131 @@ class BatchSummary:
 def load_requests(path: str | os.PathLike[str], default_model: str | None = None) -> list[BatchItem]:
     """Read and check a requests file; every problem names the file, line and field."""
     p = Path(path)
-    if not p.exists():
-        raise RecordError(p, None, "file does not exist")
     items: list[BatchItem] = []
     seen: dict[str, int] = {}
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise RecordError(p, lineno, "expected a JSON object")
-            rid = obj.get("id")
-            if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, bool):
-                raise RecordError(p, lineno, "field 'id': missing or empty")
-            if not isinstance(rid, str | int):
-                raise RecordError(p, lineno, f"field 'id': must be a string or integer, got {type(rid).__name__}")
-            rid = str(rid)
-            if rid in seen:
-                raise RecordError(p, lineno, f"field 'id': duplicate id '{rid}' (first on line {seen[rid]})")
-            seen[rid] = lineno
-            msgs = obj.get("messages")
-            if not isinstance(msgs, list) or not msgs:
-                raise RecordError(p, lineno, "field 'messages': must be a non-empty list of messages")
-            for j, m in enumerate(msgs):
-                if not isinstance(m, dict):
-                    raise RecordError(p, lineno, f"field 'messages.{j}': must be an object")
-                if m.get("role") not in _ROLES:
-                    raise RecordError(
-                        p, lineno, f"field 'messages.{j}.role': must be one of {sorted(_ROLES)}, got {m.get('role')!r}"
-                    )
-                if "content" not in m and "tool_calls" not in m:
-                    raise RecordError(p, lineno, f"field 'messages.{j}.content': missing")
-            model = obj.get("model", default_model)
-            if not model or not isinstance(model, str):
-                raise RecordError(p, lineno, "field 'model': missing (give it per line or with --model)")
-            sample = obj.get("sample", 0)
-            if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
-                raise RecordError(p, lineno, "field 'sample': must be a non-negative integer")
-            tools = obj.get("tools")
-            if tools is not None and not isinstance(tools, list):
-                raise RecordError(p, lineno, "field 'tools': must be a list")
-            params = {k: v for k, v in obj.items() if k not in _RESERVED}
-            if params.get("stream"):
-                raise RecordError(p, lineno, "field 'stream': streaming is not supported by the batch runner")
-            if params.get("n") not in (None, 1):
-                raise RecordError(p, lineno, "field 'n': use one line per sample with 'sample' instead of n > 1")
-            items.append(
-                BatchItem(rid, ChatRequest(messages=msgs, model=model, tools=tools, sample=sample, params=params, id=rid), lineno)
-            )
+    for lineno, obj in iter_json_lines(p):
+        rid = obj.get("id")
+        if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, bool):
+            raise RecordError(p, lineno, "field 'id': missing or empty")
+        if not isinstance(rid, str | int):
+            raise RecordError(p, lineno, f"field 'id': must be a string or integer, got {type(rid).__name__}")
+        rid = str(rid)
+        if rid in seen:
+            raise RecordError(p, lineno, f"field 'id': duplicate id '{rid}' (first on line {seen[rid]})")
+        seen[rid] = lineno
+        msgs = obj.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise RecordError(p, lineno, "field 'messages': must be a non-empty list of messages")
+        for j, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                raise RecordError(p, lineno, f"field 'messages.{j}': must be an object")
+            if m.get("role") not in _ROLES:
+                raise RecordError(
+                    p, lineno, f"field 'messages.{j}.role': must be one of {sorted(_ROLES)}, got {m.get('role')!r}"
+                )
+            if "content" not in m and "tool_calls" not in m:
+                raise RecordError(p, lineno, f"field 'messages.{j}.content': missing")
+        model = obj.get("model", default_model)
+        if not model or not isinstance(model, str):
+            raise RecordError(p, lineno, "field 'model': missing (give it per line or with --model)")
+        sample = obj.get("sample", 0)
+        if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+            raise RecordError(p, lineno, "field 'sample': must be a non-negative integer")
+        tools = obj.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            raise RecordError(p, lineno, "field 'tools': must be a list")
+        params = {k: v for k, v in obj.items() if k not in _RESERVED}
+        if params.get("stream"):
+            raise RecordError(p, lineno, "field 'stream': streaming is not supported by the batch runner")
+        if params.get("n") not in (None, 1):
+            raise RecordError(p, lineno, "field 'n': use one line per sample with 'sample' instead of n > 1")
+        items.append(
+            BatchItem(rid, ChatRequest(messages=msgs, model=model, tools=tools, sample=sample, params=params, id=rid), lineno)
+        )
     return items
 
 
-def _read_previous(out: Path) -> dict[str, dict[str, Any]]:
-    if not out.exists():
-        return {}
-    prev: dict[str, dict[str, Any]] = {}
-    with out.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                raise RecordError(out, lineno, "previous output is not valid JSON; move it away to start over") from None
-            if isinstance(obj, dict) and "id" in obj:
-                prev[str(obj["id"])] = obj
-    return prev
+class _Previous:
+    """An earlier output, streamed: ``{id: (status, request_key)}`` plus where each line is.
+
+    Kept lines are read back from the open file one at a time (the open handle keeps the old
+    file readable after the output is atomically replaced), so memory does not grow with it.
+    """
+
+    def __init__(self, out: Path):
+        self.index: dict[str, tuple[str | None, str | None, int]] = {}
+        self._fh: IO[bytes] | None = None
+        self._offsets: list[int] = []
+        if not out.exists():
+            return
+        try:
+            for lineno, obj in iter_json_lines(out):
+                if "id" not in obj:
+                    raise RecordError(out, lineno, "line has no 'id'")
+                self.index[str(obj["id"])] = (obj.get("status"), obj.get("request_key"), lineno)
+        except RecordError as e:
+            raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or pick another") from None
+        self._fh = out.open("rb")
+        pos = 0
+        for raw in self._fh:  # line starts, to seek to a kept line later
+            self._offsets.append(pos)
+            pos += len(raw)
+
+    def line(self, rid: str) -> dict[str, Any]:
+        assert self._fh is not None
+        self._fh.seek(self._offsets[self.index[rid][2] - 1])
+        return json.loads(self._fh.readline())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold ``.<out>.lock`` for the run; a second run on the same output is refused."""
+    lock = out.with_name(f".{out.name}.lock")
+    try:
+        fh = lock.open("a")
+    except OSError as e:
+        raise BatchError(f"cannot write in {out.parent} for --out ({e.strerror})") from None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BatchError(
+                f"another run is writing {out} (lock {lock.name} is held); wait for it or use another --out"
+            ) from None
+        yield
+
+
+def check_output_path(out: Path, requests_path: Path | None = None) -> None:
+    """Refuse an output path that is a folder, the requests file, or in a folder we cannot create."""
+    if out.is_dir():
+        raise BatchError(f"--out {out} is a folder; give a file name, e.g. {out / 'responses.jsonl'}")
+    if requests_path is not None and out.exists() and requests_path.exists() and out.samefile(requests_path):
+        raise BatchError(f"--out {out} is the requests file; writing it would destroy the requests")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BatchError(f"cannot create the folder of --out {out} ({e.strerror})") from None
+
+
+def _ledger(out: Path) -> Path:
+    return out.with_name(f".{out.name}.spent.json")
+
+
+def _spent_before(out: Path) -> float:
+    led = _ledger(out)
+    if not out.exists() or not led.exists():
+        return 0.0
+    try:
+        spent = float(json.loads(led.read_text(encoding="utf-8"))["spent_usd"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BatchError(f"{led} (the spend recorded for {out.name}) is unreadable; fix or delete it") from None
+    if not math.isfinite(spent) or spent < 0:
+        raise BatchError(f"{led}: spent_usd must be a non-negative number")
+    return spent
 
 
 def _item_key(client: LLMClient, item: BatchItem) -> str:
@@ -164,28 +237,63 @@ async def run_batch(
     *,
     checkpoint_seconds: float = 2.0,
 ) -> BatchSummary:
-    """Run every request not already answered in ``out_path`` and rewrite it atomically."""
-    items = load_requests(requests_path, default_model=client.model)
-    out = Path(out_path)
-    prev = _read_previous(out)
-    lines: dict[str, dict[str, Any]] = {}
+    """Run every request not already answered in ``out_path`` and rewrite it atomically.
+
+    ``client.budget_usd`` (if set) caps the spend recorded for ``out_path`` over all runs.
+    Raises :class:`BatchError` (before any call) when the run would put paid results at risk.
+    """
+    req_path, out = Path(requests_path), Path(out_path)
+    check_output_path(out, req_path)
+    items = load_requests(req_path, default_model=client.model)
+    with _locked(out):
+        prev = _Previous(out)
+        try:
+            return await _run(items, out, prev, client, checkpoint_seconds)
+        finally:
+            prev.close()
+
+
+async def _run(
+    items: list[BatchItem], out: Path, prev: _Previous, client: LLMClient, checkpoint_seconds: float
+) -> BatchSummary:
+    listed = {it.id for it in items}
+    orphans = [rid for rid, (status, _, _) in prev.index.items() if status == "ok" and rid not in listed]
+    if orphans:
+        shown = ", ".join(orphans[:5]) + (", ..." if len(orphans) > 5 else "")
+        raise BatchError(
+            f"{out} holds {len(orphans)} answered ids that the requests file no longer lists ({shown}); "
+            "put them back in the requests file, or write to a new --out"
+        )
+    spent_before = _spent_before(out)
+    kept_ids: set[str] = set()
     todo: list[BatchItem] = []
     for it in items:
-        old = prev.get(it.id)
-        if old and old.get("status") == "ok" and old.get("request_key") == _item_key(client, it):
-            lines[it.id] = old
+        status, key, _ = prev.index.get(it.id, (None, None, 0))
+        if status == "ok" and key == _item_key(client, it):
+            kept_ids.add(it.id)
         else:
             todo.append(it)
-    kept = len(lines)
+    new: dict[str, dict[str, Any]] = {}
     order = [it.id for it in items]
+    spent0, prior0 = client.spent_usd, client.prior_spend_usd
+    client.prior_spend_usd = prior0 + spent_before  # counted against client.budget_usd
     last_write = time.monotonic()
 
+    def lines() -> Iterator[dict[str, Any]]:
+        for rid in order:
+            if rid in new:
+                yield new[rid]
+            elif rid in kept_ids:
+                yield prev.line(rid)
+
     def checkpoint() -> None:
-        write_jsonl(out, (lines[i] for i in order if i in lines))
+        write_jsonl(out, lines())
+        spent = spent_before + client.spent_usd - spent0
+        _write_text(_ledger(out), json.dumps({"spent_usd": spent}) + "\n")
 
     def on_result(i: int, res: LLMResult) -> None:
         nonlocal last_write
-        lines[todo[i].id] = _line(todo[i], res)
+        new[todo[i].id] = _line(todo[i], res)
         now = time.monotonic()
         if now - last_write >= checkpoint_seconds:
             checkpoint()
@@ -196,18 +304,23 @@ async def run_batch(
         await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result)
     finally:
         checkpoint()
+        client.prior_spend_usd = prior0
         await client.aclose()
-    n_ok = sum(1 for i in order if lines.get(i, {}).get("status") == "ok")
+    n_ok = len(kept_ids) + sum(1 for line in new.values() if line["status"] == "ok")
     return BatchSummary(
         total=len(items),
         ok=n_ok,
         pending=len(items) - n_ok,
-        kept=kept,
+        kept=len(kept_ids),
         http_calls=client.http_calls - calls0,
         cache_hits=client.cache_hits - hits0,
         out=out,
+        spent_usd=spent_before + client.spent_usd - spent0,
     )
 
 
-def run_batch_sync(*args: Any, **kw: Any) -> BatchSummary:
-    return asyncio.run(run_batch(*args, **kw))
+def _write_text(path: Path, text: str) -> None:
+    """Replace a small text file atomically."""
+    tmp = path.with_name(f"{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -65,7 +65,14 @@ class LLMCache:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
+        if self.path.is_dir():
+            raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path / 'llm-cache.sqlite'}")
+        try:
+            self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
+        except sqlite3.DatabaseError as e:  # garbage file, unwritable folder, ...
+            raise ValueError(f"cache {self.path} cannot be used as an SQLite cache ({e}); move it away or pick another") from None
+        except OSError as e:
+            raise ValueError(f"cache {self.path} cannot be created ({e.strerror})") from None
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self.hits = 0
         self.misses = 0

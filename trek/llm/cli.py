@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
@@ -22,9 +21,11 @@ def run(
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file [default: $TREK_CACHE or llm-cache.sqlite next to --out]."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds per HTTP attempt."),
     max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries for 429/5xx/timeouts/connection errors."),
-    budget: float = typer.Option(None, "--budget", help="Stop issuing calls before this many US dollars would be spent."),
+    budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
     prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
+                                  help="HTTP transport: httpx (the SDK's default) or aiohttp (pip install 'trek[aiohttp]'; faster for wide fan-out)."),
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
 
@@ -33,14 +34,15 @@ def run(
     """
     import os
 
-    from trek.llm.batch import run_batch
+    from trek.llm.batch import check_output_path, run_batch
     from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
 
     cache_path = cache or (Path(os.environ["TREK_CACHE"]) if os.environ.get("TREK_CACHE") else out.parent / "llm-cache.sqlite")
     try:
+        check_output_path(out, requests)  # before the cache file is created beside it
         client = LLMClient(
             model,
             base_url=base_url,
@@ -51,15 +53,18 @@ def run(
             prices=PriceTable.load(prices),
             budget_usd=budget,
             progress=progress,
+            transport=transport,
         )
-        summary = asyncio.run(run_batch(requests, out, client))
-    except (RecordError, ValueError, FatalLLMError, FileNotFoundError) as e:
+        summary = run_sync(run_batch(requests, out, client))
+    except (RecordError, ValueError, FatalLLMError, OSError) as e:
         _err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None
     _err.print(summary.describe(), highlight=False)
     if client.usage.calls:
         spent = client.spent_text()
-        _err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}", highlight=False)
+        _err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"
+                   + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
+                   highlight=False)
     if summary.pending:
         _err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
         raise typer.Exit(3)

@@ -6,12 +6,17 @@ On top of the SDK it adds what an evaluation needs:
 
 * a persistent response cache (:mod:`trek.llm.cache`): a second identical run makes no
   HTTP request;
-* bounded concurrency per endpoint (``max_connections``) and async fan-out with a progress
+* bounded concurrency per endpoint (``max_connections``; clients given one
+  :class:`EndpointLimits` share the limit of an endpoint) and async fan-out with a progress
   bar showing done/total, cache hits, tokens and dollars;
-* retries with capped exponential backoff and jitter for 429 (honouring ``Retry-After``),
-  5xx, timeouts, connection errors and malformed bodies. A call that still fails comes back
-  with ``status="pending"`` and its error: it is never turned into answer text. A 4xx that a
-  retry cannot fix raises :class:`FatalLLMError` at once;
+* one retry policy (tenacity; the SDK's own retries are off so nothing retries twice):
+  capped exponential backoff with jitter for 408/409/429 (honouring ``Retry-After``), 5xx,
+  timeouts, connection errors, malformed bodies and replies without a choice. A call that
+  still fails comes back with ``status="pending"`` and its error: it is never turned into
+  answer text and never cached. A 4xx that a retry cannot fix (400/401/403/404/422) raises
+  :class:`FatalLLMError` at once, carrying the status code and the API's own message;
+* the HTTP transport is a parameter (``transport="httpx"``, the SDK default, or ``"aiohttp"``
+  with the ``trek[aiohttp]`` extra; ``$TREK_HTTP_TRANSPORT`` sets the default);
 * token usage on every result and dollars from the price table; an optional budget cap that
   stops issuing calls before it would be exceeded.
 
@@ -26,13 +31,14 @@ import json
 import os
 import random
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
@@ -43,18 +49,36 @@ __all__ = [
     "LLMClient",
     "LLMResult",
     "ChatRequest",
+    "EndpointLimits",
     "FatalLLMError",
+    "TRANSPORTS",
     "run_sync",
     "scrub",
     "endpoint_identity",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+TRANSPORTS = ("httpx", "aiohttp")
 T = TypeVar("T")
 
 
 class FatalLLMError(RuntimeError):
-    """A request the endpoint rejected in a way no retry can fix (400, 401, 403, 404, 422)."""
+    """A request the endpoint rejected in a way no retry can fix (400, 401, 403, 404, 422).
+
+    ``status_code`` is the HTTP status (``None`` for errors raised before a request, e.g. a
+    budget without a price); ``api_message`` the endpoint's own error message and ``param``
+    the parameter it names, when it names one (both scrubbed of the key). A caller can map an
+    "Unsupported parameter" / "Unsupported value" 400 to the option that sets it.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, api_message: str | None = None,
+        param: str | None = None,
+    ):
+        super().__init__(message)
+        self.status_code = status_code
+        self.api_message = api_message
+        self.param = param
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
@@ -162,24 +186,30 @@ def _retry_after_seconds(headers: Any) -> float | None:
         return None
 
 
-# One connection limit per endpoint and event loop, shared by every client of that endpoint
-# (e.g. an answering model and its judge on the same vLLM server). The first client to use an
-# endpoint in a loop sets the limit. Entries of finished loops are dropped as new loops appear.
-_ENDPOINT_LIMITS: dict[tuple[int, str], asyncio.Semaphore] = {}
-_LIMITS_LOCK = threading.Lock()
+class EndpointLimits:
+    """Connection limits per endpoint, shared by every client given the same object.
 
+    ``LLMClient(..., limits=shared)`` for an answering model and its judge (or a search proxy)
+    on one server keeps their requests together under one ``max_connections``: the first
+    client to call an endpoint sets its limit. A client without ``limits=`` has its own. The
+    object is owned by the caller (no module-level state); asyncio semaphores belong to one
+    event loop, so it keeps one per loop and forgets loops that are gone.
+    """
 
-def _endpoint_semaphore(loop: asyncio.AbstractEventLoop, endpoint: str, size: int) -> asyncio.Semaphore:
-    with _LIMITS_LOCK:
-        key = (id(loop), endpoint)
-        sem = _ENDPOINT_LIMITS.get(key)
-        if sem is None:
-            if len(_ENDPOINT_LIMITS) > 64:  # forget loops that are gone
-                live = {k: v for k, v in _ENDPOINT_LIMITS.items() if k[0] == id(loop)}
-                _ENDPOINT_LIMITS.clear()
-                _ENDPOINT_LIMITS.update(live)
-            sem = _ENDPOINT_LIMITS[key] = asyncio.Semaphore(size)
-        return sem
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def semaphore(self, endpoint: str, size: int) -> asyncio.Semaphore:
+        """The limit of ``endpoint`` in the running event loop (created with ``size`` slots)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            sems = self._by_loop.setdefault(loop, {})
+            if endpoint not in sems:
+                sems[endpoint] = asyncio.Semaphore(size)
+            return sems[endpoint]
 
 
 class _LoopState:
@@ -199,12 +229,22 @@ class LLMClient:
         Endpoint and key; default to ``$OPENAI_BASE_URL`` / ``$OPENAI_API_KEY``. Local servers
         (vLLM, llama.cpp, Ollama) usually accept any key.
     max_connections:
-        At most this many requests in flight to the endpoint, counted over every client of the
-        same endpoint in this event loop (the first one to call sets the limit).
+        At most this many requests in flight to the endpoint, counted over every client that
+        shares ``limits`` (the first one to call sets the limit).
+    limits:
+        An :class:`EndpointLimits` shared with other clients of the same endpoint; default: a
+        limit of this client's own.
     timeout:
         Seconds before one HTTP attempt is abandoned (and retried).
     max_retries:
-        Retries after the first attempt for transient failures.
+        Retries after the first attempt for transient failures (one policy; see module doc).
+    backoff_base, backoff_cap:
+        Seconds: the wait before retry *n* is drawn from ``[d/2, d]`` with
+        ``d = min(backoff_cap, backoff_base * 2**n)``, and is at least a ``Retry-After`` the
+        endpoint sent (itself capped at ``backoff_cap``).
+    transport:
+        ``"httpx"`` (the SDK's default transport) or ``"aiohttp"`` (needs ``trek[aiohttp]``);
+        default ``$TREK_HTTP_TRANSPORT`` or ``"httpx"``.
     cache:
         An :class:`LLMCache`, a path to one, or ``None`` for no cache.
     prices:
@@ -214,6 +254,8 @@ class LLMClient:
         this many dollars; calls not issued come back ``pending``.
     progress:
         Show a progress bar in :meth:`amap`.
+    seed:
+        Seed of the backoff jitter.
     """
 
     def __init__(
@@ -232,9 +274,18 @@ class LLMClient:
         budget_usd: float | None = None,
         progress: bool = True,
         seed: int | None = None,
+        limits: EndpointLimits | None = None,
+        transport: str | None = None,
     ):
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be at least 0")
+        if budget_usd is not None and not budget_usd >= 0:  # also rejects NaN
+            raise ValueError(f"budget must be a non-negative number of dollars, not {budget_usd}")
+        self.transport = transport or os.environ.get("TREK_HTTP_TRANSPORT") or "httpx"
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}")
         self.model = model
         self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
@@ -248,9 +299,11 @@ class LLMClient:
         self.budget_usd = budget_usd
         self.progress = progress
         self._rng = random.Random(seed)
+        self.limits = limits or EndpointLimits()
         self._states: dict[int, _LoopState] = {}
         # Running totals for this client (fresh calls only for ``spent_usd``).
         self.spent_usd = 0.0
+        self.prior_spend_usd = 0.0  # spent before this client (e.g. earlier runs), counted against the budget
         self.unpriced_calls = 0  # fresh calls to a model without a price (tokens only)
         self._reserved_usd = 0.0
         self.usage = Usage()
@@ -276,11 +329,11 @@ class LLMClient:
             sdk = openai.AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self._api_key,
-                max_retries=0,
+                max_retries=0,  # the one retry policy is ours (_send_with_retries)
                 timeout=self.timeout,
-                **_http_client_kwargs(),
+                http_client=_http_client(self.transport),
             )
-            st = _LoopState(sdk, _endpoint_semaphore(loop, self.base_url, self.max_connections))
+            st = _LoopState(sdk, self.limits.semaphore(self.base_url, self.max_connections))
             self._states = {id(loop): st}  # drop clients bound to finished loops
         return st
 
@@ -372,14 +425,16 @@ class LLMClient:
                 return self._finish(api, model, key, hit, cached=True)
         if self.budget_usd is not None:
             est = self._estimate_cost(model, body)
-            if self.spent_usd + self._reserved_usd + est > self.budget_usd:
+            spent = self.prior_spend_usd + self.spent_usd
+            if spent + self._reserved_usd + est > self.budget_usd:
+                earlier = f", ${self.prior_spend_usd:.4f} of it in earlier runs" if self.prior_spend_usd else ""
                 return LLMResult(
                     status="pending",
                     model=model,
                     key=key,
                     api=api,
                     error=(
-                        f"budget cap ${self.budget_usd:.2f} reached (spent ${self.spent_usd:.4f}); "
+                        f"budget cap ${self.budget_usd:.2f} reached (spent ${spent:.4f}{earlier}); "
                         "raise the budget and run again to continue"
                     ),
                 )
@@ -408,25 +463,31 @@ class LLMClient:
         self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
+    def _backoff(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt: jittered exponential, at least the Retry-After sent."""
+        d = min(self.backoff_cap, self.backoff_base * (2 ** (state.attempt_number - 1)))
+        delay = self._rng.uniform(d / 2, d)
+        err = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(err, "retry_after", None)
+        return max(delay, min(retry_after, self.backoff_cap)) if retry_after is not None else delay
+
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
         st = self._state()
-        last: _Retryable | None = None
-        for attempt in range(self.max_retries + 1):
-            try:
-                async with st.sem:
-                    self.http_calls += 1
-                    return await self._send_once(st.sdk, api, body)
-            except _Retryable as e:
-                last = e
-                if attempt == self.max_retries:
-                    break
-                delay = min(self.backoff_cap, self.backoff_base * (2**attempt))
-                delay = self._rng.uniform(delay / 2, delay)  # jitter
-                if e.retry_after is not None:
-                    delay = max(delay, min(e.retry_after, self.backoff_cap))
-                await asyncio.sleep(delay)
-        assert last is not None
-        raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {last}")
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(_Retryable),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._backoff,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with st.sem:
+                        self.http_calls += 1
+                        return await self._send_once(st.sdk, api, body)
+        except _Retryable as e:
+            raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any]) -> dict[str, Any]:
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
@@ -448,29 +509,37 @@ class LLMClient:
             ) from None
         except openai.InternalServerError as e:
             raise _Retryable(f"{e.status_code} server error from {self.base_url}") from None
-        except openai.APITimeoutError:
-            raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
-        except openai.APIConnectionError as e:
-            raise _Retryable(f"connection error to {self.base_url}: {self._scrub(str(e))}") from None
+        except openai.APIConnectionError as e:  # APITimeoutError included
+            if _refused(e):  # some transports report a refused connection as a connect timeout
+                raise _Retryable(f"connection refused by {self.base_url} (is the server running?)") from None
+            if isinstance(e, openai.APITimeoutError):
+                raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
+            raise _Retryable(f"connection error to {self.base_url}: {self._scrub(_causes(e))}") from None
         except openai.APIStatusError as e:
             status = e.status_code
             if status in (408, 409) or status >= 500:
                 raise _Retryable(f"{status} from {self.base_url}") from None
-            detail = self._scrub(_error_message(e))
-            hint = {
-                401: "check the API key (OPENAI_API_KEY) for this endpoint",
-                403: "the key is not allowed to use this model or endpoint",
-                404: "check the model name and the base URL (it usually ends in /v1)",
-            }.get(status, "the request itself was rejected; fix it and run again")
+            detail, param = _error_detail(e)
+            detail = self._scrub(detail)
+            if status == 400 and "unsupported" in detail.lower():
+                hint = "the model does not accept this parameter or value; leave it out or change it"
+            else:
+                hint = {
+                    401: "check the API key (OPENAI_API_KEY) for this endpoint",
+                    403: "the key is not allowed to use this model or endpoint",
+                    404: "check the model name and the base URL (it usually ends in /v1)",
+                }.get(status, "the request itself was rejected; fix it and run again")
             raise FatalLLMError(
-                f"{status} from {self.base_url} for model '{body.get('model')}': {detail} ({hint})"
+                f"{status} from {self.base_url} for model '{body.get('model')}': {detail} ({hint})",
+                status_code=status, api_message=detail, param=param,
             ) from None
         try:
             raw = json.loads(text)
         except (json.JSONDecodeError, TypeError):
             raise _Retryable(f"malformed JSON body from {self.base_url}") from None
-        if not isinstance(raw, dict) or ("choices" not in raw and "output" not in raw):
-            raise _Retryable(f"unexpected reply shape from {self.base_url}")
+        problem = _shape_problem(api, raw)
+        if problem:
+            raise _Retryable(f"unusable reply from {self.base_url}: {problem}")
         return raw
 
     # -- fan-out ----------------------------------------------------------------------------
@@ -513,28 +582,61 @@ class LLMClient:
         self._states = {}
 
 
-def _http_client_kwargs() -> dict[str, Any]:
-    """Use the SDK's aiohttp transport when this SDK version ships it (faster fan-out)."""
-    factory = getattr(openai, "DefaultAioHttpClient", None)
-    if factory is None:
-        return {}
+def _http_client(transport: str) -> Any:
+    """The SDK's HTTP client for ``transport`` (``None``: the SDK's default httpx client)."""
+    if transport == "httpx":
+        return None
     try:
-        return {"http_client": factory()}
-    except Exception:  # noqa: BLE001 - optional extra not installed: keep the default transport
-        return {}
+        return openai.DefaultAioHttpClient()
+    except (RuntimeError, ImportError, AttributeError):  # extra missing, or an SDK without it
+        raise ValueError("transport 'aiohttp' needs the aiohttp extra: pip install 'trek[aiohttp]'") from None
 
 
-def _error_message(e: openai.APIStatusError) -> str:
+def _shape_problem(api: str, raw: Any) -> str | None:
+    """Why a 200 reply cannot be used as an answer (``None`` when it can)."""
+    if not isinstance(raw, dict):
+        return "the body is not a JSON object"
+    if api == "responses":
+        out = raw.get("output")
+        return None if isinstance(out, list) and out else "no output items"
+    choices = raw.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "no choices"
+    if not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+        return "the first choice has no message"
+    return None
+
+
+def _causes(e: BaseException) -> str:
+    """The error and its causes, innermost last (the SDK's own text is only "Connection error.")."""
+    parts, seen = [], set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        text = str(cur).strip()
+        if text and text not in parts:
+            parts.append(text)
+        cur = cur.__cause__ or cur.__context__
+    return ": ".join(parts) or type(e).__name__
+
+
+def _refused(e: BaseException) -> bool:
+    cur: BaseException | None = e
+    for _ in range(10):
+        if cur is None:
+            return False
+        if isinstance(cur, ConnectionRefusedError) or "connection refused" in str(cur).lower():
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _error_detail(e: openai.APIStatusError) -> tuple[str, str | None]:
+    """The API's own error message and the parameter it names."""
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return str(getattr(e, "message", "") or e)
-
-
-def default_client_from_env(model: str | None = None, run_dir: str | Path | None = None, **kw: Any) -> LLMClient:
-    """A client configured from the environment, caching under ``run_dir`` or ``$TREK_CACHE``."""
-    from trek.llm.cache import default_cache_path
-
-    return LLMClient(model, cache=LLMCache(default_cache_path(run_dir)), **kw)
+            param = err.get("param")
+            return str(err["message"]), str(param) if param else None
+    return str(getattr(e, "message", "") or e), None

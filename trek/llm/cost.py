@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pandas as pd
 
 from trek.llm.usage import PriceTable
-from trek.types import RecordError, Usage
+from trek.types import RecordError, Usage, iter_json_lines
 
 __all__ = ["summarize_usage"]
 
@@ -40,29 +39,22 @@ def summarize_usage(run_dir: str | os.PathLike[str], prices: PriceTable | None =
     rows: dict[tuple[str, str], dict] = {}
     for path in sorted(root.rglob("*.jsonl")):
         rel = str(path.relative_to(root))
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    raise RecordError(path, lineno, "not valid JSON") from None
-                if not isinstance(rec, dict) or not isinstance(rec.get("usage"), dict):
-                    continue
-                try:
-                    u = Usage.model_validate(rec["usage"])
-                except Exception as e:  # noqa: BLE001
-                    raise RecordError(path, lineno, f"field 'usage': {e}") from None
-                model = _model_of(rec) or "?"
-                row = rows.setdefault(
-                    (rel, model), {c: 0 for c in _COLUMNS} | {"file": rel, "model": model, "cost_usd": 0.0}
-                )
-                row["records"] += 1
-                for c in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
-                    row[c] += getattr(u, c)
-                cost = prices.cost(model, u)
-                row["cost_usd"] = float("nan") if cost is None or pd.isna(row["cost_usd"]) else row["cost_usd"] + cost
+        for lineno, rec in iter_json_lines(path):
+            if not isinstance(rec.get("usage"), dict):
+                continue
+            try:
+                u = Usage.model_validate(rec["usage"])
+            except Exception as e:  # noqa: BLE001
+                raise RecordError(path, lineno, f"field 'usage': {e}") from None
+            model = _model_of(rec) or "?"
+            row = rows.setdefault(
+                (rel, model), {c: 0 for c in _COLUMNS} | {"file": rel, "model": model, "cost_usd": 0.0}
+            )
+            row["records"] += 1
+            for c in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
+                row[c] += getattr(u, c)
+            cost = prices.cost(model, u)
+            row["cost_usd"] = float("nan") if cost is None or pd.isna(row["cost_usd"]) else row["cost_usd"] + cost
     df = pd.DataFrame(list(rows.values()), columns=_COLUMNS)
     if not df.empty:
         total = df.drop(columns=["file", "model"]).sum(numeric_only=True, min_count=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -47,11 +48,13 @@ class PriceTable:
         if user:
             p = Path(user)
             try:
-                data = json.loads(p.read_text(encoding="utf-8"))
+                data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
             except FileNotFoundError:
                 raise ValueError(f"price table {p} does not exist") from None
             except json.JSONDecodeError as e:
                 raise ValueError(f"price table {p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+            except (OSError, UnicodeDecodeError) as e:
+                raise ValueError(f"price table {p} cannot be read ({getattr(e, 'strerror', None) or e})") from None
             table.update(_parse(data, str(p)))
         return cls(table)
 
@@ -81,14 +84,22 @@ def _parse(data: Any, where: str) -> dict[str, Price]:
         if not isinstance(spec, dict) or "input" not in spec or "output" not in spec:
             raise ValueError(f"price table {where}: model '{model}' needs numeric 'input' and 'output' fields")
         try:
-            out[model] = Price(
+            price = Price(
                 input=float(spec["input"]),
                 output=float(spec["output"]),
                 cached_input=None if spec.get("cached_input") is None else float(spec["cached_input"]),
             )
         except (TypeError, ValueError):
             raise ValueError(f"price table {where}: model '{model}' has a non-numeric price") from None
+        values = [price.input, price.output] + ([] if price.cached_input is None else [price.cached_input])
+        if not all(math.isfinite(v) and v >= 0 for v in values):
+            raise ValueError(f"price table {where}: model '{model}' needs finite, non-negative prices")
+        out[model] = price
     return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a price")
 
 
 def _int(d: Any, *path: str) -> int:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from trek.search.base import (
     FatalSearchError,
+    RejectedSearchError,
     SearchBackend,
     SearchCache,
     SearchError,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "BACKEND_NAMES",
     "FatalSearchError",
+    "RejectedSearchError",
     "SearchBackend",
     "SearchCache",
     "SearchError",

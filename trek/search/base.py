@@ -9,9 +9,11 @@ timeouts, connection errors. It returns a :class:`SearchOutcome` holding the
 :class:`~trek.types.SearchCall` record.
 
 A search that still fails raises :class:`SearchUnavailable` (carrying the failed ``SearchCall``);
-systems turn it into a pending trajectory, never into an answer. A failure no retry can fix (a
-missing or rejected API key, a bad request) raises :class:`FatalSearchError` so that the run stops
-with a message instead of marking every question pending.
+systems turn it into a pending trajectory, never into an answer. A query the service refuses (a
+400 for this query alone) raises :class:`RejectedSearchError` (also carrying the call): that
+question is marked failed and the run goes on. A failure no retry can fix and that dooms every
+question (a missing or rejected API key, an exhausted plan) raises :class:`FatalSearchError` so
+that the run stops with a message.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "SearchError",
     "TransientSearchError",
     "SearchUnavailable",
+    "RejectedSearchError",
     "FatalSearchError",
     "SearchCache",
     "SearchOutcome",
@@ -64,8 +67,18 @@ class SearchUnavailable(SearchError):
         self.call = call
 
 
+class RejectedSearchError(SearchError):
+    """The service refused this query (e.g. a 400 for an over-long query); other queries may
+    work. ``call`` is the failed :class:`SearchCall`."""
+
+    def __init__(self, message: str, call: SearchCall | None = None):
+        super().__init__(message)
+        self.call = call
+
+
 class FatalSearchError(SearchError):
-    """A misconfiguration no retry can fix (missing/invalid key, rejected request)."""
+    """A misconfiguration no retry can fix and that dooms every search (missing/invalid key,
+    exhausted plan)."""
 
 
 def default_search_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -244,6 +257,10 @@ class SearchBackend:
                 self.failures += 1
                 msg = self._scrub(str(e))
                 raise SearchUnavailable(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
+            except RejectedSearchError as e:
+                self.failures += 1
+                msg = self._scrub(str(e))
+                raise RejectedSearchError(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
             except FatalSearchError as e:
                 raise FatalSearchError(self._scrub(str(e))) from None
             except (TransientSearchError, TimeoutError) as e:

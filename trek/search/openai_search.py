@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trek.llm.client import LLMClient
+from trek.pages import strip_openai_tracking
 from trek.search.base import SearchBackend, SearchUnavailable
-from trek.templates import render, template_version
-from trek.types import SearchCall, SearchResult
+from trek.templates import register, render, template_version
+from trek.types import SearchCall, SearchResult, TrajectoryStep
 
 __all__ = [
     "OpenAISearch",
@@ -37,26 +38,37 @@ __all__ = [
 INCLUDE_SOURCES = ["web_search_call.action.sources"]
 
 SEARCH_ONLY_VERSION = "openai-search-1"
-SEARCH_ONLY_PROMPT = """\
+SEARCH_ONLY_PROMPT = register(
+    "search.openai",
+    """\
 Use web search to look up the query below, then list the pages you found, most relevant first, \
 at most {k}, one per line as "title - URL". Do not answer the query itself.
 
-Query: {query}"""
+Query: {query}""",
+)
 
 
 @dataclass
 class NativeSearchTrace:
     """What one Responses reply with the ``web_search`` tool did.
 
-    ``searches`` has one :class:`SearchCall` per search query, in order, with the sources of its
-    action (titles filled in from citations of the same URL). When one action lists several
-    queries, its sources are attached to the first of them (the API does not say which query
-    returned which source). ``citations`` are the ``url_citation`` annotations of the answer text.
+    ``searches`` has one :class:`SearchCall` per search query, in order. One ``search`` action can
+    run several queries (``queries``) while the API lists its ``sources`` once per action, so
+    every query of an action is recorded with that action's sources and the action's index in
+    ``SearchCall.action``. ``opened`` are the pages of ``open_page`` / ``find_in_page`` actions,
+    ``citations`` the ``url_citation`` annotations of the answer text, ``steps`` every action in
+    order (round 1: the whole reply is one model turn).
+
+    Every URL read from the reply has OpenAI's ``utm_source=openai`` tracking parameter removed
+    (:func:`~trek.pages.strip_openai_tracking`) so that a cited page and the same page among a
+    search's sources have one identity; nothing else in the URL is changed. The raw reply,
+    parameter included, stays in the trajectory's ``messages``.
     """
 
     searches: list[SearchCall] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
     citations: list[SearchResult] = field(default_factory=list)
+    steps: list[TrajectoryStep] = field(default_factory=list)
     answer: str | None = None
     failed_actions: int = 0
 
@@ -71,21 +83,33 @@ class NativeSearchTrace:
         return out
 
     def retrieved_urls(self) -> list[str]:
-        return [r.url for r in self.results()]
+        """Every URL the reply shows the model met: search sources and opened pages in action
+        order, then cited pages; exact duplicates removed keeping the first."""
+        urls: list[str] = []
+        for step in self.steps:
+            urls.extend(step.result_urls)
+            if step.kind == "open" and step.url:
+                urls.append(step.url)
+        urls.extend(c.url for c in self.citations)
+        seen: set[str] = set()
+        return [u for u in urls if not (u in seen or seen.add(u))]
 
 
-def parse_web_search_output(raw: dict[str, Any], backend: str = "openai") -> NativeSearchTrace:
+def parse_web_search_output(raw: dict[str, Any], backend: str = "openai", round: int = 1) -> NativeSearchTrace:
     """Read the ``output`` of a Responses API reply (a dict, as returned over the wire)."""
     trace = NativeSearchTrace()
     texts: list[str] = []
+    action_index = -1
     for item in raw.get("output") or []:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == "web_search_call":
+            action_index += 1
             action = item.get("action") or {}
             failed = item.get("status") in ("failed", "incomplete")
             trace.failed_actions += int(failed)
+            error = f"web_search_call {item.get('status')}" if failed else None
             atype = action.get("type")
             if atype == "search" or (atype is None and (action.get("query") or action.get("queries"))):
                 queries: list[str] = []
@@ -93,18 +117,49 @@ def parse_web_search_output(raw: dict[str, Any], backend: str = "openai") -> Nat
                     if isinstance(q, str) and q.strip() and q not in queries:
                         queries.append(q)
                 sources = [
-                    SearchResult(url=str(s["url"]))
+                    SearchResult(url=strip_openai_tracking(str(s["url"])))
                     for s in action.get("sources") or []
                     if isinstance(s, dict) and s.get("url")  # "api" sources have a name, no URL
                 ]
-                error = f"web_search_call {item.get('status')}" if failed else None
-                for i, q in enumerate(queries or [""]):
+                for q in queries or [""]:
+                    trace.steps.append(
+                        TrajectoryStep(
+                            kind="search",
+                            round=round,
+                            tool="web_search",
+                            call_id=item.get("id"),
+                            query=q,
+                            result_urls=[r.url for r in sources],
+                            search_index=len(trace.searches),
+                            error=error,
+                        )
+                    )
                     trace.searches.append(
-                        SearchCall(query=q, backend=backend, results=sources if i == 0 else [], error=error)
+                        SearchCall(
+                            query=q,
+                            backend=backend,
+                            results=list(sources),
+                            error=error,
+                            round=round,
+                            action=action_index,
+                        )
                     )
             elif atype in ("open_page", "find_in_page"):
                 url = action.get("url")
-                if isinstance(url, str) and url and url not in trace.opened:
+                url = strip_openai_tracking(url) if isinstance(url, str) else None
+                pattern = action.get("pattern")
+                trace.steps.append(
+                    TrajectoryStep(
+                        kind="open",
+                        round=round,
+                        tool=atype,
+                        call_id=item.get("id"),
+                        url=url or None,
+                        query=pattern if isinstance(pattern, str) else None,
+                        error=error,
+                    )
+                )
+                if url and url not in trace.opened:
                     trace.opened.append(url)
         elif kind == "message":
             for part in item.get("content") or []:
@@ -114,7 +169,9 @@ def parse_web_search_output(raw: dict[str, Any], backend: str = "openai") -> Nat
                 for ann in part.get("annotations") or []:
                     if isinstance(ann, dict) and ann.get("type") == "url_citation" and ann.get("url"):
                         trace.citations.append(
-                            SearchResult(url=str(ann["url"]), title=str(ann.get("title") or ""))
+                            SearchResult(
+                                url=strip_openai_tracking(str(ann["url"])), title=str(ann.get("title") or "")
+                            )
                         )
     trace.answer = "".join(texts) if texts else None
     titles = {c.url: c.title for c in trace.citations if c.title}

@@ -19,13 +19,15 @@ from typing import Any
 from trek.llm.client import LLMClient
 from trek.llm.structured import REASK_TEMPLATE, StructuredResult, achat_json, parse_json_lenient
 from trek.search.base import SearchBackend, SearchUnavailable
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import SearchResult, Usage
 
 __all__ = ["ProxySearch", "PROXY_PROMPT", "PROXY_VERSION", "validate_results"]
 
 PROXY_VERSION = "proxy-1"
-PROXY_PROMPT = """\
+PROXY_PROMPT = register(
+    "search.proxy",
+    """\
 You are a web search service working for another AI system. Run a web search for the query \
 below with your search tool and report what the search returned.
 
@@ -37,7 +39,8 @@ Rules:
 and "date" (the page's publication or last-update date as YYYY-MM-DD, or null when unknown).
 - If the search returns nothing useful, reply with [].
 
-Query: {query}"""
+Query: {query}""",
+)
 
 
 def validate_results(value: Any, k: int) -> list[SearchResult]:

@@ -3,7 +3,8 @@
 The key comes from ``TAVILY_API_KEY`` (or the constructor) and is sent only in the
 ``Authorization`` header; it never enters the cache key, a record or an error message.
 A 429 (honouring ``Retry-After``), 5xx replies, timeouts and connection errors are retried by the
-base class; 400/401/403 and Tavily's plan-limit codes (432, 433) stop the run with a message.
+base class; a 400/422 (a query Tavily refuses) fails that question only; 401/403 and Tavily's
+plan-limit codes (432, 433) stop the run with a message.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from trek.search.base import FatalSearchError, SearchBackend, TransientSearchError
+from trek.search.base import FatalSearchError, RejectedSearchError, SearchBackend, TransientSearchError
 from trek.types import SearchResult
 
 __all__ = ["TavilySearch", "DEFAULT_TAVILY_URL"]
@@ -87,6 +88,8 @@ class TavilySearch(SearchBackend):
             raise TransientSearchError(f"429 rate limited by {self.base_url}", _retry_after(resp.headers))
         if status >= 500 or status in (408, 409):
             raise TransientSearchError(f"{status} from {self.base_url}")
+        if status in (400, 422):
+            raise RejectedSearchError(f"{status} from {self.base_url}: {_detail(resp)} (Tavily refused this query)")
         if status != 200:
             hint = {
                 401: "check TAVILY_API_KEY",

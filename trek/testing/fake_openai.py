@@ -133,7 +133,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+try:
+    from aiohttp import web
+except ImportError as _e:  # pragma: no cover - depends on the environment
+    raise ImportError("the fake OpenAI server needs aiohttp: pip install 'trek[fake]'") from _e
 
 __all__ = ["FAULT_TYPES", "FakeOpenAIServer", "load_script", "request_key"]
 

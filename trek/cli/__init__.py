@@ -1,4 +1,7 @@
-"""The ``trek`` command. Each stage keeps its own sub-command group in its own module."""
+"""The ``trek`` command: the root app and its sub-command groups, one module each in this package.
+
+The commands parse options, build clients and report; the work is done by library functions
+(:mod:`trek.runner`, :mod:`trek.grading`, ...), which never import from here."""
 
 from __future__ import annotations
 
@@ -36,18 +39,23 @@ def _register() -> None:
     app.add_typer(llm_app, name="llm")
     app.command("cost")(cost_command)
 
-    from trek.datasets.cli import app as data_app
+    from trek.cli.data import app as data_app
+    from trek.cli.run import app as wild_app
     from trek.grading import grade_command
-    from trek.wild import app as wild_app
 
     app.add_typer(data_app, name="data")
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
+    from trek.local import app as local_app
+
+    app.add_typer(local_app, name="local")
+
     from trek.ctrl.cli import app as ctrl_app
     from trek.rag.cli import ctrl_run_command
 
     ctrl_app.command("run")(ctrl_run_command)
+
     app.add_typer(ctrl_app, name="ctrl")
 
 

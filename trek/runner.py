@@ -1,6 +1,7 @@
-"""The TrekBench-Wild runner: one search-augmented system over a question set.
+"""The runner: answer a question set with one search-augmented system.
 
-``trek wild run`` (or :func:`run_wild`) writes a run directory::
+:func:`run_system` (and ``trek wild run``, its command in :mod:`trek.cli.run`) writes a run
+directory laid out by :mod:`trek.runs`::
 
     RUN_DIR/questions.jsonl    the Question records
     RUN_DIR/answers.jsonl      one Trajectory per question (rewritten atomically as questions finish)
@@ -10,8 +11,12 @@
     RUN_DIR/search-cache.sqlite search results ($TREK_SEARCH_CACHE overrides)
     RUN_DIR/pages.sqlite       page snapshots ($TREK_PAGES overrides)
 
-Running again resumes: questions whose trajectory is ``ok`` are skipped, pending ones are tried
-again (with the caches, a finished run re-run makes no HTTP request). Questions run concurrently;
+Running again resumes: questions whose trajectory is ``ok`` or ``no_answer`` are skipped,
+``pending`` and ``failed`` ones are tried again (with the caches, a finished run re-run makes no
+HTTP request). One question's rejected call (a 400 such as an over-long context, a refused search
+query, an internal error) marks that question ``failed`` with its error and the run goes on; only
+errors that doom every question (a rejected key, an unknown model, an unsupported parameter, a
+search backend without a valid key) stop it. Questions run concurrently;
 their model calls share one client, which bounds the connections to the endpoint.
 """
 
@@ -24,30 +29,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from trek.aio import fan_out, run_sync
 from trek.llm.client import FatalLLMError, LLMClient
-from trek.pages import NON_GOLD_CHARS, PageStore
-from trek.search.agent import EFFORTS, SYSTEMS, SearchSystem, SystemConfig
+from trek.pages import AGENT_PAGE_CHARS, PageStore
+from trek.search.agent import SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
 from trek.types import Question, RecordError, RunMeta, Trajectory, Usage, read_jsonl, utcnow, write_jsonl
 
-__all__ = ["WildRunSummary", "arun_wild", "run_wild", "app"]
+__all__ = ["RunSummary", "FINAL_STATUSES", "arun_system", "run_system"]
 
 QUESTIONS_FILE = "questions.jsonl"
 ANSWERS_FILE = "answers.jsonl"
 META_FILE = "run.json"
+#: Trajectory statuses a re-run keeps; ``pending`` and ``failed`` questions are tried again.
+FINAL_STATUSES = ("ok", "no_answer")
 
 
 @dataclass
-class WildRunSummary:
+class RunSummary:
     """What a run did: question counts, the model usage of this invocation, search activity."""
 
     run_dir: Path
     total: int = 0
     ok: int = 0
     pending: int = 0
+    failed: int = 0
+    no_answer: int = 0
     skipped: int = 0
     usage: Usage = field(default_factory=Usage)
     spent_usd: float = 0.0
@@ -60,7 +67,8 @@ class WildRunSummary:
 
     def describe(self) -> str:
         lines = [
-            f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending "
+            f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending, "
+            f"{self.failed} failed, {self.no_answer} without an answer "
             f"({self.skipped} already done before this run)",
             f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP requests), "
             f"{self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
@@ -125,7 +133,7 @@ def _write_meta(path: Path, meta: RunMeta) -> None:
     os.replace(tmp, path)
 
 
-async def arun_wild(
+async def arun_system(
     questions: Sequence[Question],
     run_dir: str | os.PathLike[str],
     client: LLMClient,
@@ -138,13 +146,14 @@ async def arun_wild(
     max_rounds: int = 8,
     results_per_search: int = 5,
     top_k: int = 5,
-    page_chars: int = NON_GOLD_CHARS,
+    page_chars: int = AGENT_PAGE_CHARS,
+    hints: bool = False,
     params: dict[str, Any] | None = None,
     max_concurrent_questions: int | None = None,
     run_config: dict[str, Any] | None = None,
     flush_seconds: float = 1.0,
-) -> WildRunSummary:
-    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_wild`."""
+) -> RunSummary:
+    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_system`."""
     root = Path(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     ids = [q.id for q in questions]
@@ -161,6 +170,7 @@ async def arun_wild(
             results_per_search=results_per_search,
             top_k=top_k,
             page_chars=page_chars,
+            hints=hints,
             params=dict(params or {}),
         ),
     )
@@ -179,8 +189,8 @@ async def arun_wild(
 
     answers_path = root / ANSWERS_FILE
     done = _load_existing(answers_path)
-    todo = [q for q in questions if not (q.id in done and done[q.id].status == "ok")]
-    summary = WildRunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
+    todo = [q for q in questions if not (q.id in done and done[q.id].status in FINAL_STATUSES)]
+    summary = RunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
     usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
     unpriced0 = client.unpriced_calls
     s_calls0 = search_backend.calls if search_backend else 0
@@ -197,7 +207,7 @@ async def arun_wild(
         write_jsonl(answers_path, [*known, *others])
 
     last_flush = time.monotonic()
-    counts = {"ok": 0, "pending": 0}
+    counts = {"ok": 0, "pending": 0, "failed": 0}
 
     async def one(q: Question) -> Trajectory:
         try:
@@ -209,7 +219,7 @@ async def arun_wild(
                 question_id=q.id,
                 model=client.model or "",
                 system=sys_.system_dict(),
-                status="pending",
+                status="failed",
                 error=f"internal error: {type(e).__name__}: {e}",
                 prompt_version=sys_.prompt_version(q),
             )
@@ -225,14 +235,14 @@ async def arun_wild(
 
     def postfix() -> str:
         cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} {cost}"
+        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
 
     try:
         await fan_out(
             todo,
             one,
             limit=max_concurrent_questions or client.max_connections,
-            desc=f"wild {sys_.config.system}",
+            desc=f"answer ({sys_.config.system})",
             unit="q",
             progress=progress,
             postfix=postfix,
@@ -258,8 +268,12 @@ async def arun_wild(
         _write_meta(meta_path, _meta(root, client, sys_, questions, _read_meta(meta_path), extra))
     final = [done[q.id] for q in questions if q.id in done]
     summary.ok = sum(t.status == "ok" for t in final)
-    summary.pending = summary.total - summary.ok
-    summary.errors = [f"{t.question_id}: {t.error}" for t in final if t.status != "ok" and t.error]
+    summary.failed = sum(t.status == "failed" for t in final)
+    summary.no_answer = sum(t.status == "no_answer" for t in final)
+    summary.pending = summary.total - summary.ok - summary.failed - summary.no_answer
+    summary.errors = [
+        f"{t.status} {t.question_id}: {t.error}" for t in final if t.status in ("pending", "failed") and t.error
+    ]
     return summary
 
 
@@ -276,7 +290,7 @@ def _diff(now: Usage, before: Usage) -> Usage:
     )
 
 
-def run_wild(
+def run_system(
     questions: Sequence[Question],
     run_dir: str | os.PathLike[str],
     client: LLMClient,
@@ -285,215 +299,25 @@ def run_wild(
     effort: str | None = None,
     progress: bool = True,
     **kw: Any,
-) -> WildRunSummary:
+) -> RunSummary:
     """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` when ``search_backend`` is
     ``None``) on ``questions``, writing ``questions.jsonl``, ``answers.jsonl`` and ``run.json``
-    into ``run_dir``. Re-running resumes: ok questions are skipped, pending ones retried.
+    into ``run_dir``. Re-running resumes: ok and no_answer questions are skipped, pending and
+    failed ones retried.
 
     Keyword arguments: ``store`` (the :class:`~trek.pages.PageStore` for opened pages),
-    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars``, ``params`` (extra sampling
-    parameters), ``max_concurrent_questions``, ``run_config`` (recorded in ``run.json``).
+    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars`` (page text shown to the
+    system, default :data:`~trek.pages.AGENT_PAGE_CHARS`), ``hints`` (evidence advice, off by
+    default), ``params`` (extra sampling parameters), ``max_concurrent_questions``,
+    ``run_config`` (recorded in ``run.json``).
     """
 
-    async def go() -> WildRunSummary:
+    async def go() -> RunSummary:
         try:
-            return await arun_wild(questions, run_dir, client, search_backend, system, effort, progress, **kw)
+            return await arun_system(questions, run_dir, client, search_backend, system, effort, progress, **kw)
         finally:
             await client.aclose()
             if search_backend is not None:
                 await search_backend.aclose()
 
     return run_sync(go())
-
-
-# -- command line -----------------------------------------------------------------------------------
-app = typer.Typer(
-    help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
-)
-
-
-@app.callback()
-def _group() -> None:
-    """Run search-augmented systems on TrekBench-Wild (or the bundled demo)."""
-
-
-def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], list[Any]]:
-    if which == "mini":
-        from trek.datasets.mini import load as load_mini
-
-        bench = load_mini(data_dir) if data_dir is not None else load_mini()
-        return list(bench.questions), list(bench.documents)
-    if which == "wild":
-        from trek.datasets.wild import load as load_wild
-
-        bench = load_wild(data_dir)
-        return list(bench.questions), list(getattr(bench, "documents", []) or [])
-    raise ValueError(f"unknown question set {which!r}; choose wild or mini")
-
-
-@app.command("run")
-def run(
-    model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
-    run_dir: Path = typer.Option(
-        ..., "--run", help="Run directory (created; re-run the same command to resume)."
-    ),
-    base_url: str = typer.Option(
-        None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the model."
-    ),
-    search: str = typer.Option(
-        "local", "--search", help="none, local, tavily, duckduckgo, openai or proxy:MODEL."
-    ),
-    system: str = typer.Option(
-        "agentic", "--system", help="agentic or search-then-read (no-search when --search none)."
-    ),
-    effort: str = typer.Option(
-        None, "--effort", help="Reasoning effort: low, medium or high (not sent when unset)."
-    ),
-    questions: str = typer.Option(
-        "wild", "--questions", help="wild (TrekBench-Wild) or mini (the bundled offline demo)."
-    ),
-    data_dir: Path = typer.Option(
-        None, "--data-dir", help="Source datasets folder (wild) or demo benchmark folder (mini)."
-    ),
-    max_connections: int = typer.Option(
-        16, "--max-connections", min=1, help="Model requests in flight at once."
-    ),
-    budget: float = typer.Option(
-        None, "--budget", help="Stop issuing model calls before this many US dollars are spent."
-    ),
-    max_rounds: int = typer.Option(
-        8, "--max-rounds", min=1, help="Agentic: rounds of tool calls before the answer is forced."
-    ),
-    results: int = typer.Option(5, "--results", min=1, help="Agentic: results per web_search call."),
-    top_k: int = typer.Option(5, "--top-k", min=1, help="Search-then-read: pages read."),
-    fetch: bool = typer.Option(
-        False, "--fetch/--no-fetch", help="Fetch pages missing from the page store live."
-    ),
-    search_base_url: str = typer.Option(
-        None,
-        "--search-base-url",
-        envvar="TREK_SEARCH_BASE_URL",
-        help="Endpoint of the proxy search model [default: --base-url].",
-    ),
-    proxy_api: str = typer.Option(
-        "chat",
-        "--proxy-api",
-        help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
-    ),
-    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
-    max_retries: int = typer.Option(
-        6, "--max-retries", min=0, help="Retries for transient model and search failures."
-    ),
-    prices: Path = typer.Option(
-        None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-) -> None:
-    """Answer the questions with one system and record a trajectory per question.
-
-    Keys come from the environment only: OPENAI_API_KEY (the model), TREK_SEARCH_API_KEY (the
-    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question is
-    answered, 3 when some are pending (run the same command again), 2 on errors.
-    """
-    from rich.console import Console
-
-    from trek.datasets.common import MissingDataError
-    from trek.llm.cache import LLMCache, default_cache_path
-    from trek.llm.usage import PriceTable
-    from trek.pages import default_pages_path
-    from trek.search import make_backend
-    from trek.search.base import SearchCache, default_search_cache_path
-
-    err = Console(stderr=True)
-
-    def fail(msg: str) -> None:
-        err.print(f"[red]error:[/red] {msg}", highlight=False)
-        raise typer.Exit(2)
-
-    if system not in SYSTEMS[:2]:
-        fail(f"--system must be agentic or search-then-read, not {system!r}")
-    if effort is not None and effort not in EFFORTS:
-        fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
-    if proxy_api not in ("chat", "responses"):
-        fail("--proxy-api must be chat or responses")
-    try:
-        qs, docs = _load_questions(questions, data_dir)
-        if limit is not None:
-            qs = qs[:limit]
-        price_table = PriceTable.load(prices)
-        cache = LLMCache(default_cache_path(run_dir))
-        client = LLMClient(
-            model,
-            base_url=base_url,
-            max_connections=max_connections,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=cache,
-            prices=price_table,
-            budget_usd=budget,
-            progress=False,
-        )
-        store = PageStore(default_pages_path(run_dir), fetch=fetch)
-        if docs:
-            store.add_documents(docs)
-        search_client = None
-        if search.startswith("proxy:"):
-            search_client = LLMClient(
-                search.split(":", 1)[1],
-                base_url=search_base_url or base_url,
-                api_key=os.environ.get("TREK_SEARCH_API_KEY") or None,
-                max_connections=max_connections,
-                timeout=timeout,
-                max_retries=max_retries,
-                cache=cache,
-                prices=price_table,
-                progress=False,
-            )
-        kw: dict[str, Any] = {"max_retries": max_retries}
-        if search.startswith("proxy:"):
-            kw["api"] = proxy_api
-        backend = make_backend(
-            search,
-            store=store,
-            client=client,
-            search_client=search_client,
-            cache=SearchCache(default_search_cache_path(run_dir)),
-            **kw,
-        )
-        run_config = {"question_set": questions, "fetch": fetch}
-        if search_client is not None:
-            run_config["search_endpoint"] = search_client.base_url
-        summary = run_wild(
-            qs,
-            run_dir,
-            client,
-            backend,
-            system=system,
-            effort=effort,
-            progress=progress,
-            store=store,
-            max_rounds=max_rounds,
-            results_per_search=results,
-            top_k=top_k,
-            run_config=run_config,
-        )
-    except (
-        FatalLLMError,
-        FatalSearchError,
-        MissingDataError,
-        RecordError,
-        ValueError,
-        FileNotFoundError,
-    ) as e:
-        fail(str(e))
-        return
-    err.print(summary.describe(), highlight=False)
-    if summary.pending:
-        for line in summary.errors[:5]:
-            err.print(f"  pending {line}", highlight=False)
-        err.print(
-            f"{summary.pending} questions are pending: run the same command again to retry them.",
-            highlight=False,
-        )
-        raise typer.Exit(3)

@@ -1,0 +1,244 @@
+"""``trek wild run``: answer TrekBench-Wild (or the bundled demo) with one search-augmented
+system; the work is done by :func:`trek.runner.run_system`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from trek.pages import AGENT_PAGE_CHARS, PageStore
+from trek.search.agent import EFFORTS, SYSTEMS
+from trek.types import Question, RecordError
+
+app = typer.Typer(
+    help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Run search-augmented systems on TrekBench-Wild (or the bundled demo)."""
+
+
+def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], list[Any]]:
+    if which == "mini":
+        from trek.datasets.mini import load as load_mini
+
+        bench = load_mini(data_dir) if data_dir is not None else load_mini()
+        return list(bench.questions), list(bench.documents)
+    if which == "wild":
+        from trek.datasets.wild import load as load_wild
+
+        bench = load_wild(data_dir)
+        return list(bench.questions), list(getattr(bench, "documents", []) or [])
+    raise ValueError(f"unknown question set {which!r}; choose wild or mini")
+
+
+@app.command("run")
+def run(
+    model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
+    run_dir: Path = typer.Option(
+        ..., "--run", help="Run directory (created; re-run the same command to resume)."
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the model."
+    ),
+    search: str = typer.Option(
+        "local", "--search", help="none, local, tavily, duckduckgo, openai or proxy:MODEL."
+    ),
+    system: str = typer.Option(
+        "agentic", "--system", help="agentic or search-then-read (no-search when --search none)."
+    ),
+    effort: str = typer.Option(
+        None, "--effort", help="Reasoning effort: low, medium or high (not sent when unset)."
+    ),
+    questions: str = typer.Option(
+        "wild", "--questions", help="wild (TrekBench-Wild) or mini (the bundled offline demo)."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Source datasets folder (wild) or demo benchmark folder (mini)."
+    ),
+    max_connections: int = typer.Option(
+        16, "--max-connections", min=1, help="Model requests in flight at once."
+    ),
+    budget: float = typer.Option(
+        None, "--budget", help="Stop issuing model calls before this many US dollars are spent."
+    ),
+    max_rounds: int = typer.Option(
+        8, "--max-rounds", min=1, help="Agentic: rounds of tool calls before the answer is forced."
+    ),
+    results: int = typer.Option(5, "--results", min=1, help="Agentic: results per web_search call."),
+    top_k: int = typer.Option(5, "--top-k", min=1, help="Search-then-read: pages read."),
+    fetch: bool = typer.Option(
+        None,
+        "--fetch/--no-fetch",
+        help="Fetch pages missing from the page store live, keeping them in pages.sqlite. "
+        "Default: on for tavily, duckduckgo, openai and proxy:MODEL; off for local.",
+    ),
+    page_chars: int = typer.Option(
+        AGENT_PAGE_CHARS,
+        "--page-chars",
+        min=1,
+        help="Characters of each page shown to the system (open_url, search-then-read); longer "
+        "pages are cut with a marker.",
+    ),
+    hints: bool = typer.Option(
+        False,
+        "--hints/--no-hints",
+        help="Add evidence advice to the prompts (check dates and sources; pages may be outdated "
+        "or in conflict). Off by default: the paper's systems got none.",
+    ),
+    fetch_timeout: float = typer.Option(
+        20.0, "--fetch-timeout", min=0.1, help="Seconds per live page fetch."
+    ),
+    search_base_url: str = typer.Option(
+        None,
+        "--search-base-url",
+        envvar="TREK_SEARCH_BASE_URL",
+        help="Endpoint of the proxy search model [default: --base-url].",
+    ),
+    proxy_api: str = typer.Option(
+        "chat",
+        "--proxy-api",
+        help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
+    ),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
+    max_retries: int = typer.Option(
+        6, "--max-retries", min=0, help="Retries for transient model and search failures."
+    ),
+    prices: Path = typer.Option(
+        None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Answer the questions with one system and record a trajectory per question.
+
+    Keys come from the environment only: OPENAI_API_KEY (the model), TREK_SEARCH_API_KEY (the
+    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question has a
+    final outcome (answered, or no answer after the final round), 3 when some are pending (run the
+    same command again), 4 when none is pending but some failed (a call rejected for that
+    question: see the errors), 2 on errors that stop the run.
+    """
+    from rich.console import Console
+
+    from trek.datasets.common import MissingDataError
+    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
+    from trek.llm.usage import PriceTable
+    from trek.pages import default_pages_path
+    from trek.runner import run_system
+    from trek.search import make_backend
+    from trek.search.base import FatalSearchError, SearchCache, default_search_cache_path
+
+    err = Console(stderr=True)
+
+    def fail(msg: str) -> None:
+        err.print(f"[red]error:[/red] {msg}", highlight=False)
+        raise typer.Exit(2)
+
+    if system not in SYSTEMS[:2]:
+        fail(f"--system must be agentic or search-then-read, not {system!r}")
+    if effort is not None and effort not in EFFORTS:
+        fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
+    if proxy_api not in ("chat", "responses"):
+        fail("--proxy-api must be chat or responses")
+    try:
+        qs, docs = _load_questions(questions, data_dir)
+        if limit is not None:
+            qs = qs[:limit]
+        price_table = PriceTable.load(prices)
+        cache = LLMCache(default_cache_path(run_dir))
+        limits = EndpointLimits()  # the model and a proxy search model on one server share a limit
+        client = LLMClient(
+            model,
+            base_url=base_url,
+            max_connections=max_connections,
+            timeout=timeout,
+            max_retries=max_retries,
+            cache=cache,
+            prices=price_table,
+            budget_usd=budget,
+            progress=False,
+            limits=limits,
+        )
+        if fetch is None:
+            fetch = search.strip() not in ("none", "", "local")
+        store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
+        if docs:
+            store.add_documents(docs)
+        search_client = None
+        if search.startswith("proxy:"):
+            search_client = LLMClient(
+                search.split(":", 1)[1],
+                base_url=search_base_url or base_url,
+                api_key=os.environ.get("TREK_SEARCH_API_KEY") or None,
+                max_connections=max_connections,
+                timeout=timeout,
+                max_retries=max_retries,
+                cache=cache,
+                prices=price_table,
+                progress=False,
+                limits=limits,
+            )
+        kw: dict[str, Any] = {"max_retries": max_retries}
+        if search.startswith("proxy:"):
+            kw["api"] = proxy_api
+        backend = make_backend(
+            search,
+            store=store,
+            client=client,
+            search_client=search_client,
+            cache=SearchCache(default_search_cache_path(run_dir)),
+            **kw,
+        )
+        run_config = {"question_set": questions, "fetch": fetch}
+        if search_client is not None:
+            run_config["search_endpoint"] = search_client.base_url
+        summary = run_system(
+            qs,
+            run_dir,
+            client,
+            backend,
+            system=system,
+            effort=effort,
+            progress=progress,
+            store=store,
+            max_rounds=max_rounds,
+            results_per_search=results,
+            top_k=top_k,
+            page_chars=page_chars,
+            hints=hints,
+            run_config=run_config,
+        )
+    except (
+        FatalLLMError,
+        FatalSearchError,
+        MissingDataError,
+        RecordError,
+        ValueError,
+        FileNotFoundError,
+    ) as e:
+        fail(str(e))
+        return
+    err.print(summary.describe(), highlight=False)
+    for line in summary.errors[:10]:
+        err.print(f"  {line}", highlight=False)
+    if len(summary.errors) > 10:
+        err.print(f"  ... and {len(summary.errors) - 10} more (see answers.jsonl)", highlight=False)
+    if summary.pending:
+        err.print(
+            f"{summary.pending} questions are pending: run the same command again to retry them.",
+            highlight=False,
+        )
+        raise typer.Exit(3)
+    if summary.failed:
+        err.print(
+            f"{summary.failed} questions failed: their calls were rejected (errors above); they count "
+            "as unanswered. A re-run tries them again.",
+            highlight=False,
+        )
+        raise typer.Exit(4)
