@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from trek import runs as R
 from trek.cli import app
 from trek.grading import grade_run
-from trek.llm.client import LLMClient
+from trek.llm.client import FatalLLMError, LLMClient
 from trek.rag import make_method
 from trek.rag.context import load_ctrl_questions, read_context_records
 from trek.rag.rerank import Rerank
@@ -172,3 +172,21 @@ def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini):
         assert res.exit_code == 0, res.output
     df = R.frame(runs / run_label("m", "direct", "GOLD"))
     assert df["outcome"].tolist() == ["correct", "incorrect", "incorrect"]
+
+
+def test_a_request_rejected_for_one_question_fails_it_and_the_grid_goes_on(ctrl, tmp_path, mini):
+    path, qs = ctrl
+    runs = tmp_path / "runs"
+    too_long = {"model": "m", "pattern": re.escape(qs[0].question),
+                "error": {"status": 400, "message": "This model's maximum context length is 8 tokens"}}
+    with FakeOpenAIServer(script=[too_long, *script(mini, qs)]) as srv:
+        s = run(path, runs, srv, methods={"direct": make_method("direct")}, conditions=["OO"])
+    assert (s.ok, s.failed, s.pending) == (2, 1, 0) and "maximum context length" in s.errors[0]
+    t = R.load_answers(runs / run_label("m", "direct", "OO"))[qs[0].id]
+    assert t.status == "failed" and t.final_answer is None
+    with FakeOpenAIServer(script=script(mini, qs)) as srv:  # retried on the next run
+        s = run(path, runs, srv, methods={"direct": make_method("direct")}, conditions=["OO"])
+        assert (s.ok, s.failed, s.skipped) == (3, 0, 2) and srv.stats()["requests"] == 1
+    unknown_model = {"model": "m", "error": {"status": 404, "message": "model not found"}}
+    with FakeOpenAIServer(script=[unknown_model]) as srv, pytest.raises(FatalLLMError):
+        run(path, tmp_path / "r2", srv, methods={"direct": make_method("direct")}, conditions=["OO"])

@@ -58,7 +58,7 @@ def ctrl_run_command(
 
     Model calls per question: direct 1, rerank 1, filter 2, structured 2 (plus re-asks of unreadable
     replies); gold-only is direct on GOLD. Exit code 0 when every answer is in, 3 when some are
-    pending (run the same command again), 2 on bad input.
+    pending or failed (run the same command again), 2 on bad input.
     """
     from rich.console import Console
 
@@ -133,8 +133,9 @@ def ctrl_run_command(
     except (FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError) as e:
         fail(str(e))
         return
-    if summary.pending:
+    if summary.pending or summary.failed:
         for line in summary.errors[:5]:
-            err.print(f"  pending {line}", highlight=False)
-        err.print(f"{summary.pending} answers are pending: run the same command again to retry them.", highlight=False)
+            err.print(f"  {line}", highlight=False)
+        err.print(f"{summary.pending} answers pending, {summary.failed} failed: run the same command again "
+                  "to retry them.", highlight=False)
         raise typer.Exit(3)

@@ -11,7 +11,9 @@ So ``trek grade`` (each dataset's own protocol), :func:`trek.runs.frame` and the
 these runs like any other. The whole grid fans out through one :func:`trek.aio.fan_out` with one
 progress bar (done/total, ok/pending, dollars). Running again resumes: an answer is kept when it is
 ``ok`` and was made from the same context text (its ``sha256``); pending ones are tried again, and
-with the cache a finished grid re-run makes no HTTP request. A run directory made with other
+with the cache a finished grid re-run makes no HTTP request. A request the endpoint rejects for
+one question only (an over-long context) marks that answer ``failed`` (retried on the next run)
+and the grid goes on; a rejection that would hit every question stops it. A run directory made with other
 settings (model, method settings, sampling parameters) is refused rather than mixed.
 Gold-only is Direct on ``GOLD``; the other methods are not run on ``GOLD`` unless asked.
 """
@@ -30,7 +32,9 @@ from trek import runs as R
 from trek.aio import fan_out, run_sync
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.rag import METHODS, Method
+from trek.rag.answer import MethodOutput
 from trek.rag.context import CtxRecord
+from trek.search.agent import is_run_fatal
 from trek.types import Question, RunMeta, Trajectory, Usage, utcnow
 
 __all__ = ["Cell", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
@@ -118,6 +122,7 @@ class CtrlRunSummary:
     total: int = 0
     ok: int = 0
     pending: int = 0
+    failed: int = 0
     skipped: int = 0
     usage: Usage = field(default_factory=Usage)
     spent_text: str = "$0.0000"
@@ -127,7 +132,7 @@ class CtrlRunSummary:
 
     def describe(self) -> str:
         return (
-            f"{len(self.runs)} runs: {self.ok}/{self.total} answers ok, {self.pending} pending "
+            f"{len(self.runs)} runs: {self.ok}/{self.total} answers ok, {self.pending} pending, {self.failed} failed "
             f"({self.skipped} already done before this run)\n"
             f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP "
             f"requests), {self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
@@ -213,7 +218,7 @@ async def arun_ctrl(
     usage0, http0, spent0, unpriced0 = client.usage, client.http_calls, client.spent_usd, client.unpriced_calls
     scorers = {id(m.scorer): m.scorer for m in methods.values() if getattr(m, "scorer", None) is not None}
     scorer0 = sum(getattr(s, "calls", 0) for s in scorers.values())
-    counts = {"ok": 0, "pending": 0}
+    counts = {"ok": 0, "pending": 0, "failed": 0}
     dirty: set[Path] = set()
     last_flush = time.monotonic()
 
@@ -228,13 +233,12 @@ async def arun_ctrl(
         try:
             out = await method.arun(q, ctx, client, params)
             status, error = out.status, out.error
-        except FatalLLMError:
-            raise
+        except FatalLLMError as e:
+            if is_run_fatal(e):  # the same request shape fails for every question: stop
+                raise
+            out, status, error = MethodOutput(), "failed", f"request rejected: {e}"
         except Exception as e:  # noqa: BLE001 - one broken question must not stop the grid
-            from trek.rag.answer import MethodOutput
-
-            out = MethodOutput().pending(f"internal error: {type(e).__name__}: {e}")
-            status, error = out.status, out.error
+            out, status, error = MethodOutput(), "failed", f"internal error: {type(e).__name__}: {e}"
         traj = Trajectory(
             question_id=q.id, model=model, system={"method": cell.method, "condition": cell.condition},
             final_answer=out.final_answer if status == "ok" else None, status=status,  # type: ignore[arg-type]
@@ -257,7 +261,7 @@ async def arun_ctrl(
 
     def postfix() -> str:
         cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} {cost}"
+        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
 
     try:
         await fan_out(jobs, one, limit=client.max_connections, desc=f"ctrl {model}", unit="q",
@@ -274,10 +278,13 @@ async def arun_ctrl(
             t = have.get(c.question_id)
             if t is not None and t.status == "ok":
                 summary.ok += 1
+                continue
+            if t is not None and t.status == "failed":
+                summary.failed += 1
             else:
                 summary.pending += 1
-                if t is not None and t.error:
-                    summary.errors.append(f"{cell.run_dir.name} {c.question_id}: {t.error}")
+            if t is not None and t.error:
+                summary.errors.append(f"{t.status} {cell.run_dir.name} {c.question_id}: {t.error}")
     return summary
 
 
