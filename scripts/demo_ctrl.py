@@ -8,9 +8,10 @@ conditions and every ablation with the real runner, and grades every run with ea
 grader, all against :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the model and the
 judge are scripted, and the script is a fixed rule, not a measured behaviour:
 
-* answering, the "model" gives the answer of the **latest-dated document it is shown** (undated
-  documents are ignored; "unknown" when nothing is dated) — the shortcut the paper's OO condition
-  rewards, so the demo shows it failing under republication, relevance and swapped metadata;
+* answering, the "model" gives the answer of the **latest-dated document among the first 6 it is
+  shown** (undated documents are ignored; "unknown" when nothing is dated): the shortcut the
+  paper's OO condition rewards, so the demo shows it failing under republication, relevance and
+  swapped metadata, plus a crude position and length effect for the ablations;
 * filtering, it drops the off-topic (relevance) documents and those shown on one of the five
   fictitious domains (so it cannot spot a republication once URLs are hidden);
 * extracting evidence, it reports the answer of the latest-dated document that is not off topic,
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL = "demo-lm"
+READS = 6  # answering, the scripted model reads only this many documents of a context (at most 9)
 
 _ANSWER_END = "=== END OF DOCUMENTS ==="
 _FILTER_MARK = "Decide which documents to keep"
@@ -84,8 +86,9 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
                            "relation": "answers", "reason": "it is the latest dated"}]
                 rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\nTime frame: [^\n]*\n(?s:.*){pat}",
                               "reply": json.dumps(record)})
-            rules.append({"model": MODEL, "any_pattern": rf"{pat}(?s:.*){re.escape(_ANSWER_END)}\s*Question: {qtext}",
-                          "reply": ans})
+            # answering, it reads only the first READS documents (headed [Document 1] .. [Document READS])
+            rules.append({"model": MODEL, "any_pattern": rf"\[Document [1-{READS}]\]\n{pat}(?s:.*)"
+                          rf"{re.escape(_ANSWER_END)}\s*Question: {qtext}", "reply": ans})
         for ans in sorted(answers[qid]):
             rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\s*Extracted evidence:(?s:.*)"
                           + re.escape('"candidate_answer": ' + json.dumps(ans, ensure_ascii=False)),

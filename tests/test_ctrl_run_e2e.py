@@ -58,12 +58,13 @@ def test_build_run_grade_and_rerun_without_calls(built, tmp_path, mini):
         df = R.frame(d)
         assert len(df) == len(mini.questions) and df["answer_status"].eq("ok").all() and df["outcome"].ne("ungraded").all()
     table = reports.ctrl_micro(reports.load_ctrl(runs))
-    # the scripted model answers from the latest-dated document it is shown (see scripts/demo_ctrl.py):
-    # right on GOLD and OO, misled by newer relevance pages in MND unless it filters or extracts them out,
-    # misled by republications in SBA whatever the method
-    assert table.loc[("demo-lm", "direct"), ["Gold-only", "OO", "MND"]].tolist() == [100.0, 100.0, 0.0]
-    assert table.loc[("demo-lm", "filter"), "MND"] == 100.0 and table.loc[("demo-lm", "structured"), "MND"] == 100.0
-    assert (table["SBA"] == 0.0).all() and (table["SBA Δ"] == -100.0).all()
+    # the scripted model answers from the latest-dated of the first 6 documents it is shown (see
+    # scripts/demo_ctrl.py): always right on GOLD, misled by newer relevance pages in MND unless it
+    # filters or extracts them out, misled by republications in SBA whatever the method
+    assert (table["Gold-only"] == 100.0).all() and (table["SBA"] == 0.0).all()
+    assert table.loc[("demo-lm", "structured"), "MND"] == 100.0
+    assert table.loc[("demo-lm", "filter"), "MND"] > table.loc[("demo-lm", "direct"), "MND"]
+    assert (table["SBA Δ"] == -100.0).all()
     rerank = R.load_answers(runs / run_label("demo-lm", "rerank", "MND"))
     assert all(len(t.details["kept_doc_ids"]) == 10 for t in rerank.values())
 
@@ -76,5 +77,7 @@ def test_demo_script_builds_every_method_on_every_condition_graded(tmp_path, min
     assert len(per_run) == 4 * 14 + 1 and (per_run == len(mini.questions)).all()  # GOLD: Direct only
     assert df["outcome"].isin(["correct", "incorrect", "not_attempted"]).all()
     swaps = reports.metadata_swap(df)
-    assert swaps.loc[("demo-lm", "OO:timeswap"), "acc_unswapped"] == 100.0
+    timeswap = swaps.loc[("demo-lm", "OO:timeswap")]
+    assert timeswap["acc_swapped"] < timeswap["acc_unswapped"] and timeswap["b"] > 0 and timeswap["c"] == 0
+    assert reports.position_table(df).loc[("demo-lm", "OO:gold=first"), "accuracy"] == 100.0  # reads 6 docs
     assert reports.budget_cochran(df).loc["demo-lm", "df"] == 3
