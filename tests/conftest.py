@@ -26,3 +26,14 @@ def demo_runs(tmp_path_factory):
     from trek.demo import build_demo_runs
 
     return build_demo_runs(tmp_path_factory.mktemp("demo-runs"))
+
+
+@pytest.fixture
+def use_prompts():
+    """``use_prompts(folder)``: template overrides from ``folder`` for the rest of the test."""
+    import contextlib
+
+    from trek import templates
+
+    with contextlib.ExitStack() as stack:
+        yield lambda path: stack.enter_context(templates.prompts_folder(path))
