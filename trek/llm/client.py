@@ -38,11 +38,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.usage import PriceTable, usage_from_raw
+from trek.retry import backoff, retrying
 from trek.types import Usage
 
 __all__ = [
@@ -463,31 +463,21 @@ class LLMClient:
         self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
-    def _backoff(self, state: RetryCallState) -> float:
-        """Seconds before the next attempt: jittered exponential, at least the Retry-After sent."""
-        d = min(self.backoff_cap, self.backoff_base * (2 ** (state.attempt_number - 1)))
-        delay = self._rng.uniform(d / 2, d)
-        err = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(err, "retry_after", None)
-        return max(delay, min(retry_after, self.backoff_cap)) if retry_after is not None else delay
-
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
         st = self._state()
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type(_Retryable),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._backoff,
-            reraise=True,
-        )
+
+        async def once() -> dict[str, Any]:
+            async with st.sem:
+                self.http_calls += 1
+                return await self._send_once(st.sdk, api, body)
+
         try:
-            async for attempt in retrying:
-                with attempt:
-                    async with st.sem:
-                        self.http_calls += 1
-                        return await self._send_once(st.sdk, api, body)
+            return await retrying(
+                once, retry_on=(_Retryable,), max_retries=self.max_retries,
+                wait=backoff(self.backoff_base, self.backoff_cap, self._rng),
+            )
         except _Retryable as e:
             raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any]) -> dict[str, Any]:
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
