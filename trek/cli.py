@@ -44,6 +44,10 @@ def _register() -> None:
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
+    from trek.trace.cli import app as trace_app
+
+    app.add_typer(trace_app, name="trace")
+
 
 _register()
 
