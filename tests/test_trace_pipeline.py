@@ -203,3 +203,26 @@ def test_cli_traces_a_run(tmp_path, mini):
     assert [json.loads(x)["labels"] for x in lines] == list(EXPECTED.values())
     assert "per attributed case" in res.output
     assert select_cases(run_dir).skipped["correct"] == 1
+
+
+def test_tripwire_would_stop_a_probe_that_carried_reference_answers(mini):
+    # the guard used by the end-to-end test is live: a prompt of the evaluated model that holds
+    # reference answers is refused, and the refusal stops the run
+    from trek.llm.client import FatalLLMError
+
+    p = plan(mini)
+    with FakeOpenAIServer(script=trace_script(mini, p)) as srv:
+        client = LLMClient(MODEL, base_url=srv.base_url, progress=False)
+        with pytest.raises(FatalLLMError, match="reference answers reached"):
+            client.chat([{"role": "user", "content": "Reference answer(s): Dana Okafor"}])
+
+
+def test_evaluated_role_defaults_to_the_run_model_and_effort(tmp_path):
+    from trek.types import RunMeta
+
+    runs.write_meta(tmp_path, RunMeta(run_id="r", kind="wild", model="m1", endpoint="http://127.0.0.1:9/v1",
+                                      config={"system": {"system": "agentic", "effort": "high"}}))
+    ev = evaluated_role_from_run(tmp_path)
+    assert (ev.model, ev.endpoint, ev.params) == ("m1", "http://127.0.0.1:9/v1", {"reasoning_effort": "high"})
+    other = evaluated_role_from_run(tmp_path, model="m2")
+    assert other.model == "m2" and other.params == {}

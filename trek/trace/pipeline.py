@@ -340,8 +340,14 @@ def evaluated_role_from_run(
     run_dir: str | os.PathLike[str], client: LLMClient | None = None, model: str | None = None, **params: Any
 ) -> RoleModel:
     """The evaluated-model role: ``model`` / ``client`` when given, else the run's own model and
-    endpoint from ``run.json`` (cached in the run's LLM cache)."""
+    endpoint from ``run.json`` (cached in the run's LLM cache). For the run's own model without
+    explicit ``params``, the run's reasoning effort (``config.system.effort``) is sent too."""
     meta = runs.read_meta(run_dir)
+    if meta is not None and model is None and client is None and not params:
+        system = meta.config.get("system")
+        effort = system.get("effort") if isinstance(system, dict) else None
+        if effort:
+            params = {"reasoning_effort": effort}
     name = model or (client.model if client is not None else None) or (meta.model if meta else None)
     if not name:
         raise ValueError(f"{run_dir}: run.json names no model; pass the evaluated model explicitly")
