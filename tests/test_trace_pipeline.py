@@ -4,6 +4,8 @@ traced with scripted judges so that every label occurs (see tests/_trace_case.py
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from _trace_case import (
@@ -65,21 +67,37 @@ def build_run(tmp, mini, srv):
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory, mini):
-    tmp = tmp_path_factory.mktemp("trace")
+def server(mini):
     p = plan(mini)
     with FakeOpenAIServer(script=trace_script(mini, p) + run_script(mini, p)) as srv:
-        run_dir = build_run(tmp, mini, srv)
-        before = srv.stats()["requests"]
-        report = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
-        first_calls = srv.stats()["requests"] - before
-        # a second run, from a fresh process state: zero requests
-        mid = srv.stats()["requests"]
-        again = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
-        # and with the records removed, everything comes from the LLM cache
-        (run_dir / runs.TRACE).unlink()
-        cached = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
-        second_calls = srv.stats()["requests"] - mid
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, mini, server):
+    """The graded run (not traced), built once; tests trace copies of it."""
+    return build_run(tmp_path_factory.mktemp("graded"), mini, server)
+
+
+@pytest.fixture
+def fresh_run(graded, tmp_path):
+    return Path(shutil.copytree(graded, tmp_path / "run"))
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory, graded, server):
+    srv = server
+    run_dir = Path(shutil.copytree(graded, tmp_path_factory.mktemp("trace") / "run"))
+    before = srv.stats()["requests"]
+    report = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
+    first_calls = srv.stats()["requests"] - before
+    # a second run: finished cases are kept, zero requests
+    mid = srv.stats()["requests"]
+    again = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
+    # and with the records removed, everything comes from the LLM cache
+    (run_dir / runs.TRACE).unlink()
+    cached = trace_run(run_dir, **roles(srv, run_dir), check_stale=True, progress=False)
+    second_calls = srv.stats()["requests"] - mid
     return {"dir": run_dir, "report": report, "again": again, "cached": cached,
             "first_calls": first_calls, "second_calls": second_calls}
 
@@ -145,36 +163,34 @@ def test_report_describes_counts_and_cost(traced):
     assert traced["report"].label_counts()["Distraction"] == 2
 
 
-def test_failed_call_leaves_the_case_pending_then_resumes(tmp_path, mini):
+def test_failed_call_leaves_the_case_pending_then_resumes(fresh_run, server, mini):
     p = plan(mini)
     q2 = next(q for q in mini.questions if q.id == "mini:02")
     boom = {"model": MODEL, "any_pattern": r"\[TrekTrace: gold-plus-noise probe\][\s\S]*" + q2.question[:30],
             "error": {"status": 500, "message": "down"}}
-    with FakeOpenAIServer(script=[boom, *trace_script(mini, p), *run_script(mini, p)]) as srv:
-        run_dir = build_run(tmp_path, mini, srv)
-        r = roles(srv, run_dir)
+    srv, run_dir, rules = server, fresh_run, server.rules
+    srv.rules = load_script([boom, *trace_script(mini, p), *run_script(mini, p)])
+    try:
         ev = evaluated_role_from_run(run_dir)
         ev.client.max_retries = 0
-        report = trace_run(run_dir, **r, evaluated=ev, progress=False)
-        recs = {x.question_id: x for x in report.records}
-        assert recs["mini:02"].status == "pending" and recs["mini:02"].labels == []
-        assert "noise" in recs["mini:02"].error
-        assert report.pending == 1 and "pending" in report.describe()
-        srv.rules = load_script([*trace_script(mini, p), *run_script(mini, p)])  # the endpoint recovers
-        before = srv.stats()["requests"]
-        again = trace_run(run_dir, **roles(srv, run_dir), evaluated=evaluated_role_from_run(run_dir), progress=False)
-        # only the pending case is traced again: its failed probe and the grade of that probe
-        assert srv.stats()["requests"] - before == 2
+        report = trace_run(run_dir, **roles(srv, run_dir), evaluated=ev, progress=False)
+    finally:
+        srv.rules = rules  # the endpoint recovers
+    recs = {x.question_id: x for x in report.records}
+    assert recs["mini:02"].status == "pending" and recs["mini:02"].labels == []
+    assert "noise" in recs["mini:02"].error
+    assert report.pending == 1 and "pending" in report.describe()
+    before = srv.stats()["requests"]
+    again = trace_run(run_dir, **roles(srv, run_dir), progress=False)
+    # only the pending case is traced again: its failed probe and the grade of that probe
+    assert srv.stats()["requests"] - before == 2
     recs = {x.question_id: x for x in again.records}
     assert recs["mini:02"].labels == ["Retrieval", "Distraction"]
     assert again.kept == len(EXPECTED) - 1 and again.traced == 1
 
 
-def test_budget_stops_new_calls(tmp_path, mini):
-    p = plan(mini)
-    with FakeOpenAIServer(script=[*trace_script(mini, p), *run_script(mini, p)]) as srv:
-        run_dir = build_run(tmp_path, mini, srv)
-        report = trace_run(run_dir, **roles(srv, run_dir), budget_usd=0.0, progress=False)
+def test_budget_stops_new_calls(fresh_run, server):
+    report = trace_run(fresh_run, **roles(server, fresh_run), budget_usd=0.0, progress=False)
     assert report.pending == len(EXPECTED)
     assert all("budget" in r.error for r in report.records)
 
@@ -192,29 +208,27 @@ def test_collection_is_search_results_then_opened_urls_without_duplicates():
     assert retrieved_collection(t2) == ["u1", "u2", "U1", "u3"]
 
 
-def test_cli_traces_a_run(tmp_path, mini):
-    p = plan(mini)
-    with FakeOpenAIServer(script=[*trace_script(mini, p), *run_script(mini, p)]) as srv:
-        run_dir = build_run(tmp_path, mini, srv)
-        res = CliRunner().invoke(app, ["trace", str(run_dir), "--diagnostic-judge", DIAG, "--analysis-judge", ANA,
-                                       "--judge-base-url", srv.base_url, "--no-progress"])
+def test_cli_traces_a_run(fresh_run, server):
+    run_dir = fresh_run
+    res = CliRunner().invoke(app, ["trace", str(run_dir), "--diagnostic-judge", DIAG, "--analysis-judge", ANA,
+                                   "--judge-base-url", server.base_url, "--no-progress"])
     assert res.exit_code == 0, res.output
     lines = (run_dir / runs.TRACE).read_text().splitlines()
     assert [json.loads(x)["labels"] for x in lines] == list(EXPECTED.values())
     assert "per attributed case" in res.output
     assert select_cases(run_dir).skipped["correct"] == 1
+    res = CliRunner().invoke(app, ["trace", str(run_dir)])
+    assert res.exit_code == 2 and "--judge" in res.output
 
 
-def test_tripwire_would_stop_a_probe_that_carried_reference_answers(mini):
+def test_tripwire_would_stop_a_probe_that_carried_reference_answers(mini, server):
     # the guard used by the end-to-end test is live: a prompt of the evaluated model that holds
     # reference answers is refused, and the refusal stops the run
     from trek.llm.client import FatalLLMError
 
-    p = plan(mini)
-    with FakeOpenAIServer(script=trace_script(mini, p)) as srv:
-        client = LLMClient(MODEL, base_url=srv.base_url, progress=False)
-        with pytest.raises(FatalLLMError, match="reference answers reached"):
-            client.chat([{"role": "user", "content": "Reference answer(s): Dana Okafor"}])
+    client = LLMClient(MODEL, base_url=server.base_url, progress=False)
+    with pytest.raises(FatalLLMError, match="reference answers reached"):
+        client.chat([{"role": "user", "content": "Reference answer(s): Dana Okafor"}])
 
 
 def test_evaluated_role_defaults_to_the_run_model_and_effort(tmp_path):
