@@ -43,3 +43,20 @@ def test_an_override_changes_the_recorded_version(tmp_path):
     finally:
         templates.set_prompts_dir(None)
     assert templates.template_version(verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION) == verdict.VERSION
+
+
+def test_reply_validators_accept_json_booleans_and_reject_the_rest():
+    import pytest
+
+    from trek.trace import evidence, queries
+
+    assert verdict.validate({"correct": "yes", "reason": " ok "}) == {"correct": True, "reason": "ok"}
+    assert queries.validate({"query_adequate": False}) == {"query_adequate": False, "reason": ""}
+    for bad in ({}, {"correct": "maybe"}, {"correct": 1}):
+        with pytest.raises(ValueError):
+            verdict.validate(bad)
+    with pytest.raises(ValueError, match="key_evidence"):
+        evidence.validate_key_evidence({"key_evidence": "  "})
+    with pytest.raises(ValueError, match="answer"):
+        probes.validate({"answer": ""})
+    assert evidence.validate_match({"evidence_match": True, "equivalent_urls": "u"})["equivalent_urls"] == ["u"]

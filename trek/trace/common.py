@@ -31,14 +31,21 @@ __all__ = [
     "as_bool",
     "as_text",
     "as_urls",
+    "flag_and_reason",
     "render_pages",
     "fetch_pages",
     "PAGE_SEPARATOR",
     "NOT_GIVEN",
+    "JUDGE_CASE",
+    "REPLY_JSON",
 ]
 
 PAGE_SEPARATOR = "\n\n-----\n\n"
 NOT_GIVEN = "not given"
+#: How a case is shown to a judge (the evaluated model's probes never get the references).
+JUDGE_CASE = "Question: {question}\nEffective year: {effective_year}\nReference answer(s): {answers}\n"
+#: The line before the JSON shape every TrekTrace prompt asks for.
+REPLY_JSON = "Reply with one JSON object and nothing else:\n"
 
 
 @dataclass
@@ -115,6 +122,13 @@ def as_urls(value: Any, name: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
         raise ValueError(f"field {name!r} must be a list of URLs")
     return [u.strip() for u in value if u.strip()]
+
+
+def flag_and_reason(value: dict[str, Any], name: str) -> dict[str, Any]:
+    """``{name: bool, "reason": str}`` from a judge's JSON reply (``name`` must be present)."""
+    if name not in value:
+        raise ValueError(f"field {name!r} is missing")
+    return {name: as_bool(value[name], name), "reason": as_text(value.get("reason"), "reason")}
 
 
 def _object(value: Any) -> dict[str, Any]:

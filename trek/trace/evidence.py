@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.trace.common import as_bool, as_text, as_urls
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, as_bool, as_text, as_urls
 
 __all__ = [
     "VERSION",
@@ -42,15 +42,11 @@ links the question to the reference answer: one or two short sentences, in your 
 quoted. Do not list requirements, do not judge whether the reference is right, and do not use \
 anything you know from elsewhere.
 
-Question: {question}
-Effective year: {effective_year}
-Reference answer(s): {answers}
-
+""" + JUDGE_CASE + """
 Gold pages:
 {gold_pages}
 
-Reply with one JSON object and nothing else:
-{{"key_evidence": "the answer-bearing fact(s)", "gold_evidence_urls": ["gold URL(s) it comes from, copied exactly"]}}"""
+""" + REPLY_JSON + """{{"key_evidence": "the answer-bearing fact(s)", "gold_evidence_urls": ["gold URL(s) it comes from, copied exactly"]}}"""
 
 MATCH_PROMPT = """\
 [TrekTrace: evidence match]
@@ -61,16 +57,12 @@ together. A page that is only about the same topic, or that states the fact for 
 entity or condition, does not count. Use only the retrieved pages shown here. Do not answer the \
 question yourself.
 
-Question: {question}
-Effective year: {effective_year}
-Reference answer(s): {answers}
-Gold key evidence: {key_evidence}
+""" + JUDGE_CASE + """Gold key evidence: {key_evidence}
 
 Retrieved pages:
 {retrieved_pages}
 
-Reply with one JSON object and nothing else:
-{{"evidence_match": true or false, "retrieved_key_evidence": "the matching fact(s) as the retrieved pages state them, or empty", \
+""" + REPLY_JSON + """{{"evidence_match": true or false, "retrieved_key_evidence": "the matching fact(s) as the retrieved pages state them, or empty", \
 "equivalent_urls": ["every retrieved URL that carries them, copied exactly from the list above"], \
 "reason": "one or two sentences a person can check"}}"""
 

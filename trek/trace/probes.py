@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.trace.common import as_text, as_urls
+from trek.trace.common import REPLY_JSON, as_text, as_urls
 
 __all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "validate"]
 
 VERSION = "trace-probes-1"
 GOLD_ONLY_TEMPLATE = "trace.gold_only"
 NOISE_TEMPLATE = "trace.gold_plus_noise"
+
+_CASE_AND_PAGES = "Question: {question}\nEffective year: {effective_year}\n\nPages:\n{pages}\n\n"
 
 _TIME_RULES = """\
 Read relative time words against the effective year: "last year" is the effective year itself; \
@@ -37,14 +39,7 @@ relevant page and do whatever the question needs (pick the right entity, combine
 pages, filter, count, compute dates, compare) to reach one concrete answer.
 """ + _TIME_RULES + """
 
-Question: {question}
-Effective year: {effective_year}
-
-Pages:
-{pages}
-
-Reply with one JSON object and nothing else:
-{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
+""" + _CASE_AND_PAGES + REPLY_JSON + """{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
 "reasoning": "one or two sentences naming the supporting fact"}}"""
 
 NOISE_PROMPT = """\
@@ -55,14 +50,7 @@ evidence is valid for the question and its time, and answer from that. Do not us
 remember or any source not listed.
 """ + _TIME_RULES + """
 
-Question: {question}
-Effective year: {effective_year}
-
-Pages:
-{pages}
-
-Reply with one JSON object and nothing else:
-{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
+""" + _CASE_AND_PAGES + REPLY_JSON + """{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
 "reasoning": "one or two sentences naming the decisive evidence"}}"""
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.trace.common import as_bool, as_text
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate", "NO_QUERIES_REASON"]
 
@@ -31,23 +31,14 @@ right fact, with a separate query for each step a multi-hop question requires? Q
 a wrong entity or date, skip a necessary step, or never aim at the answer are not adequate. \
 This is about the queries as written, not about what a search engine would return.
 
-Question: {question}
-Effective year: {effective_year}
-Reference answer(s): {answers}
-Gold page URL(s): {gold_urls}
+""" + JUDGE_CASE + """Gold page URL(s): {gold_urls}
 The system's wrong answer: {prediction}
 
 Search queries, in the order issued:
 {queries}
 
-Reply with one JSON object and nothing else:
-{{"query_adequate": true or false, "reason": "two or three short sentences a person can check"}}"""
+""" + REPLY_JSON + """{{"query_adequate": true or false, "reason": "two or three short sentences a person can check"}}"""
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
-    if "query_adequate" not in value:
-        raise ValueError("field 'query_adequate' is missing")
-    return {
-        "query_adequate": as_bool(value["query_adequate"], "query_adequate"),
-        "reason": as_text(value.get("reason"), "reason"),
-    }
+    return flag_and_reason(value, "query_adequate")

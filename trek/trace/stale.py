@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.trace.common import as_bool, as_text
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate"]
 
@@ -29,21 +29,12 @@ reference answer for the question's effective year. Answer false when a page now
 different answer for that time, no longer contains the supporting fact, or is unavailable. Keep \
 apart the time a claim was true and the time a page was published or updated.
 
-Question: {question}
-Effective year: {effective_year}
-Reference answer(s): {answers}
-
+""" + JUDGE_CASE + """
 Gold pages:
 {gold_pages}
 
-Reply with one JSON object and nothing else:
-{{"supports_reference": true or false, "reason": "one or two sentences a person can check"}}"""
+""" + REPLY_JSON + """{{"supports_reference": true or false, "reason": "one or two sentences a person can check"}}"""
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
-    if "supports_reference" not in value:
-        raise ValueError("field 'supports_reference' is missing")
-    return {
-        "supports_reference": as_bool(value["supports_reference"], "supports_reference"),
-        "reason": as_text(value.get("reason"), "reason"),
-    }
+    return flag_and_reason(value, "supports_reference")

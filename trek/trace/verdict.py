@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.trace.common import as_bool, as_text
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate"]
 
@@ -26,16 +26,10 @@ covers only part of what the question asks, or one that mixes the right answer w
 incompatible guesses. The reference answers are the standard here; do not replace them with \
 what you believe is true now.
 
-Question: {question}
-Effective year: {effective_year}
-Reference answer(s): {answers}
-Candidate answer: {candidate}
+""" + JUDGE_CASE + """Candidate answer: {candidate}
 
-Reply with one JSON object and nothing else:
-{{"correct": true or false, "reason": "one short sentence"}}"""
+""" + REPLY_JSON + """{{"correct": true or false, "reason": "one short sentence"}}"""
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
-    if "correct" not in value:
-        raise ValueError("field 'correct' is missing")
-    return {"correct": as_bool(value["correct"], "correct"), "reason": as_text(value.get("reason"), "reason")}
+    return flag_and_reason(value, "correct")
