@@ -124,7 +124,7 @@ def trace_script(bench: MiniBenchmark, p: dict[str, dict]) -> list[dict]:
         if c["E"] == "garbage":
             match_reply = "I am not sure what you want."
         else:
-            eq = c["search"][:1] if c["E"] else []
+            eq = c["search"][:1] + ["https://invented.example/not-retrieved"] if c["E"] else []
             match_reply = json.dumps({"evidence_match": bool(c["E"]), "retrieved_key_evidence": "x" if c["E"] else "",
                                       "equivalent_urls": eq, "reason": f"scripted for {qid}"})
         rules.append({"model": DIAG, "any_pattern": rf"\[TrekTrace: evidence match\][\s\S]*{qt}",

@@ -240,3 +240,16 @@ def test_evaluated_role_defaults_to_the_run_model_and_effort(tmp_path):
     assert (ev.model, ev.endpoint, ev.params) == ("m1", "http://127.0.0.1:9/v1", {"reasoning_effort": "high"})
     other = evaluated_role_from_run(tmp_path, model="m2")
     assert other.model == "m2" and other.params == {}
+
+
+def test_unavailable_gold_pages_leave_evidence_and_gold_only_unknown(fresh_run, server):
+    # an empty page store: no gold page can be read (URL identity still works without pages)
+    report = trace_run(fresh_run, **roles(server, fresh_run), store=PageStore(), progress=False)
+    recs = {r.question_id: r for r in report.records}
+    assert [(r.status, r.gold_pages_available, r.error) for r in recs.values()] == [("done", False, None)] * 6
+    assert recs["mini:01"].evidence_retrieved is True  # both gold URLs retrieved by identity
+    assert recs["mini:02"].retrieval_basis == "gold-unavailable" and recs["mini:02"].evidence_retrieved is None
+    assert all(r.gold_only_correct is None and not r.noise_was_run for r in recs.values())
+    assert not any(s.name in ("key_evidence", "gold_only") for r in recs.values() for s in r.steps)
+    assert recs["mini:01"].labels == ["Randomness"]
+    assert recs["mini:02"].labels == ["Retrieval"] and recs["mini:03"].labels == ["Pre-retrieval"]

@@ -63,6 +63,7 @@ __all__ = [
     "trace_run",
     "load_trace",
     "evaluated_role_from_run",
+    "GOLD_UNAVAILABLE",
 ]
 
 #: Version of the pipeline's logic (bump when the schedule or the record changes meaning).
@@ -175,29 +176,7 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
             rec["evidence_reason"] = "No page was retrieved or opened."
         else:
             missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
-            ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE,
-                           evidence.KEY_EVIDENCE_PROMPT, evidence.VERSION,
-                           {"question": q.question, "effective_year": year, "answers": answers,
-                            "gold_pages": render_pages(missing, gold_keys)},
-                           evidence.validate_key_evidence)
-            if ke.status == "unknown":
-                e, rec["retrieval_basis"] = None, "unknown"
-            else:
-                rec["key_evidence"] = ke.value["key_evidence"]
-                retrieved = await fetch_pages(config.store, case.collection)
-                em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE,
-                               evidence.MATCH_PROMPT, evidence.VERSION,
-                               {"question": q.question, "effective_year": year, "answers": answers,
-                                "key_evidence": ke.value["key_evidence"],
-                                "retrieved_pages": render_pages(retrieved, gold_keys)},
-                               evidence.validate_match)
-                if em.status == "unknown":
-                    e, rec["retrieval_basis"] = None, "unknown"
-                else:
-                    e, rec["retrieval_basis"] = em.value["evidence_match"], "evidence-match"
-                    rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
-                    rec["equivalent_urls"] = em.value["equivalent_urls"]
-                    rec["evidence_reason"] = em.value["reason"] or None
+            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec)
         rec["evidence_retrieved"] = e
 
         qa: bool | None = None
@@ -215,10 +194,14 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
                     qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
         rec["query_adequate"] = qa
 
-        # 2. post-retrieval test: gold only, then gold plus noise
+        # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: G unknown)
         rec["gold_only_context"] = list(q.gold_urls)
-        g = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
-                         gold_pages, gold_keys, year, answers, rec)
+        g: bool | None = None
+        if rec["gold_pages_available"]:
+            g = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
+                             gold_pages, gold_keys, year, answers, rec)
+        else:
+            rec["gold_only_grade_reason"] = GOLD_UNAVAILABLE
         rec["gold_only_correct"] = g
         if g is True:
             ctx = noise_context(case.collection, q.gold_urls)
@@ -245,6 +228,47 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
     rec["steps"] = steps
     rec["usage"] = sum((s.usage for s in steps), Usage())
     return TraceRecord(**rec)
+
+
+GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching); nothing to test with."
+
+
+async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missing: list[Any], gold_keys: list[str],
+                         year: str, answers: str, rec: dict[str, Any]) -> bool | None:
+    """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
+
+    ``None`` when a reply stays unreadable or none of those gold pages is available. Equivalent
+    URLs the judge names are kept only when they are in the retrieved collection (as written
+    there)."""
+    q = case.question
+    if not any(p.available for p in missing):
+        rec["retrieval_basis"], rec["evidence_reason"] = "gold-unavailable", GOLD_UNAVAILABLE
+        return None
+    ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
+                   evidence.VERSION,
+                   {"question": q.question, "effective_year": year, "answers": answers,
+                    "gold_pages": render_pages(missing, gold_keys)},
+                   evidence.validate_key_evidence)
+    if ke.status == "unknown":
+        rec["retrieval_basis"] = "unknown"
+        return None
+    rec["key_evidence"] = ke.value["key_evidence"]
+    retrieved = await fetch_pages(config.store, case.collection)
+    em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
+                   evidence.VERSION,
+                   {"question": q.question, "effective_year": year, "answers": answers,
+                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": render_pages(retrieved, gold_keys)},
+                   evidence.validate_match)
+    if em.status == "unknown":
+        rec["retrieval_basis"] = "unknown"
+        return None
+    by_key = {normalize_url(u): u for u in reversed(case.collection)}
+    rec["retrieval_basis"] = "evidence-match"
+    rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
+    rec["equivalent_urls"] = list(dict.fromkeys(by_key[k] for k in map(normalize_url, em.value["equivalent_urls"])
+                                                if k in by_key))
+    rec["evidence_reason"] = em.value["reason"] or None
+    return bool(em.value["evidence_match"])
 
 
 async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, template: str, default: str,
@@ -385,7 +409,8 @@ async def atrace_run(
         if who.role != want:
             raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
     own_store = store is None
-    store = store or PageStore(default_pages_path(rd), fetch=fetch)
+    if store is None:
+        store = PageStore(default_pages_path(rd), fetch=fetch)
     clients = [diagnostic.client, analysis.client, evaluated.client]
     unique = list({id(c): c for c in clients}.values())
     config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
