@@ -48,6 +48,8 @@ def test_everything_is_escaped_and_self_contained():
     assert page.count('class="case"') == len(RECORDS)
     assert "<mark>https://www.gold.example/a/</mark>" in page  # the matched URL is highlighted
     assert "<mark>https://other.example/b" not in page
+    assert "stale reference?" not in page
+    assert "stale reference?" in render_html([("run", RECORDS[0].model_copy(update={"stale_reference": True}))])
 
 
 def _chromium():

@@ -34,7 +34,7 @@ details.case{border:1px solid #ccc;border-radius:4px;margin:.4em 0;padding:.3em 
 summary{cursor:pointer}.lab{display:inline-block;border-radius:3px;padding:0 .4em;margin-right:.3em;
 font-size:.85em;background:#eee}.lab.Pre-retrieval{background:#fde2c8}.lab.Retrieval{background:#fbd0d0}
 .lab.Interpretation{background:#d8e4fb}.lab.Distraction{background:#e3d5f5}.lab.Randomness{background:#dfeedd}
-.lab.pending{background:#ddd;color:#555}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;
+.lab.pending{background:#ddd;color:#555}.lab.stale{background:#fff;border:1px dashed #b00;color:#b00}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;
 padding:.2em .5em;vertical-align:top;text-align:left}pre{white-space:pre-wrap;background:#f7f7f7;padding:.4em;
 max-height:20em;overflow:auto}mark{background:#fff2a8}.meta{color:#666;font-size:.9em}
 """
@@ -74,6 +74,8 @@ def _options(values: Iterable[str]) -> str:
 def _case(run: str, r: TraceRecord) -> str:
     labels = r.labels if r.status == "done" else ["pending"]
     badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
+    if r.stale_reference:
+        badges += '<span class="lab stale">stale reference?</span>'
     hits = {normalize_url(m.matched_url) for m in r.url_matches if m.matched_url}
     hits |= {normalize_url(u) for u in r.equivalent_urls}
     retrieved = "".join(
