@@ -159,6 +159,7 @@ def test_second_run_makes_zero_calls(traced):
 def test_report_describes_counts_and_cost(traced):
     text = traced["report"].describe()
     assert "6 traced case(s)" in text and "per attributed case" in text
+    assert "no price for ana, diag, lm" in text
     assert "1 unknown judgment" in text
     assert traced["report"].label_counts()["Distraction"] == 2
 
@@ -253,3 +254,20 @@ def test_unavailable_gold_pages_leave_evidence_and_gold_only_unknown(fresh_run, 
     assert not any(s.name in ("key_evidence", "gold_only") for r in recs.values() for s in r.steps)
     assert recs["mini:01"].labels == ["Randomness"]
     assert recs["mini:02"].labels == ["Retrieval"] and recs["mini:03"].labels == ["Pre-retrieval"]
+
+
+def test_cost_per_attributed_case_with_priced_models(fresh_run, server):
+    from trek.llm.usage import Price, PriceTable
+
+    prices = PriceTable({m: Price(input=1_000_000.0, output=0.0) for m in (DIAG, ANA, MODEL)})  # $1 per token
+    r = roles(server, fresh_run)
+    for who in r.values():
+        who.client.prices = prices
+    ev = evaluated_role_from_run(fresh_run)
+    ev.client.prices = prices
+    report = trace_run(fresh_run, **r, evaluated=ev, progress=False)
+    prompt_tokens = sum(s.usage.prompt_tokens for rec in report.records for s in rec.steps)
+    assert report.cost_usd == pytest.approx(prompt_tokens) and prompt_tokens > 0
+    assert report.cost_per_case == pytest.approx(prompt_tokens / len(EXPECTED))
+    assert f"${prompt_tokens / len(EXPECTED):.4f} per attributed case" in report.describe()
+    assert "no price" not in report.describe()

@@ -306,6 +306,7 @@ class TraceReport:
     cache_hits: int = 0
     path: Path | None = None
     usage: Usage = field(default_factory=Usage)
+    unpriced_models: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> int:
@@ -344,8 +345,9 @@ class TraceReport:
         cost = self.cost_usd
         per = self.cost_per_case
         lines.append(
-            "cost: " + ("$- (a model has no price)" if cost is None else f"${cost:.4f}")
+            "cost: " + ("$-" if cost is None else f"${cost:.4f}")
             + ("" if per is None else f", ${per:.4f} per attributed case")
+            + (f" (no price for {', '.join(self.unpriced_models)}: counted as $0)" if self.unpriced_models else "")
         )
         if self.pending:
             lines.append(f"{self.pending} case(s) pending (a call failed or the budget ran out): run again")
@@ -467,6 +469,7 @@ async def atrace_run(
         cache_hits=sum(c.cache_hits for c in unique) - hits0,
         path=path,
         usage=sum((r.usage for r in records), Usage()),
+        unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated) if w.client.prices.get(w.model) is None}),
     )
 
 
