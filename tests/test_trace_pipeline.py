@@ -271,3 +271,15 @@ def test_cost_per_attributed_case_with_priced_models(fresh_run, server):
     assert report.cost_per_case == pytest.approx(prompt_tokens / len(EXPECTED))
     assert f"${prompt_tokens / len(EXPECTED):.4f} per attributed case" in report.describe()
     assert "no price" not in report.describe()
+
+
+def test_role_clients_without_a_cache_use_the_run_cache(fresh_run, server):
+    def bare():
+        return {"diagnostic": RoleModel("diagnostic", LLMClient(DIAG, base_url=server.base_url, progress=False), DIAG),
+                "analysis": RoleModel("analysis", LLMClient(ANA, base_url=server.base_url, progress=False), ANA)}
+
+    trace_run(fresh_run, **bare(), progress=False)
+    (fresh_run / runs.TRACE).unlink()
+    before = server.stats()["requests"]
+    again = trace_run(fresh_run, **bare(), progress=False)
+    assert server.stats()["requests"] == before and again.traced == len(EXPECTED)

@@ -400,7 +400,8 @@ async def atrace_run(
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
 
     ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
-    store (``pages.sqlite``, live fetching when ``fetch``). ``budget_usd`` is a soft cap on the
+    store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
+    the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call. ``budget_usd`` is a soft cap on the
     dollars of fresh calls of all roles together.
     """
     rd = Path(run_dir)
@@ -415,6 +416,10 @@ async def atrace_run(
         store = PageStore(default_pages_path(rd), fetch=fetch)
     clients = [diagnostic.client, analysis.client, evaluated.client]
     unique = list({id(c): c for c in clients}.values())
+    own_cache = LLMCache(default_cache_path(rd)) if any(c.cache is None for c in unique) else None
+    uncached = [c for c in unique if c.cache is None]
+    for c in uncached:
+        c.cache = own_cache
     config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
                          Budget(budget_usd, clients) if budget_usd is not None else None)
     selection = select_cases(rd, outcomes)
@@ -456,6 +461,10 @@ async def atrace_run(
     finally:
         for c in unique:
             await c.aclose()
+        for c in uncached:
+            c.cache = None
+        if own_cache is not None:
+            own_cache.close()
         if own_store:
             store.close()
     records = [final[q] for q in order if q in final]
