@@ -50,6 +50,9 @@ def _register() -> None:
     from trek.local import app as local_app
 
     app.add_typer(local_app, name="local")
+    from trek.trace.cli import app as trace_app
+
+    app.add_typer(trace_app, name="trace")
 
 
 _register()
