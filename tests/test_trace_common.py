@@ -36,12 +36,9 @@ def test_probe_prompts_have_no_reference_field():
 
 def test_an_override_changes_the_recorded_version(tmp_path):
     (tmp_path / "trace.verdict.txt").write_text("Q {question} A {answers} C {candidate} Y {effective_year}")
-    templates.set_prompts_dir(tmp_path)
-    try:
+    with templates.prompts_folder(tmp_path):
         v = templates.template_version(verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION)
         assert v.startswith(verdict.VERSION + "+override.")
-    finally:
-        templates.set_prompts_dir(None)
     assert templates.template_version(verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION) == verdict.VERSION
 
 

@@ -29,12 +29,12 @@ from trek.cli import app
 from trek.grading import grade_run
 from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
+from trek.runner import run_system
 from trek.testing.fake_openai import FakeOpenAIServer, load_script
 from trek.trace import RoleModel, load_trace, trace_run
 from trek.trace.inputs import noise_context, retrieved_collection, select_cases
 from trek.trace.pipeline import evaluated_role_from_run
 from trek.types import SearchCall, SearchResult, Trajectory
-from trek.wild import run_wild
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +60,7 @@ def build_run(tmp, mini, srv):
     titles = {d.url: d.title for d in mini.documents}
     backend = FixedSearch({query_for(qid): c["search"] for qid, c in p.items() if c["search"]}, titles)
     client = LLMClient(MODEL, base_url=srv.base_url, cache=LLMCache(run_dir / "llm-cache.sqlite"), progress=False)
-    run_wild(qs, run_dir, client, backend, system="agentic", progress=False, store=store)
+    run_system(qs, run_dir, client, backend, system="agentic", progress=False, store=store)
     store.close()
     grade_run(run_dir, LLMClient(GRADER, base_url=srv.base_url, progress=False), progress=False)
     return run_dir

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -72,12 +70,10 @@ def test_traced_runs_errors(tmp_path):
 
 @pytest.mark.slow
 def test_demo_trace_script_shows_every_label(tmp_path):
-    from trek.demo import build_demo_runs
+    from _scripts import load_script
 
-    spec = importlib.util.spec_from_file_location("demo_trace", Path(__file__).parents[1] / "scripts" / "demo_trace.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    build_demo_runs(tmp_path / "runs")
+    mod = load_script("demo_trace")
+    load_script("demo_runs").build_demo_runs(tmp_path / "runs")
     traced = mod.build_demo_trace(tmp_path / "runs")
     assert len(traced) == 3
     t = reports.label_shares(traced)

@@ -50,7 +50,7 @@ def _register() -> None:
     from trek.local import app as local_app
 
     app.add_typer(local_app, name="local")
-    from trek.trace.cli import app as trace_app
+    from trek.cli.trace import app as trace_app
 
     app.add_typer(trace_app, name="trace")
 

@@ -7,7 +7,7 @@
   model x search combinations (from each run's ``run.json``).
 * Table A.4.2 — :func:`post_vs_upstream`: per run, cases with a post-retrieval label vs cases
   with an upstream label, exact McNemar over the same cases and Holm across runs
-  (:func:`trek.stats.multilabel_prevalence_test`).
+  (:func:`trek.analysis.multilabel_prevalence_test`).
 
 Only finished (``done``) records count; the ``cases`` column gives the denominators and
 ``pending`` how many traced cases are still waiting for a call.
@@ -149,7 +149,7 @@ def plot_model_search(table: pd.DataFrame, title: str) -> plt.Figure:
 def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
     """Table A.4.2 shape: per run, % of finished traced cases with a post-retrieval label and with
     an upstream label, exact McNemar p over the same cases, Holm-adjusted across runs."""
-    from trek.stats import multilabel_prevalence_test
+    from trek.analysis import multilabel_prevalence_test
 
     df = trace_frame(run_dirs)
     done = df[df["status"] == "done"]

@@ -57,6 +57,11 @@ def run_command(
     max_connections: int = typer.Option(16, "--max-connections", min=1, help="Requests in flight per endpoint."),
     max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries before a call is left pending."),
     prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of template overrides."),
+    judge_param: list[str] = typer.Option(
+        None, "--judge-param",
+        help="Judge request parameter KEY=VALUE for both judges, repeatable (temperature=0, "
+        "reasoning_effort=high, ...). None is sent unless given.",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
@@ -64,7 +69,11 @@ def run_command(
     Resumable and cached: finished cases are kept, pending ones retried, and replies come from
     the run's LLM cache. Exit code 0 when done, 2 for bad input, 3 when cases are pending.
     """
+    import contextlib
+
     from trek import templates
+    from trek.graders.common import explain_unsupported_parameter, parse_judge_params
+    from trek.llm.client import EndpointLimits
     from trek.trace.common import RoleModel
     from trek.trace.pipeline import evaluated_role_from_run, trace_run
 
@@ -73,21 +82,24 @@ def run_command(
     if not diag_model or not ana_model:
         typer.echo("error: name the judges: --judge M, or --diagnostic-judge and --analysis-judge", err=True)
         raise typer.Exit(2)
+    scope = contextlib.ExitStack()
     try:
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
+        params = parse_judge_params(judge_param)
         if prompts is not None:
-            templates.set_prompts_dir(prompts)
+            scope.enter_context(templates.prompts_folder(prompts))
         cache = LLMCache(default_cache_path(run_dir))
+        limits = EndpointLimits()  # roles on one server share its connection limit
 
         def client(m: str, url: str | None) -> LLMClient:
             return LLMClient(m, base_url=url, cache=cache, max_connections=max_connections,
-                             max_retries=max_retries, progress=False)
+                             max_retries=max_retries, progress=False, limits=limits)
 
         diag = RoleModel("diagnostic", client(diag_model, diagnostic_base_url or judge_base_url), diag_model,
-                         {"temperature": 0})
+                         dict(params))
         ana = RoleModel("analysis", client(ana_model, analysis_base_url or judge_base_url), ana_model,
-                        {"temperature": 0})
+                        dict(params))
         if model or base_url:
             ev = evaluated_role_from_run(run_dir, model=model)
             if base_url:
@@ -96,12 +108,15 @@ def run_command(
             ev = evaluated_role_from_run(run_dir)
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress)
-    except (RecordError, ValueError, FatalLLMError, FileNotFoundError) as e:
+    except FatalLLMError as e:
+        hint = explain_unsupported_parameter(str(e))
+        typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)
+        raise typer.Exit(2) from None
+    except (RecordError, ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     finally:
-        if prompts is not None:
-            templates.set_prompts_dir(None)
+        scope.close()
     typer.echo(report.describe())
     if report.pending:
         raise typer.Exit(3)
