@@ -149,6 +149,15 @@ class Usage(Record):
             cost_usd=cost,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What was spent between two readings of a running total (``now - before``)."""
+        both = self.cost_usd is not None and other.cost_usd is not None
+        fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "calls", "cached_calls")
+        return Usage(
+            **{f: getattr(self, f) - getattr(other, f) for f in fields},
+            cost_usd=(self.cost_usd - other.cost_usd) if both else None,  # type: ignore[operator]
+        )
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
