@@ -138,6 +138,7 @@ class Rejection(Exception):
         "overlapping_edits",
         "no_change",
         "same_answer",
+        "repeated_answer",
         "empty_answer",
         "low_similarity",
         "verifier_rejected",
@@ -249,8 +250,12 @@ def check_candidate(
     references: Sequence[str],
     embedder: Embedder,
     min_similarity: float = 0.90,
+    used_answers: Sequence[str] = (),
 ) -> tuple[str, float]:
-    """Structural checks of one proposed edit; returns (edited window, similarity) or raises Rejection."""
+    """Structural checks of one proposed edit; returns (edited window, similarity) or raises Rejection.
+
+    ``used_answers`` are wrong answers of fabrications already accepted for the question: repeating
+    one is rejected so that the five fabrications assert different answers."""
     replacements = candidate.get("replacements") or []
     edited = apply_edits(window, replacements)
     if edited == window:
@@ -260,6 +265,8 @@ def check_candidate(
         raise Rejection("empty_answer", "no wrong answer was declared")
     if same_answer(declared, list(references)):
         raise Rejection("same_answer", f"the declared answer {declared!r} equals a reference answer")
+    if same_answer(declared, list(used_answers)):
+        raise Rejection("repeated_answer", f"{declared!r} was already used for this question; choose another")
     vec = embedder.embed([window, edited])
     sim = cosine(vec[0], vec[1])
     if sim < min_similarity:
@@ -356,7 +363,7 @@ async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tu
             )
             entry["candidate"] = cand
             edited, sim = await asyncio.to_thread(
-                check_candidate, window, cand, ctx.q.answers, ctx.embedder, s.min_similarity
+                check_candidate, window, cand, ctx.q.answers, ctx.embedder, s.min_similarity, list(used)
             )
             entry["similarity"] = round(sim, 4)
             verdict = await ctx.ask(
