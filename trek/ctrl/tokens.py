@@ -16,9 +16,13 @@ ENCODING = "o200k_base"
 
 @lru_cache(maxsize=1)
 def encoding() -> Any:
+    import warnings
+
     import bpe_openai
 
-    return bpe_openai.get_encoding(ENCODING)
+    with warnings.catch_warnings():  # bpe-openai reads its bundled table through a deprecated call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bpe_openai.get_encoding(ENCODING)
 
 
 def count_tokens(text: str) -> int:
