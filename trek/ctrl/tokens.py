@@ -22,7 +22,9 @@ def encoding() -> Any:
 
     with warnings.catch_warnings():  # bpe-openai reads its bundled table through a deprecated call
         warnings.simplefilter("ignore", DeprecationWarning)
-        return bpe_openai.get_encoding(ENCODING)
+        enc = bpe_openai.get_encoding(ENCODING)
+        enc.encode_ordinary("warm up")  # the table is read lazily on first use
+    return enc
 
 
 def count_tokens(text: str) -> int:
