@@ -68,7 +68,8 @@ def _order(conditions: list[str]) -> list[str]:
 
 def composition_table(built: Built, conditions: tuple[str, ...] = MAIN_CONDITIONS) -> pd.DataFrame:
     """Table 14: mean distractors (D, excluding gold) and mean context length (L, thousands of
-    o200k tokens, including gold) per condition (rows) and dataset (column groups), plus ``All``."""
+    o200k tokens, including gold) per condition (rows) and dataset, plus ``All``; columns are
+    ``"<dataset> D"``, ``"<dataset> L"`` and ``"<dataset> n"`` (number of questions)."""
     rows = [{"condition": c.condition, "dataset": c.dataset, "D": c.n_distractors,
              "L": (c.tokens or 0) / 1000, "n": 1} for c in built.contexts if c.condition in conditions]
     if not rows:
@@ -82,6 +83,7 @@ def composition_table(built: Built, conditions: tuple[str, ...] = MAIN_CONDITION
     table.columns = table.columns.swaplevel(0, 1)
     datasets = sorted(set(df["dataset"])) + ["All"]
     table = table.reindex(columns=pd.MultiIndex.from_product([datasets, ["D", "L", "n"]]))
+    table.columns = [f"{d} {m}" for d, m in table.columns]
     return table.reindex(_order(list(table.index)))
 
 
@@ -160,6 +162,9 @@ def plot_shortcuts(table: pd.DataFrame, title: str):
     ax.set_xlabel("")
     ax.set_title(title)
     ax.axhline(100, color="grey", lw=0.5, ls=":")
-    ax.legend(title="heuristic", fontsize=8, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    ax.tick_params(axis="x", labelrotation=45)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    ax.legend(title="heuristic", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -18,10 +18,10 @@ ENCODING = "o200k_base"
 def encoding() -> Any:
     import warnings
 
-    import bpe_openai
-
     with warnings.catch_warnings():  # bpe-openai reads its bundled table through a deprecated call
         warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
         enc = bpe_openai.get_encoding(ENCODING)
         enc.encode_ordinary("warm up")  # the table is read lazily on first use
     return enc
