@@ -43,8 +43,8 @@ def _all_pools(source: str, mini_dir: Path | None, longseal: Path | None, pools_
             raise typer.BadParameter("--source pools needs --pools FILE (a pools.jsonl)")
         return [P.apply_quotas(p, historical=historical, relevance=relevance) for p in P.read_pools(pools_file)]
     raise typer.BadParameter(
-        "--source wild needs discovered pools for FreshQA/InfoDeepSeek, which this version does not build; "
-        "build SealQA pools with --source longseal, or pass discovered pools with --source pools"
+        "--source wild: first run 'trek ctrl discover --source wild --out pools.jsonl' (needs a model and a "
+        "search backend), then build with --source pools --pools pools.jsonl"
     )
 
 
@@ -119,3 +119,78 @@ def audit_command(
 
     built = load_build(folder)
     typer.echo(shortcut_table(built).to_string(float_format=lambda x: f"{x:.1f}"))
+
+
+@app.command("discover")
+def discover_command(
+    source: str = typer.Option("wild", "--source", help="Questions and starting pools: wild, mini, longseal, pools."),
+    out: Path = typer.Option(..., "--out", "-o", help="pools.jsonl to write (then: trek ctrl build --source pools)."),
+    model: str = typer.Option(..., "--model", "-m", help="Model that proposes queries and verifies pages."),
+    search: str = typer.Option("local", "--search", help="Search backend: local, tavily, duckduckgo, proxy:MODEL."),
+    pages: Path = typer.Option(None, "--pages", help="Page store SQLite file [default: in memory]."),
+    fetch: bool = typer.Option(False, "--fetch/--no-fetch", help="Fetch pages that are not in the page store."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Source datasets for --source wild [default: $TREK_DATA_DIR]."),
+    mini_dir: Path = typer.Option(None, "--mini-dir", help="TrekBench-Mini folder [default: bundled data/mini]."),
+    longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet: SealQA pools for wild/longseal."),
+    pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to extend (for --source pools)."),
+    questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep [default: all]."),
+    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint."),
+    historical: int = typer.Option(20, "--historical", min=0, help="Historical documents wanted per question."),
+    relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
+    cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or next to --out]."),
+    prompts: Path = typer.Option(None, "--prompts", help="Folder of prompt template overrides."),
+) -> None:
+    """Discover outdated and relevance distractors with a search backend and a model; write pools."""
+    from trek import templates
+    from trek.ctrl import discovery as D
+    from trek.ctrl.common import CtrlError
+    from trek.ctrl.pools import apply_quotas, write_pools
+    from trek.llm.cache import LLMCache
+    from trek.llm.client import LLMClient, run_sync
+    from trek.pages import PageStore
+    from trek.search import make_backend
+    from trek.types import RecordError
+
+    if prompts is not None:
+        templates.set_prompts_dir(prompts)
+    qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
+    store = PageStore(pages, fetch=fetch)
+    client = LLMClient(model, base_url=base_url, progress=False,
+                       cache=LLMCache(cache or Path(os.environ.get("TREK_CACHE") or out.parent / "llm-cache.sqlite")))
+    try:
+        skipped: list[dict] = []
+        if source == "wild":
+            from trek.datasets import wild
+
+            bench = wild.load(data_dir)
+            qs = [q for q in bench.questions if qids is None or q.id in qids]
+            start = []
+            if longseal is not None:
+                from trek.ctrl.pools import from_longseal
+
+                by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
+                start = [by_text[q.id] for q in qs if q.id in by_text]
+            have = {p.question.id for p in start}
+            fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
+            start += fetched
+        else:
+            start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
+        for p in start:
+            store.add_documents(p.documents)
+        backend = make_backend(search, store=store, client=client)
+        if backend is None:
+            raise CtrlError("discovery needs a search backend (--search)")
+        settings = D.DiscoverySettings(historical=historical, relevance=relevance)
+        found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
+        found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
+        write_pools(out, found)
+    except (CtrlError, RecordError, ValueError, FileNotFoundError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for s in skipped:
+        typer.echo(f"skipped {s['question_id']}: {s['reason']}")
+    added_o = sum(p.notes["discovery"]["outdated_added"] for p in found)
+    added_r = sum(p.notes["discovery"]["relevance_added"] for p in found)
+    pend = sum(1 for p in found if p.notes["discovery"]["pending"])
+    typer.echo(f"discovered {added_o} outdated and {added_r} relevance documents for {len(found)} questions"
+               + (f"; {pend} pending (re-run to retry)" if pend else "") + f"; wrote {out}")
