@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from trek.aio import run_sync
 from trek.ctrl import discovery as D
 from trek.ctrl.pools import Pool, from_mini
 from trek.llm import LLMClient
-from trek.llm.client import run_sync
 from trek.pages import PageStore
 from trek.search.local import LocalSearch
 from trek.testing.fake_openai import FakeOpenAIServer

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from trek.aio import run_sync
 from trek.cli import app
 from trek.ctrl import fabrication as F
 from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
 from trek.ctrl.embeddings import WordLlamaEmbedder, make_embedder
 from trek.ctrl.pools import Pool, from_mini
 from trek.llm import LLMClient
-from trek.llm.client import run_sync
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Document, Question
 

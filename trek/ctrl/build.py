@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek.aio import run_sync
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
 from trek.ctrl.embeddings import Embedder, make_embedder
 from trek.ctrl.pools import Pool, write_pools
 from trek.ctrl.render import Renderer
-from trek.llm.client import LLMClient, run_sync
+from trek.llm.client import LLMClient
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]

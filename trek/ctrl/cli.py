@@ -142,11 +142,12 @@ def discover_command(
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools."""
     from trek import templates
+    from trek.aio import run_sync
     from trek.ctrl import discovery as D
     from trek.ctrl.common import CtrlError
     from trek.ctrl.pools import apply_quotas, write_pools
     from trek.llm.cache import LLMCache
-    from trek.llm.client import LLMClient, run_sync
+    from trek.llm.client import LLMClient
     from trek.pages import PageStore
     from trek.search import make_backend
     from trek.types import RecordError

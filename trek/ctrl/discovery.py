@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trek.aio import gather_or_cancel
+from trek.aio import fan_out
 from trek.ctrl.common import same_answer
 from trek.ctrl.fabrication import window_length
 from trek.ctrl.pools import HISTORICAL_TARGET, RELEVANCE_TARGET, Pool
@@ -176,7 +176,7 @@ async def agold_pools(questions: Sequence[Question], store: PageStore) -> tuple[
     """
     pools, skipped = [], []
     for q in questions:
-        pages = await gather_or_cancel(store.aget(u) for u in q.gold_urls)
+        pages = await fan_out(q.gold_urls, store.aget, progress=False)
         docs = []
         for i, (u, p) in enumerate(zip(q.gold_urls, pages, strict=True)):
             if not p.available:
@@ -239,7 +239,7 @@ class _Run:
                 if key not in self.seen:
                     self.seen.add(key)
                     urls.append(r.url)
-        pages = await gather_or_cancel(self.store.aget(u) for u in urls)
+        pages = await fan_out(urls, self.store.aget, progress=False)
         usable = []
         for p in pages:
             if p.available and p.text.strip():
@@ -393,4 +393,5 @@ async def adiscover_pool(pool: Pool, client: LLMClient, backend: SearchBackend, 
 async def adiscover_pools(pools: Sequence[Pool], client: LLMClient, backend: SearchBackend, store: PageStore,
                           settings: DiscoverySettings | None = None) -> list[Pool]:
     """:func:`adiscover_pool` for every pool, concurrently."""
-    return list(await gather_or_cancel(adiscover_pool(p, client, backend, store, settings) for p in pools))
+    return await fan_out(pools, lambda p: adiscover_pool(p, client, backend, store, settings),
+                         desc="ctrl discovery", unit="question", progress=client.progress)

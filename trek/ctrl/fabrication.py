@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trek.aio import gather_or_cancel
+from trek.aio import fan_out
 from trek.ctrl.common import FICTITIOUS_DOMAINS, CtrlError, normalize_answer, rng, same_answer, slugify
 from trek.ctrl.embeddings import Embedder, cosine
 from trek.ctrl.pools import Pool
@@ -457,4 +457,5 @@ async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
 async def afabricate_pools(pools: Sequence[Pool], client: LLMClient, embedder: Embedder,
                            settings: FabricationSettings | None = None) -> list[Pool]:
     """:func:`afabricate_pool` for every pool, concurrently (the client bounds connections)."""
-    return await gather_or_cancel(afabricate_pool(p, client, embedder, settings) for p in pools)
+    return await fan_out(pools, lambda p: afabricate_pool(p, client, embedder, settings),
+                         desc="ctrl fabrication", unit="question", progress=client.progress)
