@@ -199,3 +199,23 @@ def test_shortcut_heuristics():
     assert heuristic_scores(docs, refs) == {"latest": 0.0, "majority": 0.0, "latest_real_domain": 1.0}
     tie = [doc(1, "gold", "2024-01-01", "A"), doc(2, "outdated", "2024-01-01", "B"), doc(3, "outdated", None, None)]
     assert heuristic_scores(tie, refs) == {"latest": 0.5, "majority": 1 / 3, "latest_real_domain": 0.5}
+
+
+def test_longseal_pools_keep_gold_and_outdated_snapshots_and_build(tmp_path):
+    from test_datasets import longseal_rows, write_parquet
+
+    from trek.ctrl.pools import from_longseal
+
+    path = write_parquet(tmp_path / "longseal.parquet", longseal_rows())
+    pools = from_longseal(path, historical=2)
+    assert len(pools) == 2
+    first = pools[0]
+    assert [d.role for d in first.documents] == ["gold", "outdated", "outdated"]  # third outdated over quota
+    assert first.notes["quotas"]["dropped"]["outdated"] == 1 and first.notes["shortage"] == {"relevance": 10}
+    assert all(d.metadata["origin"] == "longseal" for d in first.documents)
+    assert first.documents[1].metadata["policy"] == "longseal:12_docs"
+    res = CliRunner().invoke(app, ["ctrl", "build", "--source", "longseal", "--longseal", str(path),
+                                   "--out", str(tmp_path / "out"), "--no-tokens", "--conditions", "OO,SAA"])
+    assert res.exit_code == 0, res.output
+    ctx = read_contexts(tmp_path / "out" / "contexts.jsonl")
+    assert [(c.question_id, c.condition) for c in ctx] == [(p.question.id, c) for p in pools for c in ("OO", "SAA")]
