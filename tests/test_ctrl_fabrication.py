@@ -184,3 +184,64 @@ def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):
     roles = [d["role"] for d in lines[0]["documents"]]
     assert roles.count("fabrication") == 1 and roles.count("republication") == 5
     assert "Priya Calloway as the club's new head coach" in lines[0]["rendered"]
+
+
+def test_a_failing_endpoint_leaves_the_question_pending_not_rejected():
+    pool = fabricate([{"error": {"status": 503, "message": "overloaded"}}])
+    note = pool.notes["fabrication"]
+    assert note["pending"] and note["attempts"] == [] and pool.role("fabrication") == []
+
+
+def test_openai_compatible_embeddings_endpoint():
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    from trek.ctrl.embeddings import OpenAIEmbedder
+
+    seen = []
+
+    async def handler(request):
+        body = await request.json()
+        seen.append(body)
+        data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0]}
+                for i, t in reversed(list(enumerate(body["input"])))]
+        return web.json_response({"object": "list", "data": data, "model": body["model"],
+                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    loop = asyncio.new_event_loop()
+    box = {}
+
+    async def start():
+        app = web.Application()
+        app.router.add_post("/v1/embeddings", handler)
+        box["runner"] = web.AppRunner(app)
+        await box["runner"].setup()
+        site = web.TCPSite(box["runner"], "127.0.0.1", 0)
+        await site.start()
+        box["port"] = site._server.sockets[0].getsockname()[1]
+
+    ready = threading.Event()
+
+    def serve():
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    ready.wait(10)
+    try:
+        emb = make_embedder("openai:text-embedding-3-small", base_url=f"http://127.0.0.1:{box['port']}/v1")
+        assert isinstance(emb, OpenAIEmbedder)
+        v = emb.embed(["ab", "abcd"])
+        assert v.tolist() == [[2.0, 1.0], [4.0, 1.0]]  # rows put back in input order
+        assert seen[0]["model"] == "text-embedding-3-small" and seen[0]["input"] == ["ab", "abcd"]
+    finally:
+        asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(10)
+    with pytest.raises(ValueError, match="unknown embedder"):
+        make_embedder("bogus")
