@@ -245,3 +245,24 @@ def test_openai_compatible_embeddings_endpoint():
         t.join(10)
     with pytest.raises(ValueError, match="unknown embedder"):
         make_embedder("bogus")
+
+
+def test_offline_demo_fabrications_go_through_the_real_checks(tmp_path):
+    from trek.ctrl.demo import build_with_demo_fabrications, demo_script
+
+    pools = from_mini(question_ids=["mini:01", "mini:02"])
+    assert any("Variant: 5 of" in r.get("pattern", "") for r in demo_script(pools))
+    a = build_with_demo_fabrications(pools, tmp_path / "a", conditions=("SAA",), count_tokens=False)
+    build_with_demo_fabrications(pools, tmp_path / "b", conditions=("SAA",), count_tokens=False)
+    assert (tmp_path / "a" / "contexts.jsonl").read_bytes() == (tmp_path / "b" / "contexts.jsonl").read_bytes()
+    for p in a.pools:
+        fabs = p.role("fabrication")
+        assert 1 <= len(fabs) <= 5
+        answers = [d.supports_answer for d in fabs]
+        assert len(set(answers)) == len(answers)  # each fabrication asserts another wrong answer
+        for d in fabs:
+            src = next(x for x in p.documents if x.id == d.metadata["source_doc"])
+            lo, hi = d.metadata["window"]
+            (edit,) = d.metadata["edits"]
+            assert src.text[lo:hi].replace(edit["old"], edit["new"]) == d.text
+            assert d.metadata["similarity"] >= 0.90 and d.supports_answer in d.text

@@ -53,12 +53,21 @@ def load_build(folder: str | os.PathLike[str]) -> Built:
     return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE))
 
 
-def demo_build(build_dir: str | os.PathLike[str] | None = None) -> Built:
-    """Build Ctrl from TrekBench-Mini without a model into ``build_dir`` (default ``build/ctrl-mini``)."""
+def demo_build(build_dir: str | os.PathLike[str] | None = None, fabrication: bool = True) -> Built:
+    """Build Ctrl from TrekBench-Mini offline into ``build_dir`` (default ``build/ctrl-mini``).
+
+    With ``fabrication`` the fabrications come from the scripted fake server
+    (:mod:`trek.ctrl.demo`: demo data through the real pipeline); without it there are none.
+    """
     from trek.paper import repo_root
 
     out = Path(build_dir) if build_dir else repo_root() / "build" / "ctrl-mini"
-    build(from_mini(), out, source="mini")
+    if fabrication:
+        from trek.ctrl.demo import build_with_demo_fabrications
+
+        build_with_demo_fabrications(from_mini(), out, source="mini")
+    else:
+        build(from_mini(), out, source="mini")
     return load_build(out)
 
 
