@@ -38,10 +38,27 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
+def _import_wordllama() -> Any:
+    """Import ``wordllama`` without letting it reconfigure logging (it calls ``basicConfig(INFO)``
+    on import, which would print every HTTP request of the process)."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import wordllama
+    finally:
+        for h in root.handlers[:]:
+            if h not in handlers:
+                root.removeHandler(h)
+        root.setLevel(level)
+    return wordllama
+
+
 @lru_cache(maxsize=2)
 def _wordllama(dim: int) -> Any:
-    import wordllama
-    from wordllama import WordLlama
+    wordllama = _import_wordllama()
+    WordLlama = wordllama.WordLlama
 
     folder = Path(wordllama.__file__).resolve().parent
     return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
