@@ -67,6 +67,7 @@ def build_command(
     fabrications: int = typer.Option(5, "--fabrications", min=0, help="Fabrication documents per question."),
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fabrication attempts per slot (retries with feedback)."),
     min_similarity: float = typer.Option(0.90, "--min-similarity", help="Embedding similarity floor for fabrications."),
+    effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with fabrication calls (e.g. high)."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or OUT/llm-cache.sqlite]."),
     max_connections: int = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once."),
     prompts: Path = typer.Option(None, "--prompts", help="Folder of prompt template overrides."),
@@ -99,7 +100,8 @@ def build_command(
             out.mkdir(parents=True, exist_ok=True)
             client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
                                max_connections=max_connections, progress=False)
-        settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity)
+        settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
+                                       chat_params={"reasoning_effort": effort} if effort else {})
         result = build(pools, out, client=client, embedder=embedder, conditions=names,
                        republication_target=republications, fabrication_settings=settings,
                        count_tokens=tokens, source=source)
@@ -139,6 +141,7 @@ def discover_command(
     relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or next to --out]."),
     prompts: Path = typer.Option(None, "--prompts", help="Folder of prompt template overrides."),
+    effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with discovery calls."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools."""
     from trek import templates
@@ -181,7 +184,8 @@ def discover_command(
         backend = make_backend(search, store=store, client=client)
         if backend is None:
             raise CtrlError("discovery needs a search backend (--search)")
-        settings = D.DiscoverySettings(historical=historical, relevance=relevance)
+        settings = D.DiscoverySettings(historical=historical, relevance=relevance,
+                                       chat_params={"reasoning_effort": effort} if effort else {})
         found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
         found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
         write_pools(out, found)
