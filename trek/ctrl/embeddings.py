@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,30 +39,30 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def _import_wordllama() -> Any:
-    """Import ``wordllama`` without letting it reconfigure logging (it calls ``basicConfig(INFO)``
-    on import, which would print every HTTP request of the process)."""
+@contextmanager
+def _keep_root_logging():
+    """``wordllama`` calls ``logging.basicConfig(level=INFO)`` when its modules load, which would
+    print every HTTP request of the process; undo whatever it adds to the root logger."""
     import logging
 
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        import wordllama
+        yield
     finally:
         for h in root.handlers[:]:
             if h not in handlers:
                 root.removeHandler(h)
         root.setLevel(level)
-    return wordllama
 
 
 @lru_cache(maxsize=2)
 def _wordllama(dim: int) -> Any:
-    wordllama = _import_wordllama()
-    WordLlama = wordllama.WordLlama
+    with _keep_root_logging():
+        import wordllama
 
-    folder = Path(wordllama.__file__).resolve().parent
-    return WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
+        folder = Path(wordllama.__file__).resolve().parent
+        return wordllama.WordLlama.load(dim=dim, cache_dir=folder, disable_download=True)
 
 
 class WordLlamaEmbedder:
@@ -70,6 +71,7 @@ class WordLlamaEmbedder:
     def __init__(self, dim: int = 256):
         self.dim = dim
         self.name = f"wordllama-{dim}"
+        _wordllama(dim)  # load now, before any concurrent work starts
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(_wordllama(self.dim).embed(list(texts)), dtype=np.float64)

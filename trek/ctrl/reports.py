@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,12 +63,14 @@ def demo_build(build_dir: str | os.PathLike[str] | None = None, fabrication: boo
     from trek.paper import repo_root
 
     out = Path(build_dir) if build_dir else repo_root() / "build" / "ctrl-mini"
-    if fabrication:
-        from trek.ctrl.demo import build_with_demo_fabrications
+    with warnings.catch_warnings():  # tqdm's notebook check (no ipywidgets) is noise here
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        if fabrication:
+            from trek.ctrl.demo import build_with_demo_fabrications
 
-        build_with_demo_fabrications(from_mini(), out, source="mini")
-    else:
-        build(from_mini(), out, source="mini")
+            build_with_demo_fabrications(from_mini(), out, source="mini")
+        else:
+            build(from_mini(), out, source="mini")
     return load_build(out)
 
 
