@@ -141,17 +141,18 @@ def test_cli_builds_mini_offline_twice_byte_identical(tmp_path, monkeypatch):
     for f in ("contexts.jsonl", "pools.jsonl", "build.json"):
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes()
     ctx = read_contexts(outs[0] / "contexts.jsonl")
-    assert len(ctx) == 13 * len(C.ALL_CONDITIONS)
+    n = len(from_mini())
+    assert len(ctx) == n * len(C.ALL_CONDITIONS)
     assert {c.condition for c in ctx} == set(C.ALL_CONDITIONS)
     assert all(c.tokens and c.tokens > 0 for c in ctx)
     assert all(d.role != "fabrication" for c in ctx for d in c.documents)
-    assert sum(1 for c in ctx for d in c.documents if d.role == "republication") == 13 * 5 * 3  # SAA, SBA, swap
+    assert sum(1 for c in ctx for d in c.documents if d.role == "republication") == n * 5 * 3  # SAA, SBA, swap
     pools = read_pools(outs[0] / "pools.jsonl")
     res = CliRunner().invoke(app, ["ctrl", "build", "--source", "pools", "--pools", str(outs[0] / "pools.jsonl"),
                                    "--out", str(tmp_path / "c")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "c" / "contexts.jsonl").read_bytes() == (outs[0] / "contexts.jsonl").read_bytes()
-    assert len(pools) == 13
+    assert len(pools) == n
 
 
 def test_bad_input_names_file_line_and_field(tmp_path):
