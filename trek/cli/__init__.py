@@ -54,6 +54,10 @@ def _register() -> None:
 
     app.add_typer(trace_app, name="trace")
 
+    from trek.ctrl.cli import app as ctrl_app
+
+    app.add_typer(ctrl_app, name="ctrl")
+
 
 _register()
 

@@ -1,0 +1,125 @@
+"""Build TrekBench-Ctrl: pools, synthetic distractors and frozen contexts in one folder.
+
+    pools = from_mini()                     # or from_longseal(path), or read_pools(file)
+    result = build(pools, "build/ctrl")     # writes pools.jsonl, contexts.jsonl, build.json
+
+Without a client, fabrication is skipped (and said so in ``result.messages`` and ``build.json``);
+with one, fabrications are added through the scripted or real model. Every step but fabrication
+is a pure function of the pools, so building twice gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trek.aio import run_sync
+from trek.ctrl import conditions as cond
+from trek.ctrl import fabrication, republication
+from trek.ctrl.embeddings import Embedder, make_embedder
+from trek.ctrl.pools import Pool, write_pools
+from trek.ctrl.render import Renderer
+from trek.llm.client import LLMClient
+from trek.types import write_jsonl
+
+__all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
+
+POOLS_FILE = "pools.jsonl"
+CONTEXTS_FILE = "contexts.jsonl"
+MANIFEST_FILE = "build.json"
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    pools: list[Pool]
+    contexts: int
+    fabrication: str  # "skipped" or "done"
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def pools_path(self) -> Path:
+        return self.out / POOLS_FILE
+
+    @property
+    def contexts_path(self) -> Path:
+        return self.out / CONTEXTS_FILE
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def build(
+    pools: Sequence[Pool],
+    out: str | os.PathLike[str],
+    *,
+    client: LLMClient | None = None,
+    embedder: Embedder | str | None = "wordllama",
+    conditions: Sequence[str] = cond.ALL_CONDITIONS,
+    budgets: cond.Budgets | None = None,
+    republication_target: int = republication.TARGET,
+    fallback_days: int = republication.FALLBACK_DAYS,
+    fabrication_settings: fabrication.FabricationSettings | None = None,
+    count_tokens: bool = True,
+    source: str = "pools",
+) -> BuildResult:
+    """Add republications (and fabrications with a client), then write the three files to ``out``."""
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    messages: list[str] = []
+    base = [p.without_synthetic() for p in pools]
+    made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
+            for p in base]
+    fab_state = "skipped"
+    if client is None:
+        messages.append("fabrication skipped: no model given (pass --model to add fabrication distractors)")
+    else:
+        emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
+        settings = fabrication_settings or fabrication.FabricationSettings()
+        made = run_sync(client._closing(fabrication.afabricate_pools(made, client, emb, settings)))
+        fab_state = "done"
+        n = sum(len(p.role("fabrication")) for p in made)
+        pend = sum(1 for p in made if p.notes.get("fabrication", {}).get("pending"))
+        messages.append(f"fabrication: {n} documents for {len(made)} questions with {client.model}"
+                        + (f"; {pend} questions pending (re-run to retry)" if pend else ""))
+    counter = None
+    if count_tokens:
+        from trek.ctrl.tokens import count_tokens as counter
+    write_pools(out_dir / POOLS_FILE, made)
+    n_ctx = 0
+
+    def records():
+        nonlocal n_ctx
+        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=counter):
+            n_ctx += 1
+            yield r
+
+    write_jsonl(out_dir / CONTEXTS_FILE, records())
+    manifest: dict[str, Any] = {
+        "source": source,
+        "questions": len(made),
+        "conditions": list(conditions),
+        "contexts": n_ctx,
+        "fabrication": fab_state,
+        "model": client.model if client is not None else None,
+        "documents": {r: sum(len(p.role(r)) for p in made)
+                      for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
+        "budgets": vars(budgets or cond.Budgets()),
+        "versions": {
+            "conditions": cond.VERSION,
+            "republication": republication.VERSION,
+            "fabrication": fabrication.VERSION if client is not None else None,
+            **Renderer.versions(),
+        },
+        "tokens": "o200k_base" if count_tokens else None,
+    }
+    _atomic_text(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    messages.append(f"wrote {n_ctx} contexts for {len(made)} questions to {out_dir / CONTEXTS_FILE}")
+    return BuildResult(out_dir, made, n_ctx, fab_state, messages)

@@ -1,0 +1,470 @@
+"""Fabrication distractors (paper D.2, D.3, D.5): minimal edits of gold text that assert a wrong answer.
+
+Three model calls per candidate, each a named, overridable prompt template:
+
+1. ``ctrl.fabrication.locate``  find a verbatim answer-bearing span in a gold document;
+2. ``ctrl.fabrication.edit``    propose exact replacements (entity or value substitutions plus the
+   dependent edits) that make a window around the span assert a plausible wrong answer;
+3. ``ctrl.fabrication.verify``  check that the edited window supports the declared wrong answer,
+   not the reference, and is internally consistent.
+
+Between 2 and 3, code applies the edits and checks them (:func:`check_candidate`): every ``find``
+matches exactly one span of the window, the edits do not overlap, the text changes, the declared
+answer differs from every reference answer, and the embedding similarity of the edited window to
+the original is at least ``min_similarity`` (0.90). A rejected candidate is retried with the
+recorded reason as feedback, up to ``max_attempts`` times per slot; up to ``target`` (5)
+fabrications are made per question. Every attempt and its outcome is kept in the pool's notes.
+
+The window is centred on the located span; its length is the median length of up to ten dated
+historical documents nearest in date to the gold-date anchor, bounded to [1,500, 12,000]
+characters, 6,000 when there is none. Fabrication keeps the gold document's date.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trek.aio import fan_out
+from trek.ctrl.common import FICTITIOUS_DOMAINS, CtrlError, normalize_answer, rng, same_answer, slugify
+from trek.ctrl.embeddings import Embedder, cosine
+from trek.ctrl.pools import Pool
+from trek.llm.client import LLMClient
+from trek.llm.structured import achat_json
+from trek.templates import register, render, template_version
+from trek.types import Document
+
+__all__ = [
+    "VERSION",
+    "LOCATE_PROMPT",
+    "EDIT_PROMPT",
+    "VERIFY_PROMPT",
+    "Rejection",
+    "FabricationSettings",
+    "window_length",
+    "cut_window",
+    "apply_edits",
+    "check_candidate",
+    "afabricate_pool",
+    "afabricate_pools",
+]
+
+VERSION = "ctrl.fabrication/1"
+MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW = 1500, 12000, 6000
+
+LOCATE_PROMPT = register(
+    "ctrl.fabrication.locate",
+    """\
+You help build a test set of misleading documents. Below is a question, its correct answer and a
+document that supports that answer.
+
+Question: {question}
+Correct answer(s): {answers}
+The question is read as of: {reference_year}
+
+Copy, character for character, the shortest passage of the document (a sentence, a paragraph or a
+few table rows) that states the correct answer. Take it from the body of the document: not from a
+title, a menu, a list of links or a reading recommendation. Do not change, shorten or fix anything
+inside the passage.
+{feedback}
+Document:
+<<<
+{document}
+>>>
+
+Reply with JSON only: {{"span": "<the exact passage>"}}, or {{"span": null}} if the document does
+not state the answer.""",
+)
+
+EDIT_PROMPT = register(
+    "ctrl.fabrication.edit",
+    """\
+You help build a test set of misleading documents. Rewrite the passage below as little as possible
+so that it states a plausible but WRONG answer to the question, as if it had been published as of
+{reference_year}.
+
+Question: {question}
+Correct answer(s), which the edited passage must no longer support: {answers}
+Wrong answers already used for this question (choose a different one): {used_answers}
+Variant: {variant}
+
+Rules:
+- Substitute the answer-bearing entity or value, then make only the dependent edits needed for
+  the passage to stay consistent (other mentions, derived numbers, pronouns).
+- Keep every other word, the layout and the dates as they are.
+- Each "find" must be copied exactly from the passage and must occur there exactly once (include a
+  few surrounding words when needed); edits must not overlap.
+- The wrong answer must be of the same type as the correct one and believable for that time.
+{feedback}
+Passage:
+<<<
+{window}
+>>>
+
+Reply with JSON only:
+{{"wrong_answer": "<the answer the edited passage now supports>",
+  "replacements": [{{"find": "<exact text>", "replace": "<new text>"}}]}}""",
+)
+
+VERIFY_PROMPT = register(
+    "ctrl.fabrication.verify",
+    """\
+Check an edited passage for a test set of misleading documents.
+
+Question: {question}
+Correct answer(s): {answers}
+The question is read as of: {reference_year}
+Answer the passage is meant to support: {declared_answer}
+
+Passage:
+<<<
+{passage}
+>>>
+
+Decide two things. (1) Does a reader of this passage alone arrive at the declared answer and NOT
+at the correct one? (2) Are the passage's claims that bear on the answer consistent with each
+other (no leftover mention of the correct answer, no contradicting figures or dates)?
+
+Reply with JSON only:
+{{"supports_declared_answer": true or false, "internally_consistent": true or false,
+  "reason": "<one sentence>"}}""",
+)
+
+FEEDBACK_TEMPLATE = "\nYour previous attempt was rejected: {reason}. Correct this in the new attempt.\n"
+
+
+class Rejection(Exception):
+    """A candidate that failed a check: ``kind`` is a stable label, ``message`` the detail."""
+
+    KINDS = (
+        "span_not_found",
+        "no_span",
+        "span_not_found_in_window",
+        "non_unique_span",
+        "overlapping_edits",
+        "no_change",
+        "same_answer",
+        "repeated_answer",
+        "empty_answer",
+        "low_similarity",
+        "verifier_rejected",
+        "unparsed",
+    )
+
+    def __init__(self, kind: str, message: str):
+        assert kind in self.KINDS, kind
+        self.kind = kind
+        self.message = message
+        super().__init__(f"{kind}: {message}")
+
+    @property
+    def feedback(self) -> str:
+        return f"{self.kind} ({self.message})"
+
+
+@dataclass
+class FabricationSettings:
+    """Knobs of the fabrication step; every default is the paper's where it states one."""
+
+    target: int = 5
+    max_attempts: int = 3
+    min_similarity: float = 0.90
+    min_window: int = MIN_WINDOW
+    max_window: int = MAX_WINDOW
+    default_window: int = DEFAULT_WINDOW
+    nearby: int = 10
+    chat_params: dict[str, Any] = field(default_factory=dict)
+    max_reasks: int = 1
+
+
+def prompt_versions() -> dict[str, str]:
+    return {
+        "ctrl.fabrication.locate": template_version("ctrl.fabrication.locate", LOCATE_PROMPT, VERSION),
+        "ctrl.fabrication.edit": template_version("ctrl.fabrication.edit", EDIT_PROMPT, VERSION),
+        "ctrl.fabrication.verify": template_version("ctrl.fabrication.verify", VERIFY_PROMPT, VERSION),
+    }
+
+
+def window_length(pool: Pool, s: FabricationSettings | None = None) -> int:
+    """Median length of up to ``nearby`` dated historical documents nearest the anchor, bounded."""
+    s = s or FabricationSettings()
+    anchor = pool.anchor_date()
+    dated = [d for d in pool.role("outdated") if d.date is not None]
+    if not dated:
+        return s.default_window
+    if anchor is not None:
+        dated.sort(key=lambda d: (abs((anchor - d.date).days), d.id))  # type: ignore[operator]
+    else:
+        dated.sort(key=lambda d: (-d.date.toordinal(), d.id))  # type: ignore[union-attr]
+    med = statistics.median(len(d.text) for d in dated[: s.nearby])
+    return int(min(max(med, s.min_window), s.max_window))
+
+
+def cut_window(text: str, start: int, end: int, length: int) -> tuple[int, int]:
+    """A window of about ``length`` characters around ``text[start:end]``, snapped to whitespace."""
+    n = len(text)
+    if n <= length:
+        return 0, n
+    if end - start >= length:
+        return start, end
+    mid = (start + end) // 2
+    lo = max(0, min(mid - length // 2, n - length))
+    hi = min(n, lo + length)
+    if lo > 0:
+        ws = text.find(" ", lo, start)
+        nl = text.find("\n", lo, start)
+        cands = [x for x in (ws, nl) if x != -1]
+        lo = min(cands) + 1 if cands else start
+    if hi < n:
+        cut = max(text.rfind(" ", end, hi), text.rfind("\n", end, hi))
+        hi = cut if cut != -1 else end
+    return lo, hi
+
+
+def apply_edits(window: str, replacements: Sequence[dict[str, str]]) -> str:
+    """Apply exact replacements; raises :class:`Rejection` for missing, repeated or overlapping finds."""
+    spans = []
+    for i, r in enumerate(replacements):
+        find = r.get("find")
+        if not isinstance(find, str) or not find:
+            raise Rejection("span_not_found_in_window", f"replacement {i + 1} has an empty 'find'")
+        count = window.count(find)
+        if count == 0:
+            raise Rejection("span_not_found_in_window", f"replacement {i + 1}: {find[:80]!r} is not in the passage")
+        if count > 1:
+            raise Rejection(
+                "non_unique_span", f"replacement {i + 1}: {find[:80]!r} occurs {count} times; quote more context"
+            )
+        start = window.index(find)
+        spans.append((start, start + len(find), str(r.get("replace", ""))))
+    spans.sort()
+    for (_, e1, _), (s2, _, _) in zip(spans, spans[1:], strict=False):
+        if s2 < e1:
+            raise Rejection("overlapping_edits", "two replacements overlap")
+    out, pos = [], 0
+    for s, e, new in spans:
+        out.append(window[pos:s])
+        out.append(new)
+        pos = e
+    out.append(window[pos:])
+    return "".join(out)
+
+
+def check_candidate(
+    window: str,
+    candidate: dict[str, Any],
+    references: Sequence[str],
+    embedder: Embedder,
+    min_similarity: float = 0.90,
+    used_answers: Sequence[str] = (),
+) -> tuple[str, float]:
+    """Structural checks of one proposed edit; returns (edited window, similarity) or raises Rejection.
+
+    ``used_answers`` are wrong answers of fabrications already accepted for the question: repeating
+    one is rejected so that the five fabrications assert different answers."""
+    replacements = candidate.get("replacements") or []
+    edited = apply_edits(window, replacements)
+    if edited == window:
+        raise Rejection("no_change", "the replacements leave the passage unchanged")
+    declared = candidate.get("wrong_answer")
+    if not isinstance(declared, str) or not normalize_answer(declared):
+        raise Rejection("empty_answer", "no wrong answer was declared")
+    if same_answer(declared, list(references)):
+        raise Rejection("same_answer", f"the declared answer {declared!r} equals a reference answer")
+    if same_answer(declared, list(used_answers)):
+        raise Rejection("repeated_answer", f"{declared!r} was already used for this question; choose another")
+    vec = embedder.embed([window, edited])
+    sim = cosine(vec[0], vec[1])
+    if sim < min_similarity:
+        raise Rejection("low_similarity", f"embedding similarity {sim:.3f} is below {min_similarity:.2f}")
+    return edited, sim
+
+
+def _edit_shape(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    reps = value.get("replacements")
+    if not isinstance(reps, list) or not all(isinstance(r, dict) for r in reps):
+        raise ValueError("'replacements' must be a list of {find, replace} objects")
+    return value
+
+
+def _locate_shape(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or "span" not in value:
+        raise ValueError("expected a JSON object with 'span'")
+    return value
+
+
+def _verify_shape(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    for k in ("supports_declared_answer", "internally_consistent"):
+        if not isinstance(value.get(k), bool):
+            raise ValueError(f"'{k}' must be true or false")
+    return value
+
+
+class _Pending(Exception):
+    pass
+
+
+@dataclass
+class _Ctx:
+    client: LLMClient
+    embedder: Embedder
+    settings: FabricationSettings
+    pool: Pool
+
+    @property
+    def q(self):
+        return self.pool.question
+
+    def fields(self) -> dict[str, str]:
+        year = self.q.effective_year or self.q.effective_year_raw or "the date of the documents"
+        return {"question": self.q.question, "answers": "; ".join(self.q.answers), "reference_year": str(year)}
+
+    async def ask(self, name: str, default: str, shape: Any, **fields: Any) -> dict[str, Any]:
+        prompt = render(name, default, **self.fields(), **fields)
+        res = await achat_json(
+            self.client, [{"role": "user", "content": prompt}], validate=shape,
+            max_reasks=self.settings.max_reasks, **self.settings.chat_params,
+        )
+        if res.status == "pending":
+            raise _Pending(res.error or "call failed")
+        if not res.ok:
+            raise Rejection("unparsed", f"{name} reply not readable: {res.error}")
+        return res.value
+
+
+async def _locate(ctx: _Ctx, gold: Document, feedback: str) -> tuple[int, int]:
+    value = await ctx.ask("ctrl.fabrication.locate", LOCATE_PROMPT, _locate_shape, document=gold.text,
+                          feedback=feedback)
+    span = value.get("span")
+    if not isinstance(span, str) or not span.strip():
+        raise Rejection("no_span", "no answer-bearing passage was returned")
+    start = gold.text.find(span)
+    if start == -1:
+        raise Rejection("span_not_found", "the passage is not a verbatim part of the document")
+    return start, start + len(span)
+
+
+async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tuple[int, int]],
+                    log: list[dict[str, Any]]) -> Document | None:
+    golds = ctx.pool.gold
+    gold = golds[(slot - 1) % len(golds)]
+    s = ctx.settings
+    feedback = ""
+    for attempt in range(1, s.max_attempts + 1):
+        fb = FEEDBACK_TEMPLATE.format(reason=feedback) if feedback else ""
+        entry: dict[str, Any] = {"slot": slot, "attempt": attempt, "source_doc": gold.id, "feedback": feedback or None}
+        try:
+            if gold.id not in located:
+                located[gold.id] = await _locate(ctx, gold, fb)
+            a, b = located[gold.id]
+            lo, hi = cut_window(gold.text, a, b, window_length(ctx.pool, s))
+            window = gold.text[lo:hi]
+            cand = await ctx.ask(
+                "ctrl.fabrication.edit", EDIT_PROMPT, _edit_shape, window=window,
+                used_answers="; ".join(used) or "none", variant=f"{slot} of {s.target}", feedback=fb,
+            )
+            entry["candidate"] = cand
+            edited, sim = await asyncio.to_thread(
+                check_candidate, window, cand, ctx.q.answers, ctx.embedder, s.min_similarity, list(used)
+            )
+            entry["similarity"] = round(sim, 4)
+            verdict = await ctx.ask(
+                "ctrl.fabrication.verify", VERIFY_PROMPT, _verify_shape,
+                declared_answer=cand["wrong_answer"], passage=edited,
+            )
+            entry["verifier"] = verdict
+            if not (verdict["supports_declared_answer"] and verdict["internally_consistent"]):
+                raise Rejection("verifier_rejected", str(verdict.get("reason") or "the verifier said no"))
+        except Rejection as r:
+            entry.update(outcome="rejected", kind=r.kind, reason=r.message)
+            log.append(entry)
+            feedback = r.feedback
+            continue
+        entry["outcome"] = "accepted"
+        log.append(entry)
+        used.append(cand["wrong_answer"])
+        return _document(ctx, slot, gold, lo, hi, edited, cand, sim, verdict, attempt)
+    return None
+
+
+def _document(ctx: _Ctx, slot: int, gold: Document, lo: int, hi: int, edited: str, cand: dict[str, Any],
+              sim: float, verdict: dict[str, Any], attempts: int) -> Document:
+    qid = ctx.q.id
+    offset = rng(qid, "fabrication", "domain").randrange(len(FICTITIOUS_DOMAINS))
+    domain = FICTITIOUS_DOMAINS[(offset + slot - 1) % len(FICTITIOUS_DOMAINS)]
+    when = f"{gold.date.year}/{gold.date.month:02d}/" if gold.date else ""
+    return Document(
+        id=f"{qid}:fabrication:{slot}",
+        url=f"https://{domain}/{when}{slugify(gold.title or gold.id)}-f{slot}",
+        title=gold.title,
+        date=gold.date,
+        text=edited,
+        question_id=qid,
+        role="fabrication",
+        supports_answer=cand["wrong_answer"],
+        source=domain,
+        metadata={
+            "origin": "synthetic",
+            "policy": "fabrication",
+            "synthetic": True,
+            "source_doc": gold.id,
+            "source_url": gold.url,
+            "window": [lo, hi],
+            "edits": [{"old": r["find"], "new": str(r.get("replace", ""))} for r in cand["replacements"]],
+            "declared_answer": cand["wrong_answer"],
+            "similarity": round(sim, 4),
+            "embedder": ctx.embedder.name,
+            "verifier": verdict,
+            "attempts": attempts,
+            "model": ctx.client.model,
+            "version": VERSION,
+        },
+    )
+
+
+async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
+                          settings: FabricationSettings | None = None) -> Pool:
+    """The pool with up to ``settings.target`` fabrication documents (existing ones replaced)."""
+    s = settings or FabricationSettings()
+    if not pool.gold:
+        raise CtrlError(f"question {pool.question.id!r}: no gold document to fabricate from")
+    ctx = _Ctx(client, embedder, s, pool)
+    used: list[str] = []
+    located: dict[str, tuple[int, int]] = {}
+    log: list[dict[str, Any]] = []
+    made: list[Document] = []
+    pending = None
+    try:
+        for slot in range(1, s.target + 1):
+            doc = await _one_slot(ctx, slot, used, located, log)
+            if doc is not None:
+                made.append(doc)
+    except _Pending as p:
+        pending = str(p)
+    base = [d for d in pool.documents if d.role != "fabrication"]
+    notes = dict(pool.notes)
+    notes["fabrication"] = {
+        "made": len(made),
+        "target": s.target,
+        "model": client.model,
+        "embedder": embedder.name,
+        "min_similarity": s.min_similarity,
+        "prompts": prompt_versions(),
+        "pending": pending,
+        "attempts": log,
+    }
+    return pool.model_copy(update={"documents": base + made, "notes": notes})
+
+
+async def afabricate_pools(pools: Sequence[Pool], client: LLMClient, embedder: Embedder,
+                           settings: FabricationSettings | None = None) -> list[Pool]:
+    """:func:`afabricate_pool` for every pool, concurrently (the client bounds connections)."""
+    return await fan_out(pools, lambda p: afabricate_pool(p, client, embedder, settings),
+                         desc="ctrl fabrication", unit="question", progress=client.progress)

@@ -1,0 +1,195 @@
+"""Distractor pools (paper D.1-D.2): per question, the gold documents and candidate distractors.
+
+A :class:`Pool` holds one question and its documents, each a :class:`trek.types.Document` whose
+``role`` is ``gold``, ``outdated`` (temporality), ``relevance``, ``republication`` or
+``fabrication``. Provenance lives in ``Document.metadata``:
+
+``origin``     where the document came from (``mini``, ``longseal``, ``discovery``, ``synthetic``)
+``policy``     which policy found or made it (e.g. ``longseal:12_docs``, ``republication``)
+``synthetic``  true only for republication and fabrication documents
+``source_doc`` for synthetic documents, the id of the document they were made from
+``edits``      for synthetic documents, the exact ``{"old", "new"}`` text edits
+
+``pools.jsonl`` holds one :class:`Pool` per line; :func:`read_pools` validates every line and
+names the file, line and field of a bad one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from trek.ctrl.common import CtrlError
+from trek.types import Document, Question, Record, RecordError, read_jsonl, write_jsonl
+
+__all__ = [
+    "Pool",
+    "HISTORICAL_TARGET",
+    "RELEVANCE_TARGET",
+    "DISTRACTOR_ROLES",
+    "from_mini",
+    "from_longseal",
+    "apply_quotas",
+    "read_pools",
+    "write_pools",
+]
+
+#: Targets of D.2: 20 historical (temporality) and 10 relevance documents per question.
+HISTORICAL_TARGET = 20
+RELEVANCE_TARGET = 10
+DISTRACTOR_ROLES = ("outdated", "relevance", "republication", "fabrication")
+
+
+class Pool(Record):
+    """One question with its gold documents and distractor candidates.
+
+    ``origin`` names the source of the pool (``mini``, ``longseal``, ``discovery``); ``notes``
+    records construction decisions (quotas applied, shortages, republication date policy,
+    fabrication attempts and rejections).
+    """
+
+    question: Question
+    documents: list[Document] = Field(default_factory=list)
+    origin: str = "unknown"
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def question_id(self) -> str:
+        return self.question.id
+
+    def role(self, role: str) -> list[Document]:
+        """Documents with this role, in pool order."""
+        return [d for d in self.documents if d.role == role]
+
+    @property
+    def gold(self) -> list[Document]:
+        return self.role("gold")
+
+    def anchor_date(self):
+        """The gold-date anchor: the latest date among the gold documents (None when undated)."""
+        dates = [d.date for d in self.gold if d.date is not None]
+        return max(dates) if dates else None
+
+    def without_synthetic(self) -> Pool:
+        """A copy holding only the natural documents (synthetic ones are rebuilt by each build)."""
+        docs = [d for d in self.documents if d.role not in ("republication", "fabrication")]
+        return self.model_copy(update={"documents": docs})
+
+
+def _provenance(doc: Document, origin: str, policy: str) -> Document:
+    meta = dict(doc.metadata)
+    meta.setdefault("origin", origin)
+    meta.setdefault("policy", policy)
+    meta.setdefault("synthetic", False)
+    return doc.model_copy(update={"metadata": meta}, deep=True)
+
+
+def apply_quotas(
+    pool: Pool, *, historical: int = HISTORICAL_TARGET, relevance: int = RELEVANCE_TARGET
+) -> Pool:
+    """Keep at most ``historical`` outdated and ``relevance`` relevance documents (pool order).
+
+    Shortages are recorded in ``notes['shortage']``; nothing is padded.
+    """
+    kept: list[Document] = []
+    counts = {"outdated": 0, "relevance": 0}
+    limits = {"outdated": historical, "relevance": relevance}
+    dropped = {"outdated": 0, "relevance": 0}
+    for d in pool.documents:
+        if d.role in limits:
+            if counts[d.role] >= limits[d.role]:
+                dropped[d.role] += 1
+                continue
+            counts[d.role] += 1
+        kept.append(d)
+    notes = dict(pool.notes)
+    notes["quotas"] = {"outdated": historical, "relevance": relevance, "dropped": dropped}
+    short = {r: limits[r] - counts[r] for r in limits if counts[r] < limits[r]}
+    if short:
+        notes["shortage"] = short
+    else:
+        notes.pop("shortage", None)
+    return pool.model_copy(update={"documents": kept, "notes": notes})
+
+
+def from_mini(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    question_ids: Sequence[str] | None = None,
+    historical: int = HISTORICAL_TARGET,
+    relevance: int = RELEVANCE_TARGET,
+) -> list[Pool]:
+    """Pools from TrekBench-Mini (bundled in ``data/mini``): its gold, outdated and relevance pages."""
+    from trek.datasets import mini
+
+    bench = mini.load(path)
+    wanted = set(question_ids) if question_ids is not None else None
+    if wanted is not None:
+        unknown = wanted - {q.id for q in bench.questions}
+        if unknown:
+            raise CtrlError(f"TrekBench-Mini has no question(s) {sorted(unknown)}")
+    pools = []
+    for q in bench.questions:
+        if wanted is not None and q.id not in wanted:
+            continue
+        docs = [
+            _provenance(d, "mini", f"mini:{d.role}")
+            for d in bench.documents_for(q.id, ("gold", "outdated", "relevance"))
+        ]
+        pools.append(apply_quotas(Pool(question=q, documents=docs, origin="mini"), historical=historical,
+                                  relevance=relevance))
+    return pools
+
+
+def from_longseal(
+    path: str | os.PathLike[str],
+    *,
+    historical: int = HISTORICAL_TARGET,
+    relevance: int = RELEVANCE_TARGET,
+    strict: bool = False,
+) -> list[Pool]:
+    """Pools for SealQA from a LongSeal parquet file: gold and outdated snapshots.
+
+    Outdated documents come in LongSeal's pool order (the 12-document pool first, then the
+    documents the larger pools add), so a shortage in the small pool is filled from the larger
+    ones; at most ``historical`` are kept. LongSeal has no relevance documents: they come from
+    discovery, and the shortage is recorded in ``notes``.
+    """
+    from trek.datasets.longseal import load_longseal
+
+    questions, documents, _report = load_longseal(path, strict=strict)
+    by_q: dict[str, list[Document]] = {}
+    for d in documents:
+        pools_of = d.metadata.get("pools") or ["?"]
+        by_q.setdefault(d.question_id or "", []).append(_provenance(d, "longseal", f"longseal:{pools_of[0]}"))
+    out = []
+    for q in questions:
+        pool = Pool(question=q, documents=by_q.get(q.id, []), origin="longseal")
+        out.append(apply_quotas(pool, historical=historical, relevance=relevance))
+    return out
+
+
+def read_pools(path: str | os.PathLike[str]) -> list[Pool]:
+    """Read ``pools.jsonl``; raises :class:`trek.types.RecordError` naming file, line and field."""
+    pools = read_jsonl(path, Pool)
+    seen: set[str] = set()
+    for i, p in enumerate(pools, start=1):
+        if p.question.id in seen:
+            raise RecordError(path, i, f"duplicate question id {p.question.id!r}")
+        seen.add(p.question.id)
+        if not p.gold:
+            raise RecordError(path, i, f"question {p.question.id!r} has no gold document")
+        ids = [d.id for d in p.documents]
+        if len(set(ids)) != len(ids):
+            dup = sorted({x for x in ids if ids.count(x) > 1})
+            raise RecordError(path, i, f"question {p.question.id!r}: duplicate document id(s) {dup}")
+    return pools
+
+
+def write_pools(path: str | os.PathLike[str], pools: Iterable[Pool]) -> Path:
+    """Write ``pools.jsonl`` atomically."""
+    return write_jsonl(path, pools)

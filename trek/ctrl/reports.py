@@ -1,0 +1,182 @@
+"""Tables and figures of TrekBench-Ctrl, one builder per artifact, called by the notebooks.
+
+``tab14_ctrl_composition``      :func:`composition_table`
+``tab2_distraction_examples``   :func:`distraction_examples`
+``fig4_shortcuts``              :func:`shortcut_table`, :func:`plot_shortcuts`
+
+:func:`demo_build` builds the offline demo (TrekBench-Mini, no model) that the notebooks read by
+default; :func:`load_build` reads any folder written by ``trek ctrl build``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trek.ctrl.build import CONTEXTS_FILE, POOLS_FILE, build
+from trek.ctrl.conditions import ALL_CONDITIONS, MAIN_CONDITIONS
+from trek.ctrl.contexts import Context, read_contexts
+from trek.ctrl.pools import Pool, from_mini, read_pools
+from trek.ctrl.shortcuts import HEURISTICS, audit
+
+__all__ = [
+    "Built",
+    "demo_build",
+    "load_build",
+    "composition_table",
+    "distraction_examples",
+    "edit_diff",
+    "shortcut_table",
+    "plot_shortcuts",
+]
+
+
+@dataclass
+class Built:
+    folder: Path
+    pools: list[Pool]
+    contexts: list[Context]
+
+    @property
+    def answers(self) -> dict[str, list[str]]:
+        return {p.question.id: p.question.answers for p in self.pools}
+
+
+def load_build(folder: str | os.PathLike[str]) -> Built:
+    """Read ``pools.jsonl`` and ``contexts.jsonl`` from a build folder (validated)."""
+    f = Path(folder)
+    return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE))
+
+
+def demo_build(build_dir: str | os.PathLike[str] | None = None, fabrication: bool = True) -> Built:
+    """Build Ctrl from TrekBench-Mini offline into ``build_dir`` (default ``build/ctrl-mini``).
+
+    With ``fabrication`` the fabrications come from the scripted fake server
+    (:mod:`trek.ctrl.demo`: demo data through the real pipeline); without it there are none.
+    """
+    from trek.paper import repo_root
+
+    out = Path(build_dir) if build_dir else repo_root() / "build" / "ctrl-mini"
+    with warnings.catch_warnings():  # tqdm's notebook check (no ipywidgets) is noise here
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        if fabrication:
+            from trek.ctrl.demo import build_with_demo_fabrications
+
+            build_with_demo_fabrications(from_mini(), out, source="mini")
+        else:
+            build(from_mini(), out, source="mini")
+    return load_build(out)
+
+
+def _order(conditions: list[str]) -> list[str]:
+    return [c for c in ALL_CONDITIONS if c in conditions] + sorted(set(conditions) - set(ALL_CONDITIONS))
+
+
+def composition_table(built: Built, conditions: tuple[str, ...] = MAIN_CONDITIONS) -> pd.DataFrame:
+    """Table 14: mean distractors (D, excluding gold) and mean context length (L, thousands of
+    o200k tokens, including gold) per condition (rows) and dataset, plus ``All``; columns are
+    ``"<dataset> D"``, ``"<dataset> L"`` and ``"<dataset> n"`` (number of questions)."""
+    rows = [{"condition": c.condition, "dataset": c.dataset, "D": c.n_distractors,
+             "L": (c.tokens or 0) / 1000, "n": 1} for c in built.contexts if c.condition in conditions]
+    if not rows:
+        raise ValueError(f"{built.folder}: no contexts for conditions {list(conditions)}")
+    if any(c.tokens is None for c in built.contexts):
+        raise ValueError(f"{built.folder}: contexts were built with --no-tokens; rebuild with token counts")
+    df = pd.DataFrame(rows)
+    both = pd.concat([df, df.assign(dataset="All")])
+    table = both.groupby(["condition", "dataset"]).agg(D=("D", "mean"), L=("L", "mean"), n=("n", "sum"))
+    table = table.unstack("dataset")
+    table.columns = table.columns.swaplevel(0, 1)
+    datasets = sorted(set(df["dataset"])) + ["All"]
+    table = table.reindex(columns=pd.MultiIndex.from_product([datasets, ["D", "L", "n"]]))
+    table.columns = [f"{d} {m}" for d, m in table.columns]
+    return table.reindex(_order(list(table.index)))
+
+
+def edit_diff(original: str, edited: str, context: int = 1) -> str:
+    """A unified diff (by sentence-ish lines) between a source window and its fabricated version."""
+    a = original.replace(". ", ".\n").splitlines()
+    b = edited.replace(". ", ".\n").splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "gold", "fabricated", n=context, lineterm=""))
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= limit else t[: limit - 1].rstrip() + "…"
+
+
+def distraction_examples(built: Built, question_id: str | None = None) -> pd.DataFrame:
+    """Table 2: one example per distractor type (outdated, relevance, republication, fabrication).
+
+    Takes the first question (or ``question_id``) that has a document of the type. Fabrications
+    show their edits as a diff against the gold window; a type the build lacks is listed as
+    missing with the reason (e.g. fabrication needs ``--model``).
+    """
+    rows: list[dict[str, Any]] = []
+    pools = [p for p in built.pools if question_id is None or p.question.id == question_id]
+    if not pools:
+        raise KeyError(f"no pool for question {question_id!r} in {built.folder}")
+    for role in ("outdated", "relevance", "republication", "fabrication"):
+        pool = next((p for p in pools if p.role(role)), None)
+        if pool is None:
+            why = "fabrication needs a model (--model)" if role == "fabrication" else "none in this build"
+            rows.append({"type": role, "question": "", "reference": "", "document": "", "date": "",
+                         "url": "", "answer": "", "detail": f"(no example: {why})"})
+            continue
+        d = pool.role(role)[0]
+        detail = ""
+        if role == "republication":
+            detail = f"from {d.metadata.get('source_doc')} dated {d.metadata.get('original_date')}"
+        elif role == "fabrication":
+            src = next(x for x in pool.documents if x.id == d.metadata["source_doc"])
+            lo, hi = d.metadata["window"]
+            detail = edit_diff(src.text[lo:hi], d.text)
+        rows.append({
+            "type": role,
+            "question": pool.question.question,
+            "reference": pool.question.answers[0],
+            "document": _excerpt(d.text),
+            "date": d.date.isoformat() if d.date else "",
+            "url": d.url,
+            "answer": d.supports_answer or "",
+            "detail": detail,
+        })
+    return pd.DataFrame(rows).set_index("type")
+
+
+def shortcut_table(built: Built, conditions: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Mean heuristic accuracy (%) per condition (rows) and heuristic (columns), over all questions,
+    with the number of contexts ``n``."""
+    df = audit(built.contexts, built.answers)
+    if conditions is not None:
+        df = df[df["condition"].isin(conditions)]
+    table = df.pivot_table(index="condition", columns="heuristic", values="score", aggfunc="mean") * 100
+    table = table.reindex(columns=list(HEURISTICS))
+    table["n"] = df.groupby("condition")["question_id"].nunique()
+    return table.reindex(_order(list(table.index)))
+
+
+def plot_shortcuts(table: pd.DataFrame, title: str):
+    """Grouped bars: one group per condition, one bar per heuristic (accuracy ceiling, %)."""
+    import matplotlib.pyplot as plt
+
+    data = table[list(HEURISTICS)]
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(data)), 3.6))
+    data.plot.bar(ax=ax, width=0.8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("heuristic accuracy (%)")
+    ax.set_xlabel("")
+    ax.set_title(title)
+    ax.axhline(100, color="grey", lw=0.5, ls=":")
+    ax.tick_params(axis="x", labelrotation=45)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    ax.legend(title="heuristic", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
