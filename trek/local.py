@@ -8,8 +8,8 @@ here through :mod:`importlib.metadata`.
 
 * :class:`LocalServer` starts ``python -m llama_cpp.server`` on 127.0.0.1, waits until
   ``/v1/models`` answers, and stops it (terminate, then kill) when the ``with`` block ends;
-* ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C;
-* ``trek local info`` says whether the extra and the model are installed.
+* ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C, and ``trek local
+  info`` says whether the extra and the model are installed (:mod:`trek.cli.local`).
 
 The server speaks OpenAI tool calls only with ``--chat_format chatml-function-calling`` (set
 here), and constrained JSON through ``response_format={"type": "json_object", "schema": ...}``
@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 import httpx
-import typer
 
 __all__ = [
     "LOCAL_MODEL",
@@ -39,7 +38,6 @@ __all__ = [
     "LocalServer",
     "find_model_file",
     "server_available",
-    "app",
 ]
 
 #: What to pass as ``--model`` to use the embedded model.
@@ -162,40 +160,3 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-# -- command line ----------------------------------------------------------------------------------
-app = typer.Typer(help="The embedded local model (llama.cpp server with SmolLM2-135M).", no_args_is_help=True)
-
-
-@app.command("serve")
-def serve(
-    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port on 127.0.0.1."),
-    n_ctx: int = typer.Option(4096, "--n-ctx", min=256, help="Context window in tokens."),
-) -> None:
-    """Start the local model's OpenAI-compatible server and keep it running until Ctrl-C."""
-    server = LocalServer(port, n_ctx=n_ctx)
-    try:
-        server.start()
-    except LocalModelUnavailable as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"local model {MODEL_NAME} serving at {server.base_url} (Ctrl-C to stop)")
-    try:
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-        typer.echo("stopped")
-
-
-@app.command("info")
-def info() -> None:
-    """Say whether the llama.cpp server and the model file are installed."""
-    typer.echo(f"llama-cpp-python[server]: {'installed' if server_available() else 'missing'}")
-    try:
-        typer.echo(f"model: {find_model_file()}")
-    except LocalModelUnavailable as e:
-        typer.echo(f"model: missing ({e})")
