@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,12 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"demo runs written to {out}:")
     print(wild_accuracy(runs).to_string())
+    # the later stages, each in its own script beside this one
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from demo_trace import build_demo_trace
+
+    build_demo_trace(out)
+    print("demo runs traced (trace.jsonl)")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,17 @@ def store(mini):
 @pytest.fixture(scope="session")
 def demo_runs(tmp_path_factory):
     """The offline demo runs ({name: run directory}), built once per test session."""
-    from trek.demo import build_demo_runs
+    from _scripts import load_script
 
-    return build_demo_runs(tmp_path_factory.mktemp("demo-runs"))
+    return load_script("demo_runs").build_demo_runs(tmp_path_factory.mktemp("demo-runs"))
+
+
+@pytest.fixture
+def use_prompts():
+    """``use_prompts(folder)``: template overrides from ``folder`` for the rest of the test."""
+    import contextlib
+
+    from trek import templates
+
+    with contextlib.ExitStack() as stack:
+        yield lambda path: stack.enter_context(templates.prompts_folder(path))

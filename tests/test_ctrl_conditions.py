@@ -220,3 +220,18 @@ def test_longseal_pools_keep_gold_and_outdated_snapshots_and_build(tmp_path):
     assert res.exit_code == 0, res.output
     ctx = read_contexts(tmp_path / "out" / "contexts.jsonl")
     assert [(c.question_id, c.condition) for c in ctx] == [(p.question.id, c) for p in pools for c in ("OO", "SAA")]
+
+
+def test_cli_prompts_folder_overrides_rendering_and_rejects_unknown_names(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREK_PROMPTS", raising=False)
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / "ctrl.render.date.txt").write_text("Published {date}\n")
+    args = ["ctrl", "build", "--questions", "mini:01", "--conditions", "GOLD", "--no-tokens", "--prompts", str(folder)]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    (ctx,) = read_contexts(tmp_path / "a" / "contexts.jsonl")
+    assert "\nPublished 20" in ctx.rendered and "Date: " not in ctx.rendered
+    (folder / "ctrl.render.dat.txt").write_text("x")
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "ctrl.render.dat" in res.output

@@ -190,3 +190,24 @@ def test_a_request_rejected_for_one_question_fails_it_and_the_grid_goes_on(ctrl,
     unknown_model = {"model": "m", "error": {"status": 404, "message": "model not found"}}
     with FakeOpenAIServer(script=[unknown_model]) as srv, pytest.raises(FatalLLMError):
         run(path, tmp_path / "r2", srv, methods={"direct": make_method("direct")}, conditions=["OO"])
+
+
+def test_cli_prompt_overrides_reach_the_model_and_the_run_record(ctrl, tmp_path, mini):
+    path, qs = ctrl
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "rag.answer.txt").write_text("OVERRIDDEN {effective_year}\n{docs_block}\nQ: {question}\n")
+    rules = [{"model": "m", "pattern": "^OVERRIDDEN", "reply": "from the override"}, *script(mini, qs)]
+    runs = tmp_path / "r"
+    with FakeOpenAIServer(script=rules) as srv:
+        res = CliRunner().invoke(app, ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods",
+                                       "direct", "--conditions", "OO", "--prompts", str(prompts),
+                                       "--base-url", srv.base_url, "--no-progress"])
+    assert res.exit_code == 0, res.output
+    rd = runs / run_label("m", "direct", "OO")
+    assert R.read_meta(rd).prompt_versions["rag.answer"].startswith("rag.answer/1+override.")
+    assert {t.final_answer for t in R.load_answers(rd).values()} == {"from the override"}
+    (prompts / "rag.answr.txt").write_text("typo")
+    res = CliRunner().invoke(app, ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods",
+                                   "direct", "--conditions", "OO", "--prompts", str(prompts), "--dry-run"])
+    assert res.exit_code == 2 and "rag.answr" in res.output

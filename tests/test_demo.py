@@ -1,17 +1,14 @@
 """The offline demo runs: the real pipeline against the scripted fake model and judge."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 from trek.reports import discover_runs, wild_accuracy
 from trek.runs import correctness
 
-_spec = importlib.util.spec_from_file_location("demo_runs", Path(__file__).parents[1] / "scripts" / "demo_runs.py")
-demo_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(demo_runs)
+demo_runs = load_script("demo_runs")
 DEMO_RUNS, build_demo_runs = demo_runs.DEMO_RUNS, demo_runs.build_demo_runs
 
 

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from trek import templates
 from trek.graders import agrade, agrade_many, freshqa, grade, grader_version, infodeepseek, sealqa
 from trek.graders.common import JudgeConfig, explain_unsupported_parameter, parse_judge_params
 from trek.llm import LLMClient
@@ -44,9 +43,7 @@ def q_seal(**kw):
 @pytest.fixture(autouse=True)
 def _no_prompt_overrides(monkeypatch):
     monkeypatch.delenv("TREK_PROMPTS", raising=False)
-    templates.set_prompts_dir(None)
     yield
-    templates.set_prompts_dir(None)
 
 
 # -- FreshQA deterministic path: case, whitespace, punctuation and articles only --------------
@@ -287,7 +284,7 @@ def test_empty_response_is_not_judged(question, outcome, response):
 
 
 # -- template overrides -----------------------------------------------------------------------
-def test_sealqa_override_changes_prompt_and_version(tmp_path):
+def test_sealqa_override_changes_prompt_and_version(tmp_path, use_prompts):
     (tmp_path / "grader.sealqa.txt").write_text(
         "PURPLE-RUBRIC {question} / {target} / {predicted_answer}\nOne letter please.", encoding="utf-8"
     )
@@ -295,7 +292,7 @@ def test_sealqa_override_changes_prompt_and_version(tmp_path):
     with FakeOpenAIServer(script=script) as srv:
         judge = judge_for(srv)
         before = grade(q_seal(), "seven", judge)
-        templates.set_prompts_dir(tmp_path)
+        use_prompts(tmp_path)
         after = grade(q_seal(), "seven", judge)
     assert before.outcome == "incorrect" and before.grader_version == sealqa.VERSION
     assert after.outcome == "correct"
@@ -305,18 +302,18 @@ def test_sealqa_override_changes_prompt_and_version(tmp_path):
     assert grader_version(q_fresh()) == freshqa.VERSION
 
 
-def test_override_with_unknown_field_is_rejected(tmp_path):
+def test_override_with_unknown_field_is_rejected(tmp_path, use_prompts):
     (tmp_path / "grader.sealqa.txt").write_text("{question} {target} {predicted_answer} {gold}", encoding="utf-8")
-    templates.set_prompts_dir(tmp_path)
+    use_prompts(tmp_path)
     with FakeOpenAIServer() as srv, pytest.raises(ValueError, match="gold"):
         grade(q_seal(), "seven", judge_for(srv))
 
 
-def test_false_premise_override_only_versions_false_premise_grades(tmp_path):
+def test_false_premise_override_only_versions_false_premise_grades(tmp_path, use_prompts):
     (tmp_path / "grader.infodeepseek_false_premise.txt").write_text(
         "{query} {reference_answer} {candidate_answer} Yes or No?", encoding="utf-8"
     )
-    templates.set_prompts_dir(tmp_path)
+    use_prompts(tmp_path)
     assert grader_version(q_ids()) == infodeepseek.VERSION
     assert grader_version(q_ids(false_premise=True)) != infodeepseek.VERSION
 

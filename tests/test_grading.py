@@ -8,7 +8,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from trek import templates
 from trek.graders import sealqa
 from trek.grading import grade_command, grade_run, run_grading
 from trek.llm import LLMClient
@@ -47,12 +46,10 @@ def trajectories() -> list[Trajectory]:
 def run_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("TREK_CACHE", raising=False)
     monkeypatch.delenv("TREK_PROMPTS", raising=False)
-    templates.set_prompts_dir(None)
     d = tmp_path / "run"
     write_jsonl(d / "questions.jsonl", QUESTIONS)
     write_jsonl(d / "answers.jsonl", trajectories())
     yield d
-    templates.set_prompts_dir(None)
 
 
 def judge_for(srv, **kw):

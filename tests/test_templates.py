@@ -11,7 +11,6 @@ from trek.templates import (
     UnknownTemplateError,
     known_templates,
     render,
-    set_prompts_dir,
     template,
     template_version,
 )
@@ -21,9 +20,7 @@ from trek.types import Question
 @pytest.fixture(autouse=True)
 def _reset(monkeypatch):
     monkeypatch.delenv("TREK_PROMPTS", raising=False)
-    set_prompts_dir(None)
     yield
-    set_prompts_dir(None)
 
 
 def q(**kw):
@@ -70,9 +67,9 @@ def test_a_bounded_year_is_phrased_as_a_bound():
         year_fields(q(effective_year_raw="around 2020"))
 
 
-def test_each_dataset_has_its_own_template_name(tmp_path):
+def test_each_dataset_has_its_own_template_name(tmp_path, use_prompts):
     (tmp_path / "answer.sealqa.txt").write_text("SEAL {year}: {question}")
-    set_prompts_dir(tmp_path)
+    use_prompts(tmp_path)
     assert answer_prompt(q(dataset="sealqa", effective_year_raw="before 2024")).startswith(
         "SEAL before 2024: "
     )
@@ -91,16 +88,16 @@ def test_override_from_folder_changes_text_and_version(tmp_path, monkeypatch):
     assert v1 != v0 and v1.startswith(v0 + "+override.")
 
 
-def test_override_with_unknown_field_is_rejected(tmp_path):
+def test_override_with_unknown_field_is_rejected(tmp_path, use_prompts):
     (tmp_path / "answer.freshqa.txt").write_text("{question} {colour}")
-    set_prompts_dir(tmp_path)
+    use_prompts(tmp_path)
     with pytest.raises(ValueError, match=r"answer.freshqa.txt.*colour"):
         template("answer.freshqa", ANSWER_AS_OF_YEAR)
 
 
-def test_missing_folder_is_an_error(tmp_path):
+def test_missing_folder_is_an_error(tmp_path, use_prompts):
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        set_prompts_dir(tmp_path / "nowhere")
+        use_prompts(tmp_path / "nowhere")
     assert template_version("x", "default {a}", "v1") == "v1"
 
 
@@ -122,10 +119,10 @@ def test_known_templates_cover_every_module():
         assert name in names, name
 
 
-def test_misspelled_override_file_is_an_error_listing_known_names(tmp_path):
+def test_misspelled_override_file_is_an_error_listing_known_names(tmp_path, use_prompts):
     (tmp_path / "grader.sealqaa.txt").write_text("{question}")
     with pytest.raises(UnknownTemplateError, match=r"grader\.sealqaa.*known templates:.*grader\.sealqa"):
-        set_prompts_dir(tmp_path)
+        use_prompts(tmp_path)
 
 
 def test_misspelled_override_file_found_through_the_environment(tmp_path, monkeypatch):
@@ -143,7 +140,7 @@ def test_render_of_an_unknown_name_is_an_error():
     assert render("answer.infodeepseek", question="Q?").endswith("Question: Q?\nAnswer:")
 
 
-def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch):
+def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch, use_prompts):
     from trek import templates
 
     mod = tmp_path / "pkg_mod.py"
@@ -155,4 +152,22 @@ def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch)
     assert {"ctrl.example", "rag.example_prompt"} <= set(names)
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "ctrl.example.txt").write_text("x")
-    set_prompts_dir(tmp_path / "prompts")  # accepted: the name is declared in a source file
+    use_prompts(tmp_path / "prompts")  # accepted: the name is declared in a source file
+
+
+def test_prompt_folder_is_scoped_to_its_block_and_reaches_worker_threads(tmp_path):
+    from trek import templates
+    from trek.aio import run_sync
+
+    (tmp_path / "answer.freshqa.txt").write_text("SCOPED {year}: {question}")
+    with templates.prompts_folder(tmp_path):
+        assert answer_prompt(q(effective_year=2024)).startswith("SCOPED 2024")
+
+        async def inside_a_loop():
+            return run_sync(_render_async())  # a nested run_sync goes through a worker thread
+
+        async def _render_async():
+            return answer_prompt(q(effective_year=2024))
+
+        assert run_sync(inside_a_loop()).startswith("SCOPED 2024")
+    assert answer_prompt(q(effective_year=2024)).startswith("Reply with the final answer only")

@@ -15,6 +15,7 @@ functions) through :func:`run_sync`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -105,7 +106,8 @@ def run_sync(coro: Awaitable[T]) -> T:
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = e
 
-    t = threading.Thread(target=target, daemon=True)
+    # the worker thread runs in a copy of the caller's context (e.g. its prompt folder)
+    t = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True)
     t.start()
     t.join()
     if "error" in box:

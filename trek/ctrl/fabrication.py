@@ -34,7 +34,7 @@ from trek.ctrl.embeddings import Embedder, cosine
 from trek.ctrl.pools import Pool
 from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Document
 
 __all__ = [
@@ -55,7 +55,9 @@ __all__ = [
 VERSION = "ctrl.fabrication/1"
 MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW = 1500, 12000, 6000
 
-LOCATE_PROMPT = """\
+LOCATE_PROMPT = register(
+    "ctrl.fabrication.locate",
+    """\
 You help build a test set of misleading documents. Below is a question, its correct answer and a
 document that supports that answer.
 
@@ -74,9 +76,12 @@ Document:
 >>>
 
 Reply with JSON only: {{"span": "<the exact passage>"}}, or {{"span": null}} if the document does
-not state the answer."""
+not state the answer.""",
+)
 
-EDIT_PROMPT = """\
+EDIT_PROMPT = register(
+    "ctrl.fabrication.edit",
+    """\
 You help build a test set of misleading documents. Rewrite the passage below as little as possible
 so that it states a plausible but WRONG answer to the question, as if it had been published as of
 {reference_year}.
@@ -101,9 +106,12 @@ Passage:
 
 Reply with JSON only:
 {{"wrong_answer": "<the answer the edited passage now supports>",
-  "replacements": [{{"find": "<exact text>", "replace": "<new text>"}}]}}"""
+  "replacements": [{{"find": "<exact text>", "replace": "<new text>"}}]}}""",
+)
 
-VERIFY_PROMPT = """\
+VERIFY_PROMPT = register(
+    "ctrl.fabrication.verify",
+    """\
 Check an edited passage for a test set of misleading documents.
 
 Question: {question}
@@ -122,7 +130,8 @@ other (no leftover mention of the correct answer, no contradicting figures or da
 
 Reply with JSON only:
 {{"supports_declared_answer": true or false, "internally_consistent": true or false,
-  "reason": "<one sentence>"}}"""
+  "reason": "<one sentence>"}}""",
+)
 
 FEEDBACK_TEMPLATE = "\nYour previous attempt was rejected: {reason}. Correct this in the new attempt.\n"
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trek.templates import template, template_version
+from trek.templates import register, template, template_version
 
 __all__ = ["VERSION", "DOCUMENT_TEMPLATE", "DATE_LINE", "URL_LINE", "Renderer", "Shown"]
 
 VERSION = "ctrl.render/1"
-DOCUMENT_TEMPLATE = "[Document {index}]\n{meta}{text}"
-DATE_LINE = "Date: {date}\n"
-URL_LINE = "Source URL: {url}\n"
+DOCUMENT_TEMPLATE = register("ctrl.render.document", "[Document {index}]\n{meta}{text}")
+DATE_LINE = register("ctrl.render.date", "Date: {date}\n")
+URL_LINE = register("ctrl.render.url", "Source URL: {url}\n")
 SEPARATOR = "\n\n"
 
 

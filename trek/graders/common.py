@@ -38,6 +38,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeReply",
     "ask_judge",
+    "grade_with_judge",
     "explain_unsupported_parameter",
     "parse_judge_params",
     "is_empty_response",
@@ -161,6 +162,36 @@ def make_grade(
         error=reply.error if reply else None,
         usage=reply.usage if reply else Usage(),
     )
+
+
+async def grade_with_judge(
+    question: Question,
+    response: str | None,
+    judge: LLMClient,
+    settings: Mapping[str, Any],
+    *,
+    grader: str,
+    version: str,
+    prompt: Callable[[Question, str], str],
+    parse: Callable[[str], str | None],
+    reask: str,
+    outcome: Callable[[str], str],
+    empty: str = "incorrect",
+    exact: Callable[[str], bool] | None = None,
+) -> Grade:
+    """The grading steps every dataset shares: an empty response gets ``empty`` without a call;
+    an ``exact`` match (when given) is correct without a call; otherwise the judge is asked
+    (with re-asks), its verdict mapped through ``outcome``; pending and unparsed stay as they are."""
+    config = JudgeConfig.from_settings(judge, settings)
+    common = {"grader": grader, "grader_version": version, "config": config}
+    if is_empty_response(response):
+        return make_grade(question, response, outcome=empty, method="none", **common)
+    assert response is not None
+    if exact is not None and exact(response):
+        return make_grade(question, response, outcome="correct", method="exact", **common)
+    reply = await ask_judge(judge, prompt(question, response), parse, reask, config)
+    result = outcome(str(reply.verdict)) if reply.status == "ok" else reply.status
+    return make_grade(question, response, outcome=result, method="judge", reply=reply, **common)
 
 
 def is_empty_response(response: str | None) -> bool:

@@ -23,13 +23,7 @@ import re
 import unicodedata
 
 from trek.answer_prompts import year_text
-from trek.graders.common import (
-    JudgeConfig,
-    ask_judge,
-    is_empty_response,
-    join_answers,
-    make_grade,
-)
+from trek.graders.common import grade_with_judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
@@ -201,14 +195,8 @@ def judge_prompt(question: Question, response: str) -> str:
 
 async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
     """Grade one FreshQA response (see the module docstring for the steps)."""
-    config = JudgeConfig.from_settings(judge, settings)
-    version = grader_version(question)
-    common = {"grader": GRADER, "grader_version": version, "config": config}
-    if is_empty_response(response):
-        return make_grade(question, response, outcome="incorrect", method="none", **common)
-    assert response is not None
-    if exact_match(response, question.answers):
-        return make_grade(question, response, outcome="correct", method="exact", **common)
-    reply = await ask_judge(judge, judge_prompt(question, response), parse_evaluation, REASK, config)
-    outcome = reply.status if reply.status != "ok" else str(reply.verdict)
-    return make_grade(question, response, outcome=outcome, method="judge", reply=reply, **common)
+    return await grade_with_judge(
+        question, response, judge, settings, grader=GRADER, version=grader_version(question),
+        prompt=judge_prompt, parse=parse_evaluation, reask=REASK, outcome=str,
+        exact=lambda r: exact_match(r, question.answers),
+    )

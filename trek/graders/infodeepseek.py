@@ -17,13 +17,7 @@ the version of the grades made with that template to ``VERSION+override.<hash>``
 
 from __future__ import annotations
 
-from trek.graders.common import (
-    JudgeConfig,
-    ask_judge,
-    is_empty_response,
-    join_answers,
-    make_grade,
-)
+from trek.graders.common import grade_with_judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
@@ -146,15 +140,8 @@ def judge_prompt(question: Question, response: str) -> str:
 
 async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
     """Grade one InfoDeepSeek response (see the module docstring)."""
-    config = JudgeConfig.from_settings(judge, settings)
-    version = grader_version(question)
-    common = {"grader": GRADER, "grader_version": version, "config": config}
-    if is_empty_response(response):
-        return make_grade(question, response, outcome="incorrect", method="none", **common)
-    assert response is not None
-    reply = await ask_judge(judge, judge_prompt(question, response), parse_yes_no, REASK, config)
-    if reply.status == "ok":
-        outcome = "correct" if reply.verdict == "yes" else "incorrect"
-    else:
-        outcome = reply.status
-    return make_grade(question, response, outcome=outcome, method="judge", reply=reply, **common)
+    return await grade_with_judge(
+        question, response, judge, settings, grader=GRADER, version=grader_version(question),
+        prompt=judge_prompt, parse=parse_yes_no, reask=REASK,
+        outcome=lambda v: "correct" if v == "yes" else "incorrect",
+    )

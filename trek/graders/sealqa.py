@@ -16,13 +16,7 @@ judge. The reply must still be one of the letters A/B/C. An override changes
 
 from __future__ import annotations
 
-from trek.graders.common import (
-    JudgeConfig,
-    ask_judge,
-    is_empty_response,
-    join_answers,
-    make_grade,
-)
+from trek.graders.common import grade_with_judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
 from trek.llm.client import LLMClient
 from trek.templates import render, template_version
@@ -154,12 +148,8 @@ def judge_prompt(question: Question, response: str) -> str:
 
 async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
     """Grade one SealQA response (see the module docstring)."""
-    config = JudgeConfig.from_settings(judge, settings)
-    version = grader_version(question)
-    common = {"grader": GRADER, "grader_version": version, "config": config}
-    if is_empty_response(response):
-        return make_grade(question, response, outcome="not_attempted", method="none", **common)
-    assert response is not None
-    reply = await ask_judge(judge, judge_prompt(question, response), parse_letter, REASK, config)
-    outcome = OUTCOME_BY_LETTER[str(reply.verdict)] if reply.status == "ok" else reply.status
-    return make_grade(question, response, outcome=outcome, method="judge", reply=reply, **common)
+    return await grade_with_judge(
+        question, response, judge, settings, grader=GRADER, version=grader_version(question),
+        prompt=judge_prompt, parse=parse_letter, reask=REASK, outcome=lambda v: OUTCOME_BY_LETTER[v],
+        empty="not_attempted",
+    )

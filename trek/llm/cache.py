@@ -1,4 +1,7 @@
-"""The LLM response cache: one SQLite file (WAL mode), safe for several processes at once.
+"""The response cache: one SQLite file (WAL mode), safe for several processes at once.
+
+One shape serves every remote call Trek caches: model replies (:class:`LLMCache`) and search
+results (:class:`trek.search.base.SearchCache`) are both a :class:`ResponseCache`.
 
 Interface: ``await cache.get(request, compute) -> (raw_response, cached)``.
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from trek.sqlite import connect
 
-__all__ = ["LLMCache", "request_key", "default_cache_path"]
+__all__ = ["ResponseCache", "LLMCache", "request_key", "default_cache_path"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -53,8 +56,8 @@ def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(run_dir or ".") / "llm-cache.sqlite"
 
 
-class LLMCache:
-    """SQLite-backed response cache.
+class ResponseCache:
+    """SQLite-backed response cache (``path=None``: in memory).
 
     Each process opens its own connection; writes are single ``INSERT OR IGNORE`` statements
     in autocommit mode, so concurrent writers never see a half-written entry and the first
@@ -62,10 +65,10 @@ class LLMCache:
     computed once (the second caller waits for the first).
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | None):
+        self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
-        if self.path.is_dir():
+        if self.path is not None and self.path.is_dir():
             raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path / 'llm-cache.sqlite'}")
         try:
             self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
@@ -168,3 +171,7 @@ class LLMCache:
         self.store(key, request, response)
         self.misses += 1
         return response, False
+
+
+#: The model-reply cache is a :class:`ResponseCache`.
+LLMCache = ResponseCache

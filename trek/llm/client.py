@@ -38,11 +38,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.usage import PriceTable, usage_from_raw
+from trek.retry import backoff, retrying
 from trek.types import Usage
 
 __all__ = [
@@ -289,6 +289,13 @@ class LLMClient:
         self.model = model
         self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
+        self._local = None
+        if model == "local" or self.base_url == "local://llama.cpp":
+            # the embedded model, started on the first request the cache cannot answer
+            from trek.local import LOCAL_ENDPOINT, MODEL_NAME, shared_server
+
+            self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
+            self._local = shared_server
         self.max_connections = max_connections
         self.timeout = timeout
         self.max_retries = max_retries
@@ -327,7 +334,7 @@ class LLMClient:
         st = self._states.get(id(loop))
         if st is None:
             sdk = openai.AsyncOpenAI(
-                base_url=self.base_url,
+                base_url=self._local().base_url if self._local else self.base_url,
                 api_key=self._api_key,
                 max_retries=0,  # the one retry policy is ours (_send_with_retries)
                 timeout=self.timeout,
@@ -382,6 +389,10 @@ class LLMClient:
         body: dict[str, Any] = {"model": m, "messages": list(messages), **params}
         if tools:
             body["tools"] = tools
+        if self._local and "max_tokens" not in body and "max_completion_tokens" not in body:
+            from trek.local import DEFAULT_MAX_TOKENS
+
+            body["max_tokens"] = DEFAULT_MAX_TOKENS  # a small CPU model must not write until its context ends
         return await self._call("chat", m, body, sample)
 
     async def aresponses(
@@ -463,31 +474,21 @@ class LLMClient:
         self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
-    def _backoff(self, state: RetryCallState) -> float:
-        """Seconds before the next attempt: jittered exponential, at least the Retry-After sent."""
-        d = min(self.backoff_cap, self.backoff_base * (2 ** (state.attempt_number - 1)))
-        delay = self._rng.uniform(d / 2, d)
-        err = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(err, "retry_after", None)
-        return max(delay, min(retry_after, self.backoff_cap)) if retry_after is not None else delay
-
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
         st = self._state()
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type(_Retryable),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._backoff,
-            reraise=True,
-        )
+
+        async def once() -> dict[str, Any]:
+            async with st.sem:
+                self.http_calls += 1
+                return await self._send_once(st.sdk, api, body)
+
         try:
-            async for attempt in retrying:
-                with attempt:
-                    async with st.sem:
-                        self.http_calls += 1
-                        return await self._send_once(st.sdk, api, body)
+            return await retrying(
+                once, retry_on=(_Retryable,), max_retries=self.max_retries,
+                wait=backoff(self.backoff_base, self.backoff_cap, self._rng),
+            )
         except _Retryable as e:
             raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any]) -> dict[str, Any]:
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}

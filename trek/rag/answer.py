@@ -15,7 +15,7 @@ from typing import Any
 from trek.answer_prompts import year_text
 from trek.llm.client import LLMClient
 from trek.llm.structured import StructuredResult, achat_json
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Question, Usage
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
 
 VERSION = "rag.answer/1"
 
-ANSWER_PROMPT = """\
+ANSWER_PROMPT = register(
+    "rag.answer",
+    """\
 Answer the question from the documents below and from nothing else. Reply with the final \
 answer only, without any explanation.
 
@@ -54,7 +56,8 @@ that are about something other than what the question asks.
 === END OF DOCUMENTS ===
 
 Question: {question}
-Answer:"""
+Answer:""",
+)
 
 
 def as_of(q: Question) -> str:

@@ -79,57 +79,56 @@ def ctrl_run_command(
         raise typer.Exit(2)
 
     try:
-        if prompts is not None:
-            templates.set_prompts_dir(prompts)
-        method_names = _split(methods)
-        cond_names = _split(conditions)
-        records = read_context_records(contexts)
-        qpath = questions or questions_beside(contexts)
-        if qpath is None:
-            fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
-        qs = load_ctrl_questions(qpath)
-        runs.mkdir(parents=True, exist_ok=True)
-        cache = LLMCache(default_cache_path(runs))
-        settings: dict[str, dict[str, Any]] = {
-            "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
-                       "after_cutoff": after_cutoff},
-            "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
-            "structured": {"max_reasks": max_reasks},
-        }
-        if "rerank" in method_names:
-            settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
-        built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
-        cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
-        if dry_run:
-            rows = grid_rows(cells, records, built)
-            for r in rows:
-                typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
-                           f"{r['calls']:>6} calls")
-            total = sum(r["calls"] for r in rows)
-            typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
-                       f"(re-asks of unreadable replies not counted; cached calls send nothing)")
-            return
-        params: dict[str, Any] = {}
-        if effort:
-            params["reasoning_effort"] = effort
-        if temperature is not None:
-            params["temperature"] = temperature
-        if max_tokens is not None:
-            params["max_completion_tokens"] = max_tokens
-        price_table = PriceTable.load(prices)
-        client = LLMClient(model, base_url=base_url, max_connections=max_connections, timeout=timeout,
-                           max_retries=max_retries, cache=cache, prices=price_table, budget_usd=budget, progress=False)
-        summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
-                           progress=progress, run_config={"contexts": str(contexts)})
-        err.print(summary.describe(), highlight=False)
-        if judge:
-            from trek.grading import run_grading
+        with templates.prompts_folder(prompts):
+            method_names = _split(methods)
+            cond_names = _split(conditions)
+            records = read_context_records(contexts)
+            qpath = questions or questions_beside(contexts)
+            if qpath is None:
+                fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
+            qs = load_ctrl_questions(qpath)
+            runs.mkdir(parents=True, exist_ok=True)
+            cache = LLMCache(default_cache_path(runs))
+            settings: dict[str, dict[str, Any]] = {
+                "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
+                           "after_cutoff": after_cutoff},
+                "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
+                "structured": {"max_reasks": max_reasks},
+            }
+            if "rerank" in method_names:
+                settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
+            built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
+            cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
+            if dry_run:
+                rows = grid_rows(cells, records, built)
+                for r in rows:
+                    typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
+                               f"{r['calls']:>6} calls")
+                total = sum(r["calls"] for r in rows)
+                typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
+                           f"(re-asks of unreadable replies not counted; cached calls send nothing)")
+                return
+            params: dict[str, Any] = {}
+            if effort:
+                params["reasoning_effort"] = effort
+            if temperature is not None:
+                params["temperature"] = temperature
+            if max_tokens is not None:
+                params["max_completion_tokens"] = max_tokens
+            price_table = PriceTable.load(prices)
+            client = LLMClient(model, base_url=base_url, max_connections=max_connections, timeout=timeout,
+                               max_retries=max_retries, cache=cache, prices=price_table, budget_usd=budget, progress=False)
+            summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
+                               progress=progress, run_config={"contexts": str(contexts)})
+            err.print(summary.describe(), highlight=False)
+            if judge:
+                from trek.grading import run_grading
 
-            for rd in summary.runs:
-                jc = LLMClient(judge, base_url=judge_base_url or base_url, max_connections=max_connections,
-                               max_retries=max_retries, cache=cache, prices=price_table, progress=False)
-                rep = run_grading(rd, jc, progress=False)
-                err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
+                for rd in summary.runs:
+                    jc = LLMClient(judge, base_url=judge_base_url or base_url, max_connections=max_connections,
+                                   max_retries=max_retries, cache=cache, prices=price_table, progress=False)
+                    rep = run_grading(rd, jc, progress=False)
+                    err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
     except (FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError) as e:
         fail(str(e))
         return

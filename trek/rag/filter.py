@@ -22,14 +22,16 @@ from typing import Any
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of, ask_json
 from trek.rag.context import CtxRecord, render_subset
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Question
 
 __all__ = ["VERSION", "FILTER_PROMPT", "parse_keep_ids", "check_keep_shape", "Filter"]
 
 VERSION = "rag.filter/1"
 
-FILTER_PROMPT = """\
+FILTER_PROMPT = register(
+    "rag.filter",
+    """\
 Another model will answer the question below as of {effective_year} using only the documents \
 you keep. Decide which documents to keep. Do not answer the question yourself.
 
@@ -44,7 +46,8 @@ Reply with JSON only, listing the one-based ids of every document to keep, for e
 
 Question: {question}
 
-{docs_block}"""
+{docs_block}""",
+)
 
 
 def check_keep_shape(value: Any) -> list[Any]:

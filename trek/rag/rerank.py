@@ -41,7 +41,7 @@ from trek.llm.cache import LLMCache
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of
 from trek.rag.context import CtxRecord, render_subset
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Question
 
 __all__ = [
@@ -62,10 +62,13 @@ __all__ = [
 
 VERSION = "rag.rerank/1"
 
-QUERY_PROMPT = """\
+QUERY_PROMPT = register(
+    "rag.rerank.query",
+    """\
 Find evidence that meets every requirement of the question.
 Question: {question}
-Time frame of the answer: {effective_year}"""
+Time frame of the answer: {effective_year}""",
+)
 
 _META_LINE = re.compile(r"^(?:Date|Source URL): [^\n]*\n")
 

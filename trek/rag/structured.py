@@ -27,7 +27,7 @@ from typing import Any
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, as_of, ask_json
 from trek.rag.context import CtxRecord
-from trek.templates import render, template_version
+from trek.templates import register, render, template_version
 from trek.types import Question
 
 __all__ = [
@@ -45,7 +45,9 @@ __all__ = [
 VERSION = "rag.structured/1"
 RELATIONS = ("answers", "competing", "irrelevant")
 
-EXTRACT_PROMPT = """\
+EXTRACT_PROMPT = register(
+    "rag.structured.extract",
+    """\
 Go through every document below. For each one, pick the passage that helps most with the \
 question and name the answer that passage supports. Say in a few words whether the document \
 answers the question directly ("answers"), offers a conflicting or competing answer \
@@ -57,9 +59,12 @@ document_id, key_evidence, candidate_answer, relation and reason.
 Question: {question}
 Time frame: {effective_year}
 
-{docs_block}"""
+{docs_block}""",
+)
 
-CONTRAST_PROMPT = """\
+CONTRAST_PROMPT = register(
+    "rag.structured.contrast",
+    """\
 Below is evidence extracted from several documents. Compare the candidate answers and decide \
 which one best answers the question as of {effective_year}. Say briefly why it is better \
 supported than the other candidates.
@@ -71,7 +76,8 @@ Reply in exactly this form:
 Question: {question}
 
 Extracted evidence:
-{extracted_evidence}"""
+{extracted_evidence}""",
+)
 
 FORMAT_REASK = (
     "Your reply did not end with a line starting with #Answer:. Reply again in exactly this form:\n"

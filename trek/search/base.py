@@ -19,19 +19,16 @@ that the run stops with a message.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trek.llm.cache import request_key
+from trek.llm.cache import ResponseCache
 from trek.llm.client import run_sync, scrub
-from trek.sqlite import connect
+from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage
 
 __all__ = [
@@ -89,53 +86,9 @@ def default_search_cache_path(run_dir: str | os.PathLike[str] | None = None) -> 
     return Path(run_dir or ".") / "search-cache.sqlite"
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS searches (
-    key        TEXT PRIMARY KEY,
-    backend    TEXT NOT NULL,
-    query      TEXT NOT NULL,
-    request    TEXT NOT NULL,
-    response   TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-"""
-
-
-class SearchCache:
-    """Search results by request: one SQLite file in WAL mode, safe for several processes.
-
-    Only successful searches are stored; the first stored answer for a request wins.
-    """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None):
-        self.path = Path(path) if path is not None else None
-        self._lock = threading.Lock()
-        self._conn = connect(self.path, _SCHEMA)
-        self.hits = 0
-        self.misses = 0
-
-    def lookup(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute("SELECT response FROM searches WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
-        req = json.dumps(request, sort_keys=True, ensure_ascii=False)
-        resp = json.dumps(response, ensure_ascii=False)
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO searches (key, backend, query, request, response, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key, str(request.get("backend")), str(request.get("query")), req, resp, time.time()),
-            )
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM searches").fetchone()[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+#: Search results are cached in the one response-cache shape of Trek (keyed by the canonical
+#: search request: backend, query, k and result-changing settings; never a key).
+SearchCache = ResponseCache
 
 
 @dataclass
@@ -235,58 +188,45 @@ class SearchBackend:
             call = SearchCall(query=query, backend=self.name, results=[], error="empty query")
             return SearchOutcome(call=call)
         creq = self.cache_request(query, k)
-        key = request_key(creq)
-        if self.cache is not None:
-            hit = self.cache.lookup(key)
-            if hit is not None:
-                self.cache_hits += 1
-                self.cache.hits += 1
-                results = [SearchResult.model_validate(r) for r in hit.get("results", [])]
-                usage = Usage.model_validate(hit.get("usage") or {"cost_usd": 0.0})
-                usage = usage.model_copy(update={"cached_calls": usage.calls})
-                return SearchOutcome(SearchCall(query=query, backend=self.name, results=results), usage, True)
-        last: Exception | None = None
-        out: list[SearchResult] | tuple[list[SearchResult], Usage] | None = None
-        for attempt in range(self.max_retries + 1):
+
+        async def once() -> dict[str, Any]:
+            async with self._semaphore():
+                self.attempts += 1
+                out = await self._search_once(query, k)
+            results, usage = out if isinstance(out, tuple) else (out, Usage(cost_usd=0.0))
+            results = [r for r in results if r.url.strip()][:k]
+            return {"results": [r.model_dump() for r in results], "usage": usage.model_dump()}
+
+        async def search() -> dict[str, Any]:
             try:
-                async with self._semaphore():
-                    self.attempts += 1
-                    out = await self._search_once(query, k)
-                break
-            except SearchUnavailable as e:
+                return await retrying(
+                    once, retry_on=(TransientSearchError, TimeoutError), max_retries=self.max_retries,
+                    wait=backoff(self.backoff_base, self.backoff_cap, self._rng),
+                )
+            except (SearchUnavailable, RejectedSearchError) as e:
                 self.failures += 1
                 msg = self._scrub(str(e))
-                raise SearchUnavailable(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
-            except RejectedSearchError as e:
-                self.failures += 1
-                msg = self._scrub(str(e))
-                raise RejectedSearchError(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
+                raise type(e)(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
             except FatalSearchError as e:
                 raise FatalSearchError(self._scrub(str(e))) from None
             except (TransientSearchError, TimeoutError) as e:
-                last = e
-                if attempt == self.max_retries:
-                    break
-                delay = min(self.backoff_cap, self.backoff_base * (2**attempt))
-                delay = self._rng.uniform(delay / 2, delay)
-                retry_after = getattr(e, "retry_after", None)
-                if retry_after is not None:
-                    delay = max(delay, min(float(retry_after), self.backoff_cap))
-                await asyncio.sleep(delay)
-        if out is None:
-            self.failures += 1
-            detail = (str(last) or type(last).__name__) if last is not None else "no result"
-            msg = self._scrub(f"{self.name} search failed after {self.max_retries + 1} attempts: {detail}")
-            raise SearchUnavailable(msg, SearchCall(query=query, backend=self.name, error=msg))
-        results, usage = out if isinstance(out, tuple) else (out, Usage(cost_usd=0.0))
-        results = [r for r in results if r.url.strip()][:k]
-        self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
+                self.failures += 1
+                detail = str(e) or type(e).__name__
+                msg = self._scrub(f"{self.name} search failed after {self.max_retries + 1} attempts: {detail}")
+                raise SearchUnavailable(msg, SearchCall(query=query, backend=self.name, error=msg)) from None
+
         if self.cache is not None:
-            self.cache.misses += 1
-            self.cache.store(
-                key, creq, {"results": [r.model_dump() for r in results], "usage": usage.model_dump()}
-            )
-        return SearchOutcome(SearchCall(query=query, backend=self.name, results=results), usage, False)
+            raw, cached = await self.cache.get(creq, search)
+        else:
+            raw, cached = await search(), False
+        results = [SearchResult.model_validate(r) for r in raw.get("results", [])]
+        usage = Usage.model_validate(raw.get("usage") or {"cost_usd": 0.0})
+        if cached:
+            self.cache_hits += 1
+            usage = usage.model_copy(update={"cached_calls": usage.calls})
+        else:
+            self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
+        return SearchOutcome(SearchCall(query=query, backend=self.name, results=results), usage, cached)
 
     async def asearch(self, query: str, k: int | None = None) -> list[SearchResult]:
         """The ranked results of one search (cached, retried)."""

@@ -86,25 +86,24 @@ def build_command(
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
         raise typer.BadParameter(f"unknown condition(s) {bad}; known: {', '.join(cond.ALL_CONDITIONS)}")
-    if prompts is not None:
-        templates.set_prompts_dir(prompts)
     try:
-        qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
-        pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-        client = None
-        if model:
-            from trek.llm.cache import LLMCache
-            from trek.llm.client import LLMClient
+        with templates.prompts_folder(prompts):
+            qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
+            pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
+            client = None
+            if model:
+                from trek.llm.cache import LLMCache
+                from trek.llm.client import LLMClient
 
-            cache_path = cache or Path(os.environ.get("TREK_CACHE") or out / "llm-cache.sqlite")
-            out.mkdir(parents=True, exist_ok=True)
-            client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
-                               max_connections=max_connections, progress=False)
-        settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
-                                       chat_params={"reasoning_effort": effort} if effort else {})
-        result = build(pools, out, client=client, embedder=embedder, conditions=names,
-                       republication_target=republications, fabrication_settings=settings,
-                       count_tokens=tokens, source=source)
+                cache_path = cache or Path(os.environ.get("TREK_CACHE") or out / "llm-cache.sqlite")
+                out.mkdir(parents=True, exist_ok=True)
+                client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
+                                   max_connections=max_connections, progress=False)
+            settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
+                                           chat_params={"reasoning_effort": effort} if effort else {})
+            result = build(pools, out, client=client, embedder=embedder, conditions=names,
+                           republication_target=republications, fabrication_settings=settings,
+                           count_tokens=tokens, source=source)
     except (CtrlError, RecordError, ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -155,40 +154,39 @@ def discover_command(
     from trek.search import make_backend
     from trek.types import RecordError
 
-    if prompts is not None:
-        templates.set_prompts_dir(prompts)
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
     store = PageStore(pages, fetch=fetch)
     client = LLMClient(model, base_url=base_url, progress=False,
                        cache=LLMCache(cache or Path(os.environ.get("TREK_CACHE") or out.parent / "llm-cache.sqlite")))
     try:
-        skipped: list[dict] = []
-        if source == "wild":
-            from trek.datasets import wild
+        with templates.prompts_folder(prompts):
+            skipped: list[dict] = []
+            if source == "wild":
+                from trek.datasets import wild
 
-            bench = wild.load(data_dir)
-            qs = [q for q in bench.questions if qids is None or q.id in qids]
-            start = []
-            if longseal is not None:
-                from trek.ctrl.pools import from_longseal
+                bench = wild.load(data_dir)
+                qs = [q for q in bench.questions if qids is None or q.id in qids]
+                start = []
+                if longseal is not None:
+                    from trek.ctrl.pools import from_longseal
 
-                by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
-                start = [by_text[q.id] for q in qs if q.id in by_text]
-            have = {p.question.id for p in start}
-            fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
-            start += fetched
-        else:
-            start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-        for p in start:
-            store.add_documents(p.documents)
-        backend = make_backend(search, store=store, client=client)
-        if backend is None:
-            raise CtrlError("discovery needs a search backend (--search)")
-        settings = D.DiscoverySettings(historical=historical, relevance=relevance,
-                                       chat_params={"reasoning_effort": effort} if effort else {})
-        found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
-        found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
-        write_pools(out, found)
+                    by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
+                    start = [by_text[q.id] for q in qs if q.id in by_text]
+                have = {p.question.id for p in start}
+                fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
+                start += fetched
+            else:
+                start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
+            for p in start:
+                store.add_documents(p.documents)
+            backend = make_backend(search, store=store, client=client)
+            if backend is None:
+                raise CtrlError("discovery needs a search backend (--search)")
+            settings = D.DiscoverySettings(historical=historical, relevance=relevance,
+                                           chat_params={"reasoning_effort": effort} if effort else {})
+            found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
+            found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
+            write_pools(out, found)
     except (CtrlError, RecordError, ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

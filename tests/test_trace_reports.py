@@ -1,0 +1,81 @@
+"""Tables behind the TrekTrace notebooks, on small hand-made traced runs; the demo trace script."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from trek import runs
+from trek.trace import reports
+from trek.trace.records import TraceRecord
+from trek.types import RunMeta, write_jsonl
+
+
+def rec(qid, labels, dataset="freshqa", status="done"):
+    return TraceRecord(question_id=qid, dataset=dataset, question="?", answers=["a"], original_outcome="incorrect",
+                       status=status, labels=labels)
+
+
+@pytest.fixture
+def traced(tmp_path):
+    specs = {
+        "m1-search": ("m1", "tavily", 0, [rec("1", ["Retrieval", "Distraction"]), rec("2", ["Interpretation"]),
+                                          rec("3", ["Distraction"], "sealqa"), rec("4", [], status="pending")]),
+        "m2-search": ("m2", "local", 1, [rec("1", ["Pre-retrieval"]), rec("2", ["Randomness"], "sealqa")]),
+    }
+    for name, (model, search, order, recs) in specs.items():
+        d = tmp_path / name
+        d.mkdir()
+        runs.write_meta(d, RunMeta(run_id=name, kind="wild", model=model,
+                                   config={"order": order, "system": {"system": "agentic", "search": search}}))
+        write_jsonl(d / runs.TRACE, recs)
+    (tmp_path / "untraced").mkdir()
+    return tmp_path
+
+
+def test_label_shares_per_run_and_dataset(traced):
+    found = reports.traced_runs(runs_dir=traced)
+    assert list(found) == ["m1-search", "m2-search"]
+    t = reports.label_shares(found)
+    assert list(t.index) == [("m1-search", "freshqa"), ("m1-search", "sealqa"), ("m1-search", "all"),
+                             ("m2-search", "freshqa"), ("m2-search", "sealqa"), ("m2-search", "all")]
+    all1 = t.loc[("m1-search", "all")]
+    # 3 finished cases: Distraction on 2 of them, Retrieval and Interpretation on 1: shares sum past 100
+    assert all1["Distraction"] == pytest.approx(66.7) and all1["Retrieval"] == pytest.approx(33.3)
+    assert all1["cases"] == 3 and all1["pending"] == 1
+    assert t.loc[("m1-search", "freshqa"), "pending"] == 1
+    assert all1[["Pre-retrieval", "Retrieval", "Interpretation", "Distraction", "Randomness"]].sum() > 100
+    fig = reports.plot_label_shares(t, "T")
+    assert "need not sum to 100%" in fig._suptitle.get_text()
+
+
+def test_model_search_and_post_vs_upstream(traced):
+    found = reports.traced_runs(runs_dir=traced)
+    ms = reports.model_search_labels(found)
+    assert list(ms.index) == [("m1", "tavily (agentic)"), ("m2", "local (agentic)")]
+    assert ms.loc[("m2", "local (agentic)"), "Pre-retrieval"] == 50.0
+    reports.plot_model_search(ms, "T")
+    pv = reports.post_vs_upstream(found)
+    # m1: post on all 3, upstream on 1 -> b = 2, c = 0, exact McNemar p = 2 * 0.5^2 = 0.5
+    assert pv.loc["m1-search", ["n", "n_post", "n_upstream", "b", "c"]].tolist() == [3, 3, 1, 2, 0]
+    assert pv.loc["m1-search", "p"] == pytest.approx(0.5)
+    assert pv.loc["m2-search", "b"] == 0 and pv.loc["m2-search", "c"] == 1
+
+
+def test_traced_runs_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="trek trace"):
+        reports.traced_runs(runs_dir=tmp_path)
+
+
+@pytest.mark.slow
+def test_demo_trace_script_shows_every_label(tmp_path):
+    from _scripts import load_script
+
+    mod = load_script("demo_trace")
+    load_script("demo_runs").build_demo_runs(tmp_path / "runs")
+    traced = mod.build_demo_trace(tmp_path / "runs")
+    assert len(traced) == 3
+    t = reports.label_shares(traced)
+    assert (t.drop(columns=["cases", "pending"]).max() > 0).all()  # every label occurs somewhere
+    shutil.rmtree(tmp_path / "runs")

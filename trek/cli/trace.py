@@ -1,0 +1,169 @@
+"""``trek trace``: attribute a run's failures, build the review workbook, measure agreement, view.
+
+    trek trace RUN_DIR [--diagnostic-judge M] [--analysis-judge M] [--model M --base-url U]
+    trek trace review RUN_DIR            -> RUN_DIR/review.xlsx
+    trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
+    trek trace view RUN_DIR              -> RUN_DIR/trace.html
+
+``trek trace RUN_DIR`` is short for ``trek trace run RUN_DIR``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from typer.core import TyperGroup
+
+from trek.llm.cache import LLMCache, default_cache_path
+from trek.llm.client import FatalLLMError, LLMClient
+from trek.types import RecordError
+
+__all__ = ["app"]
+
+
+class _RunByDefault(TyperGroup):
+    """A group whose first argument, when it is not a sub-command, is the run of ``run``."""
+
+    def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_RunByDefault,
+    help="TrekTrace: where did a search-augmented system fail? (`trek trace RUN_DIR` traces a run.)",
+    no_args_is_help=True,
+)
+
+
+@app.command("run")
+def run_command(
+    run_dir: Path = typer.Argument(..., help="A graded run directory (questions, answers, grades)."),
+    judge: str = typer.Option(None, "--judge", help="Model of both judges (unless set one by one)."),
+    diagnostic_judge: str = typer.Option(None, "--diagnostic-judge", help="Model that extracts and matches evidence."),
+    analysis_judge: str = typer.Option(None, "--analysis-judge", help="Model that assesses queries and grades probes."),
+    judge_base_url: str = typer.Option(None, "--judge-base-url", envvar="OPENAI_BASE_URL",
+                                       help="Endpoint of both judges."),
+    diagnostic_base_url: str = typer.Option(None, "--diagnostic-base-url", help="Endpoint of the diagnostic judge."),
+    analysis_base_url: str = typer.Option(None, "--analysis-base-url", help="Endpoint of the analysis judge."),
+    model: str = typer.Option(None, "--model", help="Evaluated model for the probes [default: the run's model]."),
+    base_url: str = typer.Option(None, "--base-url", help="Endpoint of the evaluated model [default: the run's]."),
+    check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
+                                     "the reference (listed first for review)."),
+    fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
+    budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Requests in flight per endpoint."),
+    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries before a call is left pending."),
+    prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of template overrides."),
+    judge_param: list[str] = typer.Option(
+        None, "--judge-param",
+        help="Judge request parameter KEY=VALUE for both judges, repeatable (temperature=0, "
+        "reasoning_effort=high, ...). None is sent unless given.",
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
+
+    Resumable and cached: finished cases are kept, pending ones retried, and replies come from
+    the run's LLM cache. Exit code 0 when done, 2 for bad input, 3 when cases are pending.
+    """
+    import contextlib
+
+    from trek import templates
+    from trek.graders.common import explain_unsupported_parameter, parse_judge_params
+    from trek.llm.client import EndpointLimits
+    from trek.trace.common import RoleModel
+    from trek.trace.pipeline import evaluated_role_from_run, trace_run
+
+    diag_model = diagnostic_judge or judge
+    ana_model = analysis_judge or judge
+    if not diag_model or not ana_model:
+        typer.echo("error: name the judges: --judge M, or --diagnostic-judge and --analysis-judge", err=True)
+        raise typer.Exit(2)
+    scope = contextlib.ExitStack()
+    try:
+        if not run_dir.is_dir():
+            raise RecordError(run_dir, None, "run directory does not exist")
+        params = parse_judge_params(judge_param)
+        if prompts is not None:
+            scope.enter_context(templates.prompts_folder(prompts))
+        cache = LLMCache(default_cache_path(run_dir))
+        limits = EndpointLimits()  # roles on one server share its connection limit
+
+        def client(m: str, url: str | None) -> LLMClient:
+            return LLMClient(m, base_url=url, cache=cache, max_connections=max_connections,
+                             max_retries=max_retries, progress=False, limits=limits)
+
+        diag = RoleModel("diagnostic", client(diag_model, diagnostic_base_url or judge_base_url), diag_model,
+                         dict(params))
+        ana = RoleModel("analysis", client(ana_model, analysis_base_url or judge_base_url), ana_model,
+                        dict(params))
+        if model or base_url:
+            ev = evaluated_role_from_run(run_dir, model=model)
+            if base_url:
+                ev.client = client(ev.model, base_url)
+        else:
+            ev = evaluated_role_from_run(run_dir)
+        report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
+                           check_stale=check_stale, budget_usd=budget, progress=progress)
+    except FatalLLMError as e:
+        hint = explain_unsupported_parameter(str(e))
+        typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)
+        raise typer.Exit(2) from None
+    except (RecordError, ValueError, FileNotFoundError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        scope.close()
+    typer.echo(report.describe())
+    if report.pending:
+        raise typer.Exit(3)
+
+
+@app.command("review")
+def review_command(
+    run_dir: Path = typer.Argument(..., help="A traced run directory."),
+    out: Path = typer.Option(None, "--out", help="Workbook path [default: RUN_DIR/review.xlsx]."),
+) -> None:
+    """Write the review workbook: checklist, retrieval audit and taxonomy sheets."""
+    from trek.trace.review import write_review
+
+    try:
+        path = write_review(run_dir, out)
+    except (RecordError, FileNotFoundError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {path}")
+
+
+@app.command("agreement")
+def agreement_command(
+    workbook: Path = typer.Argument(..., help="A review workbook filled in by a reviewer."),
+) -> None:
+    """Cohen's kappa between the reviewer and TrekTrace, with the confusion table and disagreements."""
+    from trek.trace.agreement import agreement
+
+    try:
+        result = agreement(workbook)
+    except (FileNotFoundError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(result.describe())
+
+
+@app.command("view")
+def view_command(
+    run_dirs: list[Path] = typer.Argument(..., help="One or more traced run directories."),
+    out: Path = typer.Option(None, "--out", help="HTML path [default: RUN_DIR/trace.html of the first run]."),
+) -> None:
+    """Write one self-contained HTML page of the traced cases (filters by label and dataset)."""
+    from trek.trace.view import write_view
+
+    try:
+        path = write_view(run_dirs, out)
+    except (RecordError, FileNotFoundError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {path}")

@@ -1,0 +1,51 @@
+"""The one retry policy of Trek (tenacity): capped, jittered exponential backoff that waits at
+least as long as a ``Retry-After`` the service sent.
+
+The LLM client and the search backends both retry through :func:`retrying`; what counts as
+retryable is decided by the caller (the exception types it raises for transient failures).
+A call that still fails after the last attempt raises its last error: callers turn that into
+a *pending* outcome, never into an answer.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+__all__ = ["backoff", "retrying"]
+
+T = TypeVar("T")
+
+
+def backoff(base: float, cap: float, rng: random.Random) -> Callable[[RetryCallState], float]:
+    """Seconds before attempt n+1: uniform in ``[d/2, d]`` with ``d = min(cap, base * 2**(n-1))``,
+    and at least the error's ``retry_after`` attribute (itself capped at ``cap``)."""
+
+    def wait(state: RetryCallState) -> float:
+        d = min(cap, base * (2 ** (state.attempt_number - 1)))
+        delay = rng.uniform(d / 2, d)
+        err = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(err, "retry_after", None)
+        return max(delay, min(float(retry_after), cap)) if retry_after is not None else delay
+
+    return wait
+
+
+async def retrying(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    retry_on: tuple[type[BaseException], ...],
+    max_retries: int,
+    wait: Callable[[RetryCallState], float],
+) -> T:
+    """``await fn()``, retried up to ``max_retries`` times while it raises one of ``retry_on``;
+    any other exception propagates at once; the last retryable error is re-raised as itself."""
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(retry_on), stop=stop_after_attempt(max_retries + 1), wait=wait, reraise=True
+    ):
+        with attempt:
+            return await fn()
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,34 @@
+"""TrekTrace: automatic failure attribution for search-augmented runs (paper §3.1, appendix C).
+
+For every failed answer of a run, TrekTrace tests whether the answer-bearing evidence was
+retrieved (URL identity, then evidence matching by a diagnostic judge, then query adequacy by an
+analysis judge) and whether the evaluated model answers right from the gold pages alone and
+from the gold pages mixed with what it retrieved. Labels follow deterministically
+(:func:`assign_labels`): Pre-retrieval, Retrieval, Interpretation, Distraction, Randomness.
+
+* :mod:`trek.trace.inputs` — the cases of a run and their retrieved-URL collections (C.1);
+* :mod:`trek.trace.evidence`, :mod:`~trek.trace.queries`, :mod:`~trek.trace.probes`,
+  :mod:`~trek.trace.verdict`, :mod:`~trek.trace.stale` — one prompt + parser + ``VERSION`` each;
+* :mod:`trek.trace.labels` — the label rules (C.4);
+* :mod:`trek.trace.pipeline` — :func:`trace_run`, writing ``RUN_DIR/trace.jsonl``;
+* :mod:`trek.trace.review`, :mod:`~trek.trace.agreement`, :mod:`~trek.trace.view` — the review
+  workbook, reviewer agreement (Cohen's kappa) and the HTML case viewer;
+* :mod:`trek.trace.reports` — tables and figures for the notebooks.
+"""
+
+from trek.trace.common import RoleModel
+from trek.trace.labels import LABELS, assign_labels
+from trek.trace.pipeline import TraceReport, atrace_run, load_trace, trace_run
+from trek.trace.records import Step, TraceRecord
+
+__all__ = [
+    "LABELS",
+    "RoleModel",
+    "Step",
+    "TraceRecord",
+    "TraceReport",
+    "assign_labels",
+    "atrace_run",
+    "load_trace",
+    "trace_run",
+]

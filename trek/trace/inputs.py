@@ -1,0 +1,152 @@
+"""TrekTrace inputs (paper appendix C.1) and the URL identity test of C.2.
+
+For every failed answer of a run (:func:`select_cases`) a :class:`TraceInput` holds the
+question (text, reference answers, gold URLs, effective year), the original prediction, every
+recorded query, and the retrieved-URL collection: the result URLs of every recorded search call
+and every opened URL, in order, with exact duplicates removed (first occurrence kept). Only the
+run files are read, through :mod:`trek.runs`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from trek import runs
+from trek.pages import normalize_url
+from trek.trace.records import UrlMatch
+from trek.types import Grade, Question, Trajectory
+
+__all__ = [
+    "FAILED_OUTCOMES",
+    "TraceInput",
+    "Selection",
+    "retrieved_collection",
+    "recorded_queries",
+    "url_matches",
+    "noise_context",
+    "select_cases",
+]
+
+#: Grade outcomes that count as a failure to trace (``unparsed`` and ``pending`` are skipped).
+FAILED_OUTCOMES: tuple[str, ...] = ("incorrect", "not_attempted")
+
+
+def _dedupe(urls: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for u in urls:
+        if u and u not in seen:
+            seen.add(u)
+            out.append(u)
+    return out
+
+
+def retrieved_collection(t: Trajectory) -> list[str]:
+    """Every search call's result URLs, then ``retrieved_urls`` and the opened URLs, in order,
+    exact string duplicates removed keeping the first occurrence."""
+    urls = [r.url for call in t.search_calls for r in call.results]
+    return _dedupe([*urls, *t.retrieved_urls, *t.opened_urls])
+
+
+def recorded_queries(t: Trajectory) -> list[str]:
+    """The queries of every recorded search call, in order (repeats kept)."""
+    return [c.query for c in t.search_calls if c.query.strip()]
+
+
+def url_matches(gold_urls: Sequence[str], collection: Sequence[str]) -> list[UrlMatch]:
+    """For each gold URL, the first retrieved URL with the same identity (:func:`normalize_url`)."""
+    by_key: dict[str, str] = {}
+    for u in collection:
+        by_key.setdefault(normalize_url(u), u)
+    return [UrlMatch(gold_url=g, matched_url=by_key.get(normalize_url(g))) for g in gold_urls]
+
+
+def noise_context(collection: Sequence[str], gold_urls: Sequence[str]) -> list[str]:
+    """The gold-plus-noise context: the collection, then the gold URLs whose identity is not in it."""
+    keys = {normalize_url(u) for u in collection}
+    extra = []
+    for g in gold_urls:
+        k = normalize_url(g)
+        if k not in keys:
+            keys.add(k)
+            extra.append(g)
+    return [*collection, *extra]
+
+
+@dataclass
+class TraceInput:
+    """One failed case of a run, ready to trace."""
+
+    question: Question
+    trajectory: Trajectory
+    grade: Grade
+    queries: list[str] = field(default_factory=list)
+    collection: list[str] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, question: Question, trajectory: Trajectory, grade: Grade) -> TraceInput:
+        return cls(
+            question=question,
+            trajectory=trajectory,
+            grade=grade,
+            queries=recorded_queries(trajectory),
+            collection=retrieved_collection(trajectory),
+        )
+
+    @property
+    def question_id(self) -> str:
+        return self.question.id
+
+    @property
+    def prediction(self) -> str | None:
+        return self.trajectory.final_answer
+
+
+@dataclass
+class Selection:
+    """The cases to trace and how many questions were left out, by reason."""
+
+    cases: list[TraceInput]
+    skipped: Counter[str]
+    total: int
+
+    def describe(self) -> str:
+        parts = [f"{len(self.cases)} failed case(s) of {self.total} question(s)"]
+        if self.skipped:
+            parts.append("not traced: " + ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items())))
+        return "; ".join(parts)
+
+
+def select_cases(
+    run_dir: str | os.PathLike[str], outcomes: Sequence[str] = FAILED_OUTCOMES
+) -> Selection:
+    """The run's failed cases (grade outcome in ``outcomes``), in question order.
+
+    Left out and counted: ``correct`` answers, ``unparsed`` and ``pending`` grades, questions
+    that are ``ungraded`` or whose answer is ``pending``/``missing``, and failures without gold
+    URLs (``no_gold_urls``: nothing to test retrieval or probe with).
+    """
+    questions = runs.load_questions(run_dir)
+    answers = runs.load_answers(run_dir, questions)
+    grades = runs.load_grades(run_dir, questions)
+    cases: list[TraceInput] = []
+    skipped: Counter[str] = Counter()
+    for qid, q in questions.items():
+        t = answers.get(qid)
+        g = grades.get(qid)
+        if t is None:
+            skipped["missing_answer"] += 1
+        elif t.status == "pending":
+            skipped["pending_answer"] += 1
+        elif g is None:
+            skipped["ungraded"] += 1
+        elif g.outcome not in outcomes:
+            skipped[g.outcome] += 1
+        elif not q.gold_urls:
+            skipped["no_gold_urls"] += 1
+        else:
+            cases.append(TraceInput.build(q, t, g))
+    return Selection(cases=cases, skipped=skipped, total=len(questions))

@@ -1,0 +1,111 @@
+"""TrekTrace's failure labels and the deterministic rules that assign them (paper appendix C.4).
+
+The judges produce facts (was the evidence retrieved, were the queries adequate, did the model
+answer right from the gold pages alone, and from the gold pages mixed with what it retrieved);
+:func:`assign_labels` turns those facts into labels with fixed rules. No model ever chooses a
+label.
+
+Each fact is ``True``, ``False`` or ``None``. ``None`` means the judgment is missing or its
+reply could not be read (``unknown``); it is never read as either answer, and the rules say
+exactly where it falls: a ``None`` evidence flag is "not shown to be retrieved" (a retrieval-side
+label is given), a ``None`` query flag is "not shown to be adequate" (Pre-retrieval), and a
+``None`` gold-only or gold-plus-noise result gives no post-retrieval label. Randomness is the
+residual: it is given whenever no other rule fires, including some cases with unknown
+judgments, so it is not an estimate of stochastic failure.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PRE_RETRIEVAL",
+    "RETRIEVAL",
+    "INTERPRETATION",
+    "DISTRACTION",
+    "RANDOMNESS",
+    "LABELS",
+    "UPSTREAM",
+    "POST_RETRIEVAL",
+    "DEFINITIONS",
+    "assign_labels",
+]
+
+PRE_RETRIEVAL = "Pre-retrieval"
+RETRIEVAL = "Retrieval"
+INTERPRETATION = "Interpretation"
+DISTRACTION = "Distraction"
+RANDOMNESS = "Randomness"
+
+#: Every label, in the order labels are listed on a case.
+LABELS: tuple[str, ...] = (PRE_RETRIEVAL, RETRIEVAL, INTERPRETATION, DISTRACTION, RANDOMNESS)
+#: Labels of failures before the model reads the evidence, and after.
+UPSTREAM: tuple[str, ...] = (PRE_RETRIEVAL, RETRIEVAL)
+POST_RETRIEVAL: tuple[str, ...] = (INTERPRETATION, DISTRACTION)
+
+#: What each label means, for reviewers (the workbook's taxonomy sheet and the viewer).
+DEFINITIONS: dict[str, str] = {
+    PRE_RETRIEVAL: (
+        "The answer-bearing evidence was not retrieved and the recorded queries do not aim at it: "
+        "a wrong entity or date, a missing step of a multi-hop question, or no query that targets "
+        "the answer."
+    ),
+    RETRIEVAL: (
+        "The answer-bearing evidence was not retrieved although the queries were reasonable: the "
+        "search returned other pages (for example older ones) instead."
+    ),
+    INTERPRETATION: (
+        "The evaluated model answers wrongly even when given only the gold pages: it cannot read or "
+        "reason over the evidence itself. The gold-plus-noise probe is not run after this."
+    ),
+    DISTRACTION: (
+        "The evaluated model answers right from the gold pages alone but wrongly when the pages it "
+        "retrieved are added: other context pulls it away from the valid evidence."
+    ),
+    RANDOMNESS: (
+        "No other rule fired. With complete judgments: the evidence was retrieved and both probes "
+        "answered right, so the original failure did not reproduce. Also given when missing "
+        "judgments leave no other label. Not a measured cause."
+    ),
+}
+
+
+def _flag(name: str, value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError(f"{name} must be True, False or None, got {value!r}")
+
+
+def assign_labels(
+    evidence_retrieved: bool | None,
+    query_adequate: bool | None,
+    gold_only_correct: bool | None,
+    noise_was_run: bool | None,
+    noise_correct: bool | None,
+) -> tuple[str, ...]:
+    """The labels of one traced failure, in :data:`LABELS` order (paper C.4, E/Q/G/N).
+
+    Rules, applied in this order:
+
+    1. evidence not retrieved (``evidence_retrieved`` is ``False`` *or* ``None``): Retrieval when
+       ``query_adequate is True``, otherwise (``False`` or ``None``) Pre-retrieval;
+    2. ``gold_only_correct is False``: Interpretation; else when ``gold_only_correct is True``,
+       the gold-plus-noise probe was run and ``noise_correct is False``: Distraction;
+    3. no label yet: Randomness.
+
+    A case therefore carries at most one retrieval-side and one post-retrieval label (e.g.
+    Retrieval + Distraction). Every argument must be ``True``, ``False`` or ``None``.
+    """
+    e = _flag("evidence_retrieved", evidence_retrieved)
+    q = _flag("query_adequate", query_adequate)
+    g = _flag("gold_only_correct", gold_only_correct)
+    ran = _flag("noise_was_run", noise_was_run)
+    n = _flag("noise_correct", noise_correct)
+    labels: list[str] = []
+    if not e:
+        labels.append(RETRIEVAL if q is True else PRE_RETRIEVAL)
+    if g is False:
+        labels.append(INTERPRETATION)
+    elif g is True and ran and n is False:
+        labels.append(DISTRACTION)
+    if not labels:
+        labels.append(RANDOMNESS)
+    return tuple(labels)

@@ -1,0 +1,487 @@
+"""The TrekTrace pipeline: trace every failed case of a run and write ``trace.jsonl``.
+
+For each failed case (:func:`~trek.trace.inputs.select_cases`):
+
+1. **Retrieval test** (C.2). Every gold URL is looked up in the retrieved collection by URL
+   identity. All found: evidence retrieved (``E=True``). Otherwise, with an empty collection,
+   ``E=False``; with a non-empty one, the diagnostic judge extracts the key evidence from the gold
+   pages not found and checks whether the retrieved pages jointly contain it
+   (:mod:`trek.trace.evidence`). When ``E`` is not ``True`` the analysis judge assesses the
+   queries (``Q``, :mod:`trek.trace.queries`).
+2. **Post-retrieval test** (C.3). The evaluated model answers from the gold pages only; the
+   analysis judge grades the answer (``G``). Only when ``G`` is ``True`` the model answers from
+   the retrieved collection followed by the missing gold pages, and that answer is graded
+   (``N``) (:mod:`trek.trace.probes`, :mod:`trek.trace.verdict`).
+3. **Labels** (C.4) from ``E, Q, G, N`` by :func:`~trek.trace.labels.assign_labels`.
+4. Optionally (``check_stale``) the diagnostic judge says whether the gold pages still support
+   the reference (:mod:`trek.trace.stale`); it never changes a label.
+
+A call that fails after its retries (or is not issued because the budget is used up) stops the
+case: it is written ``pending`` without labels and traced again on the next run. A reply that
+stays unreadable after the re-asks is an ``unknown`` judgment (flag ``None``). Every call goes
+through the LLM cache, so a second run asks the endpoints nothing; finished cases whose inputs,
+models and prompt versions are unchanged are kept from ``trace.jsonl`` without any call.
+
+Programmatic use::
+
+    from trek.trace import trace_run, RoleModel
+    report = trace_run(run_dir, diagnostic=RoleModel("diagnostic", judge_client, "gpt-5.4"),
+                       analysis=RoleModel("analysis", judge_client, "gpt-5.4"))
+    report.records  # TraceRecord list, also in RUN_DIR/trace.jsonl
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trek import runs
+from trek.aio import fan_out, run_sync
+from trek.answer_prompts import year_text
+from trek.graders.common import join_answers
+from trek.llm.cache import LLMCache, default_cache_path
+from trek.llm.client import LLMClient
+from trek.pages import PageStore, default_pages_path, normalize_url
+from trek.trace import evidence, probes, queries, stale, verdict
+from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
+from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
+from trek.trace.labels import assign_labels
+from trek.trace.records import Step, TraceRecord
+from trek.types import RecordError, Usage, iter_jsonl
+
+__all__ = [
+    "TRACE_VERSION",
+    "TraceConfig",
+    "TraceReport",
+    "trace_case",
+    "atrace_run",
+    "trace_run",
+    "load_trace",
+    "evaluated_role_from_run",
+    "GOLD_UNAVAILABLE",
+]
+
+#: Version of the pipeline's logic (bump when the schedule or the record changes meaning).
+TRACE_VERSION = "trektrace-1"
+
+
+@dataclass
+class TraceConfig:
+    """The three roles, the page store and the options of one tracing run."""
+
+    diagnostic: RoleModel
+    analysis: RoleModel
+    evaluated: RoleModel
+    store: PageStore
+    check_stale: bool = False
+    budget: Budget | None = None
+
+    def models(self) -> dict[str, str]:
+        return {r.role: r.describe() for r in (self.diagnostic, self.analysis, self.evaluated)}
+
+    def versions(self) -> dict[str, str]:
+        from trek.templates import template_version as tv
+
+        out = {
+            "trace": TRACE_VERSION,
+            evidence.KEY_EVIDENCE_TEMPLATE: tv(evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
+                                               evidence.VERSION),
+            evidence.MATCH_TEMPLATE: tv(evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT, evidence.VERSION),
+            queries.TEMPLATE: tv(queries.TEMPLATE, queries.PROMPT, queries.VERSION),
+            probes.GOLD_ONLY_TEMPLATE: tv(probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT, probes.VERSION),
+            probes.NOISE_TEMPLATE: tv(probes.NOISE_TEMPLATE, probes.NOISE_PROMPT, probes.VERSION),
+            verdict.TEMPLATE: tv(verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION),
+        }
+        if self.check_stale:
+            out[stale.TEMPLATE] = tv(stale.TEMPLATE, stale.PROMPT, stale.VERSION)
+        return out
+
+    def settings(self) -> dict[str, Any]:
+        """Everything of the configuration that can change a record (for the resume key)."""
+        return {
+            "roles": {r.role: [r.model, r.endpoint, r.params, r.max_reasks]
+                      for r in (self.diagnostic, self.analysis, self.evaluated)},
+            "versions": self.versions(),
+            "check_stale": self.check_stale,
+        }
+
+
+def _input_key(case: TraceInput, config: TraceConfig) -> str:
+    q = case.question
+    blob = {
+        "question": [q.id, q.question, q.answers, year_text(q), q.gold_urls],
+        "prediction": case.prediction,
+        "queries": case.queries,
+        "collection": case.collection,
+        "settings": config.settings(),
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class _Pending(Exception):
+    def __init__(self, step: Step):
+        super().__init__(step.error or f"step {step.name} failed")
+        self.step = step
+
+
+async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
+    """Trace one failed case (see the module docstring); never raises for a failed call."""
+    q = case.question
+    year = year_text(q) or NOT_GIVEN
+    answers = join_answers(q.answers)
+    gold_keys = [normalize_url(u) for u in q.gold_urls]
+    matches = url_matches(q.gold_urls, case.collection)
+    rec: dict[str, Any] = {
+        "question_id": q.id,
+        "dataset": q.dataset,
+        "question": q.question,
+        "answers": list(q.answers),
+        "effective_year": year_text(q) or None,
+        "gold_urls": list(q.gold_urls),
+        "prediction": case.prediction,
+        "original_outcome": case.grade.outcome,
+        "queries": case.queries,
+        "retrieved_urls": case.collection,
+        "url_matches": matches,
+        "models": config.models(),
+        "versions": config.versions(),
+        "input_key": _input_key(case, config),
+        "trace_version": TRACE_VERSION,
+    }
+    steps: list[Step] = []
+
+    async def run(who: RoleModel, name: str, template: str, default: str, version: str,
+                  fields: dict[str, Any], validate: Any) -> Step:
+        step = await ask(who, name, template, default, version, fields, validate, config.budget)
+        steps.append(step)
+        if step.status == "pending":
+            raise _Pending(step)
+        return step
+
+    try:
+        gold_pages = await fetch_pages(config.store, q.gold_urls)
+        rec["gold_pages_available"] = any(p.available for p in gold_pages)
+
+        # 1. retrieval test
+        e: bool | None
+        if all(m.matched_url is not None for m in matches):
+            e, rec["retrieval_basis"] = True, "url-identity"
+        elif not case.collection:
+            e, rec["retrieval_basis"] = False, "no-retrieved-pages"
+            rec["evidence_reason"] = "No page was retrieved or opened."
+        else:
+            missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
+            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec)
+        rec["evidence_retrieved"] = e
+
+        qa: bool | None = None
+        if e is not True:
+            if not case.queries:
+                qa, rec["query_reason"] = False, queries.NO_QUERIES_REASON
+            else:
+                st = await run(config.analysis, "query_adequacy", queries.TEMPLATE, queries.PROMPT, queries.VERSION,
+                               {"question": q.question, "effective_year": year, "answers": answers,
+                                "gold_urls": "\n".join(q.gold_urls),
+                                "prediction": case.prediction or "(no answer)",
+                                "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
+                               queries.validate)
+                if st.status == "ok":
+                    qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
+        rec["query_adequate"] = qa
+
+        # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: G unknown)
+        rec["gold_only_context"] = list(q.gold_urls)
+        g: bool | None = None
+        if rec["gold_pages_available"]:
+            g = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
+                             gold_pages, gold_keys, year, answers, rec)
+        else:
+            rec["gold_only_grade_reason"] = GOLD_UNAVAILABLE
+        rec["gold_only_correct"] = g
+        if g is True:
+            ctx = noise_context(case.collection, q.gold_urls)
+            rec["noise_context"] = ctx
+            rec["noise_was_run"] = True
+            pages = await fetch_pages(config.store, ctx)
+            rec["noise_correct"] = await _probe(run, config, case, "noise", probes.NOISE_TEMPLATE,
+                                                probes.NOISE_PROMPT, pages, gold_keys, year, answers, rec)
+
+        # 4. optional stale-reference check
+        if config.check_stale:
+            st = await run(config.diagnostic, "stale_reference", stale.TEMPLATE, stale.PROMPT, stale.VERSION,
+                           {"question": q.question, "effective_year": year, "answers": answers,
+                            "gold_pages": render_pages(gold_pages, gold_keys)},
+                           stale.validate)
+            if st.status == "ok":
+                rec["stale_reference"] = not st.value["supports_reference"]
+                rec["stale_reason"] = st.value["reason"] or None
+
+        rec["labels"] = list(assign_labels(e, qa, g, rec.get("noise_was_run", False), rec.get("noise_correct")))
+        rec["status"] = "done"
+    except _Pending as p:
+        rec.update(status="pending", labels=[], error=f"{p.step.name}: {p.step.error}")
+    rec["steps"] = steps
+    rec["usage"] = sum((s.usage for s in steps), Usage())
+    return TraceRecord(**rec)
+
+
+GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching); nothing to test with."
+
+
+async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missing: list[Any], gold_keys: list[str],
+                         year: str, answers: str, rec: dict[str, Any]) -> bool | None:
+    """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
+
+    ``None`` when a reply stays unreadable or none of those gold pages is available. Equivalent
+    URLs the judge names are kept only when they are in the retrieved collection (as written
+    there)."""
+    q = case.question
+    if not any(p.available for p in missing):
+        rec["retrieval_basis"], rec["evidence_reason"] = "gold-unavailable", GOLD_UNAVAILABLE
+        return None
+    ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
+                   evidence.VERSION,
+                   {"question": q.question, "effective_year": year, "answers": answers,
+                    "gold_pages": render_pages(missing, gold_keys)},
+                   evidence.validate_key_evidence)
+    if ke.status == "unknown":
+        rec["retrieval_basis"] = "unknown"
+        return None
+    rec["key_evidence"] = ke.value["key_evidence"]
+    retrieved = await fetch_pages(config.store, case.collection)
+    em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
+                   evidence.VERSION,
+                   {"question": q.question, "effective_year": year, "answers": answers,
+                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": render_pages(retrieved, gold_keys)},
+                   evidence.validate_match)
+    if em.status == "unknown":
+        rec["retrieval_basis"] = "unknown"
+        return None
+    by_key = {normalize_url(u): u for u in reversed(case.collection)}
+    rec["retrieval_basis"] = "evidence-match"
+    rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
+    rec["equivalent_urls"] = list(dict.fromkeys(by_key[k] for k in map(normalize_url, em.value["equivalent_urls"])
+                                                if k in by_key))
+    rec["evidence_reason"] = em.value["reason"] or None
+    return bool(em.value["evidence_match"])
+
+
+async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, template: str, default: str,
+                 pages: list[Any], gold_keys: list[str], year: str, answers: str,
+                 rec: dict[str, Any]) -> bool | None:
+    """Ask the evaluated model from ``pages`` (no reference answers), then grade its answer."""
+    q = case.question
+    step = await run(config.evaluated, prefix, template, default, probes.VERSION,
+                     {"question": q.question, "effective_year": year, "pages": render_pages(pages, gold_keys)},
+                     probes.validate)
+    if step.status != "ok":
+        return None
+    rec[f"{prefix}_answer"] = step.value["answer"]
+    rec[f"{prefix}_reasoning"] = step.value["reasoning"] or None
+    check = await run(config.analysis, f"{prefix}_grade", verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION,
+                      {"question": q.question, "effective_year": year, "answers": answers,
+                       "candidate": step.value["answer"]},
+                      verdict.validate)
+    if check.status != "ok":
+        return None
+    rec[f"{prefix}_grade_reason"] = check.value["reason"] or None
+    return bool(check.value["correct"])
+
+
+# -- a whole run ---------------------------------------------------------------------------------
+@dataclass
+class TraceReport:
+    """What :func:`trace_run` did."""
+
+    records: list[TraceRecord]
+    selection: Selection
+    kept: int = 0
+    traced: int = 0
+    http_calls: int = 0
+    cache_hits: int = 0
+    path: Path | None = None
+    usage: Usage = field(default_factory=Usage)
+    unpriced_models: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> int:
+        return sum(r.status == "pending" for r in self.records)
+
+    @property
+    def done(self) -> list[TraceRecord]:
+        return [r for r in self.records if r.status == "done"]
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars of all recorded calls of the records (cached ones included: what tracing costs)."""
+        return self.usage.cost_usd
+
+    @property
+    def cost_per_case(self) -> float | None:
+        done = len(self.done)
+        return None if not done or self.cost_usd is None else self.cost_usd / done
+
+    def label_counts(self) -> Counter[str]:
+        return Counter(lab for r in self.done for lab in r.labels)
+
+    def describe(self) -> str:
+        lines = [
+            f"{len(self.records)} traced case(s) ({self.kept} kept, {self.traced} traced now; "
+            f"{self.http_calls} model requests, {self.cache_hits} cache hits) -> {self.path}",
+            self.selection.describe(),
+        ]
+        counts = self.label_counts()
+        if counts:
+            lines.append("labels (multi-label, shares need not sum to 100%): "
+                         + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        unknown = sum(s.status == "unknown" for r in self.records for s in r.steps)
+        if unknown:
+            lines.append(f"{unknown} unknown judgment(s) (reply unreadable after re-asks; recorded as such)")
+        cost = self.cost_usd
+        per = self.cost_per_case
+        lines.append(
+            "cost: " + ("$-" if cost is None else f"${cost:.4f}")
+            + ("" if per is None else f", ${per:.4f} per attributed case")
+            + (f" (no price for {', '.join(self.unpriced_models)}: counted as $0)" if self.unpriced_models else "")
+        )
+        if self.pending:
+            lines.append(f"{self.pending} case(s) pending (a call failed or the budget ran out): run again")
+        return "\n".join(lines)
+
+
+def load_trace(run_dir: str | os.PathLike[str]) -> list[TraceRecord]:
+    """The records of ``RUN_DIR/trace.jsonl`` (empty when the run is not traced yet)."""
+    path = Path(run_dir) / runs.TRACE
+    if not path.exists():
+        return []
+    return list(iter_jsonl(path, TraceRecord))
+
+
+def evaluated_role_from_run(
+    run_dir: str | os.PathLike[str], client: LLMClient | None = None, model: str | None = None, **params: Any
+) -> RoleModel:
+    """The evaluated-model role: ``model`` / ``client`` when given, else the run's own model and
+    endpoint from ``run.json`` (cached in the run's LLM cache). For the run's own model without
+    explicit ``params``, the run's reasoning effort (``config.system.effort``) is sent too."""
+    meta = runs.read_meta(run_dir)
+    if meta is not None and model is None and client is None and not params:
+        system = meta.config.get("system")
+        effort = system.get("effort") if isinstance(system, dict) else None
+        if effort:
+            params = {"reasoning_effort": effort}
+    name = model or (client.model if client is not None else None) or (meta.model if meta else None)
+    if not name:
+        raise ValueError(f"{run_dir}: run.json names no model; pass the evaluated model explicitly")
+    if client is None:
+        client = LLMClient(name, base_url=meta.endpoint if meta else None,
+                           cache=LLMCache(default_cache_path(run_dir)), progress=False)
+    return RoleModel("evaluated", client, name, dict(params))
+
+
+async def atrace_run(
+    run_dir: str | os.PathLike[str],
+    *,
+    diagnostic: RoleModel,
+    analysis: RoleModel,
+    evaluated: RoleModel | None = None,
+    store: PageStore | None = None,
+    fetch: bool = False,
+    check_stale: bool = False,
+    budget_usd: float | None = None,
+    outcomes: tuple[str, ...] = FAILED_OUTCOMES,
+    max_concurrent_cases: int = 8,
+    progress: bool = True,
+) -> TraceReport:
+    """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
+
+    ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
+    store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
+    the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call. ``budget_usd`` is a soft cap on the
+    dollars of fresh calls of all roles together.
+    """
+    rd = Path(run_dir)
+    if not rd.is_dir():
+        raise RecordError(rd, None, "run directory does not exist")
+    evaluated = evaluated or evaluated_role_from_run(rd)
+    for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
+        if who.role != want:
+            raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
+    own_store = store is None
+    if store is None:
+        store = PageStore(default_pages_path(rd), fetch=fetch)
+    clients = [diagnostic.client, analysis.client, evaluated.client]
+    unique = list({id(c): c for c in clients}.values())
+    own_cache = LLMCache(default_cache_path(rd)) if any(c.cache is None for c in unique) else None
+    uncached = [c for c in unique if c.cache is None]
+    for c in uncached:
+        c.cache = own_cache
+    config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
+                         Budget(budget_usd, clients) if budget_usd is not None else None)
+    selection = select_cases(rd, outcomes)
+    previous = {r.question_id: r for r in load_trace(rd)}
+    calls0 = sum(c.http_calls for c in unique)
+    hits0 = sum(c.cache_hits for c in unique)
+
+    final: dict[str, TraceRecord] = {}
+    todo: list[TraceInput] = []
+    for case in selection.cases:
+        old = previous.get(case.question_id)
+        if old is not None and old.status == "done" and old.input_key == _input_key(case, config):
+            final[case.question_id] = old
+        else:
+            todo.append(case)
+    kept = len(final)
+    order = [c.question_id for c in selection.cases]
+    path = rd / runs.TRACE
+
+    def checkpoint(_: int, rec: TraceRecord) -> None:
+        final[rec.question_id] = rec
+        runs.write_records(rd, runs.TRACE, [final[q] for q in order if q in final])
+
+    counts: Counter[str] = Counter()
+
+    def postfix() -> str:
+        spent = sum(c.spent_usd for c in unique)
+        hits = sum(c.cache_hits for c in unique) - hits0
+        return " ".join(f"{k}={v}" for k, v in sorted(counts.items())) + f" hits={hits} ${spent:.4f}"
+
+    async def one(case: TraceInput) -> TraceRecord:
+        rec = await trace_case(case, config)
+        counts[rec.status] += 1
+        return rec
+
+    try:
+        await fan_out(todo, one, limit=max_concurrent_cases, desc="trace", unit="case", progress=progress,
+                      postfix=postfix, on_result=checkpoint)
+    finally:
+        for c in unique:
+            await c.aclose()
+        for c in uncached:
+            c.cache = None
+        if own_cache is not None:
+            own_cache.close()
+        if own_store:
+            store.close()
+    records = [final[q] for q in order if q in final]
+    runs.write_records(rd, runs.TRACE, records)
+    return TraceReport(
+        records=records,
+        selection=selection,
+        kept=kept,
+        traced=len(todo),
+        http_calls=sum(c.http_calls for c in unique) - calls0,
+        cache_hits=sum(c.cache_hits for c in unique) - hits0,
+        path=path,
+        usage=sum((r.usage for r in records), Usage()),
+        unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated) if w.client.prices.get(w.model) is None}),
+    )
+
+
+def trace_run(run_dir: str | os.PathLike[str], **kw: Any) -> TraceReport:
+    """Synchronous :func:`atrace_run` (also inside a notebook's running loop)."""
+    return run_sync(atrace_run(run_dir, **kw))

@@ -1,0 +1,44 @@
+"""Retrieval test, query side (paper appendix C.2): were the recorded queries adequate?
+
+Asked of the analysis judge only when the answer-bearing evidence was not shown to be retrieved.
+Adequate queries aim at the entity, the time and the fact the question needs (and split a
+multi-hop question into the steps it requires); a wrong entity or date, a missing hop, or no
+query aimed at the answer makes them inadequate. Adequate gives Retrieval, anything else
+Pre-retrieval (:func:`~trek.trace.labels.assign_labels`). This is a plausibility reading of the
+queries, not a new search. A trajectory without any query is inadequate without a call.
+
+Template ``trace.query_adequacy``; the reply is JSON read by :func:`validate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
+
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate", "NO_QUERIES_REASON"]
+
+VERSION = "trace-queries-1"
+TEMPLATE = "trace.query_adequacy"
+NO_QUERIES_REASON = "No search query was recorded, so no query targeted the evidence."
+
+PROMPT = """\
+[TrekTrace: query adequacy]
+A search-augmented system answered the question below wrongly, and the pages it retrieved do \
+not contain the evidence it needed. Judge only its search queries: taken together, do they \
+reasonably aim at what the question needs, namely the right entity, the right time and the \
+right fact, with a separate query for each step a multi-hop question requires? Queries that name \
+a wrong entity or date, skip a necessary step, or never aim at the answer are not adequate. \
+This is about the queries as written, not about what a search engine would return.
+
+""" + JUDGE_CASE + """Gold page URL(s): {gold_urls}
+The system's wrong answer: {prediction}
+
+Search queries, in the order issued:
+{queries}
+
+""" + REPLY_JSON + """{{"query_adequate": true or false, "reason": "two or three short sentences a person can check"}}"""
+
+
+def validate(value: dict[str, Any]) -> dict[str, Any]:
+    return flag_and_reason(value, "query_adequate")

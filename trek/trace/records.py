@@ -1,0 +1,119 @@
+"""The persisted TrekTrace records: one :class:`TraceRecord` per traced failure in ``trace.jsonl``.
+
+A record holds everything a reviewer needs to check the attribution (paper appendix C.4,
+"review artifacts"): the case (question, references, gold URLs, prediction, queries, the whole
+retrieved URL collection), the URL identity matches, the evidence the diagnostic judge extracted
+and matched, the query assessment, both counterfactual contexts with the evaluated model's
+answers and the analysis judge's grades, the four flags E/Q/G/N, the labels, and every model
+call as a :class:`Step` (role, model, endpoint, prompt template and version, status, raw
+replies, usage).
+
+``status`` is ``done`` (labelled) or ``pending`` (a call failed after its retries, or the budget
+ran out; no labels, retried on the next run). An unreadable reply is not a failure: that step's
+status is ``unknown``, its flag is ``None`` and :func:`~trek.trace.labels.assign_labels` decides
+what follows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from trek.types import Record, Usage, utcnow
+
+__all__ = ["Step", "UrlMatch", "TraceRecord", "StepStatus", "Role"]
+
+StepStatus = Literal["ok", "unknown", "pending"]
+Role = Literal["diagnostic", "analysis", "evaluated"]
+
+
+class Step(Record):
+    """One model call of the trace (with its re-asks), as recorded."""
+
+    name: str
+    role: Role
+    model: str
+    endpoint: str
+    template: str
+    version: str
+    status: StepStatus
+    value: dict[str, Any] = Field(default_factory=dict)
+    raw: list[str] = Field(default_factory=list)
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class UrlMatch(Record):
+    """A gold URL and the retrieved URL with the same identity (``None``: not retrieved)."""
+
+    gold_url: str
+    matched_url: str | None = None
+
+
+class TraceRecord(Record):
+    """One traced failure (see the module docstring)."""
+
+    question_id: str
+    dataset: str
+    question: str
+    answers: list[str]
+    effective_year: str | None = None
+    gold_urls: list[str] = Field(default_factory=list)
+    prediction: str | None = None
+    original_outcome: str
+    queries: list[str] = Field(default_factory=list)
+    retrieved_urls: list[str] = Field(default_factory=list)
+    url_matches: list[UrlMatch] = Field(default_factory=list)
+
+    status: Literal["done", "pending"]
+    error: str | None = None
+
+    # the four stage flags of C.4 (None: unknown or not asked)
+    evidence_retrieved: bool | None = None
+    query_adequate: bool | None = None
+    gold_only_correct: bool | None = None
+    noise_was_run: bool = False
+    noise_correct: bool | None = None
+    labels: list[str] = Field(default_factory=list)
+
+    # retrieval test
+    retrieval_basis: str | None = None  # url-identity | evidence-match | no-retrieved-pages | unknown
+    key_evidence: str | None = None
+    retrieved_key_evidence: str | None = None
+    equivalent_urls: list[str] = Field(default_factory=list)
+    evidence_reason: str | None = None
+    query_reason: str | None = None
+
+    # post-retrieval counterfactuals
+    gold_pages_available: bool | None = None
+    gold_only_context: list[str] = Field(default_factory=list)
+    gold_only_answer: str | None = None
+    gold_only_reasoning: str | None = None
+    gold_only_grade_reason: str | None = None
+    noise_context: list[str] = Field(default_factory=list)
+    noise_answer: str | None = None
+    noise_reasoning: str | None = None
+    noise_grade_reason: str | None = None
+
+    # optional stale-reference check (None: not run or unknown)
+    stale_reference: bool | None = None
+    stale_reason: str | None = None
+
+    steps: list[Step] = Field(default_factory=list)
+    models: dict[str, str] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    input_key: str = ""
+    trace_version: str = ""
+    created_at: str = Field(default_factory=utcnow)
+
+    @property
+    def flags(self) -> str:
+        """``E=… Q=… G=… N=…`` with ``T``/``F``/``?`` (unknown) and ``-`` (not run)."""
+
+        def f(v: bool | None) -> str:
+            return "?" if v is None else ("T" if v else "F")
+
+        n = f(self.noise_correct) if self.noise_was_run else "-"
+        return f"E={f(self.evidence_retrieved)} Q={f(self.query_adequate)} G={f(self.gold_only_correct)} N={n}"

@@ -1,0 +1,163 @@
+"""Tables and figures of traced runs, one small builder per paper artifact (called by notebooks).
+
+* Figure 2 — :func:`label_shares` / :func:`plot_label_shares`: share of traced failures carrying
+  each label, per run and dataset. Attribution is multi-label, so the shares of a row need not
+  sum to 100%; the figure says so.
+* Figure 3 — :func:`model_search_labels` / :func:`plot_model_search`: the same shares across
+  model x search combinations (from each run's ``run.json``).
+* Table A.4.2 — :func:`post_vs_upstream`: per run, cases with a post-retrieval label vs cases
+  with an upstream label, exact McNemar over the same cases and Holm across runs
+  (:func:`trek.analysis.multilabel_prevalence_test`).
+
+Only finished (``done``) records count; the ``cases`` column gives the denominators and
+``pending`` how many traced cases are still waiting for a call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from trek import runs
+from trek.trace.labels import LABELS, POST_RETRIEVAL, UPSTREAM
+from trek.trace.pipeline import load_trace
+
+__all__ = [
+    "MULTI_LABEL_NOTE",
+    "traced_runs",
+    "trace_frame",
+    "label_shares",
+    "plot_label_shares",
+    "model_search_labels",
+    "plot_model_search",
+    "post_vs_upstream",
+]
+
+MULTI_LABEL_NOTE = "multi-label: a case can carry two labels, so shares need not sum to 100%"
+
+
+def traced_runs(
+    runs_map: dict[str, str] | None = None, runs_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Path]:
+    """``{label: run directory}`` of traced runs: ``runs_map`` as given, else every run with a
+    ``trace.jsonl`` under ``runs_dir`` (default: the demo runs of ``make demo``)."""
+    from trek.reports import demo_runs_dir
+
+    root = Path(runs_dir) if runs_dir else demo_runs_dir()
+    try:
+        return runs.discover(root, require=runs.TRACE, runs=runs_map)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e} (trace runs with `trek trace RUN_DIR`; `make demo` traces the demo runs)") from None
+
+
+def _system(meta: runs.RunMeta | None) -> tuple[str, str]:
+    if meta is None:
+        return "?", "?"
+    system = meta.config.get("system")
+    if not isinstance(system, dict):
+        return meta.model or "?", "?"
+    search = system.get("search") or "none"
+    kind = system.get("system") or ""
+    return meta.model or "?", f"{search} ({kind})" if kind else str(search)
+
+
+def trace_frame(run_dirs: dict[str, Path]) -> pd.DataFrame:
+    """One row per traced case: ``run, model, search, dataset, question_id, status, labels`` and one
+    boolean column per label (``False`` for pending cases, which have no labels)."""
+    rows = []
+    for label, d in run_dirs.items():
+        model, search = _system(runs.read_meta(d))
+        for r in load_trace(d):
+            rows.append({"run": label, "model": model, "search": search, "dataset": r.dataset,
+                         "question_id": r.question_id, "status": r.status, "labels": tuple(r.labels),
+                         **{lab: lab in r.labels for lab in LABELS}})
+    cols = ["run", "model", "search", "dataset", "question_id", "status", "labels", *LABELS]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _shares(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    done = df[df["status"] == "done"]
+    if done.empty:
+        raise ValueError("no finished traced cases")
+    g = done.groupby(keys, sort=False)
+    out = (100.0 * g[list(LABELS)].mean()).round(1)
+    out["cases"] = g.size()
+    pend = df[df["status"] == "pending"].groupby(keys, sort=False).size()
+    out["pending"] = pend.reindex(out.index).fillna(0).astype(int)
+    return out
+
+
+def label_shares(run_dirs: dict[str, Path]) -> pd.DataFrame:
+    """Figure 2's table: % of finished traced cases with each label, rows ``(run, dataset)`` plus an
+    ``all`` row per run; columns the labels, ``cases`` and ``pending``."""
+    df = trace_frame(run_dirs)
+    per = _shares(df, ["run", "dataset"])
+    allrows = _shares(df.assign(dataset="all"), ["run", "dataset"])
+    blocks = []
+    for run in run_dirs:
+        if run in per.index.get_level_values(0):
+            blocks += [per.loc[[run]], allrows.loc[[run]]]
+    return pd.concat(blocks)
+
+
+def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
+    """One panel per run: bars per label, one bar per dataset (and ``all``)."""
+    run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
+    fig, axes = plt.subplots(1, len(run_labels), figsize=(3.6 * len(run_labels) + 1, 3.4), squeeze=False,
+                             sharey=True)
+    for ax, run in zip(axes[0], run_labels, strict=True):
+        sub = table.loc[run, list(LABELS)]
+        sub.T.plot(kind="bar", ax=ax, width=0.8, legend=False)
+        ax.set_title(f"{run} (n={int(table.loc[(run, 'all'), 'cases'])})", fontsize=9)
+        ax.set_ylim(0, 100)
+        ax.tick_params(axis="x", rotation=35, labelsize=8)
+        ax.set_xlabel("")
+    axes[0][0].set_ylabel("% of traced failures")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="dataset", frameon=False, loc="center right")
+    fig.suptitle(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    return fig
+
+
+def model_search_labels(run_dirs: dict[str, Path]) -> pd.DataFrame:
+    """Figure 3's table: % of finished traced cases with each label, rows ``(model, search)``."""
+    return _shares(trace_frame(run_dirs), ["model", "search"])
+
+
+def plot_model_search(table: pd.DataFrame, title: str) -> plt.Figure:
+    """A heat map: model x search combinations (rows) by label (columns), cells in %."""
+    body = table[list(LABELS)]
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(body) + 1.8))
+    im = ax.imshow(body.to_numpy(dtype=float), vmin=0, vmax=100, cmap="Reds", aspect="auto")
+    ax.set_xticks(np.arange(len(LABELS)), labels=list(LABELS), rotation=25, ha="right")
+    rows = [f"{m} · {s} (n={int(n)})" for (m, s), n in zip(body.index, table["cases"], strict=True)]
+    ax.set_yticks(np.arange(len(body)), labels=rows)
+    for (i, j), v in np.ndenumerate(body.to_numpy(dtype=float)):
+        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8, color="white" if v > 60 else "black")
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="% of traced failures")
+    ax.set_title(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
+    """Table A.4.2 shape: per run, % of finished traced cases with a post-retrieval label and with
+    an upstream label, exact McNemar p over the same cases, Holm-adjusted across runs."""
+    from trek.analysis import multilabel_prevalence_test
+
+    df = trace_frame(run_dirs)
+    done = df[df["status"] == "done"]
+    if done.empty:
+        raise ValueError("no finished traced cases")
+    out = multilabel_prevalence_test(
+        [{"model": r, "labels": list(labs)} for r, labs in zip(done["run"], done["labels"], strict=True)],
+        post=POST_RETRIEVAL, upstream=UPSTREAM,
+    )
+    out.index.name = "run"
+    return out.round({"post_pct": 1, "upstream_pct": 1})

@@ -1,0 +1,219 @@
+"""The review workbook (paper appendices B.6 and C.4): ``trek trace review RUN_DIR`` -> ``review.xlsx``.
+
+Three sheets, each with a frozen header row, filters and readable column widths:
+
+* ``checklist`` — one row per traced case (cases flagged by the stale-reference check first):
+  what TrekTrace saw and decided (question, references, prediction, the flags E/Q/G/N, the
+  labels, the evidence and probe answers), then empty columns for the reviewer: is the
+  reference valid at the target time, was the original judge right, yes/no for each label,
+  and notes. The reviewer columns accept ``yes``/``no`` (a drop-down).
+* ``retrieval_audit`` — one row per gold URL: the retrieved URL with the same identity, the
+  key evidence, the equivalent URLs and matched evidence the diagnostic judge reported, with a
+  reviewer verdict and notes.
+* ``taxonomy`` — the definitions of the labels and of the two system-independent outcomes.
+
+:func:`read_checklist` reads a filled workbook back (used by :mod:`trek.trace.agreement`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from trek.trace.labels import DEFINITIONS, LABELS
+from trek.trace.pipeline import load_trace
+from trek.trace.records import TraceRecord
+
+__all__ = [
+    "CHECKLIST",
+    "AUDIT",
+    "TAXONOMY",
+    "REFERENCE_VALID",
+    "JUDGE_CORRECT",
+    "NOTES",
+    "TREKTRACE_LABELS",
+    "reviewer_column",
+    "checklist_rows",
+    "write_review",
+    "read_checklist",
+]
+
+CHECKLIST, AUDIT, TAXONOMY = "checklist", "retrieval_audit", "taxonomy"
+REFERENCE_VALID = "reviewer: reference valid"
+JUDGE_CORRECT = "reviewer: original judge correct"
+NOTES = "reviewer: notes"
+TREKTRACE_LABELS = "trektrace labels"
+LABEL_SEPARATOR = "; "
+
+SYSTEM_INDEPENDENT = {
+    "Reference error": (
+        "The reference answer is not valid at the question's target time (the fact moved on, or the "
+        "gold pages never supported it). Record it with 'reference valid' = no; no stage label applies."
+    ),
+    "Judge error": (
+        "The reference is valid and the model's answer is right, but the original judge rejected it. "
+        "Record it with 'original judge correct' = no; no stage label applies."
+    ),
+}
+
+
+def reviewer_column(label: str) -> str:
+    return f"reviewer: {label}"
+
+
+def _flag(v: bool | None) -> str:
+    return "unknown" if v is None else ("yes" if v else "no")
+
+
+def checklist_rows(records: list[TraceRecord], run: str) -> list[dict[str, Any]]:
+    """One dict per finished case, in review order (stale-flagged first, then trace order)."""
+    done = [r for r in records if r.status == "done"]
+    done.sort(key=lambda r: 0 if r.stale_reference else 1)
+    rows = []
+    for r in done:
+        rows.append({
+            "run": run,
+            "question_id": r.question_id,
+            "dataset": r.dataset,
+            "stale reference flag": "" if r.stale_reference is None else _flag(r.stale_reference),
+            "stale reason": r.stale_reason or "",
+            "question": r.question,
+            "reference answers": " | ".join(r.answers),
+            "effective year": r.effective_year or "",
+            "prediction": r.prediction or "",
+            "E evidence retrieved": _flag(r.evidence_retrieved),
+            "Q queries adequate": _flag(r.query_adequate) if r.evidence_retrieved is not True else "not asked",
+            "G gold-only correct": _flag(r.gold_only_correct),
+            "N gold-plus-noise correct": _flag(r.noise_correct) if r.noise_was_run else "not run",
+            TREKTRACE_LABELS: LABEL_SEPARATOR.join(r.labels),
+            "queries": "\n".join(r.queries),
+            "key evidence": r.key_evidence or "",
+            "evidence reason": r.evidence_reason or "",
+            "query reason": r.query_reason or "",
+            "gold-only answer": r.gold_only_answer or "",
+            "gold-only grade reason": r.gold_only_grade_reason or "",
+            "gold-plus-noise answer": r.noise_answer or "",
+            "gold-plus-noise grade reason": r.noise_grade_reason or "",
+            REFERENCE_VALID: "",
+            JUDGE_CORRECT: "",
+            **{reviewer_column(lab): "" for lab in LABELS},
+            NOTES: "",
+        })
+    return rows
+
+
+def _audit_rows(records: list[TraceRecord], run: str) -> list[dict[str, Any]]:
+    rows = []
+    for r in records:
+        if r.status != "done":
+            continue
+        for m in r.url_matches:
+            rows.append({
+                "run": run,
+                "question_id": r.question_id,
+                "gold URL": m.gold_url,
+                "retrieved URL (same identity)": m.matched_url or "",
+                "retrieval basis": r.retrieval_basis or "",
+                "key evidence": r.key_evidence or "",
+                "equivalent URLs": "\n".join(r.equivalent_urls),
+                "matched evidence": r.retrieved_key_evidence or "",
+                "judge reason": r.evidence_reason or "",
+                "retrieved URLs": len(r.retrieved_urls),
+                "reviewer: audit agrees": "",
+                NOTES: "",
+            })
+    return rows
+
+
+def _sheet(ws: Any, rows: list[dict[str, Any]], columns: list[str], yes_no: list[str], wide: set[str]) -> None:
+    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    ws.append(columns)
+    for row in rows:
+        ws.append([row.get(c, "") for c in columns])
+    header_fill = PatternFill("solid", fgColor="DDE5F0")
+    reviewer_fill = PatternFill("solid", fgColor="FFF4CC")
+    for i, c in enumerate(columns, start=1):
+        cell = ws.cell(row=1, column=i)
+        cell.font = Font(bold=True)
+        cell.fill = reviewer_fill if c.startswith("reviewer") else header_fill
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        width = max([len(c)] + [min(len(str(r.get(c, ""))), 80) for r in rows]) + 2
+        ws.column_dimensions[get_column_letter(i)].width = min(60 if c in wide else 40, max(10, width))
+    for row_cells in ws.iter_rows(min_row=2):
+        for cell in row_cells:
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.freeze_panes = "C2"
+    ws.auto_filter.ref = ws.dimensions
+    if rows and yes_no:
+        dv = DataValidation(type="list", formula1='"yes,no"', allow_blank=True)
+        ws.add_data_validation(dv)
+        for c in yes_no:
+            letter = get_column_letter(columns.index(c) + 1)
+            dv.add(f"{letter}2:{letter}{len(rows) + 1}")
+
+
+def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+    """Write the workbook for a traced run (default ``RUN_DIR/review.xlsx``); returns its path."""
+    from openpyxl import Workbook
+
+    rd = Path(run_dir)
+    records = load_trace(rd)
+    if not records:
+        raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")
+    run = rd.resolve().name
+    rows = checklist_rows(records, run)
+    columns = list(rows[0]) if rows else list(checklist_rows([_blank()], run)[0])
+    yes_no = [REFERENCE_VALID, JUDGE_CORRECT, *(reviewer_column(lab) for lab in LABELS)]
+    wb = Workbook()
+    ws = wb.active
+    ws.title = CHECKLIST
+    _sheet(ws, rows, columns, yes_no, {"question", "key evidence", NOTES, "evidence reason", "query reason"})
+    audit = _audit_rows(records, run)
+    audit_cols = list(audit[0]) if audit else ["run", "question_id", "gold URL"]
+    _sheet(wb.create_sheet(AUDIT), audit, audit_cols, ["reviewer: audit agrees"] if audit else [],
+           {"key evidence", "matched evidence", "judge reason", "gold URL"})
+    tax = [{"category": k, "kind": "system-related (TrekTrace label)", "definition": v} for k, v in DEFINITIONS.items()]
+    tax += [{"category": k, "kind": "system-independent (excluded from agreement)", "definition": v}
+            for k, v in SYSTEM_INDEPENDENT.items()]
+    _sheet(wb.create_sheet(TAXONOMY), tax, ["category", "kind", "definition"], [], {"definition"})
+    path = Path(out) if out else rd / "review.xlsx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    wb.save(tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def _blank() -> TraceRecord:
+    return TraceRecord(question_id="-", dataset="-", question="-", answers=["-"], original_outcome="-", status="done")
+
+
+def read_checklist(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The checklist sheet of a (filled) workbook as one dict per row, keyed by header."""
+    from openpyxl import load_workbook
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no workbook at {p}")
+    wb = load_workbook(p, read_only=True, data_only=True)
+    if CHECKLIST not in wb.sheetnames:
+        raise ValueError(f"{p}: no sheet named {CHECKLIST!r}")
+    rows = list(wb[CHECKLIST].iter_rows(values_only=True))
+    wb.close()
+    if not rows:
+        raise ValueError(f"{p}: the {CHECKLIST!r} sheet is empty")
+    header = [str(h) if h is not None else "" for h in rows[0]]
+    needed = [TREKTRACE_LABELS, REFERENCE_VALID, JUDGE_CORRECT, *(reviewer_column(lab) for lab in LABELS)]
+    missing = [c for c in needed if c not in header]
+    if missing:
+        raise ValueError(f"{p}: the {CHECKLIST!r} sheet lacks column(s) {missing}")
+    out = []
+    for r in rows[1:]:
+        if r is None or all(v is None for v in r):
+            continue
+        out.append({h: ("" if v is None else v) for h, v in zip(header, r, strict=False)})
+    return out

@@ -1,0 +1,164 @@
+"""The case viewer: ``trek trace view RUN_DIR...`` -> one self-contained HTML file.
+
+Every traced case is a collapsible block with its labels; filters select by label, dataset and
+run. Expanding a case shows the evidence behind its labels: flags, queries, the whole retrieved
+collection with the URLs that matched a gold URL (or were named equivalent) highlighted, the URL
+matches, key and matched evidence, both probes' answers and grades, and every model call with
+its raw replies.
+
+Safety: every piece of question, document or model text is HTML-escaped, and the page carries a
+Content-Security-Policy that allows no external resource and only its own inline script (by
+hash), so text that looks like markup is shown, never run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+
+from trek.pages import normalize_url
+from trek.trace.labels import DEFINITIONS, LABELS
+from trek.trace.pipeline import load_trace
+from trek.trace.records import TraceRecord
+
+__all__ = ["render_html", "write_view"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:72em;padding:0 1em;color:#222}
+h1{font-size:1.4em}#filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}
+details.case{border:1px solid #ccc;border-radius:4px;margin:.4em 0;padding:.3em .6em}
+summary{cursor:pointer}.lab{display:inline-block;border-radius:3px;padding:0 .4em;margin-right:.3em;
+font-size:.85em;background:#eee}.lab.Pre-retrieval{background:#fde2c8}.lab.Retrieval{background:#fbd0d0}
+.lab.Interpretation{background:#d8e4fb}.lab.Distraction{background:#e3d5f5}.lab.Randomness{background:#dfeedd}
+.lab.pending{background:#ddd;color:#555}.lab.stale{background:#fff;border:1px dashed #b00;color:#b00}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;
+padding:.2em .5em;vertical-align:top;text-align:left}pre{white-space:pre-wrap;background:#f7f7f7;padding:.4em;
+max-height:20em;overflow:auto}mark{background:#fff2a8}.meta{color:#666;font-size:.9em}
+"""
+
+_JS = """
+(function(){
+  var L=document.getElementById('f-label'),D=document.getElementById('f-dataset'),R=document.getElementById('f-run');
+  var cases=document.querySelectorAll('details.case');
+  function apply(){
+    var n=0;
+    for(var i=0;i<cases.length;i++){
+      var c=cases[i];
+      var ok=(!L.value||c.getAttribute('data-labels').indexOf('|'+L.value+'|')>=0)
+        &&(!D.value||c.getAttribute('data-dataset')===D.value)&&(!R.value||c.getAttribute('data-run')===R.value);
+      c.hidden=!ok; if(ok){n++;}
+    }
+    document.getElementById('shown').textContent=n+' of '+cases.length+' cases shown';
+  }
+  L.addEventListener('change',apply);D.addEventListener('change',apply);R.addEventListener('change',apply);
+  apply();
+})();
+"""
+
+
+def _e(text: object) -> str:
+    return escape("" if text is None else str(text), quote=True)
+
+
+def _flag(v: bool | None) -> str:
+    return "unknown" if v is None else ("yes" if v else "no")
+
+
+def _options(values: Iterable[str]) -> str:
+    return '<option value="">all</option>' + "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
+
+
+def _case(run: str, r: TraceRecord) -> str:
+    labels = r.labels if r.status == "done" else ["pending"]
+    badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
+    if r.stale_reference:
+        badges += '<span class="lab stale">stale reference?</span>'
+    hits = {normalize_url(m.matched_url) for m in r.url_matches if m.matched_url}
+    hits |= {normalize_url(u) for u in r.equivalent_urls}
+    retrieved = "".join(
+        f"<li>{'<mark>' + _e(u) + '</mark>' if normalize_url(u) in hits else _e(u)}</li>" for u in r.retrieved_urls
+    ) or "<li>(none)</li>"
+    matches = "".join(f"<tr><td>{_e(m.gold_url)}</td><td>{_e(m.matched_url or '-')}</td></tr>" for m in r.url_matches)
+    queries = "".join(f"<li>{_e(q)}</li>" for q in r.queries) or "<li>(none)</li>"
+    steps = "".join(
+        f"<tr><td>{_e(s.name)}</td><td>{_e(s.role)}</td><td>{_e(s.model)}</td><td>{_e(s.status)}</td>"
+        f"<td>{_e(s.version)}</td><td>{''.join(f'<pre>{_e(x)}</pre>' for x in s.raw)}{_e(s.error or '')}</td></tr>"
+        for s in r.steps
+    )
+    n = _flag(r.noise_correct) if r.noise_was_run else "not run"
+    rows = [
+        ("Reference answers", " | ".join(r.answers)),
+        ("Effective year", r.effective_year or "not given"),
+        ("Prediction", r.prediction or "(none)"),
+        ("Flags", f"E evidence retrieved: {_flag(r.evidence_retrieved)} ({r.retrieval_basis or '-'}); "
+                  f"Q queries adequate: {_flag(r.query_adequate)}; G gold-only correct: {_flag(r.gold_only_correct)}; "
+                  f"N gold-plus-noise correct: {n}"),
+        ("Key evidence (gold)", r.key_evidence or "-"),
+        ("Matched evidence (retrieved)", r.retrieved_key_evidence or "-"),
+        ("Evidence reason", r.evidence_reason or "-"),
+        ("Query assessment", r.query_reason or "-"),
+        ("Gold-only answer", f"{r.gold_only_answer or '-'} — {r.gold_only_grade_reason or ''}"),
+        ("Gold-plus-noise answer", f"{r.noise_answer or '-'} — {r.noise_grade_reason or ''}"),
+        ("Stale reference", "not checked" if r.stale_reference is None else
+         f"{'flagged' if r.stale_reference else 'supported'} — {r.stale_reason or ''}"),
+        ("Status", r.status + (f": {r.error}" if r.error else "")),
+    ]
+    table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    return (
+        f'<details class="case" data-labels="|{_e("|".join(labels))}|" data-dataset="{_e(r.dataset)}" '
+        f'data-run="{_e(run)}"><summary>{badges}<b>{_e(r.question_id)}</b> <span class="meta">[{_e(run)} · '
+        f"{_e(r.dataset)}]</span> {_e(r.question)}</summary>"
+        f"<table>{table}</table>"
+        f"<h4>Queries</h4><ol>{queries}</ol>"
+        f"<h4>Retrieved URLs ({len(r.retrieved_urls)}; highlighted: same identity as a gold URL or named "
+        f"equivalent)</h4><ol>{retrieved}</ol>"
+        f"<h4>Gold URL matches</h4><table><tr><th>gold URL</th><th>retrieved URL</th></tr>{matches}</table>"
+        f"<h4>Gold-plus-noise context</h4><ol>{''.join(f'<li>{_e(u)}</li>' for u in r.noise_context)}</ol>"
+        f"<h4>Model calls</h4><table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
+        f"<th>replies</th></tr>{steps}</table></details>"
+    )
+
+
+def render_html(items: Sequence[tuple[str, TraceRecord]], title: str = "TrekTrace cases") -> str:
+    """The viewer page for ``(run label, record)`` pairs."""
+    script_hash = base64.b64encode(hashlib.sha256(_JS.encode("utf-8")).digest()).decode()
+    csp = (f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
+           "img-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'")
+    datasets = sorted({r.dataset for _, r in items})
+    run_labels = list(dict.fromkeys(run for run, _ in items))
+    legend = "".join(f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in DEFINITIONS.items())
+    body = "".join(_case(run, r) for run, r in items)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_e(title)}: {len(items)} case(s)</h1>"
+        "<p class=\"meta\">A case may carry a retrieval-side and a post-retrieval label, so label shares need "
+        "not sum to 100%.</p>"
+        f"<details><summary>Label definitions</summary><ul>{legend}</ul></details>"
+        '<div id="filters">Label <select id="f-label">' + _options([*LABELS, "pending"]) + "</select> "
+        'Dataset <select id="f-dataset">' + _options(datasets) + "</select> "
+        'Run <select id="f-run">' + _options(run_labels) + '</select> <span id="shown"></span></div>'
+        f'<div id="cases">{body}</div><script>{_JS}</script></body></html>\n'
+    )
+
+
+def write_view(run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str] | None = None) -> Path:
+    """Write the viewer for one or more traced runs (default ``<first run>/trace.html``)."""
+    if not run_dirs:
+        raise ValueError("give at least one traced run directory")
+    items: list[tuple[str, TraceRecord]] = []
+    for d in run_dirs:
+        recs = load_trace(d)
+        if not recs:
+            raise FileNotFoundError(f"{d}: no trace.jsonl records (run `trek trace {d}` first)")
+        items += [(Path(d).resolve().name, r) for r in recs]
+    path = Path(out) if out else Path(run_dirs[0]) / "trace.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(render_html(items), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
