@@ -3,7 +3,7 @@
     python scripts/demo_ctrl.py [--out build/demo-ctrl]
 
 :func:`build_demo_ctrl` builds the Ctrl contexts from the bundled demo benchmark with the real
-builder (no model, so no fabrication), runs Direct, Rerank, Filter and Structured on the five
+builder (fabrications from the Ctrl build's own scripted demo, :mod:`trek.ctrl.demo`), runs Direct, Rerank, Filter and Structured on the five
 conditions and every ablation with the real runner, and grades every run with each dataset's
 grader, all against :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the model and the
 judge are scripted, and the script is a fixed rule, not a measured behaviour:
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -42,11 +43,21 @@ _FILTER_MARK = "Decide which documents to keep"
 _EXTRACT_MARK = "Go through every document below"
 
 
-def _doc_pattern(date: str, block: str) -> str:
-    """A rendered document: its date line, an optional URL line, the start of its text."""
-    from trek.rag.rerank import block_text
+def _doc_pattern(date: str, text: str, length: int) -> str:
+    """A rendered document: its date line, an optional URL line, the first ``length`` characters
+    of its text."""
+    return re.escape(f"Date: {date}\n") + r"(?:Source URL: [^\n]*\n)?" + re.escape(text[:length])
 
-    return re.escape(f"Date: {date}\n") + r"(?:Source URL: [^\n]*\n)?" + re.escape(block_text(block)[:80])
+
+def _distinct_prefixes(texts: list[str], least: int = 80) -> list[int]:
+    """For each text, a prefix length that tells it from every other text of the list (a
+    fabrication starts like the gold document it was made from)."""
+    out = []
+    for i, t in enumerate(texts):
+        common = max((len(os.path.commonprefix([t, u])) for j, u in enumerate(texts) if j != i and u != t),
+                     default=0)
+        out.append(max(least, common + 40))
+    return out
 
 
 def _signature(blocks: list[str]) -> str:
@@ -59,9 +70,10 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
     """Fake-server rules for the scripted Ctrl model (first match wins; see the module doc)."""
     from trek.ctrl.common import is_fictitious
     from trek.rag.context import CtxRecord
+    from trek.rag.rerank import block_text
 
     rules: list[dict[str, Any]] = []
-    dated: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}
+    dated: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}  # (date, text) -> (answer, role)
     answers: dict[str, set[str]] = {}
     for raw in contexts:
         rec = CtxRecord.model_validate(raw)
@@ -75,10 +87,13 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
                       "reply": json.dumps({"keep_document_ids": keep})})
         for d, block in zip(raw["documents"], blocks, strict=True):
             if d.get("date") and d.get("answer"):
-                dated.setdefault(q.id, {})[(d["date"], _doc_pattern(d["date"], block))] = (d["answer"], d["role"])
+                dated.setdefault(q.id, {})[(d["date"], block_text(block))] = (d["answer"], d["role"])
                 answers.setdefault(q.id, set()).add(d["answer"])
-    for qid, docs in dated.items():
+    for qid, by_text in dated.items():
         qtext = re.escape(questions[qid].question)
+        texts = list(dict.fromkeys(t for _, t in by_text))
+        length = dict(zip(texts, _distinct_prefixes(texts), strict=True))
+        docs = {(date, _doc_pattern(date, t, length[t])): v for (date, t), v in by_text.items()}
         # every pattern starts with a literal, so rules of other questions fail after a quick scan
         for (_, pat), (ans, role) in sorted(docs.items(), key=lambda kv: kv[0][0], reverse=True):
             if role != "relevance":  # extraction sees through off-topic documents, not through dates
@@ -131,7 +146,7 @@ def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
 
 def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     """Build, run and grade the Ctrl demo into ``out`` (rebuilt from scratch; a few seconds)."""
-    from trek.ctrl.build import build
+    from trek.ctrl.demo import build_with_demo_fabrications
     from trek.ctrl.pools import from_mini
     from trek.datasets import mini
     from trek.grading import grade_run
@@ -148,7 +163,7 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     if out.exists():
         shutil.rmtree(out)
     ctx_dir, runs = out / "contexts", out / "runs"
-    result = build(from_mini(), ctx_dir, source="mini")
+    result = build_with_demo_fabrications(from_mini(), ctx_dir, source="mini")
     records = read_context_records(result.contexts_path)
     raw = [obj for _, obj in iter_json_lines(result.contexts_path)]
     questions = load_ctrl_questions(result.pools_path)

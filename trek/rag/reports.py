@@ -145,7 +145,7 @@ def ctrl_micro(df: pd.DataFrame, conditions: Sequence[str] = MAIN) -> pd.DataFra
 
 def ctrl_by_dataset(df: pd.DataFrame, conditions: Sequence[str] = MAIN) -> pd.DataFrame:
     """Table 7: :func:`ctrl_micro` per dataset, each model x method followed by its micro average."""
-    per = _accuracy_rows(df, ["model", "method", "dataset"], conditions)
+    per = _accuracy_rows(df, ["model", "method", "dataset"], conditions).sort_index()
     micro = _accuracy_rows(df, ["model", "method"], conditions)
     rows = []
     for m in dict.fromkeys(df["model"]):
@@ -158,6 +158,7 @@ def ctrl_by_dataset(df: pd.DataFrame, conditions: Sequence[str] = MAIN) -> pd.Da
             rows.append(((m, k, "micro"), micro.loc[(m, k)]))
     out = pd.DataFrame([r for _, r in rows], index=pd.MultiIndex.from_tuples([i for i, _ in rows],
                                                                             names=["model", "method", "dataset"]))
+    out["n"] = out["n"].astype(int)
     return out.round(1)
 
 
