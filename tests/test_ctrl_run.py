@@ -211,3 +211,19 @@ def test_cli_prompt_overrides_reach_the_model_and_the_run_record(ctrl, tmp_path,
     res = CliRunner().invoke(app, ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods",
                                    "direct", "--conditions", "OO", "--prompts", str(prompts), "--dry-run"])
     assert res.exit_code == 2 and "rag.answr" in res.output
+
+
+def test_cli_budget_stops_issuing_calls_and_leaves_answers_pending(ctrl, tmp_path, mini):
+    path, qs = ctrl
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m": {"input": 1000.0, "output": 1000.0}}))  # dollars per 1M tokens
+    runs = tmp_path / "r"
+    args = ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods", "direct,filter",
+            "--conditions", "OO", "--prices", str(prices), "--budget", "5", "--no-progress"]
+    with FakeOpenAIServer(script=script(mini, qs)) as srv:
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--max-connections", "1"])
+        spent = srv.stats()["requests"]
+    assert res.exit_code == 3, res.output
+    assert "budget cap" in res.output and 0 < spent < 9  # 3 direct + 6 filter calls without a budget
+    answers = {**R.load_answers(runs / run_label("m", "direct", "OO")), **R.load_answers(runs / run_label("m", "filter", "OO"))}
+    assert any(t.status == "pending" for t in answers.values())
