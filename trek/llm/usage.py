@@ -118,18 +118,12 @@ def usage_from_raw(raw: dict[str, Any]) -> Usage:
     u = raw.get("usage") if isinstance(raw, dict) else None
     if not isinstance(u, dict):
         return Usage(calls=1, cost_usd=None)
-    if "input_tokens" in u or "output_tokens" in u:  # Responses API
-        return Usage(
-            prompt_tokens=_int(u, "input_tokens"),
-            completion_tokens=_int(u, "output_tokens"),
-            reasoning_tokens=_int(u, "output_tokens_details", "reasoning_tokens"),
-            cached_tokens=_int(u, "input_tokens_details", "cached_tokens"),
-            calls=1,
-        )
+    responses = "input_tokens" in u or "output_tokens" in u  # the Responses API names them so
+    inp, out = ("input_tokens", "output_tokens") if responses else ("prompt_tokens", "completion_tokens")
     return Usage(
-        prompt_tokens=_int(u, "prompt_tokens"),
-        completion_tokens=_int(u, "completion_tokens"),
-        reasoning_tokens=_int(u, "completion_tokens_details", "reasoning_tokens"),
-        cached_tokens=_int(u, "prompt_tokens_details", "cached_tokens"),
+        prompt_tokens=_int(u, inp),
+        completion_tokens=_int(u, out),
+        reasoning_tokens=_int(u, f"{out}_details", "reasoning_tokens"),
+        cached_tokens=_int(u, f"{inp}_details", "cached_tokens"),
         calls=1,
     )
