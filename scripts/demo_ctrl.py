@@ -3,7 +3,7 @@
     python scripts/demo_ctrl.py [--out build/demo-ctrl]
 
 :func:`build_demo_ctrl` builds the Ctrl contexts from the bundled demo benchmark with the real
-builder (fabrications from the Ctrl build's own scripted demo, :mod:`trek.ctrl.demo`), runs Direct, Rerank, Filter and Structured on the five
+builder (fabrications from the scripted demo in ``scripts/demo_ctrl_build.py``), runs Direct, Rerank, Filter and Structured on the five
 conditions and every ablation with the real runner, and grades every run with each dataset's
 grader, all against :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the model and the
 judge are scripted, and the script is a fixed rule, not a measured behaviour:
@@ -146,7 +146,6 @@ def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
 
 def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     """Build, run and grade the Ctrl demo into ``out`` (rebuilt from scratch; a few seconds)."""
-    from trek.ctrl.demo import build_with_demo_fabrications
     from trek.ctrl.pools import from_mini
     from trek.datasets import mini
     from trek.grading import grade_run
@@ -157,6 +156,7 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     from trek.types import iter_json_lines
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from demo_ctrl_build import build_with_demo_fabrications
     from demo_runs import JUDGE, demo_script  # the Wild demo's scripted judge
 
     out = Path(out)

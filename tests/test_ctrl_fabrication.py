@@ -248,7 +248,10 @@ def test_openai_compatible_embeddings_endpoint():
 
 
 def test_offline_demo_fabrications_go_through_the_real_checks(tmp_path):
-    from trek.ctrl.demo import build_with_demo_fabrications, demo_script
+    from _scripts import load_script
+
+    demo = load_script("demo_ctrl_build")
+    build_with_demo_fabrications, demo_script = demo.build_with_demo_fabrications, demo.demo_script
 
     pools = from_mini(question_ids=["mini:01", "mini:02"])
     assert any("Variant: 5 of" in r.get("pattern", "") for r in demo_script(pools))

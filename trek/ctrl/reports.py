@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import difflib
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from trek.ctrl.build import CONTEXTS_FILE, POOLS_FILE, build
+from trek.ctrl.build import CONTEXTS_FILE, POOLS_FILE
 from trek.ctrl.conditions import ALL_CONDITIONS, MAIN_CONDITIONS
 from trek.ctrl.contexts import Context, read_contexts
-from trek.ctrl.pools import Pool, from_mini, read_pools
+from trek.ctrl.pools import Pool, read_pools
 from trek.ctrl.shortcuts import HEURISTICS, audit
 
 __all__ = [
     "Built",
-    "demo_build",
+    "demo_build_dir",
     "load_build",
     "composition_table",
     "distraction_examples",
@@ -54,24 +53,12 @@ def load_build(folder: str | os.PathLike[str]) -> Built:
     return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE))
 
 
-def demo_build(build_dir: str | os.PathLike[str] | None = None, fabrication: bool = True) -> Built:
-    """Build Ctrl from TrekBench-Mini offline into ``build_dir`` (default ``build/ctrl-mini``).
-
-    With ``fabrication`` the fabrications come from the scripted fake server
-    (:mod:`trek.ctrl.demo`: demo data through the real pipeline); without it there are none.
-    """
+def demo_build_dir() -> Path:
+    """Where ``make demo`` writes the offline Ctrl build (``build/demo-ctrl/contexts``): TrekBench-Mini
+    with fabrications from a scripted model (``scripts/demo_ctrl_build.py``), i.e. demo data."""
     from trek.paper import repo_root
 
-    out = Path(build_dir) if build_dir else repo_root() / "build" / "ctrl-mini"
-    with warnings.catch_warnings():  # tqdm's notebook check (no ipywidgets) is noise here
-        warnings.filterwarnings("ignore", message="IProgress not found")
-        if fabrication:
-            from trek.ctrl.demo import build_with_demo_fabrications
-
-            build_with_demo_fabrications(from_mini(), out, source="mini")
-        else:
-            build(from_mini(), out, source="mini")
-    return load_build(out)
+    return repo_root() / "build" / "demo-ctrl" / "contexts"
 
 
 def _order(conditions: list[str]) -> list[str]:

@@ -1,5 +1,7 @@
 """An offline fabrication demo: TrekBench-Mini fabrications made through the scripted fake server.
 
+A script, not part of the package (it drives :mod:`trek.testing`); ``scripts/demo_ctrl.py`` uses it.
+
 :func:`demo_script` writes, from the demo benchmark's own labels, the replies a fabrication model
 would give: the locate step returns the first sentence of a gold document that names the reference
 answer, the edit step replaces that answer in the sentence with an answer an outdated (else
