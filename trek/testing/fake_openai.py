@@ -109,6 +109,28 @@ enabled ``fault_types`` (all four by default):
     Status 200 whose body is the first half of a genuine reply, i.e. invalid
     JSON.
 
+Rate limits
+-----------
+With ``rate_limit=(N, window_s)`` the server keeps OpenAI's request limit: a bucket of ``N``
+requests that refills continuously at ``N / window_s`` per second. Every completion reply carries
+``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests`` and
+``x-ratelimit-reset-requests`` (time until the bucket is full, e.g. ``120ms``, ``1.5s``,
+``6m0s``); a request that finds the bucket empty is answered 429 with ``Retry-After`` and the same
+headers, and counted in ``/_stats`` as ``rate_limited``. ``token_limit=(T, window_s)`` does the
+same for tokens (``x-ratelimit-*-tokens``; a request counts its prompt tokens plus its
+``max_tokens``/``max_completion_tokens``).
+
+Batch API
+---------
+``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}``,
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}`` and
+``POST /v1/batches/{id}/cancel`` follow OpenAI's wire format. A batch is ``validating`` then
+``in_progress`` for ``batch_delay`` seconds after creation, then ``completed`` with an output file
+(one line per answered request: ``{"id", "custom_id", "response": {"status_code", "request_id",
+"body"}, "error"}``) and, when some items failed, an error file. ``batch_fail`` names
+``custom_id`` values (or, as a float in [0, 1], a seeded fraction) answered as failed items;
+``batch_expire=True`` ends batches as ``expired`` with the unanswered items in the error file.
+
 Command line
 ------------
 ``python -m trek.testing.fake_openai --port 0`` prints exactly one line,
@@ -123,6 +145,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import re
 import signal
 import socket
@@ -132,6 +155,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from trek.llm.pacing import format_reset
 
 try:
     from aiohttp import web
@@ -290,6 +315,40 @@ class _Reject(Exception):
         self.response = response
 
 
+# --------------------------------------------------------------------------- rate limits
+
+
+class _LimitBucket:
+    """OpenAI-style limit: ``capacity`` units refilling continuously over ``window`` seconds."""
+
+    def __init__(self, capacity: int, window: float) -> None:
+        if capacity < 1 or window <= 0:
+            raise ValueError("a rate limit needs a capacity >= 1 and a window > 0 seconds")
+        self.capacity = float(capacity)
+        self.rate = float(capacity) / float(window)
+        self._level = float(capacity)
+        self._t = time.monotonic()
+
+    def level(self, now: float) -> float:
+        self._level = min(self.capacity, self._level + (now - self._t) * self.rate)
+        self._t = now
+        return self._level
+
+    def take(self, n: float) -> None:
+        self._level -= n
+
+    def wait(self, n: float, now: float) -> float:
+        return max(0.0, (min(n, self.capacity) - self.level(now)) / self.rate)
+
+    def headers(self, kind: str, now: float) -> dict[str, str]:
+        level = self.level(now)
+        return {
+            f"x-ratelimit-limit-{kind}": str(int(self.capacity)),
+            f"x-ratelimit-remaining-{kind}": str(max(0, math.floor(level))),
+            f"x-ratelimit-reset-{kind}": format_reset((self.capacity - level) / self.rate),
+        }
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -315,6 +374,11 @@ class FakeOpenAIServer:
         require_key: str | None = None,
         fault_types: Sequence[str] | None = None,
         models: Sequence[str] = DEFAULT_MODELS,
+        rate_limit: tuple[int, float] | None = None,
+        token_limit: tuple[int, float] | None = None,
+        batch_delay: float = 0.0,
+        batch_fail: Sequence[str] | float | None = None,
+        batch_expire: bool = False,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
@@ -335,6 +399,15 @@ class FakeOpenAIServer:
         self.require_key = require_key
         self.fault_types = kinds
         self.models = tuple(models)
+        self._limits = {
+            kind: _LimitBucket(*spec) for kind, spec in (("requests", rate_limit), ("tokens", token_limit)) if spec
+        }
+        self._rate_limited = 0
+        self.batch_delay = float(batch_delay)
+        self.batch_fail = batch_fail
+        self.batch_expire = bool(batch_expire)
+        self._files: dict[str, dict[str, Any]] = {}
+        self._batches: dict[str, dict[str, Any]] = {}
 
         self._lock = threading.Lock()
         self._requests = 0
@@ -369,6 +442,9 @@ class FakeOpenAIServer:
                 "requests": self._requests,
                 "ok_by_key": dict(self._ok_by_key),
                 "faults": dict(self._faults),
+                "rate_limited": self._rate_limited,
+                "batches": len(self._batches),
+                "files": len(self._files),
             }
 
     def reset_stats(self) -> None:
@@ -378,6 +454,7 @@ class FakeOpenAIServer:
             self._ok_by_key.clear()
             self._faults = dict.fromkeys(FAULT_TYPES, 0)
             self._arrivals.clear()
+            self._rate_limited = 0
 
     def decide_fault(self, key: str, arrival: int) -> str | None:
         """Return the fault kind for the ``arrival``-th (0-based) request with ``key``, or None."""
@@ -560,6 +637,43 @@ class FakeOpenAIServer:
                 self._faults[kind] += 1
         return kind
 
+    def _take_limits(self, body: dict[str, Any]) -> tuple[dict[str, str], web.Response | None]:
+        """Take this request from the rate-limit buckets: (headers, a 429 reply when over a limit)."""
+        if not self._limits:
+            return {}, None
+        texts = [_text_of(m.get("content")) for m in self._input_as_messages(body.get("messages") or body.get("input"))]
+        cost = {
+            "requests": 1.0,
+            "tokens": float(_count_tokens(" ".join(texts))
+                            + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)),
+        }
+        now = time.monotonic()
+        headers: dict[str, str] = {}
+        over: list[tuple[str, float]] = []
+        with self._lock:
+            fits = all(b.level(now) >= cost[k] for k, b in self._limits.items())
+            for kind, b in self._limits.items():
+                if fits:
+                    b.take(cost[kind])
+                else:
+                    over.append((kind, b.wait(cost[kind], now)))
+                headers.update(b.headers(kind, now))
+            if not fits:
+                self._rate_limited += 1
+        if fits:
+            return headers, None
+        kind, wait = max(over, key=lambda kv: kv[1])
+        wait_ms = max(1, math.ceil(wait * 1000))
+        headers.update({"Retry-After": f"{max(1, math.ceil(wait))}", "retry-after-ms": str(wait_ms)})
+        limit = int(self._limits[kind].capacity)
+        return headers, _error_response(
+            429,
+            f"Rate limit reached for {body.get('model')} on {kind}: Limit {limit}. Please try again in {wait_ms}ms.",
+            err_type=kind,
+            code="rate_limit_exceeded",
+            headers=headers,
+        )
+
     def _count_ok(self, key: str) -> None:
         with self._lock:
             self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
@@ -628,6 +742,11 @@ class FakeOpenAIServer:
                 await asyncio.sleep(self.latency)
             return rej.response
         key = request_key(body[required[1]])
+        limit_headers, limited = self._take_limits(body)
+        if limited:
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            return limited
         fault = self._register_arrival(key)
         if fault == "stall":
             if not await self._stall():
@@ -646,7 +765,7 @@ class FakeOpenAIServer:
         if fault == "malformed":
             return web.Response(status=200, body=data[: len(data) // 2], headers=_JSON_HEADERS)
         self._count_ok(key)
-        return web.Response(status=200, body=data, headers=_JSON_HEADERS)
+        return web.Response(status=200, body=data, headers={**_JSON_HEADERS, **limit_headers})
 
     def _script_error(self, rule: _Rule) -> web.Response:
         err = rule.payload
@@ -889,7 +1008,29 @@ def _build_parser() -> argparse.ArgumentParser:
         default=",".join(FAULT_TYPES),
         help=f"comma-separated subset of {','.join(FAULT_TYPES)}",
     )
+    p.add_argument("--rate-limit", default=None, metavar="N/SECONDS",
+                   help="request limit, e.g. 600/60: N requests per window, refilling continuously")
+    p.add_argument("--token-limit", default=None, metavar="N/SECONDS", help="token limit, e.g. 200000/60")
+    p.add_argument("--batch-delay", type=float, default=0.0, help="seconds a batch stays in progress")
+    p.add_argument("--batch-fail", default=None,
+                   help="comma-separated custom_ids (or a fraction in [0, 1]) answered as failed batch items")
     return p
+
+
+def _limit_arg(text: str | None) -> tuple[int, float] | None:
+    if not text:
+        return None
+    n, _, w = text.partition("/")
+    return int(n), float(w or 60)
+
+
+def _fail_arg(text: str | None) -> list[str] | float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return [t.strip() for t in text.split(",") if t.strip()]
 
 
 async def _serve_forever(server: FakeOpenAIServer) -> None:
@@ -921,6 +1062,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=args.port,
             require_key=args.require_key,
             fault_types=[t.strip() for t in args.fault_types.split(",") if t.strip()],
+            rate_limit=_limit_arg(args.rate_limit),
+            token_limit=_limit_arg(args.token_limit),
+            batch_delay=args.batch_delay,
+            batch_fail=_fail_arg(args.batch_fail),
         )
     except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
         parser.error(str(exc))
