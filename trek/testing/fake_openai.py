@@ -24,7 +24,8 @@ Default replies
 ---------------
 Without a matching script rule, the assistant answers
 ``"fake answer " + request_key(messages)[:12]``.  Usage numbers are whitespace
-token counts (at least 1) of the prompt text and the reply, so the same request
+token counts (at least 1) of the prompt text and the reply (with ``tokenizer="o200k_base"``:
+o200k_base tokens in OpenAI's chat format, as :mod:`trek.llm.estimate` counts them), so the same request
 always yields the same reply, in any process.  The reply's ``model`` echoes the
 request's ``model``.
 
@@ -379,6 +380,7 @@ class FakeOpenAIServer:
         batch_delay: float = 0.0,
         batch_fail: Sequence[str] | float | None = None,
         batch_expire: bool = False,
+        tokenizer: str | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
@@ -399,6 +401,9 @@ class FakeOpenAIServer:
         self.require_key = require_key
         self.fault_types = kinds
         self.models = tuple(models)
+        if tokenizer not in (None, "o200k_base"):
+            raise ValueError("tokenizer must be None (whitespace counts) or 'o200k_base'")
+        self.tokenizer = tokenizer
         self._limits = {
             kind: _LimitBucket(*spec) for kind, spec in (("requests", rate_limit), ("tokens", token_limit)) if spec
         }
@@ -778,6 +783,14 @@ class FakeOpenAIServer:
             code=err.get("code"),
         )
 
+    def _counts(self, messages: Any, tools: Any, texts: Sequence[str], completion_text: str) -> tuple[int, int]:
+        """(prompt, completion) tokens: whitespace words, or o200k_base in OpenAI's chat format."""
+        if self.tokenizer == "o200k_base":
+            from trek.llm.estimate import count_chat_tokens, count_text_tokens
+
+            return count_chat_tokens(messages, tools), max(1, count_text_tokens(completion_text))
+        return _count_tokens(" ".join(texts)), _count_tokens(completion_text)
+
     @staticmethod
     def _usage_numbers(prompt: int, completion: int, override: dict[str, Any] | None) -> tuple[int, int, int]:
         total = None
@@ -824,7 +837,7 @@ class FakeOpenAIServer:
             message["content"] = text
             completion_text = text
         prompt, completion, total = self._usage_numbers(
-            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+            *self._counts(messages, body.get("tools"), texts, completion_text), rule.usage if rule else None
         )
         return {
             "id": "chatcmpl-" + key[:29],
@@ -924,7 +937,7 @@ class FakeOpenAIServer:
             )
             completion_text = text
         prompt, completion, total = self._usage_numbers(
-            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+            *self._counts(inp, body.get("tools"), texts, completion_text), rule.usage if rule else None
         )
         return {
             "id": "resp_" + _short_hash(key, "resp", n=40),
