@@ -55,6 +55,8 @@ def run(
     yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
     assume_output: int = typer.Option(4096, "--assume-output", min=1, help="Estimate: output tokens per call for requests that send no max_tokens."),
     batch: bool = typer.Option(False, "--batch", help="Send through OpenAI's Batch API (half price, results within 24 h); re-run to resume polling."),
+    batch_poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch."),
+    batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
 
@@ -99,7 +101,9 @@ def run(
         if batch:
             from trek.llm.openai_batch import run_openai_batch
 
-            summary = run_sync(run_openai_batch(requests, out, client))
+            summary = run_sync(run_openai_batch(requests, out, client, wait=batch_wait, poll_seconds=batch_poll,
+                                                progress=progress))
+            _err.print(summary.batch.describe(), highlight=False)
         else:
             summary = run_sync(run_batch(requests, out, client))
     except (RecordError, ValueError, FatalLLMError, OSError) as e:

@@ -464,6 +464,9 @@ class LLMClient:
 
     def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:
         usage = self._price_usage(model, usage_from_raw(raw))
+        factor = (raw.get("_trek") or {}).get("price_factor") if isinstance(raw, dict) else None
+        if factor is not None and usage.cost_usd is not None:  # a Batch API reply: billed at its price
+            usage = usage.model_copy(update={"cost_usd": usage.cost_usd * float(factor)})
         if cached:
             usage = usage.model_copy(update={"cached_calls": 1})
             self.cache_hits += 1

@@ -48,6 +48,7 @@ __all__ = [
     "count_text_tokens",
     "estimate_requests",
     "is_openai_model",
+    "request_body",
 ]
 
 #: Input-token range, as factors of the o200k_base count, for models with another tokenizer.
@@ -210,25 +211,29 @@ class Estimate:
 class RecordingClient(LLMClient):
     """An :class:`LLMClient` that records the requests it is asked to send and sends none.
 
-    Every call comes back ``pending`` ("dry run"), so a system or a grader stops after its first
+    Every call comes back ``pending`` (``error``), so a system or a grader stops after its first
     step; ``recorded`` holds ``(api, body, sample)`` of each call in order. Built from a real
-    client (same endpoint, model, cache and prices, so cache keys match).
+    client (same endpoint, model and prices, so cache keys match). With ``use_cache=True`` it
+    answers from the real client's cache and records only what is not there (replaying replies a
+    batch loaded; a dry run uses ``False`` so that a cached first step does not run the tools).
     """
 
-    def __init__(self, like: LLMClient):
-        super().__init__(like.model, base_url=like.base_url, api_key="sk-dry-run", cache=None,
-                         prices=like.prices, progress=False, max_connections=like.max_connections)
+    def __init__(self, like: LLMClient, *, use_cache: bool = False, error: str = "dry run: not sent"):
+        super().__init__(like.model, base_url=like.base_url, api_key="sk-dry-run",
+                         cache=like.cache if use_cache else None, prices=like.prices, progress=False,
+                         max_connections=like.max_connections)
         self.recorded: list[tuple[str, dict[str, Any], int]] = []
+        self._error = error
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
+        if self.cache is not None and self.cache.lookup(request_key(self.cache_request(api, body, sample))) is not None:
+            return await super()._call(api, model, body, sample)
         self.recorded.append((api, body, sample))
-        return LLMResult(status="pending", model=model, api=api, error="dry run: not sent")
-
-    def requests(self) -> list[tuple[str, dict[str, Any], int]]:
-        return list(self.recorded)
+        return LLMResult(status="pending", model=model, api=api, error=self._error)
 
 
-def _body(client: LLMClient, r: ChatRequest) -> dict[str, Any]:
+def request_body(client: LLMClient, r: ChatRequest) -> dict[str, Any]:
+    """The chat body ``client`` sends for ``r`` (the body its cache key is made of)."""
     body: dict[str, Any] = {"model": r.model or client.model, "messages": list(r.messages), **r.params}
     if r.tools:
         body["tools"] = r.tools
@@ -287,7 +292,7 @@ def estimate_requests(
     """
     items: list[tuple[str, dict[str, Any], int]] = []
     for r in requests:
-        items.append(("chat", _body(client, r), r.sample) if isinstance(r, ChatRequest) else r)
+        items.append(("chat", request_body(client, r), r.sample) if isinstance(r, ChatRequest) else r)
     est = Estimate(label=label, model=None, items=len(items))
     todo = []
     for api, body, sample in items:

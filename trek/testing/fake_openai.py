@@ -567,6 +567,12 @@ class FakeOpenAIServer:
             app.router.add_post(prefix + "/chat/completions", self._handle_chat)
             app.router.add_post(prefix + "/responses", self._handle_responses)
             app.router.add_get(prefix + "/models", self._handle_models)
+            app.router.add_post(prefix + "/files", self._handle_file_upload)
+            app.router.add_get(prefix + "/files/{file_id}", self._handle_file_get)
+            app.router.add_get(prefix + "/files/{file_id}/content", self._handle_file_content)
+            app.router.add_post(prefix + "/batches", self._handle_batch_create)
+            app.router.add_get(prefix + "/batches/{batch_id}", self._handle_batch_get)
+            app.router.add_post(prefix + "/batches/{batch_id}/cancel", self._handle_batch_cancel)
         app.router.add_get("/_stats", self._handle_stats)
         app.router.add_post("/_reset", self._handle_reset)
         app.router.add_route("*", "/{tail:.*}", self._handle_unknown)
@@ -994,6 +1000,158 @@ class FakeOpenAIServer:
     async def _handle_reset(self, request: web.Request) -> web.StreamResponse:
         self.reset_stats()
         return web.Response(body=_dumps({"ok": True}), headers=_JSON_HEADERS)
+
+    # ------------------------------------------------------------------ files and batches
+
+    def _new_file(self, data: bytes, filename: str, purpose: str) -> dict[str, Any]:
+        with self._lock:
+            fid = f"file-{_short_hash('file', len(self._files), filename, time.time())}"
+            obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                   "filename": filename, "purpose": purpose, "status": "processed", "status_details": None}
+            self._files[fid] = {"object": obj, "data": data}
+        return obj
+
+    async def _handle_file_upload(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._check_auth(request)
+        except _Reject as rej:
+            return rej.response
+        form = await request.post()
+        purpose, upload = form.get("purpose"), form.get("file")
+        if purpose != "batch" or upload is None or not hasattr(upload, "file"):
+            return _error_response(400, "Send a multipart 'file' with purpose 'batch'.", param="purpose")
+        obj = self._new_file(upload.file.read(), getattr(upload, "filename", None) or "upload.jsonl", "batch")
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    def _file_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
+        f = self._files.get(request.match_info["file_id"])
+        if f is None:
+            return _error_response(404, f"No such File object: {request.match_info['file_id']}", param="id")
+        return f
+
+    async def _handle_file_get(self, request: web.Request) -> web.StreamResponse:
+        f = self._file_or_404(request)
+        return f if isinstance(f, web.Response) else web.Response(body=_dumps(f["object"]), headers=_JSON_HEADERS)
+
+    async def _handle_file_content(self, request: web.Request) -> web.StreamResponse:
+        f = self._file_or_404(request)
+        if isinstance(f, web.Response):
+            return f
+        return web.Response(body=f["data"], headers={"Content-Type": "application/octet-stream"})
+
+    async def _handle_batch_create(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._check_auth(request)
+            body = json.loads(await request.read())
+        except _Reject as rej:
+            return rej.response
+        except ValueError:
+            return _error_response(400, "The request body could not be parsed as JSON.")
+        fid, endpoint = body.get("input_file_id"), body.get("endpoint")
+        if fid not in self._files:
+            return _error_response(400, f"No such File object: {fid}", param="input_file_id")
+        if endpoint not in ("/v1/chat/completions", "/v1/responses"):
+            return _error_response(400, f"Unsupported endpoint {endpoint!r}.", param="endpoint")
+        if body.get("completion_window") != "24h":
+            return _error_response(400, "completion_window must be '24h'.", param="completion_window")
+        lines = [ln for ln in self._files[fid]["data"].decode("utf-8").splitlines() if ln.strip()]
+        now = int(time.time())
+        with self._lock:
+            bid = f"batch_{_short_hash('batch', len(self._batches), fid, time.time())}"
+            obj = {
+                "id": bid, "object": "batch", "endpoint": endpoint, "errors": None, "input_file_id": fid,
+                "completion_window": "24h", "status": "validating", "output_file_id": None, "error_file_id": None,
+                "created_at": now, "in_progress_at": None, "expires_at": now + 86400, "finalizing_at": None,
+                "completed_at": None, "failed_at": None, "expired_at": None, "cancelling_at": None,
+                "cancelled_at": None, "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata") or None,
+            }
+            self._batches[bid] = {"object": obj, "lines": lines, "t0": time.monotonic()}
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    def _batch_item_fails(self, custom_id: str) -> bool:
+        spec = self.batch_fail
+        if spec is None:
+            return False
+        if isinstance(spec, float | int) and not isinstance(spec, bool):
+            draw = int.from_bytes(hashlib.sha256(f"{self.seed}|batch|{custom_id}".encode()).digest()[:8], "big") / 2.0**64
+            return draw < float(spec)
+        return custom_id in set(spec)
+
+    def _finish_batch(self, b: dict[str, Any]) -> None:
+        """Answer every line of a batch (once) and write its output and error files."""
+        obj = b["object"]
+        out_lines, err_lines = [], []
+        n = len(b["lines"])
+        for i, line in enumerate(b["lines"]):
+            item = json.loads(line)
+            cid = str(item.get("custom_id"))
+            rid = f"batch_req_{_short_hash(obj['id'], cid)}"
+            req_id = f"req_{_short_hash('req', obj['id'], cid, n=32)}"
+            if self.batch_expire and i >= n // 2:
+                err_lines.append({"id": rid, "custom_id": cid, "response": None,
+                                  "error": {"code": "batch_expired",
+                                            "message": "This request could not be executed before the completion window expired."}})
+                continue
+            if self._batch_item_fails(cid):
+                err_lines.append({"id": rid, "custom_id": cid, "response": {
+                    "status_code": 500, "request_id": req_id,
+                    "body": {"error": {"message": "The server had an error processing your request.",
+                                       "type": "server_error", "param": None, "code": None}}}, "error": None})
+                continue
+            body = item.get("body") or {}
+            api_field = "messages" if obj["endpoint"] == "/v1/chat/completions" else "input"
+            key = request_key(body.get(api_field))
+            build = self._build_chat if api_field == "messages" else self._build_responses
+            payload = build(body, key)
+            if isinstance(payload, web.Response):  # a scripted error
+                status = payload.status
+                out_body = json.loads(payload.body)  # type: ignore[arg-type]
+                err_lines.append({"id": rid, "custom_id": cid, "response": {
+                    "status_code": status, "request_id": req_id, "body": out_body}, "error": None})
+                continue
+            self._count_ok(key)
+            out_lines.append({"id": rid, "custom_id": cid, "response": {
+                "status_code": 200, "request_id": req_id, "body": payload}, "error": None})
+        now = int(time.time())
+        if out_lines:
+            obj["output_file_id"] = self._new_file(
+                b"".join(_dumps(x) + b"\n" for x in out_lines), f"{obj['id']}_output.jsonl", "batch_output")["id"]
+        if err_lines:
+            obj["error_file_id"] = self._new_file(
+                b"".join(_dumps(x) + b"\n" for x in err_lines), f"{obj['id']}_error.jsonl", "batch_output")["id"]
+        obj["request_counts"] = {"total": n, "completed": len(out_lines), "failed": len(err_lines)}
+        obj["finalizing_at"] = now
+        if self.batch_expire:
+            obj.update(status="expired", expired_at=now)
+        else:
+            obj.update(status="completed", completed_at=now)
+
+    async def _handle_batch_get(self, request: web.Request) -> web.StreamResponse:
+        b = self._batches.get(request.match_info["batch_id"])
+        if b is None:
+            return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
+        obj = b["object"]
+        # Handlers run on the server's one event loop, without awaiting in between: no lock needed.
+        if obj["status"] in ("validating", "in_progress"):
+            elapsed = time.monotonic() - b["t0"]
+            if elapsed >= self.batch_delay:
+                self._finish_batch(b)
+            else:
+                obj["status"] = "in_progress"
+                obj["in_progress_at"] = obj["in_progress_at"] or int(time.time())
+                done = int(len(b["lines"]) * elapsed / self.batch_delay)
+                obj["request_counts"] = {"total": len(b["lines"]), "completed": done, "failed": 0}
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    async def _handle_batch_cancel(self, request: web.Request) -> web.StreamResponse:
+        b = self._batches.get(request.match_info["batch_id"])
+        if b is None:
+            return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
+        obj = b["object"]
+        if obj["status"] in ("validating", "in_progress"):
+            obj.update(status="cancelled", cancelled_at=int(time.time()), cancelling_at=int(time.time()))
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
 
     async def _handle_unknown(self, request: web.Request) -> web.StreamResponse:
         return _error_response(404, f"Invalid URL ({request.method} {request.path})")
