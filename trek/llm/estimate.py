@@ -195,7 +195,7 @@ class Estimate:
             return body + f"\ntotal: ${self.usd_low:.4f} - ${self.usd_high:.4f}"
         rng = lambda t: f"{t[0]:,}" if t[0] == t[1] else f"{t[0]:,} - {t[1]:,}"  # noqa: E731
         lines = [
-            f"{self.label} ({self.model}): {self.items} items, {self.cached_items} already in the cache "
+            f"{self.label} ({self.model}): {self.items} items, {self.cached_items} already done or in the cache "
             f"-> {rng(self.calls)} calls",
             f"  input tokens:  {rng(self.input_tokens)}",
             f"  output tokens: {rng(self.output_tokens)}",
