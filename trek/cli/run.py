@@ -221,7 +221,7 @@ def run(
         if dry_run:
             typer.echo(est.describe())
             return
-        confirm_spend(est, confirm_above, yes)
+        confirm_spend(est, confirm_above, yes, budget)
         run_config = {"question_set": questions, "fetch": fetch}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url

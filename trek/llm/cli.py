@@ -14,14 +14,21 @@ _err = Console(stderr=True)
 CONFIRM_ABOVE_USD = 5.0
 
 
-def confirm_spend(estimate: object, confirm_above: float | None, yes: bool) -> None:
+def confirm_spend(estimate: object, confirm_above: float | None, yes: bool, budget: float | None = None) -> None:
     """Ask before a run whose high estimate exceeds ``confirm_above`` dollars (``--yes`` skips).
 
-    Without a terminal to ask on, the run stops (exit 2) and says to pass ``--yes``.
+    A ``--budget`` is taken as the answer: the run cannot spend more than it, so there is no
+    question (a note says when the high estimate passes the budget). Without a terminal to ask
+    on, the run stops (exit 2) and says to pass ``--yes``.
     """
     import sys
 
     high = float(getattr(estimate, "usd_high", 0.0))
+    if budget is not None:
+        if high > budget:
+            _err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
+                       "budget and the rest stay pending", highlight=False)
+        return
     if yes or confirm_above is None or high <= confirm_above:
         return
     _err.print(estimate.describe(), highlight=False)  # type: ignore[attr-defined]
@@ -97,7 +104,7 @@ def run(
         if dry_run:
             typer.echo(est.describe())
             return
-        confirm_spend(est, confirm_above, yes)
+        confirm_spend(est, confirm_above, yes, budget)
         if batch:
             from trek.llm.openai_batch import run_openai_batch
 

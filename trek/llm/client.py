@@ -371,12 +371,18 @@ class LLMClient:
                 f"a budget is set but model '{model}' has no price in the price table; "
                 "add it (TREK_PRICES or --prices) or drop the budget"
             )
+        prompt, max_out = self._rough_tokens(body, default_out=1024)
+        return (prompt * price.input + max_out * price.output) / 1e6
+
+    def _rough_tokens(self, body: dict[str, Any], default_out: float) -> tuple[float, float]:
+        """Quick (prompt, output) token guesses for a request: prompt characters / 4, and the
+        output cap it sends, else the mean output so far, else ``default_out``."""
         prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
         max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
         if max_out is None:
             done = self.usage.calls - self.usage.cached_calls
-            max_out = (self.usage.completion_tokens / done) if done else 1024
-        return (prompt_chars / 4 * price.input + float(max_out) * price.output) / 1e6
+            max_out = (self.usage.completion_tokens / done) if done else default_out
+        return prompt_chars / 4, float(max_out)
 
     # -- single calls -----------------------------------------------------------------------
     async def achat(
@@ -516,12 +522,7 @@ class LLMClient:
     def _token_estimate(self, body: dict[str, Any]) -> float:
         """Tokens a request counts against a token rate limit: prompt (chars / 4) plus the
         output cap (or the mean output so far)."""
-        prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
-        max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
-        if max_out is None:
-            done = self.usage.calls - self.usage.cached_calls
-            max_out = (self.usage.completion_tokens / done) if done else 0
-        return prompt_chars / 4 + float(max_out)
+        return sum(self._rough_tokens(body, default_out=0))
 
     def pace(self) -> str:
         """The current rate-limit pace of this client's endpoint, for a progress bar."""

@@ -64,15 +64,16 @@ def is_openai_model(model: str | None) -> bool:
 
 @lru_cache(maxsize=1)
 def _encoding() -> Any:
-    try:
-        import bpe_openai
-    except ImportError:  # pragma: no cover - a dependency of trek
-        raise RuntimeError("token counting needs the bpe-openai package: pip install bpe-openai") from None
     import warnings
 
     with warnings.catch_warnings():  # the package reads its data with a deprecated importlib call
         warnings.simplefilter("ignore", DeprecationWarning)
-        return bpe_openai.get_encoding("o200k_base")
+        try:
+            import bpe_openai
+
+            return bpe_openai.get_encoding("o200k_base")
+        except ImportError:  # pragma: no cover - a dependency of trek
+            raise RuntimeError("token counting needs the bpe-openai package: pip install bpe-openai") from None
 
 
 def count_text_tokens(text: str) -> int:
