@@ -4,6 +4,7 @@ bounds hold against the run the fake judge then serves, and batched grades come 
 import json
 
 import pytest
+from test_grading import QUESTIONS, SCRIPT, trajectories  # the same made-up run and scripted judge
 from typer.testing import CliRunner
 
 from trek import templates
@@ -12,25 +13,8 @@ from trek.grading import estimate_grading, judge_requests, run_grading, run_grad
 from trek.llm import LLMCache, LLMClient
 from trek.llm.usage import Price, PriceTable
 from trek.testing.fake_openai import FakeOpenAIServer
-from trek.types import Grade, Question, Trajectory, read_jsonl, write_jsonl
+from trek.types import Grade, read_jsonl, write_jsonl
 
-SCRIPT = [
-    {"pattern": "Gold target", "reply": "A"},
-    {"pattern": "Reference answer", "reply": "No"},
-    {"reply": "evaluation: correct"},
-]
-QUESTIONS = [
-    Question(id="freshqa:1", dataset="freshqa", question="Capital of France?", answers=["Paris"], effective_year=2024),
-    Question(id="freshqa:2", dataset="freshqa", question="Largest moon of Saturn?", answers=["Titan"], effective_year=2024),
-    Question(id="infodeepseek:1", dataset="infodeepseek", question="Who wrote the novel?", answers=["R. Author"]),
-    Question(id="sealqa:1", dataset="sealqa", question="How many bridges?", answers=["12"], effective_year=2025),
-]
-ANSWERS = [
-    Trajectory(question_id="freshqa:1", model="m", final_answer="paris."),  # exact match: no judge call
-    Trajectory(question_id="freshqa:2", model="m", final_answer="Saturn VI (Titan)"),
-    Trajectory(question_id="infodeepseek:1", model="m", final_answer="Someone Else"),
-    Trajectory(question_id="sealqa:1", model="m", final_answer="twelve"),
-]
 PRICES = PriceTable({"gpt-4o-mini": Price(input=1.0, output=4.0)})
 
 
@@ -41,7 +25,7 @@ def run_dir(tmp_path, monkeypatch):
     templates.set_prompts_dir(None)
     d = tmp_path / "run"
     write_jsonl(d / "questions.jsonl", QUESTIONS)
-    write_jsonl(d / "answers.jsonl", ANSWERS)
+    write_jsonl(d / "answers.jsonl", trajectories())
     yield d
     templates.set_prompts_dir(None)
 

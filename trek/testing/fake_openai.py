@@ -1127,10 +1127,16 @@ class FakeOpenAIServer:
         else:
             obj.update(status="completed", completed_at=now)
 
-    async def _handle_batch_get(self, request: web.Request) -> web.StreamResponse:
+    def _batch_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
         b = self._batches.get(request.match_info["batch_id"])
         if b is None:
             return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
+        return b
+
+    async def _handle_batch_get(self, request: web.Request) -> web.StreamResponse:
+        b = self._batch_or_404(request)
+        if isinstance(b, web.Response):
+            return b
         obj = b["object"]
         # Handlers run on the server's one event loop, without awaiting in between: no lock needed.
         if obj["status"] in ("validating", "in_progress"):
@@ -1145,9 +1151,9 @@ class FakeOpenAIServer:
         return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
 
     async def _handle_batch_cancel(self, request: web.Request) -> web.StreamResponse:
-        b = self._batches.get(request.match_info["batch_id"])
-        if b is None:
-            return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
+        b = self._batch_or_404(request)
+        if isinstance(b, web.Response):
+            return b
         obj = b["object"]
         if obj["status"] in ("validating", "in_progress"):
             obj.update(status="cancelled", cancelled_at=int(time.time()), cancelling_at=int(time.time()))
