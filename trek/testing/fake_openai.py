@@ -1191,6 +1191,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-delay", type=float, default=0.0, help="seconds a batch stays in progress")
     p.add_argument("--batch-fail", default=None,
                    help="comma-separated custom_ids (or a fraction in [0, 1]) answered as failed batch items")
+    p.add_argument("--batch-expire", action="store_true", help="end batches as expired, half their items unanswered")
+    p.add_argument("--tokenizer", default=None, choices=["o200k_base"],
+                   help="count usage in o200k_base tokens (default: whitespace words)")
     return p
 
 
@@ -1243,6 +1246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             token_limit=_limit_arg(args.token_limit),
             batch_delay=args.batch_delay,
             batch_fail=_fail_arg(args.batch_fail),
+            batch_expire=args.batch_expire,
+            tokenizer=args.tokenizer,
         )
     except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
         parser.error(str(exc))
