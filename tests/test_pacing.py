@@ -122,3 +122,13 @@ def test_unpaced_client_would_hit_the_limit(tmp_path, monkeypatch):
         stats = srv.stats()
     assert all(r.ok for r in res)
     assert stats["rate_limited"] > 5
+
+
+def test_a_late_reply_with_an_older_figure_does_not_raise_the_estimate():
+    clock = Clock()
+    p = RatePacer(clock)
+    h = {"x-ratelimit-limit-requests": "10", "x-ratelimit-reset-requests": "800ms"}
+    p.observe({**h, "x-ratelimit-remaining-requests": "2"})
+    # a reply processed by the server earlier arrives now, saying 6 were left then
+    p.observe({**h, "x-ratelimit-remaining-requests": "6", "x-ratelimit-reset-requests": "400ms"})
+    assert p.requests.available(clock.t) == pytest.approx(2)

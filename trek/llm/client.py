@@ -494,7 +494,7 @@ class LLMClient:
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
         st = self._state()
         pacer = self.limits.pacer(self.base_url)
-        tokens = self._token_estimate(body)
+        tokens = self._token_estimate(body) if pacer.tokens.remaining is not None else 0.0
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(_Retryable),
             stop=stop_after_attempt(self.max_retries + 1),

@@ -95,6 +95,7 @@ class _Bucket:
                 outstanding: float, now: float) -> None:
         if remaining is None:
             return
+        before = self.available(now)
         if limit is not None:
             self.limit = limit
         if reset is not None and reset > 0 and self.limit is not None and self.limit > remaining:
@@ -103,6 +104,10 @@ class _Bucket:
         self.reset_at = now + (reset or 0.0)
         self.t0 = now
         self.taken = outstanding
+        # Replies can arrive out of order: a late one carries an older, higher figure. Both
+        # views err low, so the lower one is kept.
+        if before is not None and before < remaining - outstanding:
+            self.taken = remaining - before
 
     def available(self, now: float) -> float | None:
         if self.remaining is None:
