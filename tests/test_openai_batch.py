@@ -126,3 +126,19 @@ def test_llm_run_batch_twice(tmp_path, monkeypatch):
         assert r.exit_code == 0, r.output
         assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0
         assert "sk-secret-key" not in r.output
+
+
+def test_a_batch_created_but_not_recorded_is_adopted_not_resubmitted(tmp_path):
+    state = tmp_path / "s"
+    with FakeOpenAIServer() as srv:
+        client = _client(srv, tmp_path)
+        _, reqs = _reqs(client, 3)
+        run_sync(submit_and_collect(reqs, client, state, wait=False, progress=False))
+        # as if killed right after batches.create returned, before its id was written down
+        recorded = json.loads((state / BATCH_STATE).read_text())
+        made = recorded["batches"][0]["id"]
+        recorded["batches"][0]["id"] = None
+        (state / BATCH_STATE).write_text(json.dumps(recorded))
+        run = run_sync(submit_and_collect(reqs, client, state, poll_seconds=0.01, progress=False))
+        assert run.submitted == 0 and run.loaded == 3 and run.batch_ids == [made]
+        assert srv.stats()["batches"] == 1

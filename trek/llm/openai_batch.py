@@ -136,6 +136,12 @@ async def _submit(sdk: openai.AsyncOpenAI, state: _State, b: dict[str, Any]) -> 
         f = await _retrying(lambda: sdk.files.create(file=(b["request_file"], data, "application/jsonl"), purpose="batch"))
         b["input_file_id"] = f.id
         state.save()
+    if not b.get("id"):  # a process killed between create and save: adopt the batch it made
+        page = await _retrying(lambda: sdk.batches.list(limit=100))
+        made = next((x for x in page.data if x.input_file_id == b["input_file_id"]), None)
+        if made is not None:
+            b["id"], b["status"] = made.id, made.status
+            state.save()
     if not b.get("id"):
         batch = await _retrying(lambda: sdk.batches.create(
             input_file_id=b["input_file_id"], endpoint=b["endpoint"], completion_window="24h",

@@ -124,9 +124,10 @@ same for tokens (``x-ratelimit-*-tokens``; a request counts its prompt tokens pl
 Batch API
 ---------
 ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}``,
-``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}`` and
-``POST /v1/batches/{id}/cancel`` follow OpenAI's wire format. A batch is ``validating`` then
-``in_progress`` for ``batch_delay`` seconds after creation, then ``completed`` with an output file
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches`` (newest first),
+``GET /v1/batches/{id}`` and ``POST /v1/batches/{id}/cancel`` follow OpenAI's wire format.
+A batch is ``validating`` then ``in_progress`` for ``batch_delay`` seconds after creation, then
+``completed`` with an output file
 (one line per answered request: ``{"id", "custom_id", "response": {"status_code", "request_id",
 "body"}, "error"}``) and, when some items failed, an error file. ``batch_fail`` names
 ``custom_id`` values (or, as a float in [0, 1], a seeded fraction) answered as failed items;
@@ -571,6 +572,7 @@ class FakeOpenAIServer:
             app.router.add_get(prefix + "/files/{file_id}", self._handle_file_get)
             app.router.add_get(prefix + "/files/{file_id}/content", self._handle_file_content)
             app.router.add_post(prefix + "/batches", self._handle_batch_create)
+            app.router.add_get(prefix + "/batches", self._handle_batch_list)
             app.router.add_get(prefix + "/batches/{batch_id}", self._handle_batch_get)
             app.router.add_post(prefix + "/batches/{batch_id}/cancel", self._handle_batch_cancel)
         app.router.add_get("/_stats", self._handle_stats)
@@ -1126,6 +1128,13 @@ class FakeOpenAIServer:
             obj.update(status="expired", expired_at=now)
         else:
             obj.update(status="completed", completed_at=now)
+
+    async def _handle_batch_list(self, request: web.Request) -> web.StreamResponse:
+        data = [b["object"] for b in reversed(list(self._batches.values()))]
+        limit = int(request.query.get("limit", 20))
+        body = {"object": "list", "data": data[:limit], "first_id": data[0]["id"] if data else None,
+                "last_id": data[:limit][-1]["id"] if data else None, "has_more": len(data) > limit}
+        return web.Response(body=_dumps(body), headers=_JSON_HEADERS)
 
     def _batch_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
         b = self._batches.get(request.match_info["batch_id"])
