@@ -78,7 +78,13 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--unpaced", action="store_true",
+                    help="switch the pacer off (for comparison: the client then meets the limit by 429s and retries)")
     args = ap.parse_args()
+    if args.unpaced:
+        from trek.llm.pacing import RatePacer
+
+        RatePacer.reserve = lambda self, tokens=0.0: 0.0  # type: ignore[method-assign]
     runs = [one_run(args, f"r{i}-{time.time()}") for i in range(args.repeats)]
     med = {k: statistics.median(r[k] for r in runs) for k in ("seconds", "ratio", "rate_limited", "rate_limited_share")}
     out = {"config": vars(args), "runs": runs, "median": med, "ideal_seconds": runs[0]["ideal_seconds"],
