@@ -146,3 +146,21 @@ def test_cache_scan_ignores_other_prompts(tmp_path):
     cache.store("k", client.cache_request("chat", body, 0), {"choices": [], "usage": {"completion_tokens": 999}})
     est = estimate_requests(_requests(2), client)
     assert est.output_tokens == (2, 80)
+
+
+def test_both_cache_scans_agree(tmp_path, monkeypatch):
+    """The SQLite scan (``->``) and the Python fallback find the same cached outputs."""
+    import trek.llm.estimate as est_mod
+
+    cache = LLMCache(tmp_path / "c.sqlite")
+    client = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", cache=cache, prices=PRICES, progress=False)
+    msgs = [{"role": "user", "content": 'é "q" \n\t \\ ü 😀'}]
+    for sample, n in ((0, 7), (1, 11)):
+        cache.store(f"k{sample}", client.cache_request("chat", {"model": "gpt-4o-mini", "messages": msgs, "temperature": 1}, sample),
+                    {"choices": [], "usage": {"completion_tokens": n}})
+    wanted = {est_mod._wanted_id("chat", {"model": "gpt-4o-mini", "messages": msgs})}
+    fast = est_mod._observed_outputs(cache, wanted)
+    monkeypatch.setattr(est_mod, "_SCAN_SQL", "SELECT no_such_function(1)")
+    slow = est_mod._observed_outputs(cache, wanted)
+    assert {k: sorted(v) for k, v in fast.items()} == {k: sorted(v) for k, v in slow.items()}
+    assert sorted(next(iter(fast.values()))) == [7, 11]

@@ -28,6 +28,7 @@ compares. TrekTrace and Ctrl plug in the same way: build their first-step reques
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from trek.llm.cache import request_key
+from trek.llm.cache import _canonical, request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.usage import usage_from_raw
 
@@ -241,29 +242,48 @@ def request_body(client: LLMClient, r: ChatRequest) -> dict[str, Any]:
     return body
 
 
-def _prompt_id(api: str, body: dict[str, Any]) -> str:
-    return request_key({"api": api, "model": body.get("model"), "prompt": body.get("messages", body.get("input"))})
+# The cache holds canonical JSON (sorted keys, no spaces); SQLite's ``->`` gives back a part of it
+# in the same text, so the prompt of every row can be read without parsing rows in Python.
+_SCAN_SQL = (
+    "SELECT request -> '$.api', request -> '$.body.model', "
+    "coalesce(request -> '$.body.messages', request -> '$.body.input'), "
+    "coalesce(response -> '$.usage.completion_tokens', response -> '$.usage.output_tokens') FROM responses"
+)
 
 
 def _observed_outputs(cache: Any, wanted: set[str]) -> dict[str, list[int]]:
-    """Output tokens of cached replies whose prompt (model + messages) is in ``wanted``."""
+    """Output tokens of the cached replies whose prompt id (:func:`_wanted_id`) is in ``wanted``."""
     out: dict[str, list[int]] = {}
     if cache is None or not wanted:
         return out
     try:
         with cache._lock:
-            rows = cache._conn.execute("SELECT request, response FROM responses").fetchall()
-    except sqlite3.Error:  # pragma: no cover - a cache in use elsewhere
+            rows = cache._conn.execute(_SCAN_SQL).fetchall()
+        for api, model, prompt, completion in rows:
+            pid = hashlib.sha256("\x1f".join(map(str, (api, model, prompt))).encode("utf-8")).hexdigest()
+            if pid in wanted and completion is not None:
+                out.setdefault(pid, []).append(int(completion))
         return out
+    except sqlite3.OperationalError:  # an SQLite without ``->`` (before 3.38): parse in Python
+        pass
+    with cache._lock:
+        rows = cache._conn.execute("SELECT request, response FROM responses").fetchall()
     for req_s, resp_s in rows:
         try:
             req = json.loads(req_s)
-            pid = _prompt_id(req.get("api", "chat"), req.get("body") or {})
+            body = req.get("body") or {}
+            pid = _wanted_id(req.get("api"), body)
             if pid in wanted:
                 out.setdefault(pid, []).append(usage_from_raw(json.loads(resp_s)).completion_tokens)
         except (ValueError, AttributeError):
             continue
     return out
+
+
+def _wanted_id(api: Any, body: dict[str, Any]) -> str:
+    """The id :func:`_observed_outputs` gives the prompt of ``body`` (canonical JSON of each part)."""
+    prompt = body.get("messages", body.get("input"))
+    return hashlib.sha256("\x1f".join(_canonical(x) for x in (api, body.get("model"), prompt)).encode("utf-8")).hexdigest()
 
 
 def _cap(body: dict[str, Any]) -> int | None:
@@ -304,7 +324,7 @@ def estimate_requests(
             todo.append((api, body))
     models = sorted({str(b.get("model")) for _, b, _ in items}) or [str(client.model)]
     est.model = ", ".join(models)
-    observed = _observed_outputs(client.cache, {_prompt_id(api, b) for api, b in todo})
+    observed = _observed_outputs(client.cache, {_wanted_id(api, b) for api, b in todo})
     a = assumption
     k_lo, k_hi = a.calls_low, a.calls_high
     calls = [0, 0]
@@ -321,7 +341,7 @@ def estimate_requests(
         if (lo_f, hi_f) != (1.0, 1.0):
             band = OTHER_TOKENIZER_BAND
         cap = _cap(body)
-        obs = observed.get(_prompt_id(api, body))
+        obs = observed.get(_wanted_id(api, body))
         if obs:
             per_lo, per_hi = min(obs), max(obs)
             if cap is not None:
