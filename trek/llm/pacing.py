@@ -7,7 +7,8 @@ OpenAI (and servers that copy it) send, with every reply, how much of the rate l
     x-ratelimit-reset-requests: 120ms      x-ratelimit-reset-tokens: 6m0s
 
 "reset" is the time until the limit is back to full; the limit refills continuously, so the
-refill rate is ``(limit - remaining) / reset``. :class:`RatePacer` keeps one bucket per kind
+refill rate is ``(limit - remaining) / reset`` (with half a unit taken off ``limit - remaining``,
+since a whole-number ``remaining`` hides the fraction that has refilled). :class:`RatePacer` keeps one bucket per kind
 (requests, tokens) from those headers. Before each request :meth:`RatePacer.reserve` takes what
 the request will use and returns how long to wait first: zero while the bucket has room, then
 ``shortfall / rate`` — requests are spread at the rate the limit refills instead of being sent
@@ -16,7 +17,8 @@ as not counting any request still in flight or waiting, so the client can only u
 limit, by at most its in-flight requests.
 
 Without headers there is no pacing (a local server); ``max_connections`` stays the ceiling in
-every case. The pacer holds plain numbers and ``time.monotonic`` values (no asyncio objects), so
+every case. Before the first reply nothing is known, so a first burst wider than the limit can
+meet a few 429s, retried as usual. The pacer holds plain numbers and ``time.monotonic`` values (no asyncio objects), so
 one pacer per endpoint is shared by every client and event loop that share an
 :class:`~trek.llm.client.EndpointLimits`.
 """
@@ -98,8 +100,10 @@ class _Bucket:
         before = self.available(now)
         if limit is not None:
             self.limit = limit
-        if reset is not None and reset > 0 and self.limit is not None and self.limit > remaining:
-            self.rate = (self.limit - remaining) / reset
+        if reset is not None and reset > 0 and self.limit is not None and self.limit > remaining + 0.5:
+            # ``remaining`` is a whole number while the bucket refills continuously: what is
+            # really left lies in [remaining, remaining + 1); take the middle.
+            self.rate = (self.limit - remaining - 0.5) / reset
         self.remaining = remaining
         self.reset_at = now + (reset or 0.0)
         self.t0 = now
