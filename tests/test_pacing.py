@@ -34,26 +34,65 @@ class Clock:
         return self.t
 
 
+H = {"x-ratelimit-limit-requests": "10"}
+
+
+def _hdr(remaining, reset):
+    return {**H, "x-ratelimit-remaining-requests": str(remaining), "x-ratelimit-reset-requests": reset}
+
+
 def test_pacer_spreads_requests_at_the_refill_rate():
     clock = Clock()
     p = RatePacer(clock)
     assert p.reserve() == 0.0 and p.pace() == ""  # no headers: no pacing
-    p.done()
-    # limit 10 per second, "2" left (really 2 to 3: taken as 2.5), full again in 0.75 s: 10/s
-    p.observe({"x-ratelimit-limit-requests": "10", "x-ratelimit-remaining-requests": "2",
-               "x-ratelimit-reset-requests": "750ms"})
+    first = p.send()
+    # limit 10, "2" left (really 2 to 3), full again in 0.75 s: the rate is within
+    # [7 / 0.75, 8 / 0.75] = [9.33, 10.67], taken as the middle, 10 per second
+    p.observe(_hdr(2, "750ms"), first)
     assert p.requests.rate == pytest.approx(10.0)
     waits = [p.reserve() for _ in range(5)]
     # two fit now, then one every 0.1 s
     assert waits == pytest.approx([0.0, 0.0, 0.1, 0.2, 0.3])
     assert p.pace() == "pace=10 req/s"
-    # half a second later, a reply says 3 are left: the other 4 outstanding count as unseen
+    # half a second later all five are sent; the reply to the second of them says 3 are left:
+    # it counts the three sent up to it, the other three are still to subtract
     clock.t += 0.5
-    p.done()
-    p.observe({"x-ratelimit-limit-requests": "10", "x-ratelimit-remaining-requests": "3",
-               "x-ratelimit-reset-requests": "650ms"})
-    assert p.requests.available(clock.t) == pytest.approx(3 - 4)
-    assert p.reserve() == pytest.approx(0.2)
+    tickets = [p.send() for _ in range(5)]
+    p.observe(_hdr(3, "650ms"), tickets[1])  # bounds [9.23, 10.77]: the rate stays 10
+    assert p.requests.rate == pytest.approx(10.0)
+    assert p.requests.available(clock.t) == pytest.approx(3 - 3)
+    assert p.reserve() == pytest.approx(0.1)
+
+
+def test_replies_out_of_order_and_sends_out_of_order():
+    clock = Clock()
+    p = RatePacer(clock)
+    for _ in range(4):
+        p.reserve()
+    t = [p.send() for _ in range(4)]
+    p.observe(_hdr(2, "800ms"), t[3])
+    assert p.requests.available(clock.t) == pytest.approx(2)
+    # a reply to an earlier request arrives late, saying 5 were left then: 3 sent after it
+    p.observe(_hdr(5, "500ms"), t[0])
+    assert p.requests.available(clock.t) == pytest.approx(2)
+    # reserved A then B, but B goes out first: B's reply has not counted A
+    p.reserve()
+    p.reserve()
+    b = p.send()
+    p.observe(_hdr(1, "900ms"), b)
+    assert p.requests.available(clock.t) == pytest.approx(1 - 1)
+
+
+def test_a_429_did_not_count_its_own_request():
+    clock = Clock()
+    p = RatePacer(clock)
+    for _ in range(3):
+        p.reserve()
+    t = [p.send() for _ in range(3)]
+    p.observe(_hdr(0, "1s"), t[2], counted=False)
+    assert p.requests.available(clock.t) == pytest.approx(-1)  # the third is to be sent again
+    p.observe(_hdr(0, "1s"), t[2])
+    assert p.requests.available(clock.t) == pytest.approx(0)
 
 
 def test_pacer_without_a_limit_header_waits_for_the_reset():
@@ -66,10 +105,12 @@ def test_pacer_without_a_limit_header_waits_for_the_reset():
 def test_pacer_tokens_bucket():
     clock = Clock()
     p = RatePacer(clock)
+    # 100 of 1000 left, full in 9 s: the rate is within [899 / 9, 900 / 9] = [99.89, 100]
     p.observe({"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "100",
-               "x-ratelimit-reset-tokens": "8.995s"})  # (1000 - 100.5) / 8.995 = 100 tokens/s
+               "x-ratelimit-reset-tokens": "9s"})
+    assert p.tokens.rate == pytest.approx(99.94, abs=0.01)
     assert p.reserve(80) == 0.0
-    assert p.reserve(70) == pytest.approx(0.5)
+    assert p.reserve(70) == pytest.approx(50 / p.tokens.rate)
 
 
 def test_fake_server_sends_rate_limit_headers_and_429s_beyond_the_limit():
@@ -122,13 +163,3 @@ def test_unpaced_client_would_hit_the_limit(tmp_path, monkeypatch):
         stats = srv.stats()
     assert all(r.ok for r in res)
     assert stats["rate_limited"] > 5
-
-
-def test_a_late_reply_with_an_older_figure_does_not_raise_the_estimate():
-    clock = Clock()
-    p = RatePacer(clock)
-    h = {"x-ratelimit-limit-requests": "10", "x-ratelimit-reset-requests": "800ms"}
-    p.observe({**h, "x-ratelimit-remaining-requests": "2"})
-    # a reply processed by the server earlier arrives now, saying 6 were left then
-    p.observe({**h, "x-ratelimit-remaining-requests": "6", "x-ratelimit-reset-requests": "400ms"})
-    assert p.requests.available(clock.t) == pytest.approx(2)

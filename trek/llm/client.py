@@ -508,13 +508,13 @@ class LLMClient:
                         wait = pacer.reserve(tokens)
                         if wait > 0:
                             await asyncio.sleep(wait)
+                        ticket = pacer.send(tokens)
                         self.http_calls += 1
                         seen: dict[str, Any] = {}
                         try:
                             return await self._send_once(st.sdk, api, body, seen)
                         finally:
-                            pacer.done(tokens)
-                            pacer.observe(seen.get("headers"))
+                            pacer.observe(seen.get("headers"), ticket, counted=seen.get("status") != 429)
         except _Retryable as e:
             raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
         raise AssertionError("unreachable")  # pragma: no cover
@@ -574,6 +574,7 @@ class LLMClient:
             text = resp.text if hasattr(resp, "text") else resp.http_response.text
         except openai.APIStatusError as e:
             seen["headers"] = getattr(getattr(e, "response", None), "headers", None)
+            seen["status"] = e.status_code
             raise self._status_error(e, body) from None
         except openai.APIConnectionError as e:  # APITimeoutError included
             if _refused(e):  # some transports report a refused connection as a connect timeout

@@ -7,20 +7,22 @@ OpenAI (and servers that copy it) send, with every reply, how much of the rate l
     x-ratelimit-reset-requests: 120ms      x-ratelimit-reset-tokens: 6m0s
 
 "reset" is the time until the limit is back to full; the limit refills continuously, so the
-refill rate is ``(limit - remaining) / reset`` (with half a unit taken off ``limit - remaining``,
-since a whole-number ``remaining`` hides the fraction that has refilled). :class:`RatePacer` keeps one bucket per kind
-(requests, tokens) from those headers. Before each request :meth:`RatePacer.reserve` takes what
-the request will use and returns how long to wait first: zero while the bucket has room, then
-``shortfall / rate`` — requests are spread at the rate the limit refills instead of being sent
-in a burst that ends in 429s. The bookkeeping is conservative: a reply's ``remaining`` is taken
-as not counting any request still in flight or waiting, so the client can only under-use the
-limit, by at most its in-flight requests.
+refill rate is ``(limit - remaining) / reset`` (within one unit: a whole-number ``remaining``
+hides the fraction that has refilled, so the bounds of successive replies are intersected).
+:class:`RatePacer` keeps one bucket per kind (requests, tokens). Before each request
+:meth:`RatePacer.reserve` takes what the request will use and returns how long to wait first:
+zero while the bucket has room, then ``shortfall / rate``, so requests are spread at the rate the
+limit refills instead of being sent in a burst that ends in 429s. Each reservation gets a ticket
+(how much was reserved up to and including it); a reply's ``remaining`` counts its own request
+and those before it, so the units reserved after its ticket are the ones still to subtract.
+Replies that arrive out of order are therefore read correctly, and the refill between the
+server's figure and its arrival is left out: the pacer errs on the slow side.
 
 Without headers there is no pacing (a local server); ``max_connections`` stays the ceiling in
 every case. Before the first reply nothing is known, so a first burst wider than the limit can
-meet a few 429s, retried as usual. The pacer holds plain numbers and ``time.monotonic`` values (no asyncio objects), so
-one pacer per endpoint is shared by every client and event loop that share an
-:class:`~trek.llm.client.EndpointLimits`.
+meet a few 429s, retried as usual. The pacer holds plain numbers and ``time.monotonic`` values
+(no asyncio objects), so one pacer per endpoint is shared by every client and event loop that
+share an :class:`~trek.llm.client.EndpointLimits`.
 """
 
 from __future__ import annotations
@@ -82,36 +84,55 @@ def _num(headers: Mapping[str, Any], name: str) -> float | None:
 
 
 class _Bucket:
-    """What is left of one limit: ``remaining`` at ``t0`` plus refill, minus what was taken since."""
+    """One limit as the client sees it.
+
+    ``total`` counts every unit reserved so far, ``sent`` the units of requests sent. A reply
+    tells what was ``remaining`` when the server took its request, counting the requests sent
+    before it (its ticket: ``sent`` when it went out); the units reserved but not in that count
+    (``total`` minus the ticket: waiting, or sent later) are still to subtract. What is left now
+    is that ``remaining``, plus the refill since the reply came, minus those units.
+    """
 
     def __init__(self, kind: str):
         self.kind = kind
         self.limit: float | None = None
         self.remaining: float | None = None
-        self.rate: float | None = None  # refill per second
+        self.rate: float | None = None  # refill per second (the middle of what the replies allow)
+        self.rate_lo, self.rate_hi = 0.0, math.inf
         self.reset_at = 0.0
         self.t0 = 0.0
-        self.taken = 0.0  # reserved since t0 (not counted by the server's figure, we assume)
+        self.total = 0.0  # units reserved, ever
+        self.sent = 0.0  # units of the requests sent, ever
+        self.seen = 0.0  # ``sent`` up to the request of the last reply read
 
     def observe(self, remaining: float | None, reset: float | None, limit: float | None,
-                outstanding: float, now: float) -> None:
+                ticket: float, now: float) -> None:
         if remaining is None:
             return
-        before = self.available(now)
         if limit is not None:
+            if limit != self.limit:
+                self.rate_lo, self.rate_hi = 0.0, math.inf  # a new limit: learn its rate afresh
             self.limit = limit
-        if reset is not None and reset > 0 and self.limit is not None and self.limit > remaining + 0.5:
-            # ``remaining`` is a whole number while the bucket refills continuously: what is
-            # really left lies in [remaining, remaining + 1); take the middle.
-            self.rate = (self.limit - remaining - 0.5) / reset
+        if reset is not None and reset > 0 and self.limit is not None and self.limit > remaining:
+            self._learn_rate(self.limit, remaining, reset)
         self.remaining = remaining
         self.reset_at = now + (reset or 0.0)
         self.t0 = now
-        self.taken = outstanding
-        # Replies can arrive out of order: a late one carries an older, higher figure. Both
-        # views err low, so the lower one is kept.
-        if before is not None and before < remaining - outstanding:
-            self.taken = remaining - before
+        self.seen = ticket
+
+    def _learn_rate(self, limit: float, remaining: float, reset: float) -> None:
+        """Narrow the refill rate down. ``remaining`` is a whole number while the bucket refills
+        continuously, so what is really left lies in [remaining, remaining + 1): one reply only
+        bounds the rate to ``[(limit - remaining - 1) / reset, (limit - remaining) / reset]``. The
+        rate is constant, so the bounds of successive replies are intersected; the estimate is
+        the middle (the upper bound halved while nothing better is known). Bounds that no longer
+        meet (a limit that changed) start over."""
+        lo, hi = max(0.0, limit - remaining - 1) / reset, (limit - remaining) / reset
+        nlo, nhi = max(self.rate_lo, lo), min(self.rate_hi, hi)
+        if nlo > nhi * 1.02:  # 2 %: reset times are rounded to the millisecond
+            nlo, nhi = lo, hi
+        self.rate_lo, self.rate_hi = nlo, max(nhi, nlo)
+        self.rate = (self.rate_lo + self.rate_hi) / 2
 
     def available(self, now: float) -> float | None:
         if self.remaining is None:
@@ -120,27 +141,25 @@ class _Bucket:
         left = self.remaining + refill
         if self.limit is not None:
             left = min(left, self.limit)
-        return left - self.taken
+        return left - (self.total - self.seen)
 
-    def wait_for(self, cost: float, now: float) -> float:
-        """Seconds until ``cost`` fits (0 when it does); ``cost`` is taken either way."""
+    def reserve(self, cost: float, now: float) -> float:
+        """Take ``cost`` units; the seconds until they are there (0 when they are)."""
         avail = self.available(now)
-        self.taken += cost
+        self.total += cost
         if avail is None or avail >= cost:
             return 0.0
         if self.rate:
             return (cost - avail) / self.rate
         return max(0.0, self.reset_at - now)  # no refill rate known: wait for the reset
 
-    def release(self, cost: float) -> None:
-        self.taken = max(0.0, self.taken - cost)
-
 
 class RatePacer:
     """Paces the requests to one endpoint from its rate-limit headers (see the module doc).
 
-    ``reserve(tokens)`` before sending returns the seconds to wait; ``done(tokens)`` when a reply
-    (or failure) arrives, then ``observe(headers)`` (429s included) updates the buckets. ``pace()`` describes the current pace for a progress bar.
+    ``wait = reserve(tokens)`` (sleep ``wait`` seconds), ``ticket = send(tokens)`` right before
+    sending, ``observe(headers, ticket)`` with every reply, 429s included. ``pace()`` describes
+    the current pace for a progress bar.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
@@ -148,31 +167,37 @@ class RatePacer:
         self._lock = threading.Lock()
         self.requests = _Bucket("requests")
         self.tokens = _Bucket("tokens")
-        self._outstanding_req = 0.0
-        self._outstanding_tok = 0.0
         self.waited_s = 0.0
         self.paced = 0  # requests that had to wait
         self.last_wait = 0.0
 
     def reserve(self, tokens: float = 0.0) -> float:
+        """Reserve one request of ``tokens`` tokens; the seconds to wait before sending it."""
         with self._lock:
             now = self._clock()
-            w = max(self.requests.wait_for(1.0, now), self.tokens.wait_for(tokens, now))
-            self._outstanding_req += 1.0
-            self._outstanding_tok += tokens
+            w = max(self.requests.reserve(1.0, now), self.tokens.reserve(tokens, now))
             if w > 0:
                 self.paced += 1
                 self.waited_s += w
             self.last_wait = w
             return w
 
-    def done(self, tokens: float = 0.0) -> None:
+    def send(self, tokens: float = 0.0) -> tuple[float, float, float]:
+        """A reserved request goes out now: its ticket for :meth:`observe`. Requests reach the
+        server in the order they are sent, not the order they were reserved (a request reserved
+        later can get an earlier slot after new headers arrive)."""
         with self._lock:
-            self._outstanding_req = max(0.0, self._outstanding_req - 1.0)
-            self._outstanding_tok = max(0.0, self._outstanding_tok - tokens)
+            self.requests.sent += 1.0
+            self.tokens.sent += tokens
+            return self.requests.sent, self.tokens.sent, tokens
 
-    def observe(self, headers: Mapping[str, Any] | None) -> None:
-        """Read the ``x-ratelimit-*`` headers of a reply (any case; missing ones are ignored)."""
+    def observe(
+        self, headers: Mapping[str, Any] | None, ticket: tuple[float, float, float] | None = None,
+        *, counted: bool = True,
+    ) -> None:
+        """Read the ``x-ratelimit-*`` headers of the reply to the request holding ``ticket`` (any
+        case; missing ones are ignored). Without a ticket every reservation counts as seen.
+        ``counted=False`` for a 429: the server did not count the rejected request itself."""
         if not headers:
             return
         try:
@@ -181,15 +206,16 @@ class RatePacer:
             return
         with self._lock:
             now = self._clock()
-            # Call done() for the reply first; counting every other outstanding request as
-            # unseen by the server keeps the estimate on the safe side.
+            req_t, tok_t, own = ticket if ticket is not None else (self.requests.sent, self.tokens.sent, 0.0)
+            if not counted:
+                req_t, tok_t = req_t - 1.0, tok_t - own
             self.requests.observe(
                 _num(h, "x-ratelimit-remaining-requests"), parse_reset(h.get("x-ratelimit-reset-requests")),
-                _num(h, "x-ratelimit-limit-requests"), self._outstanding_req, now,
+                _num(h, "x-ratelimit-limit-requests"), req_t, now,
             )
             self.tokens.observe(
                 _num(h, "x-ratelimit-remaining-tokens"), parse_reset(h.get("x-ratelimit-reset-tokens")),
-                _num(h, "x-ratelimit-limit-tokens"), self._outstanding_tok, now,
+                _num(h, "x-ratelimit-limit-tokens"), tok_t, now,
             )
 
     @property
