@@ -130,7 +130,7 @@ def test_llm_run_batch_twice(tmp_path, monkeypatch):
 
 def test_a_batch_created_but_not_recorded_is_adopted_not_resubmitted(tmp_path):
     state = tmp_path / "s"
-    with FakeOpenAIServer() as srv:
+    with FakeOpenAIServer(batch_delay=0.2) as srv:
         client = _client(srv, tmp_path)
         _, reqs = _reqs(client, 3)
         run_sync(submit_and_collect(reqs, client, state, wait=False, progress=False))
@@ -139,6 +139,14 @@ def test_a_batch_created_but_not_recorded_is_adopted_not_resubmitted(tmp_path):
         made = recorded["batches"][0]["id"]
         recorded["batches"][0]["id"] = None
         (state / BATCH_STATE).write_text(json.dumps(recorded))
-        run = run_sync(submit_and_collect(reqs, client, state, poll_seconds=0.01, progress=False))
+        run = run_sync(submit_and_collect(reqs, client, state, poll_seconds=0.05, progress=False))
         assert run.submitted == 0 and run.loaded == 3 and run.batch_ids == [made]
         assert srv.stats()["batches"] == 1
+
+
+def test_no_wait_still_loads_batches_already_done(tmp_path):
+    with FakeOpenAIServer() as srv:  # no delay: done at the first look
+        client = _client(srv, tmp_path)
+        _, reqs = _reqs(client, 2)
+        run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", wait=False, progress=False))
+        assert run.submitted == 2 and run.loaded == 2 and run.waiting == 0

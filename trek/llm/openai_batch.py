@@ -200,7 +200,8 @@ async def submit_and_collect(
 
     Resumes the batches recorded in ``state_dir`` first; submits only requests neither cached nor
     in a running batch. With ``wait`` it polls every ``poll_seconds`` until every batch is done
-    (or ``max_wait`` seconds pass); without, it returns after submitting.
+    (or ``max_wait`` seconds pass); without, it looks once (loading the batches already done) and
+    returns.
     """
     if client.cache is None:
         raise ValueError("the Batch API path loads replies into the response cache: the client needs one")
@@ -247,8 +248,8 @@ async def submit_and_collect(
         for b in state.active():
             await _submit(sdk, state, b)
         run.batch_ids = [b["id"] for b in state.active()]
-        if wait:
-            await _poll(sdk, client, state, run, poll_seconds, max_wait, progress)
+        # without waiting: one look, loading whatever has finished already
+        await _poll(sdk, client, state, run, poll_seconds, max_wait if wait else 0.0, progress and wait)
         run.waiting = sum(b["requests"] for b in state.active())
     except openai.APIStatusError as e:
         raise ValueError(client._scrub(f"the Batch API refused a step ({e.status_code}): {e.message}")) from None
