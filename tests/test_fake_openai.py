@@ -468,7 +468,8 @@ def test_stats_endpoint_counts(srv):
     assert stats["faults"] == {"429": 0, "500": 0, "stall": 0, "malformed": 0}
 
     srv.reset_stats()
-    assert srv.stats() == {"requests": 0, "ok_by_key": {}, "faults": dict.fromkeys(FAULT_TYPES, 0)}
+    assert srv.stats() == {"requests": 0, "ok_by_key": {}, "faults": dict.fromkeys(FAULT_TYPES, 0),
+                           "rate_limited": 0, "batches": 0, "files": 0}
 
 
 def test_concurrent_requests_with_latency():

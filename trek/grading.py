@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ __all__ = [
     "run_grading",
     "grade_run",
     "grade_command",
+    "estimate_grading",
+    "judge_requests",
+    "run_grading_batch",
 ]
 
 log = logging.getLogger(__name__)
@@ -144,6 +148,67 @@ def run_grading(
     bad template override.
     """
     rd = Path(run_dir)
+    calls0, hits0 = judge.http_calls, judge.cache_hits
+    with _grading_context(rd, judge, prompts_dir):
+        plan = _plan(rd, JudgeConfig.from_settings(judge, settings))
+        final = plan.final
+        kept = len(final)
+        if plan.todo:
+            new = run_sync(_grade_missing(plan.todo, judge, progress, settings))
+            for g in new:
+                final[g.question_id] = g.model_copy(update={"inputs_key": plan.keys[g.question_id]})
+        ordered = [final[qid] for qid in plan.questions if qid in final]
+        runs.write_records(rd, runs.GRADES, ordered)
+    return GradingReport(
+        grades=ordered,
+        kept=kept,
+        graded=len(plan.todo),
+        pending_answers=plan.pending_answers,
+        unanswered=plan.unanswered,
+        path=rd / runs.GRADES,
+        http_calls=judge.http_calls - calls0,
+        cache_hits=judge.cache_hits - hits0,
+    )
+
+
+@dataclass
+class _Plan:
+    """What a grading run must do: the grades kept, the (question, response) pairs to grade."""
+
+    questions: dict[str, Question]
+    final: dict[str, Grade]
+    keys: dict[str, str]
+    todo: list[tuple[Question, str | None]]
+    pending_answers: list[str]
+    unanswered: list[str]
+
+
+def _plan(rd: Path, config: JudgeConfig) -> _Plan:
+    questions = runs.load_questions(rd)
+    answers = runs.load_answers(rd, questions)
+    previous = runs.load_grades(rd)
+    plan = _Plan(questions, {}, {}, [], [], [])
+    for qid, q in questions.items():
+        t = answers.get(qid)
+        if t is None:
+            plan.unanswered.append(qid)
+            continue
+        if t.status == "pending":
+            plan.pending_answers.append(qid)
+            continue
+        key = grade_inputs_key(q, t.final_answer, config)
+        old = previous.get(qid)
+        if old is not None and old.outcome != "pending" and old.inputs_key == key:
+            plan.final[qid] = old
+        else:
+            plan.todo.append((q, t.final_answer))
+            plan.keys[qid] = key
+    return plan
+
+
+@contextlib.contextmanager
+def _grading_context(rd: Path, judge: LLMClient, prompts_dir: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Template overrides and the run's cache (when the judge has none) for one grading call."""
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
     scope = contextlib.ExitStack()
@@ -153,56 +218,91 @@ def run_grading(
     if judge.cache is None:
         own_cache = LLMCache(default_cache_path(rd))
         judge.cache = own_cache
-    calls0, hits0 = judge.http_calls, judge.cache_hits
     try:
-        questions = runs.load_questions(rd)
-        answers = runs.load_answers(rd, questions)
-        grades_path = rd / runs.GRADES
-        previous = runs.load_grades(rd)
-
-        config = JudgeConfig.from_settings(judge, settings)
-        final: dict[str, Grade] = {}
-        keys: dict[str, str] = {}
-        todo: list[tuple[Question, str | None]] = []
-        pending_answers: list[str] = []
-        unanswered: list[str] = []
-        for qid, q in questions.items():
-            t = answers.get(qid)
-            if t is None:
-                unanswered.append(qid)
-                continue
-            if t.status == "pending":
-                pending_answers.append(qid)
-                continue
-            key = grade_inputs_key(q, t.final_answer, config)
-            old = previous.get(qid)
-            if old is not None and old.outcome != "pending" and old.inputs_key == key:
-                final[qid] = old
-            else:
-                todo.append((q, t.final_answer))
-                keys[qid] = key
-        kept = len(final)
-        if todo:
-            new = run_sync(_grade_missing(todo, judge, progress, settings))
-            for g in new:
-                final[g.question_id] = g.model_copy(update={"inputs_key": keys[g.question_id]})
-        ordered = [final[qid] for qid in questions if qid in final]
-        runs.write_records(rd, runs.GRADES, ordered)
+        yield
     finally:
         scope.close()
         if own_cache is not None:
             judge.cache = None
             own_cache.close()
-    return GradingReport(
-        grades=ordered,
-        kept=kept,
-        graded=len(todo),
-        pending_answers=pending_answers,
-        unanswered=unanswered,
-        path=grades_path,
-        http_calls=judge.http_calls - calls0,
-        cache_hits=judge.cache_hits - hits0,
-    )
+
+
+def judge_requests(
+    run_dir: str | os.PathLike[str],
+    judge: LLMClient,
+    *,
+    prompts_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = False,
+    **settings: Any,
+) -> list[tuple[str, dict[str, Any], int]]:
+    """The first judge request of every grade a run would make, as ``(api, body, sample)``,
+    without sending any (a :class:`~trek.llm.estimate.RecordingClient` stands in for the judge).
+    ``use_cache``: answer cached calls from the cache and list only the others (follow-up
+    re-asks of a cached first call included)."""
+    from trek.llm.estimate import RecordingClient
+
+    rd = Path(run_dir)
+    with _grading_context(rd, judge, prompts_dir):
+        rec = RecordingClient(judge, use_cache=use_cache)
+        plan = _plan(rd, JudgeConfig.from_settings(judge, settings))
+        if plan.todo:
+            run_sync(_grade_missing(plan.todo, rec, False, settings))
+    return rec.recorded
+
+
+def estimate_grading(
+    run_dir: str | os.PathLike[str],
+    judge: LLMClient,
+    *,
+    prompts_dir: str | os.PathLike[str] | None = None,
+    batch: bool = False,
+    assume_output: int = 4096,
+    **settings: Any,
+) -> Any:
+    """The :class:`~trek.llm.estimate.Estimate` of grading ``run_dir`` (cache hits excluded)."""
+    from trek.llm.estimate import Assumption, estimate_requests
+    from trek.llm.usage import BATCH_PRICE_FACTOR
+
+    rd = Path(run_dir)
+    reasks = JudgeConfig.from_settings(judge, settings).max_reasks
+    with _grading_context(rd, judge, prompts_dir):
+        return estimate_requests(
+            judge_requests(rd, judge, **settings), judge, label="trek grade",
+            price_factor=BATCH_PRICE_FACTOR if batch else 1.0, assume_output=assume_output,
+            assumption=Assumption(description=f"one judge call per answer to grade; the re-asks of an unreadable "
+                                              f"verdict (up to {reasks}, rare) are not counted"),
+        )
+
+
+def run_grading_batch(
+    run_dir: str | os.PathLike[str],
+    judge: LLMClient,
+    *,
+    prompts_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    wait: bool = True,
+    poll_seconds: float = 30.0,
+    **settings: Any,
+) -> tuple[GradingReport, Any]:
+    """Grade through OpenAI's Batch API: the judge calls not in the cache go into a batch
+    (recorded in ``<run_dir>/openai-batch/``), their replies are loaded into the run's cache, then
+    the run is graded from the cache alone. Items the batch did not answer (failed, expired,
+    still running) and re-asks of unreadable verdicts are left ``pending``: the next run batches
+    them. Returns the grading report and the :class:`~trek.llm.openai_batch.BatchRun`."""
+    from trek.llm.estimate import RecordingClient
+    from trek.llm.openai_batch import submit_and_collect
+
+    rd = Path(run_dir)
+    with _grading_context(rd, judge, prompts_dir):
+        reqs = judge_requests(rd, judge, use_cache=True, **settings)
+        br = run_sync(submit_and_collect(reqs, judge, rd / "openai-batch", wait=wait, poll_seconds=poll_seconds,
+                                         progress=progress))
+        replay = RecordingClient(
+            judge, use_cache=True,
+            error="not answered by the Batch API yet (running, failed or expired; or a re-ask): run again",
+        )
+        report = run_grading(rd, replay, progress=progress, **settings)
+    return report, br
 
 
 def grade_run(
@@ -254,6 +354,14 @@ def grade_command(
         "max_completion_tokens=2000, ...). None is sent unless given.",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the judge calls, tokens and dollars grading would need; send nothing."),
+    confirm_above: float = typer.Option(5.0, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
+    assume_output: int = typer.Option(4096, "--assume-output", min=1, help="Estimate: output tokens per judge call when no max_tokens is sent."),
+    batch: bool = typer.Option(False, "--batch", help="Send the judge calls through OpenAI's Batch API (half price, within 24 h); re-run to resume polling."),
+    batch_poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch."),
+    batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
+    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
@@ -264,7 +372,9 @@ def grade_command(
     unparsed (run the same command again to retry pending ones).
     """
     from trek.analysis import accuracy_by_dataset
+    from trek.llm.cli import confirm_spend
     from trek.llm.client import FatalLLMError
+    from trek.llm.usage import PriceTable
 
     try:
         if not run_dir.is_dir():
@@ -276,11 +386,22 @@ def grade_command(
             max_retries=max_retries,
             cache=LLMCache(default_cache_path(run_dir)),
             progress=progress,
+            prices=PriceTable.load(prices),
         )
         settings = parse_judge_params(judge_param)
         if seed is not None:
             settings["seed"] = seed
-        report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
+        est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch, assume_output=assume_output, **settings)
+        if dry_run:
+            typer.echo(est.describe())
+            return
+        confirm_spend(est, confirm_above, yes)
+        if batch:
+            report, br = run_grading_batch(run_dir, client, prompts_dir=prompts, progress=progress, wait=batch_wait,
+                                           poll_seconds=batch_poll, **settings)
+            typer.echo(br.describe(), err=True)
+        else:
+            report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
     except FatalLLMError as e:
         hint = explain_unsupported_parameter(str(e), sources={"seed": "--seed"})
         typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)

@@ -114,6 +114,21 @@ def run(
         None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the model calls, tokens, search calls and dollars the run would need; send nothing."
+    ),
+    assume_rounds: int = typer.Option(
+        None, "--assume-rounds", min=1,
+        help="Estimate: model calls per agentic question (searches per question with --search openai) "
+        "[default: a range from 1 to --max-rounds + 1].",
+    ),
+    assume_output: int = typer.Option(
+        4096, "--assume-output", min=1, help="Estimate: output tokens per call when no max_tokens is sent."
+    ),
+    confirm_above: float = typer.Option(
+        5.0, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
 ) -> None:
     """Answer the questions with one system and record a trajectory per question.
 
@@ -195,6 +210,18 @@ def run(
             cache=SearchCache(default_search_cache_path(run_dir)),
             **kw,
         )
+        from trek.dry_run import estimate_wild_run
+        from trek.llm.cli import confirm_spend
+
+        est = estimate_wild_run(
+            qs, run_dir, client, backend, system=system, effort=effort, store=store, max_rounds=max_rounds,
+            results_per_search=results, top_k=top_k, page_chars=page_chars, hints=hints,
+            assume_rounds=assume_rounds, assume_output=assume_output,
+        )
+        if dry_run:
+            typer.echo(est.describe())
+            return
+        confirm_spend(est, confirm_above, yes, budget)
         run_config = {"question_set": questions, "fetch": fetch}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url

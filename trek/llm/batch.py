@@ -207,11 +207,9 @@ def _spent_before(out: Path) -> float:
 
 
 def _item_key(client: LLMClient, item: BatchItem) -> str:
-    r = item.request
-    body: dict[str, Any] = {"model": r.model, "messages": r.messages, **r.params}
-    if r.tools:
-        body["tools"] = r.tools
-    return request_key(client.cache_request("chat", body, r.sample))
+    from trek.llm.estimate import request_body
+
+    return request_key(client.cache_request("chat", request_body(client, item.request), item.request.sample))
 
 
 def _line(item: BatchItem, res: LLMResult) -> dict[str, Any]:

@@ -10,6 +10,37 @@ from rich.console import Console
 app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
 _err = Console(stderr=True)
 
+#: Default of ``--confirm-above``: a run whose high estimate passes this many dollars asks first.
+CONFIRM_ABOVE_USD = 5.0
+
+
+def confirm_spend(estimate: object, confirm_above: float | None, yes: bool, budget: float | None = None) -> None:
+    """Ask before a run whose high estimate exceeds ``confirm_above`` dollars (``--yes`` skips).
+
+    A ``--budget`` is taken as the answer: the run cannot spend more than it, so there is no
+    question (a note says when the high estimate passes the budget). Without a terminal to ask
+    on, the run stops (exit 2) and says to pass ``--yes``.
+    """
+    import sys
+
+    high = float(getattr(estimate, "usd_high", 0.0))
+    if budget is not None:
+        if high > budget:
+            _err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
+                       "budget and the rest stay pending", highlight=False)
+        return
+    if yes or confirm_above is None or high <= confirm_above:
+        return
+    _err.print(estimate.describe(), highlight=False)  # type: ignore[attr-defined]
+    question = f"this run may cost up to ${high:.2f} (above --confirm-above ${confirm_above:.2f}); start it?"
+    if not sys.stdin.isatty():
+        _err.print(f"[red]error:[/red] {question} No terminal to ask on: pass --yes to start it, or "
+                   "raise --confirm-above.", highlight=False)
+        raise typer.Exit(2)
+    if not typer.confirm(question, default=False, err=True):
+        _err.print("not started.", highlight=False)
+        raise typer.Exit(1)
+
 
 @app.command("run")
 def run(
@@ -26,6 +57,13 @@ def run(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
                                   help="HTTP transport: httpx (the SDK's default) or aiohttp (pip install 'trek[aiohttp]'; faster for wide fan-out)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and dollars the run would need; send nothing."),
+    confirm_above: float = typer.Option(CONFIRM_ABOVE_USD, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
+    assume_output: int = typer.Option(4096, "--assume-output", min=1, help="Estimate: output tokens per call for requests that send no max_tokens."),
+    batch: bool = typer.Option(False, "--batch", help="Send through OpenAI's Batch API (half price, results within 24 h); re-run to resume polling."),
+    batch_poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch."),
+    batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
 
@@ -55,7 +93,26 @@ def run(
             progress=progress,
             transport=transport,
         )
-        summary = run_sync(run_batch(requests, out, client))
+        from trek.llm.batch import load_requests
+        from trek.llm.estimate import estimate_requests
+        from trek.llm.usage import BATCH_PRICE_FACTOR
+
+        est = estimate_requests(
+            [it.request for it in load_requests(requests, default_model=model)], client, label="trek llm run",
+            price_factor=BATCH_PRICE_FACTOR if batch else 1.0, assume_output=assume_output,
+        )
+        if dry_run:
+            typer.echo(est.describe())
+            return
+        confirm_spend(est, confirm_above, yes, budget)
+        if batch:
+            from trek.llm.openai_batch import run_openai_batch
+
+            summary = run_sync(run_openai_batch(requests, out, client, wait=batch_wait, poll_seconds=batch_poll,
+                                                progress=progress))
+            _err.print(summary.batch.describe(), highlight=False)
+        else:
+            summary = run_sync(run_batch(requests, out, client))
     except (RecordError, ValueError, FatalLLMError, OSError) as e:
         _err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None

@@ -15,6 +15,10 @@ On top of the SDK it adds what an evaluation needs:
   still fails comes back with ``status="pending"`` and its error: it is never turned into
   answer text and never cached. A 4xx that a retry cannot fix (400/401/403/404/422) raises
   :class:`FatalLLMError` at once, carrying the status code and the API's own message;
+* rate-limit pacing (:mod:`trek.llm.pacing`): the ``x-ratelimit-*`` headers of every reply
+  say how much of the provider's limit is left; requests are spread at the rate the limit
+  refills instead of running into 429s (``max_connections`` stays the ceiling; the progress
+  bar shows the pace);
 * the HTTP transport is a parameter (``transport="httpx"``, the SDK default, or ``"aiohttp"``
   with the ``trek[aiohttp]`` extra; ``$TREK_HTTP_TRANSPORT`` sets the default);
 * token usage on every result and dollars from the price table; an optional budget cap that
@@ -41,6 +45,7 @@ import openai
 
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
+from trek.llm.pacing import RatePacer
 from trek.llm.usage import PriceTable, usage_from_raw
 from trek.retry import backoff, retrying
 from trek.types import Usage
@@ -201,6 +206,12 @@ class EndpointLimits:
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary()
         )
+        self._pacers: dict[str, RatePacer] = {}
+
+    def pacer(self, endpoint: str) -> RatePacer:
+        """The rate-limit pacer of ``endpoint`` (plain state, shared across event loops)."""
+        with self._lock:
+            return self._pacers.setdefault(endpoint, RatePacer())
 
     def semaphore(self, endpoint: str, size: int) -> asyncio.Semaphore:
         """The limit of ``endpoint`` in the running event loop (created with ``size`` slots)."""
@@ -367,12 +378,18 @@ class LLMClient:
                 f"a budget is set but model '{model}' has no price in the price table; "
                 "add it (TREK_PRICES or --prices) or drop the budget"
             )
+        prompt, max_out = self._rough_tokens(body, default_out=1024)
+        return (prompt * price.input + max_out * price.output) / 1e6
+
+    def _rough_tokens(self, body: dict[str, Any], default_out: float) -> tuple[float, float]:
+        """Quick (prompt, output) token guesses for a request: prompt characters / 4, and the
+        output cap it sends, else the mean output so far, else ``default_out``."""
         prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
         max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
         if max_out is None:
             done = self.usage.calls - self.usage.cached_calls
-            max_out = (self.usage.completion_tokens / done) if done else 1024
-        return (prompt_chars / 4 * price.input + float(max_out) * price.output) / 1e6
+            max_out = (self.usage.completion_tokens / done) if done else default_out
+        return prompt_chars / 4, float(max_out)
 
     # -- single calls -----------------------------------------------------------------------
     async def achat(
@@ -464,6 +481,9 @@ class LLMClient:
 
     def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:
         usage = self._price_usage(model, usage_from_raw(raw))
+        factor = (raw.get("_trek") or {}).get("price_factor") if isinstance(raw, dict) else None
+        if factor is not None and usage.cost_usd is not None:  # a Batch API reply: billed at its price
+            usage = usage.model_copy(update={"cost_usd": usage.cost_usd * float(factor)})
         if cached:
             usage = usage.model_copy(update={"cached_calls": 1})
             self.cache_hits += 1
@@ -476,11 +496,21 @@ class LLMClient:
 
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
         st = self._state()
+        pacer = self.limits.pacer(self.base_url)
+        tokens = self._token_estimate(body) if pacer.tokens.remaining is not None else 0.0
 
         async def once() -> dict[str, Any]:
             async with st.sem:
+                wait = pacer.reserve(tokens)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                ticket = pacer.send(tokens)
                 self.http_calls += 1
-                return await self._send_once(st.sdk, api, body)
+                seen: dict[str, Any] = {}
+                try:
+                    return await self._send_once(st.sdk, api, body, seen)
+                finally:
+                    pacer.observe(seen.get("headers"), ticket, counted=seen.get("status") != 429)
 
         try:
             return await retrying(
@@ -490,7 +520,45 @@ class LLMClient:
         except _Retryable as e:
             raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
 
-    async def _send_once(self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _token_estimate(self, body: dict[str, Any]) -> float:
+        """Tokens a request counts against a token rate limit: prompt (chars / 4) plus the
+        output cap (or the mean output so far)."""
+        return sum(self._rough_tokens(body, default_out=0))
+
+    def pace(self) -> str:
+        """The current rate-limit pace of this client's endpoint, for a progress bar."""
+        return self.limits.pacer(self.base_url).pace()
+
+    def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
+        """The retryable or fatal error for an HTTP error status."""
+        status = e.status_code
+        if status == 429:
+            return _Retryable(
+                f"429 rate limited by {self.base_url}", _retry_after_seconds(getattr(e.response, "headers", None))
+            )
+        if status in (408, 409):
+            return _Retryable(f"{status} from {self.base_url}")
+        if status >= 500:
+            return _Retryable(f"{status} server error from {self.base_url}")
+        detail, param = _error_detail(e)
+        detail = self._scrub(detail)
+        if status == 400 and "unsupported" in detail.lower():
+            hint = "the model does not accept this parameter or value; leave it out or change it"
+        else:
+            hint = {
+                401: "check the API key (OPENAI_API_KEY) for this endpoint",
+                403: "the key is not allowed to use this model or endpoint",
+                404: "check the model name and the base URL (it usually ends in /v1)",
+            }.get(status, "the request itself was rejected; fix it and run again")
+        return FatalLLMError(
+            f"{status} from {self.base_url} for model '{body.get('model')}': {detail} ({hint})",
+            status_code=status, api_message=detail, param=param,
+        )
+
+    async def _send_once(
+        self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any], seen: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        seen = {} if seen is None else seen
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
         try:
             if api == "chat":
@@ -503,37 +571,18 @@ class LLMClient:
                 )
             else:  # pragma: no cover - internal misuse
                 raise ValueError(f"unknown api {api!r}")
+            seen["headers"] = getattr(resp, "headers", None)
             text = resp.text if hasattr(resp, "text") else resp.http_response.text
-        except openai.RateLimitError as e:
-            raise _Retryable(
-                f"429 rate limited by {self.base_url}", _retry_after_seconds(getattr(e.response, "headers", None))
-            ) from None
-        except openai.InternalServerError as e:
-            raise _Retryable(f"{e.status_code} server error from {self.base_url}") from None
+        except openai.APIStatusError as e:
+            seen["headers"] = getattr(getattr(e, "response", None), "headers", None)
+            seen["status"] = e.status_code
+            raise self._status_error(e, body) from None
         except openai.APIConnectionError as e:  # APITimeoutError included
             if _refused(e):  # some transports report a refused connection as a connect timeout
                 raise _Retryable(f"connection refused by {self.base_url} (is the server running?)") from None
             if isinstance(e, openai.APITimeoutError):
                 raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
             raise _Retryable(f"connection error to {self.base_url}: {self._scrub(_causes(e))}") from None
-        except openai.APIStatusError as e:
-            status = e.status_code
-            if status in (408, 409) or status >= 500:
-                raise _Retryable(f"{status} from {self.base_url}") from None
-            detail, param = _error_detail(e)
-            detail = self._scrub(detail)
-            if status == 400 and "unsupported" in detail.lower():
-                hint = "the model does not accept this parameter or value; leave it out or change it"
-            else:
-                hint = {
-                    401: "check the API key (OPENAI_API_KEY) for this endpoint",
-                    403: "the key is not allowed to use this model or endpoint",
-                    404: "check the model name and the base URL (it usually ends in /v1)",
-                }.get(status, "the request itself was rejected; fix it and run again")
-            raise FatalLLMError(
-                f"{status} from {self.base_url} for model '{body.get('model')}': {detail} ({hint})",
-                status_code=status, api_message=detail, param=param,
-            ) from None
         try:
             raw = json.loads(text)
         except (json.JSONDecodeError, TypeError):
@@ -569,7 +618,7 @@ class LLMClient:
             desc=desc,
             unit="req",
             progress=self.progress,
-            postfix=lambda: f"hits={hits} tok={self.usage.total_tokens} {self.spent_text()}",
+            postfix=lambda: f"hits={hits} tok={self.usage.total_tokens} {self.spent_text()} {self.pace()}".rstrip(),
             on_result=on_result,
         )
 

@@ -12,7 +12,10 @@ from typing import Any
 
 from trek.types import Usage
 
-__all__ = ["Price", "PriceTable", "usage_from_raw"]
+__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "usage_from_raw"]
+
+#: OpenAI's Batch API bills input and output tokens at half price (24 h completion window).
+BATCH_PRICE_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -36,14 +39,27 @@ class PriceTable:
 
     Lookup is by exact model name, then by the longest listed name that prefixes the model
     (so ``gpt-4o-2024-08-06`` uses ``gpt-4o``). Unknown models get ``None``: tokens only.
+
+    The entry ``"search"`` is not a model: it maps a search backend (``tavily``, ``openai``,
+    ``duckduckgo``, ``local``, ``proxy``) to US dollars per search call (:meth:`search_fee`).
     """
 
-    def __init__(self, prices: dict[str, Price]):
+    def __init__(self, prices: dict[str, Price], search: dict[str, float] | None = None):
         self.prices = dict(prices)
+        self.search = dict(search or {})
+
+    def search_fee(self, backend: str | None) -> float | None:
+        """Dollars per call of ``backend`` (``proxy:MODEL`` looks up ``proxy``); ``None`` when unlisted."""
+        if not backend or backend == "none":
+            return 0.0
+        name = backend.split(":", 1)[0]
+        return self.search.get(backend, self.search.get(name))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None = None) -> PriceTable:
-        table = _parse(json.loads(resources.files("trek").joinpath("prices.json").read_text()), "trek/prices.json")
+        bundled = json.loads(resources.files("trek").joinpath("prices.json").read_text())
+        table = _parse(bundled, "trek/prices.json")
+        search = _parse_search(bundled, "trek/prices.json")
         user = path or os.environ.get("TREK_PRICES")
         if user:
             p = Path(user)
@@ -56,7 +72,8 @@ class PriceTable:
             except (OSError, UnicodeDecodeError) as e:
                 raise ValueError(f"price table {p} cannot be read ({getattr(e, 'strerror', None) or e})") from None
             table.update(_parse(data, str(p)))
-        return cls(table)
+            search.update(_parse_search(data, str(p)))
+        return cls(table, search)
 
     def get(self, model: str | None) -> Price | None:
         if not model:
@@ -79,7 +96,7 @@ def _parse(data: Any, where: str) -> dict[str, Price]:
         raise ValueError(f"price table {where}: expected a JSON object of model -> prices")
     out: dict[str, Price] = {}
     for model, spec in data.items():
-        if model.startswith("_"):
+        if model.startswith("_") or model == "search":
             continue
         if not isinstance(spec, dict) or "input" not in spec or "output" not in spec:
             raise ValueError(f"price table {where}: model '{model}' needs numeric 'input' and 'output' fields")
@@ -95,6 +112,24 @@ def _parse(data: Any, where: str) -> dict[str, Price]:
         if not all(math.isfinite(v) and v >= 0 for v in values):
             raise ValueError(f"price table {where}: model '{model}' needs finite, non-negative prices")
         out[model] = price
+    return out
+
+
+def _parse_search(data: Any, where: str) -> dict[str, float]:
+    spec = data.get("search", {}) if isinstance(data, dict) else {}
+    if not isinstance(spec, dict):
+        raise ValueError(f"price table {where}: 'search' must map a search backend to dollars per call")
+    out: dict[str, float] = {}
+    for name, v in spec.items():
+        if name.startswith("_"):
+            continue
+        try:
+            fee = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"price table {where}: search backend '{name}' has a non-numeric fee") from None
+        if not math.isfinite(fee) or fee < 0:
+            raise ValueError(f"price table {where}: search backend '{name}' needs a finite, non-negative fee")
+        out[name] = fee
     return out
 
 

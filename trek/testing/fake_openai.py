@@ -24,7 +24,8 @@ Default replies
 ---------------
 Without a matching script rule, the assistant answers
 ``"fake answer " + request_key(messages)[:12]``.  Usage numbers are whitespace
-token counts (at least 1) of the prompt text and the reply, so the same request
+token counts (at least 1) of the prompt text and the reply (with ``tokenizer="o200k_base"``:
+o200k_base tokens in OpenAI's chat format, as :mod:`trek.llm.estimate` counts them), so the same request
 always yields the same reply, in any process.  The reply's ``model`` echoes the
 request's ``model``.
 
@@ -109,6 +110,29 @@ enabled ``fault_types`` (all four by default):
     Status 200 whose body is the first half of a genuine reply, i.e. invalid
     JSON.
 
+Rate limits
+-----------
+With ``rate_limit=(N, window_s)`` the server keeps OpenAI's request limit: a bucket of ``N``
+requests that refills continuously at ``N / window_s`` per second. Every completion reply carries
+``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests`` and
+``x-ratelimit-reset-requests`` (time until the bucket is full, e.g. ``120ms``, ``1.5s``,
+``6m0s``); a request that finds the bucket empty is answered 429 with ``Retry-After`` and the same
+headers, and counted in ``/_stats`` as ``rate_limited``. ``token_limit=(T, window_s)`` does the
+same for tokens (``x-ratelimit-*-tokens``; a request counts its prompt tokens plus its
+``max_tokens``/``max_completion_tokens``).
+
+Batch API
+---------
+``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}``,
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches`` (newest first),
+``GET /v1/batches/{id}`` and ``POST /v1/batches/{id}/cancel`` follow OpenAI's wire format.
+A batch is ``validating`` then ``in_progress`` for ``batch_delay`` seconds after creation, then
+``completed`` with an output file
+(one line per answered request: ``{"id", "custom_id", "response": {"status_code", "request_id",
+"body"}, "error"}``) and, when some items failed, an error file. ``batch_fail`` names
+``custom_id`` values (or, as a float in [0, 1], a seeded fraction) answered as failed items;
+``batch_expire=True`` ends batches as ``expired`` with the unanswered items in the error file.
+
 Command line
 ------------
 ``python -m trek.testing.fake_openai --port 0`` prints exactly one line,
@@ -123,6 +147,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import re
 import signal
 import socket
@@ -132,6 +157,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from trek.llm.pacing import format_reset
 
 try:
     from aiohttp import web
@@ -290,6 +317,40 @@ class _Reject(Exception):
         self.response = response
 
 
+# --------------------------------------------------------------------------- rate limits
+
+
+class _LimitBucket:
+    """OpenAI-style limit: ``capacity`` units refilling continuously over ``window`` seconds."""
+
+    def __init__(self, capacity: int, window: float) -> None:
+        if capacity < 1 or window <= 0:
+            raise ValueError("a rate limit needs a capacity >= 1 and a window > 0 seconds")
+        self.capacity = float(capacity)
+        self.rate = float(capacity) / float(window)
+        self._level = float(capacity)
+        self._t = time.monotonic()
+
+    def level(self, now: float) -> float:
+        self._level = min(self.capacity, self._level + (now - self._t) * self.rate)
+        self._t = now
+        return self._level
+
+    def take(self, n: float) -> None:
+        self._level -= n
+
+    def wait(self, n: float, now: float) -> float:
+        return max(0.0, (min(n, self.capacity) - self.level(now)) / self.rate)
+
+    def headers(self, kind: str, now: float) -> dict[str, str]:
+        level = self.level(now)
+        return {
+            f"x-ratelimit-limit-{kind}": str(int(self.capacity)),
+            f"x-ratelimit-remaining-{kind}": str(max(0, math.floor(level))),
+            f"x-ratelimit-reset-{kind}": format_reset((self.capacity - level) / self.rate),
+        }
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -315,6 +376,12 @@ class FakeOpenAIServer:
         require_key: str | None = None,
         fault_types: Sequence[str] | None = None,
         models: Sequence[str] = DEFAULT_MODELS,
+        rate_limit: tuple[int, float] | None = None,
+        token_limit: tuple[int, float] | None = None,
+        batch_delay: float = 0.0,
+        batch_fail: Sequence[str] | float | None = None,
+        batch_expire: bool = False,
+        tokenizer: str | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
@@ -335,6 +402,18 @@ class FakeOpenAIServer:
         self.require_key = require_key
         self.fault_types = kinds
         self.models = tuple(models)
+        if tokenizer not in (None, "o200k_base"):
+            raise ValueError("tokenizer must be None (whitespace counts) or 'o200k_base'")
+        self.tokenizer = tokenizer
+        self._limits = {
+            kind: _LimitBucket(*spec) for kind, spec in (("requests", rate_limit), ("tokens", token_limit)) if spec
+        }
+        self._rate_limited = 0
+        self.batch_delay = float(batch_delay)
+        self.batch_fail = batch_fail
+        self.batch_expire = bool(batch_expire)
+        self._files: dict[str, dict[str, Any]] = {}
+        self._batches: dict[str, dict[str, Any]] = {}
 
         self._lock = threading.Lock()
         self._requests = 0
@@ -369,6 +448,9 @@ class FakeOpenAIServer:
                 "requests": self._requests,
                 "ok_by_key": dict(self._ok_by_key),
                 "faults": dict(self._faults),
+                "rate_limited": self._rate_limited,
+                "batches": len(self._batches),
+                "files": len(self._files),
             }
 
     def reset_stats(self) -> None:
@@ -378,6 +460,7 @@ class FakeOpenAIServer:
             self._ok_by_key.clear()
             self._faults = dict.fromkeys(FAULT_TYPES, 0)
             self._arrivals.clear()
+            self._rate_limited = 0
 
     def decide_fault(self, key: str, arrival: int) -> str | None:
         """Return the fault kind for the ``arrival``-th (0-based) request with ``key``, or None."""
@@ -485,6 +568,13 @@ class FakeOpenAIServer:
             app.router.add_post(prefix + "/chat/completions", self._handle_chat)
             app.router.add_post(prefix + "/responses", self._handle_responses)
             app.router.add_get(prefix + "/models", self._handle_models)
+            app.router.add_post(prefix + "/files", self._handle_file_upload)
+            app.router.add_get(prefix + "/files/{file_id}", self._handle_file_get)
+            app.router.add_get(prefix + "/files/{file_id}/content", self._handle_file_content)
+            app.router.add_post(prefix + "/batches", self._handle_batch_create)
+            app.router.add_get(prefix + "/batches", self._handle_batch_list)
+            app.router.add_get(prefix + "/batches/{batch_id}", self._handle_batch_get)
+            app.router.add_post(prefix + "/batches/{batch_id}/cancel", self._handle_batch_cancel)
         app.router.add_get("/_stats", self._handle_stats)
         app.router.add_post("/_reset", self._handle_reset)
         app.router.add_route("*", "/{tail:.*}", self._handle_unknown)
@@ -560,6 +650,43 @@ class FakeOpenAIServer:
                 self._faults[kind] += 1
         return kind
 
+    def _take_limits(self, body: dict[str, Any]) -> tuple[dict[str, str], web.Response | None]:
+        """Take this request from the rate-limit buckets: (headers, a 429 reply when over a limit)."""
+        if not self._limits:
+            return {}, None
+        texts = [_text_of(m.get("content")) for m in self._input_as_messages(body.get("messages") or body.get("input"))]
+        cost = {
+            "requests": 1.0,
+            "tokens": float(_count_tokens(" ".join(texts))
+                            + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)),
+        }
+        now = time.monotonic()
+        headers: dict[str, str] = {}
+        over: list[tuple[str, float]] = []
+        with self._lock:
+            fits = all(b.level(now) >= cost[k] for k, b in self._limits.items())
+            for kind, b in self._limits.items():
+                if fits:
+                    b.take(cost[kind])
+                else:
+                    over.append((kind, b.wait(cost[kind], now)))
+                headers.update(b.headers(kind, now))
+            if not fits:
+                self._rate_limited += 1
+        if fits:
+            return headers, None
+        kind, wait = max(over, key=lambda kv: kv[1])
+        wait_ms = max(1, math.ceil(wait * 1000))
+        headers.update({"Retry-After": f"{max(1, math.ceil(wait))}", "retry-after-ms": str(wait_ms)})
+        limit = int(self._limits[kind].capacity)
+        return headers, _error_response(
+            429,
+            f"Rate limit reached for {body.get('model')} on {kind}: Limit {limit}. Please try again in {wait_ms}ms.",
+            err_type=kind,
+            code="rate_limit_exceeded",
+            headers=headers,
+        )
+
     def _count_ok(self, key: str) -> None:
         with self._lock:
             self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
@@ -628,6 +755,11 @@ class FakeOpenAIServer:
                 await asyncio.sleep(self.latency)
             return rej.response
         key = request_key(body[required[1]])
+        limit_headers, limited = self._take_limits(body)
+        if limited:
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            return limited
         fault = self._register_arrival(key)
         if fault == "stall":
             if not await self._stall():
@@ -646,7 +778,7 @@ class FakeOpenAIServer:
         if fault == "malformed":
             return web.Response(status=200, body=data[: len(data) // 2], headers=_JSON_HEADERS)
         self._count_ok(key)
-        return web.Response(status=200, body=data, headers=_JSON_HEADERS)
+        return web.Response(status=200, body=data, headers={**_JSON_HEADERS, **limit_headers})
 
     def _script_error(self, rule: _Rule) -> web.Response:
         err = rule.payload
@@ -658,6 +790,14 @@ class FakeOpenAIServer:
             param=err.get("param"),
             code=err.get("code"),
         )
+
+    def _counts(self, messages: Any, tools: Any, texts: Sequence[str], completion_text: str) -> tuple[int, int]:
+        """(prompt, completion) tokens: whitespace words, or o200k_base in OpenAI's chat format."""
+        if self.tokenizer == "o200k_base":
+            from trek.llm.estimate import count_chat_tokens, count_text_tokens
+
+            return count_chat_tokens(messages, tools), max(1, count_text_tokens(completion_text))
+        return _count_tokens(" ".join(texts)), _count_tokens(completion_text)
 
     @staticmethod
     def _usage_numbers(prompt: int, completion: int, override: dict[str, Any] | None) -> tuple[int, int, int]:
@@ -705,7 +845,7 @@ class FakeOpenAIServer:
             message["content"] = text
             completion_text = text
         prompt, completion, total = self._usage_numbers(
-            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+            *self._counts(messages, body.get("tools"), texts, completion_text), rule.usage if rule else None
         )
         return {
             "id": "chatcmpl-" + key[:29],
@@ -805,7 +945,7 @@ class FakeOpenAIServer:
             )
             completion_text = text
         prompt, completion, total = self._usage_numbers(
-            _count_tokens(" ".join(texts)), _count_tokens(completion_text), rule.usage if rule else None
+            *self._counts(inp, body.get("tools"), texts, completion_text), rule.usage if rule else None
         )
         return {
             "id": "resp_" + _short_hash(key, "resp", n=40),
@@ -863,6 +1003,171 @@ class FakeOpenAIServer:
         self.reset_stats()
         return web.Response(body=_dumps({"ok": True}), headers=_JSON_HEADERS)
 
+    # ------------------------------------------------------------------ files and batches
+
+    def _new_file(self, data: bytes, filename: str, purpose: str) -> dict[str, Any]:
+        with self._lock:
+            fid = f"file-{_short_hash('file', len(self._files), filename, time.time())}"
+            obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                   "filename": filename, "purpose": purpose, "status": "processed", "status_details": None}
+            self._files[fid] = {"object": obj, "data": data}
+        return obj
+
+    async def _handle_file_upload(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._check_auth(request)
+        except _Reject as rej:
+            return rej.response
+        form = await request.post()
+        purpose, upload = form.get("purpose"), form.get("file")
+        if purpose != "batch" or upload is None or not hasattr(upload, "file"):
+            return _error_response(400, "Send a multipart 'file' with purpose 'batch'.", param="purpose")
+        obj = self._new_file(upload.file.read(), getattr(upload, "filename", None) or "upload.jsonl", "batch")
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    def _file_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
+        f = self._files.get(request.match_info["file_id"])
+        if f is None:
+            return _error_response(404, f"No such File object: {request.match_info['file_id']}", param="id")
+        return f
+
+    async def _handle_file_get(self, request: web.Request) -> web.StreamResponse:
+        f = self._file_or_404(request)
+        return f if isinstance(f, web.Response) else web.Response(body=_dumps(f["object"]), headers=_JSON_HEADERS)
+
+    async def _handle_file_content(self, request: web.Request) -> web.StreamResponse:
+        f = self._file_or_404(request)
+        if isinstance(f, web.Response):
+            return f
+        return web.Response(body=f["data"], headers={"Content-Type": "application/octet-stream"})
+
+    async def _handle_batch_create(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._check_auth(request)
+            body = json.loads(await request.read())
+        except _Reject as rej:
+            return rej.response
+        except ValueError:
+            return _error_response(400, "The request body could not be parsed as JSON.")
+        fid, endpoint = body.get("input_file_id"), body.get("endpoint")
+        if fid not in self._files:
+            return _error_response(400, f"No such File object: {fid}", param="input_file_id")
+        if endpoint not in ("/v1/chat/completions", "/v1/responses"):
+            return _error_response(400, f"Unsupported endpoint {endpoint!r}.", param="endpoint")
+        if body.get("completion_window") != "24h":
+            return _error_response(400, "completion_window must be '24h'.", param="completion_window")
+        lines = [ln for ln in self._files[fid]["data"].decode("utf-8").splitlines() if ln.strip()]
+        now = int(time.time())
+        with self._lock:
+            bid = f"batch_{_short_hash('batch', len(self._batches), fid, time.time())}"
+            obj = {
+                "id": bid, "object": "batch", "endpoint": endpoint, "errors": None, "input_file_id": fid,
+                "completion_window": "24h", "status": "validating", "output_file_id": None, "error_file_id": None,
+                "created_at": now, "in_progress_at": None, "expires_at": now + 86400, "finalizing_at": None,
+                "completed_at": None, "failed_at": None, "expired_at": None, "cancelling_at": None,
+                "cancelled_at": None, "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata") or None,
+            }
+            self._batches[bid] = {"object": obj, "lines": lines, "t0": time.monotonic()}
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    def _batch_item_fails(self, custom_id: str) -> bool:
+        spec = self.batch_fail
+        if spec is None:
+            return False
+        if isinstance(spec, float | int) and not isinstance(spec, bool):
+            draw = int.from_bytes(hashlib.sha256(f"{self.seed}|batch|{custom_id}".encode()).digest()[:8], "big") / 2.0**64
+            return draw < float(spec)
+        return custom_id in set(spec)
+
+    def _finish_batch(self, b: dict[str, Any]) -> None:
+        """Answer every line of a batch (once) and write its output and error files."""
+        obj = b["object"]
+        out_lines, err_lines = [], []
+        n = len(b["lines"])
+        for i, line in enumerate(b["lines"]):
+            item = json.loads(line)
+            cid = str(item.get("custom_id"))
+            rid = f"batch_req_{_short_hash(obj['id'], cid)}"
+            req_id = f"req_{_short_hash('req', obj['id'], cid, n=32)}"
+            if self.batch_expire and i >= n // 2:
+                err_lines.append({"id": rid, "custom_id": cid, "response": None,
+                                  "error": {"code": "batch_expired",
+                                            "message": "This request could not be executed before the completion window expired."}})
+                continue
+            if self._batch_item_fails(cid):
+                err_lines.append({"id": rid, "custom_id": cid, "response": {
+                    "status_code": 500, "request_id": req_id,
+                    "body": {"error": {"message": "The server had an error processing your request.",
+                                       "type": "server_error", "param": None, "code": None}}}, "error": None})
+                continue
+            body = item.get("body") or {}
+            api_field = "messages" if obj["endpoint"] == "/v1/chat/completions" else "input"
+            key = request_key(body.get(api_field))
+            build = self._build_chat if api_field == "messages" else self._build_responses
+            payload = build(body, key)
+            if isinstance(payload, web.Response):  # a scripted error
+                status = payload.status
+                out_body = json.loads(payload.body)  # type: ignore[arg-type]
+                err_lines.append({"id": rid, "custom_id": cid, "response": {
+                    "status_code": status, "request_id": req_id, "body": out_body}, "error": None})
+                continue
+            self._count_ok(key)
+            out_lines.append({"id": rid, "custom_id": cid, "response": {
+                "status_code": 200, "request_id": req_id, "body": payload}, "error": None})
+        now = int(time.time())
+        if out_lines:
+            obj["output_file_id"] = self._new_file(
+                b"".join(_dumps(x) + b"\n" for x in out_lines), f"{obj['id']}_output.jsonl", "batch_output")["id"]
+        if err_lines:
+            obj["error_file_id"] = self._new_file(
+                b"".join(_dumps(x) + b"\n" for x in err_lines), f"{obj['id']}_error.jsonl", "batch_output")["id"]
+        obj["request_counts"] = {"total": n, "completed": len(out_lines), "failed": len(err_lines)}
+        obj["finalizing_at"] = now
+        if self.batch_expire:
+            obj.update(status="expired", expired_at=now)
+        else:
+            obj.update(status="completed", completed_at=now)
+
+    async def _handle_batch_list(self, request: web.Request) -> web.StreamResponse:
+        data = [b["object"] for b in reversed(list(self._batches.values()))]
+        limit = int(request.query.get("limit", 20))
+        body = {"object": "list", "data": data[:limit], "first_id": data[0]["id"] if data else None,
+                "last_id": data[:limit][-1]["id"] if data else None, "has_more": len(data) > limit}
+        return web.Response(body=_dumps(body), headers=_JSON_HEADERS)
+
+    def _batch_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
+        b = self._batches.get(request.match_info["batch_id"])
+        if b is None:
+            return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
+        return b
+
+    async def _handle_batch_get(self, request: web.Request) -> web.StreamResponse:
+        b = self._batch_or_404(request)
+        if isinstance(b, web.Response):
+            return b
+        obj = b["object"]
+        # Handlers run on the server's one event loop, without awaiting in between: no lock needed.
+        if obj["status"] in ("validating", "in_progress"):
+            elapsed = time.monotonic() - b["t0"]
+            if elapsed >= self.batch_delay:
+                self._finish_batch(b)
+            else:
+                obj["status"] = "in_progress"
+                obj["in_progress_at"] = obj["in_progress_at"] or int(time.time())
+                done = int(len(b["lines"]) * elapsed / self.batch_delay)
+                obj["request_counts"] = {"total": len(b["lines"]), "completed": done, "failed": 0}
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
+    async def _handle_batch_cancel(self, request: web.Request) -> web.StreamResponse:
+        b = self._batch_or_404(request)
+        if isinstance(b, web.Response):
+            return b
+        obj = b["object"]
+        if obj["status"] in ("validating", "in_progress"):
+            obj.update(status="cancelled", cancelled_at=int(time.time()), cancelling_at=int(time.time()))
+        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
+
     async def _handle_unknown(self, request: web.Request) -> web.StreamResponse:
         return _error_response(404, f"Invalid URL ({request.method} {request.path})")
 
@@ -889,7 +1194,32 @@ def _build_parser() -> argparse.ArgumentParser:
         default=",".join(FAULT_TYPES),
         help=f"comma-separated subset of {','.join(FAULT_TYPES)}",
     )
+    p.add_argument("--rate-limit", default=None, metavar="N/SECONDS",
+                   help="request limit, e.g. 600/60: N requests per window, refilling continuously")
+    p.add_argument("--token-limit", default=None, metavar="N/SECONDS", help="token limit, e.g. 200000/60")
+    p.add_argument("--batch-delay", type=float, default=0.0, help="seconds a batch stays in progress")
+    p.add_argument("--batch-fail", default=None,
+                   help="comma-separated custom_ids (or a fraction in [0, 1]) answered as failed batch items")
+    p.add_argument("--batch-expire", action="store_true", help="end batches as expired, half their items unanswered")
+    p.add_argument("--tokenizer", default=None, choices=["o200k_base"],
+                   help="count usage in o200k_base tokens (default: whitespace words)")
     return p
+
+
+def _limit_arg(text: str | None) -> tuple[int, float] | None:
+    if not text:
+        return None
+    n, _, w = text.partition("/")
+    return int(n), float(w or 60)
+
+
+def _fail_arg(text: str | None) -> list[str] | float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return [t.strip() for t in text.split(",") if t.strip()]
 
 
 async def _serve_forever(server: FakeOpenAIServer) -> None:
@@ -921,6 +1251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=args.port,
             require_key=args.require_key,
             fault_types=[t.strip() for t in args.fault_types.split(",") if t.strip()],
+            rate_limit=_limit_arg(args.rate_limit),
+            token_limit=_limit_arg(args.token_limit),
+            batch_delay=args.batch_delay,
+            batch_fail=_fail_arg(args.batch_fail),
+            batch_expire=args.batch_expire,
+            tokenizer=args.tokenizer,
         )
     except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
         parser.error(str(exc))

@@ -1,0 +1,103 @@
+"""A paced run against the fake server's request limit: how close to the ideal time, how many 429s.
+
+    python benchmarks/paced_run.py --limit 20 --window 1 --requests 400 --concurrency 16 --json
+
+Starts the fake OpenAI server in a separate process with ``--rate-limit LIMIT/WINDOW`` (a bucket
+of LIMIT requests refilling continuously over WINDOW seconds, as OpenAI's limits do) and runs
+``--requests`` distinct chat requests through :class:`trek.llm.LLMClient` with
+``max_connections=--concurrency``. The ideal time is what the limit allows: the first LIMIT
+requests at once, the rest at LIMIT/WINDOW per second (plus one reply latency). Reported per
+repeat and as medians: wall time, ratio to ideal, and the share of requests answered 429 (from
+the server's ``/_stats``). The acceptance bar is ratio <= 1.10 with <= 1 % 429s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+
+def start_server(limit: int, window: float, latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trek.testing.fake_openai", "--port", "0", "--latency", str(latency),
+         "--rate-limit", f"{limit}/{window}"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    return proc, line.rsplit(" ", 1)[-1]
+
+
+def one_run(args: argparse.Namespace, tag: str) -> dict:
+    from trek.llm import ChatRequest, LLMCache, LLMClient
+
+    proc, base_url = start_server(args.limit, args.window, args.latency)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            client = LLMClient(
+                "bench-model", base_url=base_url, api_key="sk-bench", max_connections=args.concurrency,
+                cache=LLMCache(Path(d) / "cache.sqlite"), progress=False, max_retries=10,
+            )
+            reqs = [ChatRequest(messages=[{"role": "user", "content": f"{tag} paced request {i}"}])
+                    for i in range(args.requests)]
+            t0 = time.perf_counter()
+            res = client.map(reqs)
+            dt = time.perf_counter() - t0
+        stats = json.loads(urllib.request.urlopen(base_url.rsplit("/v1", 1)[0] + "/_stats").read())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert all(r.ok for r in res), "some requests failed"
+    ideal = max(0, args.requests - args.limit) * args.window / args.limit + args.latency
+    return {
+        "seconds": round(dt, 3),
+        "ideal_seconds": round(ideal, 3),
+        "ratio": round(dt / ideal, 4),
+        "rate_limited": stats["rate_limited"],
+        "rate_limited_share": round(stats["rate_limited"] / args.requests, 4),
+        "http_requests": stats["requests"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--limit", type=int, default=20, help="requests per window")
+    ap.add_argument("--window", type=float, default=1.0, help="seconds")
+    ap.add_argument("--requests", type=int, default=400)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--unpaced", action="store_true",
+                    help="switch the pacer off (for comparison: the client then meets the limit by 429s and retries)")
+    args = ap.parse_args()
+    if args.unpaced:
+        from trek.llm.pacing import RatePacer
+
+        RatePacer.reserve = lambda self, tokens=0.0: 0.0  # type: ignore[method-assign]
+    runs = [one_run(args, f"r{i}-{time.time()}") for i in range(args.repeats)]
+    med = {k: statistics.median(r[k] for r in runs) for k in ("seconds", "ratio", "rate_limited", "rate_limited_share")}
+    out = {"config": vars(args), "runs": runs, "median": med, "ideal_seconds": runs[0]["ideal_seconds"],
+           "pass": med["ratio"] <= 1.10 and med["rate_limited_share"] <= 0.01}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for r in runs:
+            print(r)
+        print(f"median: {med['seconds']:.2f} s for an ideal {runs[0]['ideal_seconds']:.2f} s "
+              f"(ratio {med['ratio']:.3f}), {med['rate_limited']:g} requests answered 429 "
+              f"({100 * med['rate_limited_share']:.2f} %) -> {'pass' if out['pass'] else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()

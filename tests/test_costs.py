@@ -1,0 +1,88 @@
+"""Table 12 on made-up runs whose numbers are worked out by hand."""
+
+import math
+
+import pytest
+
+from trek import runs
+from trek.costs import cost_table, demo_prices, search_calls_billed
+from trek.llm.usage import Price, PriceTable
+from trek.types import Grade, Question, RunMeta, SearchCall, Trajectory, Usage, write_jsonl
+
+PRICES = PriceTable({"m": Price(input=1.0, output=10.0), "judge": Price(input=0.5, output=2.0)},
+                    {"tavily": 0.01, "openai": 0.02})
+
+
+def _run(root, name, *, search, effort, trajs, grades=()):
+    d = root / name
+    qs = [Question(id=f"q{i}", dataset="freshqa", question=f"Q{i}?", answers=["a"]) for i in range(2)]
+    write_jsonl(d / runs.QUESTIONS, qs)
+    write_jsonl(d / runs.ANSWERS, trajs)
+    if grades:
+        write_jsonl(d / runs.GRADES, list(grades))
+    runs.write_meta(d, RunMeta(run_id=name, kind="wild", model="m",
+                               config={"system": {"system": "agentic", "search": search, "effort": effort}}))
+    return d
+
+
+def _call(q, action=None):
+    return SearchCall(query=q, backend="x", action=action)
+
+
+def test_cost_table_by_hand(tmp_path):
+    a = _run(tmp_path, "a", search="tavily", effort="high", trajs=[
+        # 1000 in (200 cached), 100 out (40 reasoning); recorded $0.002; two searches
+        Trajectory(question_id="q0", model="m", usage=Usage(prompt_tokens=1000, cached_tokens=200, completion_tokens=100,
+                                                            reasoning_tokens=40, calls=2, cost_usd=0.002),
+                   search_calls=[_call("x"), _call("y")]),
+        # recorded without dollars: priced now, 500 * $1/M + 50 * $10/M = $0.001; one search
+        Trajectory(question_id="q1", model="m", usage=Usage(prompt_tokens=500, completion_tokens=50, calls=1, cost_usd=None),
+                   search_calls=[_call("z")]),
+    ], grades=[
+        Grade(question_id="q0", dataset="freshqa", response="a", outcome="correct", grader="g", grader_version="1", judge_model="judge",
+              usage=Usage(prompt_tokens=100, completion_tokens=10, calls=1, cost_usd=0.0003)),
+        Grade(question_id="q1", dataset="freshqa", response="b", outcome="incorrect", grader="g", grader_version="1", method="exact", usage=Usage()),
+    ])
+    b = _run(tmp_path, "b", search="openai", effort="low", trajs=[
+        # native search: three queries in two actions -> 2 billed calls at $0.02
+        Trajectory(question_id="q0", model="m", usage=Usage(prompt_tokens=2000, completion_tokens=300, calls=1, cost_usd=0.005),
+                   search_calls=[_call("p", 0), _call("q", 0), _call("r", 1)]),
+    ])
+    t = cost_table({"A": a, "B": b}, PRICES)
+    assert list(t.index) == ["A", "B", "total"]
+    ra = t.loc["A"]
+    assert (ra["model"], ra["search"], ra["effort"], ra["questions"]) == ("m", "tavily", "high", 2)
+    assert ra["input_k"] == pytest.approx(1.5) and ra["cached_input_k"] == pytest.approx(0.2)
+    assert ra["output_k"] == pytest.approx(0.15) and ra["reasoning_k"] == pytest.approx(0.04)
+    assert ra["token_usd"] == pytest.approx(0.003)
+    assert ra["search_calls"] == 3 and ra["search_usd"] == pytest.approx(0.03)
+    assert ra["judge_usd"] == pytest.approx(0.0003)
+    assert ra["total_usd"] == pytest.approx(0.0333)
+    rb = t.loc["B"]
+    assert rb["search_calls"] == 2 and rb["search_usd"] == pytest.approx(0.04) and rb["judge_usd"] == 0
+    assert rb["total_usd"] == pytest.approx(0.045)
+    tot = t.loc["total"]
+    assert tot["input_k"] == pytest.approx(3.5) and tot["search_calls"] == 5
+    assert tot["total_usd"] == pytest.approx(0.0783)
+
+
+def test_unknown_prices_stay_unknown(tmp_path):
+    d = _run(tmp_path, "c", search="brave", effort=None, trajs=[
+        Trajectory(question_id="q0", model="unpriced-model", usage=Usage(prompt_tokens=10, calls=1, cost_usd=None),
+                   search_calls=[_call("x")]),
+    ])
+    t = cost_table({"C": d}, PRICES)
+    assert math.isnan(t.loc["C", "token_usd"]) and math.isnan(t.loc["C", "search_usd"])
+    assert math.isnan(t.loc["total", "total_usd"])  # never silently lower
+    assert t.loc["C", "effort"] == "-"
+
+
+def test_search_calls_billed():
+    t = Trajectory(question_id="q", model="m", search_calls=[_call("a"), _call("b", 3), _call("c", 3)])
+    assert search_calls_billed(t) == 2
+
+
+def test_demo_prices_price_the_demo_models():
+    p = demo_prices()
+    assert p.get("demo-lm") == p.get("gpt-5.4-mini") and p.get("demo-judge") == p.get("gpt-4.1-mini")
+    assert p.search_fee("local") == 0.0

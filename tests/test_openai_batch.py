@@ -1,0 +1,152 @@
+"""The Batch API path: submit, stop, resume polling, partial failure -> pending, replies in the
+response cache under the live request's key, nothing submitted twice, a second run makes no call."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from trek.aio import run_sync
+from trek.cli import app
+from trek.llm import ChatRequest, LLMCache, LLMClient
+from trek.llm.cache import request_key
+from trek.llm.estimate import RecordingClient, request_body
+from trek.llm.openai_batch import BATCH_STATE, submit_and_collect
+from trek.llm.usage import Price, PriceTable
+from trek.testing.fake_openai import FakeOpenAIServer
+
+PRICES = PriceTable({"gpt-4o-mini": Price(input=1.0, output=4.0)})
+
+
+def _client(srv, tmp_path):
+    return LLMClient("gpt-4o-mini", base_url=srv.base_url, api_key="sk-batch-secret", cache=LLMCache(tmp_path / "c.sqlite"),
+                     prices=PRICES, progress=False)
+
+
+def _reqs(client, n=5):
+    rs = [ChatRequest(messages=[{"role": "user", "content": f"batch question {i}"}], params={"max_tokens": 20}) for i in range(n)]
+    return rs, [("chat", request_body(client, r), r.sample) for r in rs]
+
+
+def test_fake_server_batch_wire_format(tmp_path):
+    import openai
+
+    with FakeOpenAIServer(batch_delay=0.0) as srv:
+        sdk = openai.OpenAI(base_url=srv.base_url, api_key="k")
+        line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
+        f = sdk.files.create(file=("in.jsonl", json.dumps(line).encode() + b"\n"), purpose="batch")
+        b = sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+        assert b.status == "validating" and b.request_counts.total == 1
+        b = sdk.batches.retrieve(b.id)
+        assert b.status == "completed" and b.error_file_id is None
+        out = json.loads(sdk.files.content(b.output_file_id).text)
+        assert set(out) == {"id", "custom_id", "response", "error"} and out["custom_id"] == "a"
+        assert out["response"]["status_code"] == 200 and out["response"]["body"]["object"] == "chat.completion"
+        assert out["response"]["request_id"] and out["error"] is None
+
+
+def test_lifecycle_submit_stop_resume_partial_failure_cache(tmp_path):
+    state = tmp_path / "run"
+    with FakeOpenAIServer(batch_delay=0.3) as srv:
+        client = _client(srv, tmp_path)
+        rs, reqs = _reqs(client)
+        fail_key = request_key(client.cache_request(*reqs[2]))
+        srv.batch_fail = [fail_key]
+        # 1. submit, then stop without waiting (as a killed process would)
+        first = run_sync(submit_and_collect(reqs, client, state, wait=False, progress=False))
+        assert first.submitted == 5 and first.loaded == 0 and first.waiting == 5
+        recorded = json.loads((state / BATCH_STATE).read_text())
+        batch_id = recorded["batches"][0]["id"]
+        assert batch_id.startswith("batch_") and recorded["batches"][0]["input_file_id"].startswith("file-")
+        assert "sk-batch-secret" not in (state / BATCH_STATE).read_text()
+        lines = [json.loads(x) for x in (state / recorded["batches"][0]["request_file"]).read_text().splitlines()]
+        assert {x["url"] for x in lines} == {"/v1/chat/completions"} and lines[0]["body"]["max_tokens"] == 20
+        # 2. a new process: resumes polling the recorded batch, submits nothing again
+        client2 = _client(srv, tmp_path)
+        second = run_sync(submit_and_collect(reqs, client2, state, poll_seconds=0.05, progress=False))
+        assert second.resumed == [batch_id] and second.submitted == 0 and second.in_running_batches == 5
+        assert second.loaded == 4 and second.failed == 1 and second.waiting == 0
+        assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0  # no live call at all
+        # 3. replies are cache hits for the live client, keyed as it keys them; the failed one is pending
+        replay = RecordingClient(client2, use_cache=True)
+        res = replay.map(rs)
+        assert [r.status for r in res] == ["ok", "ok", "pending", "ok", "ok"]
+        assert all(r.cached for i, r in enumerate(res) if i != 2) and len(replay.recorded) == 1
+        full = PRICES.cost("gpt-4o-mini", res[0].usage)
+        assert res[0].usage.cost_usd == pytest.approx(full * 0.5)  # the batch discount is recorded
+        assert second.cost_usd == pytest.approx(sum(r.usage.cost_usd for r in res if r.ok))
+        # 4. the next run re-submits only the failed item
+        srv.batch_fail = None
+        third = run_sync(submit_and_collect(reqs, client2, state, poll_seconds=0.05, progress=False))
+        assert third.submitted == 1 and third.already_cached == 4 and third.loaded == 1
+        # 5. and then there is nothing left: no batch, no call
+        fourth = run_sync(submit_and_collect(reqs, client2, state, poll_seconds=0.05, progress=False))
+        assert fourth.submitted == 0 and fourth.already_cached == 5 and fourth.batch_ids == []
+        assert srv.stats()["batches"] == 2 and srv.stats()["requests"] == 0
+        live = client2.map(rs)
+        assert client2.http_calls == 0 and all(r.cached for r in live)
+
+
+def test_expired_batch_leaves_the_rest_pending(tmp_path):
+    with FakeOpenAIServer(batch_expire=True) as srv:
+        client = _client(srv, tmp_path)
+        _, reqs = _reqs(client, 4)
+        run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", poll_seconds=0.01, progress=False))
+        assert run.loaded == 2 and run.failed == 2
+        state = json.loads((tmp_path / "s" / BATCH_STATE).read_text())
+        assert state["batches"][0]["status"] == "expired" and state["batches"][0]["loaded"]
+
+
+def test_state_of_another_endpoint_is_refused(tmp_path):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / BATCH_STATE).write_text(json.dumps({"endpoint": "http://elsewhere/v1", "batches": []}))
+    client = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", cache=LLMCache(tmp_path / "c.sqlite"), progress=False)
+    with pytest.raises(ValueError, match="elsewhere"):
+        run_sync(submit_and_collect([], client, tmp_path / "s", progress=False))
+
+
+def test_llm_run_batch_twice(tmp_path, monkeypatch):
+    reqs = tmp_path / "requests.jsonl"
+    reqs.write_text("".join(json.dumps({"id": f"r{i}", "messages": [{"role": "user", "content": f"q {i}"}], "max_tokens": 10})
+                            + "\n" for i in range(4)))
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-key")
+    with FakeOpenAIServer(batch_delay=0.1) as srv:
+        args = ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini", "--base-url", srv.base_url,
+                "--no-progress", "--batch", "--batch-poll", "0.05"]
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 0, r.output
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        assert [x["status"] for x in lines] == ["ok"] * 4 and all(x["cached"] for x in lines)
+        assert (tmp_path / ".out.jsonl.batches" / BATCH_STATE).exists()
+        spent = json.loads((tmp_path / ".out.jsonl.spent.json").read_text())["spent_usd"]
+        assert spent == pytest.approx(sum(x["usage"]["cost_usd"] for x in lines)) and spent > 0
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 0, r.output
+        assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0
+        assert "sk-secret-key" not in r.output
+
+
+def test_a_batch_created_but_not_recorded_is_adopted_not_resubmitted(tmp_path):
+    state = tmp_path / "s"
+    with FakeOpenAIServer(batch_delay=0.2) as srv:
+        client = _client(srv, tmp_path)
+        _, reqs = _reqs(client, 3)
+        run_sync(submit_and_collect(reqs, client, state, wait=False, progress=False))
+        # as if killed right after batches.create returned, before its id was written down
+        recorded = json.loads((state / BATCH_STATE).read_text())
+        made = recorded["batches"][0]["id"]
+        recorded["batches"][0]["id"] = None
+        (state / BATCH_STATE).write_text(json.dumps(recorded))
+        run = run_sync(submit_and_collect(reqs, client, state, poll_seconds=0.05, progress=False))
+        assert run.submitted == 0 and run.loaded == 3 and run.batch_ids == [made]
+        assert srv.stats()["batches"] == 1
+
+
+def test_no_wait_still_loads_batches_already_done(tmp_path):
+    with FakeOpenAIServer() as srv:  # no delay: done at the first look
+        client = _client(srv, tmp_path)
+        _, reqs = _reqs(client, 2)
+        run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", wait=False, progress=False))
+        assert run.submitted == 2 and run.loaded == 2 and run.waiting == 0

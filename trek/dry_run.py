@@ -1,0 +1,119 @@
+"""What a ``trek wild run`` would cost, before it runs (``--dry-run``, ``--confirm-above``).
+
+:func:`estimate_wild_run` builds each unfinished question's first model request with the real
+system code (:class:`~trek.search.agent.SearchSystem` driving a
+:class:`~trek.llm.estimate.RecordingClient`, so the prompts, tools and parameters are exactly
+those the run would send, and nothing is sent), then applies the system's
+:class:`~trek.llm.estimate.Assumption`:
+
+* ``no-search``: one call per question;
+* ``search-then-read``: one call per question, its prompt grown by up to ``top_k`` pages of
+  ``page_chars`` characters (~4 characters a token), and one search call;
+* ``agentic``: 1 to ``max_rounds + 1`` model calls per question (or exactly ``--assume-rounds``),
+  one tool call per round, each adding up to one page (``page_chars / 4`` tokens) plus the tool
+  call to every later prompt; one search call per round but the last;
+* native OpenAI search (``--search openai``): one Responses call per question and 0 to
+  ``max_rounds`` (or ``--assume-rounds``) searches inside it, the results they bring billed as up
+  to 1,000 input tokens each.
+
+Questions already final in the run directory are left out, and so are those whose first request
+is in the run's cache (they replay from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trek.aio import fan_out, run_sync
+from trek.llm.client import LLMClient
+from trek.llm.estimate import Assumption, Estimate, RecordingClient, estimate_requests
+from trek.pages import AGENT_PAGE_CHARS, PageStore
+from trek.search.agent import SearchSystem, SystemConfig
+from trek.search.base import SearchBackend, SearchOutcome
+from trek.types import Question, SearchCall, Trajectory, read_jsonl
+
+__all__ = ["NATIVE_SEARCH_INPUT_TOKENS", "estimate_wild_run"]
+
+#: Assumed input tokens that one native OpenAI web search adds to the model's prompt.
+NATIVE_SEARCH_INPUT_TOKENS = 1000
+_FINAL = ("ok", "no_answer")
+
+
+class _NoResults:
+    """A stand-in backend for search-then-read dry runs: same name and settings, no search made."""
+
+    def __init__(self, real: SearchBackend):
+        self._real = real
+        self.name = real.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    async def acall(self, query: str, k: int | None = None) -> SearchOutcome:
+        return SearchOutcome(call=SearchCall(query=query, backend=self.name, results=[]))
+
+
+def estimate_wild_run(
+    questions: Sequence[Question],
+    run_dir: str | Path,
+    client: LLMClient,
+    backend: SearchBackend | None,
+    *,
+    system: str = "agentic",
+    effort: str | None = None,
+    store: PageStore | None = None,
+    max_rounds: int = 8,
+    results_per_search: int = 5,
+    top_k: int = 5,
+    page_chars: int = AGENT_PAGE_CHARS,
+    hints: bool = False,
+    params: dict[str, Any] | None = None,
+    assume_rounds: int | None = None,
+    assume_output: int = 4096,
+) -> Estimate:
+    """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``."""
+    answers = Path(run_dir) / "answers.jsonl"
+    done = {t.question_id for t in read_jsonl(answers, Trajectory) if t.status in _FINAL} if answers.exists() else set()
+    todo = [q for q in questions if q.id not in done]
+    rec = RecordingClient(client)
+    cfg = SystemConfig(
+        system=system if backend is not None else "no-search", effort=effort, max_rounds=max_rounds,
+        results_per_search=results_per_search, top_k=top_k, page_chars=page_chars, hints=hints,
+        params=dict(params or {}),
+    )
+    sys_ = SearchSystem(rec, _NoResults(backend) if cfg.system == "search-then-read" and backend else backend,
+                        store, cfg)
+
+    async def first_steps() -> list[Trajectory]:
+        return await fan_out(todo, sys_.arun, progress=False)
+
+    run_sync(first_steps())
+    name = backend.name if backend is not None else None
+    page_tokens = page_chars // 4
+    if cfg.system == "no-search":
+        a = Assumption(description="one model call per question, no search")
+    elif cfg.system == "search-then-read":
+        a = Assumption(
+            description=f"one search and one model call per question reading up to {top_k} pages of "
+                        f"{page_chars:,} characters (~{top_k * page_tokens:,} tokens)",
+            extra_input=(0, top_k * (page_tokens + 20)), search_low=1, search_high=1, search_backend=name,
+        )
+    elif sys_.native:
+        n = assume_rounds or max_rounds
+        a = Assumption(
+            description=f"one Responses call per question with {'exactly' if assume_rounds else 'up to'} {n} "
+                        f"built-in web searches, each adding up to {NATIVE_SEARCH_INPUT_TOKENS:,} input tokens",
+            extra_input=((n if assume_rounds else 0) * NATIVE_SEARCH_INPUT_TOKENS, n * NATIVE_SEARCH_INPUT_TOKENS),
+            search_low=n if assume_rounds else 0, search_high=n, search_backend=name,
+        )
+    else:
+        a = Assumption.agentic(assume_rounds or max_rounds + 1, page_tokens + 100, name,
+                               assumed=assume_rounds is not None)
+    est = estimate_requests(rec.recorded, client, label="trek wild run", assumption=a, assume_output=assume_output)
+    est.items = len(questions)
+    est.cached_items += len(questions) - len(todo)
+    if name and name.startswith("proxy"):
+        est.notes.append("the proxy search model's own tokens are not included")
+    return est
