@@ -7,7 +7,6 @@ import pytest
 from test_grading import QUESTIONS, SCRIPT, trajectories  # the same made-up run and scripted judge
 from typer.testing import CliRunner
 
-from trek import templates
 from trek.cli import app
 from trek.grading import estimate_grading, judge_requests, run_grading, run_grading_batch
 from trek.llm import LLMCache, LLMClient
@@ -22,12 +21,10 @@ PRICES = PriceTable({"gpt-4o-mini": Price(input=1.0, output=4.0)})
 def run_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("TREK_CACHE", raising=False)
     monkeypatch.delenv("TREK_PROMPTS", raising=False)
-    templates.set_prompts_dir(None)
     d = tmp_path / "run"
     write_jsonl(d / "questions.jsonl", QUESTIONS)
     write_jsonl(d / "answers.jsonl", trajectories())
     yield d
-    templates.set_prompts_dir(None)
 
 
 def _judge(srv, run_dir):
