@@ -8,8 +8,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from trek.cli.grade import grade_command
 from trek.graders import sealqa
-from trek.grading import grade_command, grade_run, run_grading
+from trek.grading import grade_run, run_grading
 from trek.llm import LLMClient
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Grade, Question, Trajectory, read_jsonl, write_jsonl

@@ -33,15 +33,15 @@ def _main(
 
 def _register() -> None:
     # Sub-command groups live next to the code they drive.
-    from trek.llm.cli import app as llm_app
-    from trek.llm.cli import cost_command
+    from trek.cli.llm import app as llm_app
+    from trek.cli.llm import cost_command
 
     app.add_typer(llm_app, name="llm")
     app.command("cost")(cost_command)
 
     from trek.cli.data import app as data_app
+    from trek.cli.grade import grade_command
     from trek.cli.run import app as wild_app
-    from trek.grading import grade_command
 
     app.add_typer(data_app, name="data")
     app.command("grade")(grade_command)
@@ -55,7 +55,7 @@ def _register() -> None:
     app.add_typer(trace_app, name="trace")
 
     from trek.cli.ctrl import app as ctrl_app
-    from trek.rag.cli import ctrl_run_command
+    from trek.cli.ctrl_run import ctrl_run_command
 
     ctrl_app.command("run")(ctrl_run_command)
     app.add_typer(ctrl_app, name="ctrl")

@@ -140,9 +140,9 @@ def run(
     """
     from rich.console import Console
 
+    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
     from trek.datasets.common import MissingDataError
     from trek.llm.cache import LLMCache, default_cache_path
-    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
     from trek.pages import default_pages_path
     from trek.runner import run_system
@@ -210,8 +210,8 @@ def run(
             cache=SearchCache(default_search_cache_path(run_dir)),
             **kw,
         )
+        from trek.cli.llm import confirm_spend
         from trek.dry_run import estimate_wild_run
-        from trek.llm.cli import confirm_spend
 
         est = estimate_wild_run(
             qs, run_dir, client, backend, system=system, effort=effort, store=store, max_rounds=max_rounds,
