@@ -26,19 +26,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trek import runs
 from trek.aio import fan_out, run_sync
 from trek.llm.client import LLMClient
 from trek.llm.estimate import Assumption, Estimate, RecordingClient, estimate_requests
-from trek.pages import AGENT_PAGE_CHARS, PageStore
-from trek.search.agent import SearchSystem, SystemConfig
+from trek.pages import PageStore
+from trek.runner import FINAL_STATUSES, system_config
+from trek.search.agent import SearchSystem
 from trek.search.base import SearchBackend, SearchOutcome
-from trek.types import Question, SearchCall, Trajectory, read_jsonl
+from trek.types import Question, SearchCall, Trajectory
 
 __all__ = ["NATIVE_SEARCH_INPUT_TOKENS", "estimate_wild_run"]
 
 #: Assumed input tokens that one native OpenAI web search adds to the model's prompt.
 NATIVE_SEARCH_INPUT_TOKENS = 1000
-_FINAL = ("ok", "no_answer")
 
 
 class _NoResults:
@@ -64,25 +65,18 @@ def estimate_wild_run(
     system: str = "agentic",
     effort: str | None = None,
     store: PageStore | None = None,
-    max_rounds: int = 8,
-    results_per_search: int = 5,
-    top_k: int = 5,
-    page_chars: int = AGENT_PAGE_CHARS,
-    hints: bool = False,
-    params: dict[str, Any] | None = None,
     assume_rounds: int | None = None,
     assume_output: int = 4096,
+    **settings: Any,
 ) -> Estimate:
-    """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``."""
-    answers = Path(run_dir) / "answers.jsonl"
-    done = {t.question_id for t in read_jsonl(answers, Trajectory) if t.status in _FINAL} if answers.exists() else set()
+    """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``;
+    ``settings`` are those of :func:`trek.runner.system_config`."""
+    answers = runs.load_answers(run_dir) if Path(run_dir).is_dir() else {}
+    done = {qid for qid, t in answers.items() if t.status in FINAL_STATUSES}
     todo = [q for q in questions if q.id not in done]
     rec = RecordingClient(client)
-    cfg = SystemConfig(
-        system=system if backend is not None else "no-search", effort=effort, max_rounds=max_rounds,
-        results_per_search=results_per_search, top_k=top_k, page_chars=page_chars, hints=hints,
-        params=dict(params or {}),
-    )
+    cfg = system_config(backend, system, effort, **settings)
+    max_rounds, top_k, page_chars = cfg.max_rounds, cfg.top_k, cfg.page_chars
     sys_ = SearchSystem(rec, _NoResults(backend) if cfg.system == "search-then-read" and backend else backend,
                         store, cfg)
 

@@ -38,7 +38,7 @@ from trek.search.agent import SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
 from trek.types import Question, RunMeta, Trajectory, Usage, utcnow
 
-__all__ = ["RunSummary", "FINAL_STATUSES", "arun_system", "run_system"]
+__all__ = ["RunSummary", "FINAL_STATUSES", "system_config", "arun_system", "run_system"]
 
 #: Trajectory statuses a re-run keeps; ``pending`` and ``failed`` questions are tried again.
 FINAL_STATUSES = ("ok", "no_answer")
@@ -111,6 +111,26 @@ def _meta(
     )
 
 
+def system_config(
+    search_backend: SearchBackend | None,
+    system: str = "agentic",
+    effort: str | None = None,
+    *,
+    max_rounds: int = 8,
+    results_per_search: int = 5,
+    top_k: int = 5,
+    page_chars: int = AGENT_PAGE_CHARS,
+    hints: bool = False,
+    params: dict[str, Any] | None = None,
+) -> SystemConfig:
+    """The system settings of a run (``no-search`` whenever there is no search backend)."""
+    return SystemConfig(
+        system=system if search_backend is not None else "no-search", effort=effort, max_rounds=max_rounds,
+        results_per_search=results_per_search, top_k=top_k, page_chars=page_chars, hints=hints,
+        params=dict(params or {}),
+    )
+
+
 async def arun_system(
     questions: Sequence[Question],
     run_dir: str | os.PathLike[str],
@@ -121,37 +141,19 @@ async def arun_system(
     progress: bool = True,
     *,
     store: PageStore | None = None,
-    max_rounds: int = 8,
-    results_per_search: int = 5,
-    top_k: int = 5,
-    page_chars: int = AGENT_PAGE_CHARS,
-    hints: bool = False,
-    params: dict[str, Any] | None = None,
     max_concurrent_questions: int | None = None,
     run_config: dict[str, Any] | None = None,
     flush_seconds: float = 1.0,
+    **settings: Any,
 ) -> RunSummary:
-    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_system`."""
+    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_system`;
+    ``settings`` are the keywords of :func:`system_config` (``max_rounds``, ``top_k``, ...)."""
     root = Path(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
         raise ValueError("question ids must be unique")
-    sys_ = SearchSystem(
-        client,
-        search_backend,
-        store,
-        SystemConfig(
-            system=system if search_backend is not None else "no-search",
-            effort=effort,
-            max_rounds=max_rounds,
-            results_per_search=results_per_search,
-            top_k=top_k,
-            page_chars=page_chars,
-            hints=hints,
-            params=dict(params or {}),
-        ),
-    )
+    sys_ = SearchSystem(client, search_backend, store, system_config(search_backend, system, effort, **settings))
     previous = runs.read_meta(root)
     if previous is not None:
         old_sys = previous.config.get("system")

@@ -8,10 +8,10 @@ from typing import Any
 
 import typer
 
-from trek.llm.client import LLMClient
 from trek.graders.common import explain_unsupported_parameter, parse_judge_params
 from trek.grading import estimate_grading, run_grading, run_grading_batch
 from trek.llm.cache import LLMCache, default_cache_path
+from trek.llm.client import LLMClient
 from trek.types import RecordError
 
 

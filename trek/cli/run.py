@@ -140,9 +140,9 @@ def run(
     """
     from rich.console import Console
 
-    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
     from trek.datasets.common import MissingDataError
     from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
     from trek.pages import default_pages_path
     from trek.runner import run_system
@@ -213,11 +213,12 @@ def run(
         from trek.cli.llm import confirm_spend
         from trek.dry_run import estimate_wild_run
 
-        est = estimate_wild_run(
-            qs, run_dir, client, backend, system=system, effort=effort, store=store, max_rounds=max_rounds,
-            results_per_search=results, top_k=top_k, page_chars=page_chars, hints=hints,
-            assume_rounds=assume_rounds, assume_output=assume_output,
+        settings: dict[str, Any] = dict(
+            system=system, effort=effort, store=store, max_rounds=max_rounds, results_per_search=results,
+            top_k=top_k, page_chars=page_chars, hints=hints,
         )
+        est = estimate_wild_run(qs, run_dir, client, backend, assume_rounds=assume_rounds,
+                                assume_output=assume_output, **settings)
         if dry_run:
             typer.echo(est.describe())
             return
@@ -225,22 +226,7 @@ def run(
         run_config = {"question_set": questions, "fetch": fetch}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url
-        summary = run_system(
-            qs,
-            run_dir,
-            client,
-            backend,
-            system=system,
-            effort=effort,
-            progress=progress,
-            store=store,
-            max_rounds=max_rounds,
-            results_per_search=results,
-            top_k=top_k,
-            page_chars=page_chars,
-            hints=hints,
-            run_config=run_config,
-        )
+        summary = run_system(qs, run_dir, client, backend, progress=progress, run_config=run_config, **settings)
     except (
         FatalLLMError,
         FatalSearchError,
