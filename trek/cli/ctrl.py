@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from trek.cli import options
 from trek.ctrl import conditions as cond
 
 app = typer.Typer(help="TrekBench-Ctrl: distractor pools, synthetic distractors and frozen contexts.",
@@ -69,8 +70,8 @@ def build_command(
     min_similarity: float = typer.Option(0.90, "--min-similarity", help="Embedding similarity floor for fabrications."),
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with fabrication calls (e.g. high)."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or OUT/llm-cache.sqlite]."),
-    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once."),
-    prompts: Path = typer.Option(None, "--prompts", help="Folder of prompt template overrides."),
+    max_connections: int = options.MAX_CONNECTIONS,
+    prompts: Path = options.PROMPTS,
     tokens: bool = typer.Option(True, "--tokens/--no-tokens", help="Count o200k_base tokens of each context."),
 ) -> None:
     """Build pools and frozen contexts (every condition and ablation) into OUT."""
@@ -139,7 +140,7 @@ def discover_command(
     historical: int = typer.Option(20, "--historical", min=0, help="Historical documents wanted per question."),
     relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or next to --out]."),
-    prompts: Path = typer.Option(None, "--prompts", help="Folder of prompt template overrides."),
+    prompts: Path = options.PROMPTS,
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with discovery calls."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools."""

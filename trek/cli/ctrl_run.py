@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from trek.cli import options
+
 __all__ = ["ctrl_run_command", "DEFAULT_METHODS", "DEFAULT_CONDITIONS"]
 
 DEFAULT_METHODS = "direct,rerank,filter,structured"
@@ -45,14 +47,14 @@ def ctrl_run_command(
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
     judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
     judge_base_url: str = typer.Option(None, "--judge-base-url", help="Endpoint of the judge [default: --base-url]."),
-    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once."),
-    budget: float = typer.Option(None, "--budget", help="Stop issuing model calls before this many US dollars are spent."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
-    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries of a failed call before it is left pending."),
-    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
-    prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of prompt template overrides."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and the number of calls, call nothing."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+    max_connections: int = options.MAX_CONNECTIONS,
+    budget: float = options.BUDGET,
+    timeout: float = options.TIMEOUT,
+    max_retries: int = options.MAX_RETRIES,
+    prices: Path = options.PRICES,
+    prompts: Path = options.PROMPTS,
+    dry_run: bool = options.DRY_RUN,
+    progress: bool = options.PROGRESS,
 ) -> None:
     """Run the Ctrl baselines on frozen contexts and record one standard run per (model, method, condition).
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from trek.cli import options
 from trek.graders.common import explain_unsupported_parameter, parse_judge_params
 from trek.grading import estimate_grading, run_grading, run_grading_batch
 from trek.llm.cache import LLMCache, default_cache_path
@@ -33,24 +34,20 @@ def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
     judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini."),
     base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the judge."),
-    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Judge requests in flight at once."),
-    prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of template overrides (grader.freshqa.txt, ...)."),
-    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries of a failed judge call before it is left pending."),
+    max_connections: int = options.MAX_CONNECTIONS,
+    prompts: Path = options.PROMPTS,
+    max_retries: int = options.MAX_RETRIES,
     seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
-    judge_param: list[str] = typer.Option(
-        None, "--judge-param",
-        help="Judge request parameter KEY=VALUE, repeatable (temperature=0, reasoning_effort=high, "
-        "max_completion_tokens=2000, ...). None is sent unless given.",
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the judge calls, tokens and dollars grading would need; send nothing."),
-    confirm_above: float = typer.Option(5.0, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
-    assume_output: int = typer.Option(4096, "--assume-output", min=1, help="Estimate: output tokens per judge call when no max_tokens is sent."),
-    batch: bool = typer.Option(False, "--batch", help="Send the judge calls through OpenAI's Batch API (half price, within 24 h); re-run to resume polling."),
-    batch_poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch."),
+    judge_param: list[str] = options.JUDGE_PARAM,
+    progress: bool = options.PROGRESS,
+    dry_run: bool = options.DRY_RUN,
+    confirm_above: float = options.CONFIRM_ABOVE,
+    yes: bool = options.YES,
+    assume_output: int = options.ASSUME_OUTPUT,
+    batch: bool = options.BATCH,
+    batch_poll: float = options.BATCH_POLL,
     batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
-    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
+    prices: Path = options.PRICES,
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 

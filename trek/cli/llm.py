@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from trek.cli import options
+
 app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
 _err = Console(stderr=True)
 
@@ -48,21 +50,21 @@ def run(
     out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write, one result per id, in input order."),
     base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1."),
     model: str = typer.Option(None, "--model", "-m", help="Model for lines that do not name one."),
-    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Requests in flight at once."),
+    max_connections: int = options.MAX_CONNECTIONS,
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file [default: $TREK_CACHE or llm-cache.sqlite next to --out]."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per HTTP attempt."),
-    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries for 429/5xx/timeouts/connection errors."),
+    timeout: float = options.TIMEOUT,
+    max_retries: int = options.MAX_RETRIES,
     budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
-    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    prices: Path = options.PRICES,
+    progress: bool = options.PROGRESS,
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
                                   help="HTTP transport: httpx (the SDK's default) or aiohttp (pip install 'trek[aiohttp]'; faster for wide fan-out)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and dollars the run would need; send nothing."),
-    confirm_above: float = typer.Option(CONFIRM_ABOVE_USD, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
-    assume_output: int = typer.Option(4096, "--assume-output", min=1, help="Estimate: output tokens per call for requests that send no max_tokens."),
-    batch: bool = typer.Option(False, "--batch", help="Send through OpenAI's Batch API (half price, results within 24 h); re-run to resume polling."),
-    batch_poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch."),
+    dry_run: bool = options.DRY_RUN,
+    confirm_above: float = options.CONFIRM_ABOVE,
+    yes: bool = options.YES,
+    assume_output: int = options.ASSUME_OUTPUT,
+    batch: bool = options.BATCH,
+    batch_poll: float = options.BATCH_POLL,
     batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
@@ -129,7 +131,7 @@ def run(
 
 def cost_command(
     run_dir: Path = typer.Argument(..., help="Run directory holding JSONL records with usage."),
-    prices: Path = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."),
+    prices: Path = options.PRICES,
 ) -> None:
     """Summarize the tokens and dollars recorded in a run directory."""
     from trek.llm.cost import summarize_usage

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from trek.cli import options
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import EFFORTS, SYSTEMS
 from trek.types import Question, RecordError
@@ -61,12 +62,8 @@ def run(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Source datasets folder (wild) or demo benchmark folder (mini)."
     ),
-    max_connections: int = typer.Option(
-        16, "--max-connections", min=1, help="Model requests in flight at once."
-    ),
-    budget: float = typer.Option(
-        None, "--budget", help="Stop issuing model calls before this many US dollars are spent."
-    ),
+    max_connections: int = options.MAX_CONNECTIONS,
+    budget: float = options.BUDGET,
     max_rounds: int = typer.Option(
         8, "--max-rounds", min=1, help="Agentic: rounds of tool calls before the answer is forced."
     ),
@@ -106,29 +103,19 @@ def run(
         help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt."),
-    max_retries: int = typer.Option(
-        6, "--max-retries", min=0, help="Retries for transient model and search failures."
-    ),
-    prices: Path = typer.Option(
-        None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES]."
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the model calls, tokens, search calls and dollars the run would need; send nothing."
-    ),
+    timeout: float = options.TIMEOUT,
+    max_retries: int = options.MAX_RETRIES,
+    prices: Path = options.PRICES,
+    progress: bool = options.PROGRESS,
+    dry_run: bool = options.DRY_RUN,
     assume_rounds: int = typer.Option(
         None, "--assume-rounds", min=1,
         help="Estimate: model calls per agentic question (searches per question with --search openai) "
         "[default: a range from 1 to --max-rounds + 1].",
     ),
-    assume_output: int = typer.Option(
-        4096, "--assume-output", min=1, help="Estimate: output tokens per call when no max_tokens is sent."
-    ),
-    confirm_above: float = typer.Option(
-        5.0, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."
-    ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate."),
+    assume_output: int = options.ASSUME_OUTPUT,
+    confirm_above: float = options.CONFIRM_ABOVE,
+    yes: bool = options.YES,
 ) -> None:
     """Answer the questions with one system and record a trajectory per question.
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
+from trek.cli import options
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.types import RecordError
@@ -54,15 +55,11 @@ def run_command(
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
     budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
-    max_connections: int = typer.Option(16, "--max-connections", min=1, help="Requests in flight per endpoint."),
-    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries before a call is left pending."),
-    prompts: Path = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of template overrides."),
-    judge_param: list[str] = typer.Option(
-        None, "--judge-param",
-        help="Judge request parameter KEY=VALUE for both judges, repeatable (temperature=0, "
-        "reasoning_effort=high, ...). None is sent unless given.",
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    max_connections: int = options.MAX_CONNECTIONS,
+    max_retries: int = options.MAX_RETRIES,
+    prompts: Path = options.PROMPTS,
+    judge_param: list[str] = options.JUDGE_PARAM,
+    progress: bool = options.PROGRESS,
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
 
