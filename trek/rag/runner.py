@@ -20,6 +20,7 @@ Gold-only is Direct on ``GOLD``; the other methods are not run on ``GOLD`` unles
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import time
@@ -288,27 +289,22 @@ async def arun_ctrl(
     return summary
 
 
-def run_ctrl(
-    contexts: Sequence[CtxRecord],
-    questions: Mapping[str, Question],
-    runs_root: str | os.PathLike[str],
-    client: LLMClient,
-    methods: Mapping[str, Method],
-    conditions: Sequence[str],
-    **kw: Any,
-) -> CtrlRunSummary:
+def run_ctrl(*args: Any, **kw: Any) -> CtrlRunSummary:
     """Run ``methods`` (name -> configured method) on each of ``conditions`` of ``contexts`` with
     ``client``'s model, writing one run directory per (method, condition) under ``runs_root``.
 
     Keyword arguments: ``params`` (sampling parameters sent with every call, e.g.
     ``{"reasoning_effort": "high"}``; recorded), ``all_methods_on_gold``, ``progress``,
     ``run_config`` (extra entries for each ``run.json``'s ``config``). Resumable; see the module doc.
+    Arguments are those of :func:`arun_ctrl` (``contexts``, ``questions``, ``runs_root``,
+    ``client``, ``methods``, ``conditions``, then the keywords); the client is closed at the end.
     """
+    bound = inspect.signature(arun_ctrl).bind(*args, **kw)
 
     async def go() -> CtrlRunSummary:
         try:
-            return await arun_ctrl(contexts, questions, runs_root, client, methods, conditions, **kw)
+            return await arun_ctrl(*bound.args, **bound.kwargs)
         finally:
-            await client.aclose()
+            await bound.arguments["client"].aclose()
 
     return run_sync(go())
