@@ -227,3 +227,29 @@ def test_cli_budget_stops_issuing_calls_and_leaves_answers_pending(ctrl, tmp_pat
     assert "budget cap" in res.output and 0 < spent < 9  # 3 direct + 6 filter calls without a budget
     answers = {**R.load_answers(runs / run_label("m", "direct", "OO")), **R.load_answers(runs / run_label("m", "filter", "OO"))}
     assert any(t.status == "pending" for t in answers.values())
+
+
+def test_estimate_bounds_the_tokens_the_grid_really_sends(ctrl, tmp_path, mini):
+    from trek.llm.usage import Price, PriceTable
+    from trek.rag.runner import estimate_grid
+    from trek.types import Usage
+
+    path, qs = ctrl
+    runs = tmp_path / "runs"
+    records = read_context_records(path)
+    cells = plan_grid("m", list(methods()), MAIN, runs)
+    prices = PriceTable({"m": Price(input=1.0, output=2.0)})
+    est = estimate_grid(cells, records, methods(), "m", prices, max_tokens=300)
+    assert est.items == 51 and est.cached_items == 0 and est.calls == (75, 75)
+    with FakeOpenAIServer(script=script(mini, qs), tokenizer="o200k_base") as srv:  # counts like OpenAI
+        run(path, runs, srv)
+    sent = Usage()
+    for cell in cells:
+        for t in R.load_answers(cell.run_dir).values():
+            sent = sent + t.usage
+    assert sent.calls == 75
+    assert est.input_tokens[0] <= sent.prompt_tokens <= est.input_tokens[1]
+    assert est.output_tokens[0] <= sent.completion_tokens <= est.output_tokens[1]
+    assert 0 < est.token_usd[0] < est.token_usd[1]
+    again = estimate_grid(cells, records, methods(), "m", prices)
+    assert again.cached_items == 51 and again.calls == (0, 0) and again.token_usd == (0.0, 0.0)

@@ -71,7 +71,7 @@ def ctrl_run_command(
     from trek.rag import make_method
     from trek.rag.context import load_ctrl_questions, questions_beside, read_context_records
     from trek.rag.rerank import make_scorer
-    from trek.rag.runner import grid_rows, plan_grid, run_ctrl
+    from trek.rag.runner import estimate_grid, grid_rows, plan_grid, run_ctrl
     from trek.types import RecordError
 
     err = Console(stderr=True)
@@ -109,6 +109,8 @@ def ctrl_run_command(
                 total = sum(r["calls"] for r in rows)
                 typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
                            f"(re-asks of unreadable replies not counted; cached calls send nothing)")
+                typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices),
+                                         max_tokens=max_tokens).describe())
                 return
             params: dict[str, Any] = {}
             if effort:

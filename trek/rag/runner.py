@@ -32,6 +32,8 @@ from typing import Any
 from trek import runs as R
 from trek.aio import fan_out, run_sync
 from trek.llm.client import FatalLLMError, LLMClient
+from trek.llm.estimate import Estimate
+from trek.llm.usage import PriceTable
 from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
 from trek.rag.context import CtxRecord
@@ -113,6 +115,46 @@ def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Map
                "to_answer": todo, "calls": todo * m.calls}
         rows.append(row)
     return rows
+
+
+#: Tokens of a baseline prompt around the documents (instructions, question), for estimates.
+PROMPT_TOKENS = 200
+
+
+def estimate_grid(
+    cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method], model: str,
+    prices: PriceTable, *, max_tokens: int | None = None, assume_output: int = 4096,
+) -> Estimate:
+    """The ``--dry-run`` estimate of a grid: calls, input tokens (o200k_base of each rendered
+    context plus the prompt around it; low = one read of the context per answer, Rerank reading
+    its top 10 only; high = one read per call), output tokens (low 1 per call, high ``max_tokens``
+    or ``assume_output``) and dollars from the price table. Finished answers cost nothing."""
+    from trek.ctrl.tokens import count_tokens
+
+    by_cond = _contexts_by_condition(contexts)
+    size = {c.sha256: count_tokens(c.rendered) + PROMPT_TOKENS for c in contexts}
+    items = cached = calls = in_lo = in_hi = 0
+    for cell in cells:
+        done, m = _done(cell, by_cond), methods[cell.method]
+        for c in by_cond.get(cell.condition, []):
+            items += 1
+            if c.question_id in done:
+                cached += 1
+                continue
+            t = size[c.sha256]
+            calls += m.calls
+            k = getattr(m, "k", None)  # Rerank reads only its top k documents
+            in_lo += round(t * min(1.0, k / max(1, len(c.documents)))) if k else t
+            in_hi += t * m.calls
+    out = (calls, (max_tokens or assume_output) * calls)  # a reply has at least one token
+    price = prices.get(model)
+    usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
+        if price else (float("nan"), float("nan"))
+    notes = ["re-asks of unreadable replies are not counted", "o200k_base token counts"]
+    if price is None:
+        notes.append(f"model {model!r} has no price in the price table (--prices)")
+    return Estimate(label="trek ctrl run", model=model, items=items, cached_items=cached, calls=(calls, calls),
+                    input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd, notes=notes)
 
 
 @dataclass
