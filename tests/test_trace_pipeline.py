@@ -283,3 +283,35 @@ def test_role_clients_without_a_cache_use_the_run_cache(fresh_run, server):
     before = server.stats()["requests"]
     again = trace_run(fresh_run, **bare(), progress=False)
     assert server.stats()["requests"] == before and again.traced == len(EXPECTED)
+
+
+def test_dry_run_estimate_bounds_what_tracing_really_costs(fresh_run, mini):
+    from _trace_case import MODEL as RUN_MODEL
+
+    from trek.llm.usage import Price, PriceTable
+    from trek.trace.estimate import estimate_trace
+
+    p = plan(mini)
+    prices = PriceTable({DIAG: Price(1.0, 2.0), ANA: Price(3.0, 4.0), RUN_MODEL: Price(5.0, 6.0)})
+    with FakeOpenAIServer(script=trace_script(mini, p) + run_script(mini, p), tokenizer="o200k_base") as srv:
+        cache = LLMCache(fresh_run / "llm-cache.sqlite")
+
+        def role(name, model):
+            client = LLMClient(model, base_url=srv.base_url, cache=cache, progress=False, max_retries=0, prices=prices)
+            return RoleModel(name, client, model)
+
+        kw = dict(diagnostic=role("diagnostic", DIAG), analysis=role("analysis", ANA),
+                  evaluated=role("evaluated", RUN_MODEL))
+        est = estimate_trace(fresh_run, check_stale=True, assume_output=500, **kw)
+        before = srv.stats()["requests"]
+        report = trace_run(fresh_run, check_stale=True, progress=False, **kw)
+        sent = srv.stats()["requests"] - before
+    assert srv.stats()["requests"] and before == 0  # the estimate itself sent nothing
+    cases = len(report.records)
+    assert est.items == cases and est.calls == (2 * cases, 8 * cases)
+    assert est.calls[0] <= sent <= est.calls[1]
+    assert est.input_tokens[0] <= report.usage.prompt_tokens <= est.input_tokens[1]
+    assert est.output_tokens[0] <= report.usage.completion_tokens <= est.output_tokens[1]
+    assert est.usd_low <= report.usage.cost_usd <= est.usd_high
+    again = estimate_trace(fresh_run, check_stale=True, **kw)
+    assert again.calls == (0, 0) and again.cached_items == cases

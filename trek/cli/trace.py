@@ -59,6 +59,10 @@ def run_command(
     max_retries: int = options.MAX_RETRIES,
     prompts: Path = options.PROMPTS,
     judge_param: list[str] = options.JUDGE_PARAM,
+    dry_run: bool = options.DRY_RUN,
+    confirm_above: float = options.CONFIRM_ABOVE,
+    yes: bool = options.YES,
+    assume_output: int = options.ASSUME_OUTPUT,
     progress: bool = options.PROGRESS,
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
@@ -69,9 +73,11 @@ def run_command(
     import contextlib
 
     from trek import templates
+    from trek.cli.llm import confirm_spend
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.llm.client import EndpointLimits
     from trek.trace.common import RoleModel
+    from trek.trace.estimate import estimate_trace
     from trek.trace.pipeline import evaluated_role_from_run, trace_run
 
     diag_model = diagnostic_judge or judge
@@ -103,6 +109,12 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
+        est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
+                             assume_output=assume_output)
+        if dry_run:
+            typer.echo(est.describe())
+            return
+        confirm_spend(est, confirm_above, yes, budget)
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress)
     except FatalLLMError as e:

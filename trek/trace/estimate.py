@@ -1,0 +1,102 @@
+"""What tracing a run would cost, before any call (``trek trace --dry-run``).
+
+Per case still to trace (finished ones are kept for free), the calls lie between
+
+* **low**, 2: the gold URLs were all retrieved, the gold-only probe answers, the analysis judge
+  grades it wrong (Interpretation, stop);
+* **high**, 7 (8 with the stale-reference check): key evidence and evidence match (diagnostic),
+  query adequacy, both probes and both probe verdicts.
+
+Input tokens are o200k_base counts of the pages as the prompts show them (gold pages up to
+50,000 characters, others up to 3,500, from the run's page store; nothing is fetched), plus
+:data:`PROMPT_TOKENS` of instructions per call. Output runs from 1 token per call to
+``assume_output`` (or the role's ``max_tokens``). Each role's calls are priced with its model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trek.aio import run_sync
+from trek.ctrl.tokens import count_tokens
+from trek.llm.estimate import Estimate
+from trek.pages import PageStore, default_pages_path, normalize_url
+from trek.trace.common import RoleModel, fetch_pages, render_pages
+from trek.trace.inputs import FAILED_OUTCOMES, noise_context, select_cases
+
+__all__ = ["PROMPT_TOKENS", "estimate_trace"]
+
+#: Tokens of instructions, question, references and answers around the pages in one call.
+PROMPT_TOKENS = 400
+
+
+def estimate_trace(
+    run_dir: str | os.PathLike[str],
+    *,
+    diagnostic: RoleModel,
+    analysis: RoleModel,
+    evaluated: RoleModel,
+    check_stale: bool = False,
+    assume_output: int = 4096,
+    outcomes: tuple[str, ...] = FAILED_OUTCOMES,
+) -> Estimate:
+    """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc)."""
+    rd = Path(run_dir)
+    selection = select_cases(rd, outcomes)
+    done = {r.question_id for r in _finished(rd)}
+    todo = [c for c in selection.cases if c.question_id not in done]
+    store = PageStore(default_pages_path(rd), fetch=False)
+    try:
+        sizes = run_sync(_page_tokens(store, todo))
+    finally:
+        store.close()
+    # (role, low input, high input, low calls, high calls) summed over the cases
+    role_in = {"diagnostic": [0, 0, 0, 0], "analysis": [0, 0, 0, 0], "evaluated": [0, 0, 0, 0]}
+    p = PROMPT_TOKENS
+    for gold, noise in sizes:
+        steps_high = {"diagnostic": [gold + p, noise + p] + ([gold + p] if check_stale else []),
+                      "analysis": [p, p, p], "evaluated": [gold + p, noise + gold + p]}
+        steps_low = {"diagnostic": [], "analysis": [p], "evaluated": [gold + p]}
+        for role in role_in:
+            role_in[role][0] += sum(steps_low[role])
+            role_in[role][1] += sum(steps_high[role])
+            role_in[role][2] += len(steps_low[role])
+            role_in[role][3] += len(steps_high[role])
+    parts = []
+    for role, who in (("diagnostic", diagnostic), ("analysis", analysis), ("evaluated", evaluated)):
+        in_lo, in_hi, c_lo, c_hi = role_in[role]
+        cap = who.params.get("max_tokens") or who.params.get("max_completion_tokens") or assume_output
+        out = (c_lo, c_hi * int(cap))
+        price = who.client.prices.get(who.model)
+        usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
+            if price else (float("nan"), float("nan"))
+        part = Estimate(label=f"trek trace, {role} role", model=who.model, items=len(selection.cases),
+                        cached_items=len(selection.cases) - len(todo), calls=(c_lo, c_hi),
+                        input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd)
+        if price is None:
+            part.notes.append(f"model {who.model!r} has no price in the price table (--prices)")
+        parts.append(part)
+    parts[-1].notes.append(f"{len(todo)} cases to trace: 2 to {8 if check_stale else 7} calls each; replies "
+                           "already in the cache are counted too (re-asks of unreadable replies are not)")
+    total = parts[0] + parts[1] + parts[2]
+    total.label = "trek trace"
+    return total
+
+
+def _finished(rd: Path) -> list:
+    from trek.trace.pipeline import load_trace
+
+    return [r for r in load_trace(rd) if r.status == "done"]
+
+
+async def _page_tokens(store: PageStore, cases: list) -> list[tuple[int, int]]:
+    """(gold pages, retrieved pages) tokens of each case as the prompts render them."""
+    out = []
+    for case in cases:
+        gold_keys = {normalize_url(u) for u in case.question.gold_urls}
+        gold = await fetch_pages(store, case.question.gold_urls)
+        noise = await fetch_pages(store, noise_context(case.collection, case.question.gold_urls))
+        out.append((count_tokens(render_pages(gold, gold_keys)), count_tokens(render_pages(noise, gold_keys))))
+    return out
+
