@@ -23,9 +23,13 @@ def confirm_spend(estimate: object, confirm_above: float | None, yes: bool, budg
     question (a note says when the high estimate passes the budget). Without a terminal to ask
     on, the run stops (exit 2) and says to pass ``--yes``.
     """
+    import math
     import sys
 
     high = float(getattr(estimate, "usd_high", 0.0))
+    if math.isnan(high):  # a model without a price: nothing to compare with --confirm-above
+        _err.print("note: no dollar estimate (a model has no price in the price table); not asking", highlight=False)
+        return
     if budget is not None:
         if high > budget:
             _err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
