@@ -302,22 +302,20 @@ def parse_judge_params(values: Iterable[str] | None, flag: str = JUDGE_PARAM_FLA
     return out
 
 
+# Provider error messages, matched without regard to case.
 _UNSUPPORTED_PARAMETER = re.compile(
-    r"Unsupported parameter:\s*'(?P<param>[^']+)'[^.]*\.(?:\s*Use\s+'(?P<instead>[^']+)'\s+instead)?",
-    re.IGNORECASE,
+    r"(?i)Unsupported parameter:\s*'(?P<param>[^']+)'[^.]*\.(?:\s*Use\s+'(?P<instead>[^']+)'\s+instead)?"
 )
 _UNSUPPORTED_VALUE = re.compile(
-    r"Unsupported value:\s*'(?P<param>[^']+)'\s+does not support\s+(?P<value>.+?)\s+with this model\."
-    r"(?P<rest>[^\"}]*)",
-    re.IGNORECASE,
+    r"(?i)Unsupported value:\s*'(?P<param>[^']+)'\s+does not support\s+(?P<value>.+?)\s+with this model\."
+    r"(?P<rest>[^\"}]*)"
 )
 _UNRECOGNIZED = re.compile(
-    r"(?:Unrecognized request argument supplied|Unknown parameter|unexpected keyword argument)"
-    r":?\s*'?(?P<param>[A-Za-z_][\w.]*)'?",
-    re.IGNORECASE,
+    r"(?i)(?:Unrecognized request argument supplied|Unknown parameter|unexpected keyword argument)"
+    r":?\s*'?(?P<param>[A-Za-z_][\w.]*)'?"
 )
-_DEFAULT_ONLY = re.compile(r"Only the default \((?P<default>[^)]*)\) value is supported", re.IGNORECASE)
-_SUPPORTED_VALUES = re.compile(r"Supported values are:?\s*(?P<values>[^.]+)", re.IGNORECASE)
+_DEFAULT_ONLY = re.compile(r"(?i)Only the default \((?P<default>[^)]*)\) value is supported")
+_SUPPORTED_VALUES = re.compile(r"(?i)Supported values are:?\s*(?P<values>[^.]+)")
 
 
 def explain_unsupported_parameter(
