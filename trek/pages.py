@@ -18,7 +18,6 @@ the path; path case and the query string are kept.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import hashlib
 import os
@@ -30,6 +29,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from trek.llm.client import EndpointLimits
 from trek.sqlite import connect
 from trek.types import Document, utcnow
 
@@ -255,7 +255,7 @@ class PageStore:
         self.allow_private = allow_private
         self._transport = transport
         self._lock = threading.RLock()
-        self._sems: dict[int, asyncio.Semaphore] = {}
+        self._limits = EndpointLimits()  # the fetch limit, one semaphore per event loop
         self._fingerprint: str | None = None
         self.fetches = 0
         self._conn = connect(self.path, _SCHEMA)
@@ -372,7 +372,7 @@ class PageStore:
             return page
         if not self.fetch:
             return _placeholder(url, "not in the page store and live fetching is off")
-        async with self._semaphore():
+        async with self._limits.semaphore("fetch", self.max_concurrent_fetches):
             page = self._stored(url)  # fetched meanwhile by another task
             if page is not None:
                 return page
@@ -391,14 +391,6 @@ class PageStore:
             self._conn.close()
 
     # -- live fetching ------------------------------------------------------------------------
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop_id = id(asyncio.get_running_loop())
-        sem = self._sems.get(loop_id)
-        if sem is None:
-            sem = asyncio.Semaphore(self.max_concurrent_fetches)
-            self._sems = {loop_id: sem}
-        return sem
-
     async def _fetch(self, url: str) -> Page:
         import httpx
 

@@ -35,6 +35,7 @@ __all__ = [
     "check_url",
     "clean_urls",
     "question_hash",
+    "make_question",
     "nonempty_text",
     "answer_list",
     "text_list",
@@ -312,6 +313,29 @@ def clean_urls(values: list[Any], field_name: str) -> tuple[list[str], list[str]
 def question_hash(text: str) -> str:
     """First 12 hex digits of the sha256 of the (stripped) question text."""
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def make_question(
+    dataset: str,
+    qid: str,
+    question: str,
+    answers: list[str],
+    *,
+    urls: list[str],
+    url_warnings: list[str] | None = None,
+    year: tuple[int | None, str | None] = (None, None),
+    metadata: dict[str, Any],
+    **fields: Any,
+) -> Question:
+    """A loader's Question: ``year`` is :func:`parse_effective_year`'s pair, ``url_warnings`` (from
+    :func:`clean_urls`) are kept in ``metadata['url_warnings']`` when there are any, and ``fields``
+    set the rest (``false_premise``, ``split``)."""
+    if url_warnings:
+        metadata["url_warnings"] = url_warnings
+    return Question(
+        id=qid, dataset=dataset, question=question, answers=answers, effective_year=year[0],
+        effective_year_raw=year[1], gold_urls=urls, metadata=metadata, **fields,
+    )
 
 
 def nonempty_text(value: Any, field_name: str) -> str:

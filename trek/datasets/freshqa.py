@@ -18,6 +18,7 @@ from trek.datasets.common import (
     LoadResult,
     RowIssue,
     check_url,
+    make_question,
     nonempty_text,
     parse_bool,
     parse_effective_year,
@@ -144,7 +145,7 @@ def load_freshqa(path: str | os.PathLike[str], *, strict: bool = True) -> LoadRe
                     answers.append(a)
             if not answers:
                 raise RowIssue("answer_0..answer_9", "no answer")
-            year, year_raw = parse_effective_year(cell(record, "effective_year"))
+            year = parse_effective_year(cell(record, "effective_year"))
             false_premise = parse_bool(cell(record, "false_premise"), "false_premise")
             urls, placeholder = _split_sources(cell(record, "source"))
         except RowIssue as issue:
@@ -164,17 +165,9 @@ def load_freshqa(path: str | os.PathLike[str], *, strict: bool = True) -> LoadRe
         if placeholder is not None:
             metadata["source_placeholder"] = placeholder
         questions.append(
-            Question(
-                id=qid,
-                dataset=DATASET,
-                question=question,
-                answers=answers,
-                effective_year=year,
-                effective_year_raw=year_raw,
-                gold_urls=urls,
-                false_premise=false_premise,
-                split=cell(record, "split").strip() or None,
-                metadata=metadata,
+            make_question(
+                DATASET, qid, question, answers, urls=urls, year=year, metadata=metadata,
+                false_premise=false_premise, split=cell(record, "split").strip() or None,
             )
         )
         report.rows_kept += 1

@@ -21,6 +21,7 @@ from trek.datasets.common import (
     RowIssue,
     answer_list,
     clean_urls,
+    make_question,
     nonempty_text,
     parse_bool,
     text_list,
@@ -106,24 +107,14 @@ def load_infodeepseek(path: str | os.PathLike[str], *, strict: bool = True) -> L
                 if isinstance(item.get(name), str):
                     metadata[name] = item[name]
             metadata["index"] = index
-            if url_warnings:
-                metadata["url_warnings"] = url_warnings
         except RowIssue as issue:
             report.issue(issue, row=index, qid=qid, strict=strict)
             continue
         seen[qid] = index
         questions.append(
-            Question(
-                id=qid,
-                dataset=DATASET,
-                question=question,
-                answers=answers,
-                effective_year=None,
-                effective_year_raw=None,
-                gold_urls=urls,
+            make_question(
+                DATASET, qid, question, answers, urls=urls, url_warnings=url_warnings, metadata=metadata,
                 false_premise=bool(flags.get("false_premise", False)),
-                split=None,
-                metadata=metadata,
             )
         )
         report.rows_kept += 1

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from trek.datasets.common import (
-    LoadReport,
     LongSealResult,
     RowIssue,
     check_url,
@@ -25,7 +24,7 @@ from trek.datasets.common import (
     text_list,
 )
 from trek.datasets.sealqa import REQUIRED_COLUMNS as SEAL_COLUMNS
-from trek.datasets.sealqa import read_parquet_rows, row_qid, sealqa_question
+from trek.datasets.sealqa import read_parquet_rows, sealqa_rows
 from trek.types import Document, Question
 
 __all__ = ["load_longseal", "REQUIRED_COLUMNS"]
@@ -102,27 +101,14 @@ def load_longseal(path: str | os.PathLike[str], *, strict: bool = True) -> LongS
     p = Path(path)
     columns, rows = read_parquet_rows(p, REQUIRED_COLUMNS)
     pools = _pool_columns(columns)
-    report = LoadReport(dataset=DATASET, path=str(p), row_kind="row")
-    questions: list[Question] = []
+    kept, report = sealqa_rows(
+        p, rows, subset="longseal", strict=strict, extra=lambda row, q: _documents(row, q, pools)
+    )
     documents: list[Document] = []
-    seen: dict[str, int] = {}
-    for index, row in enumerate(rows):
-        report.rows_read += 1
-        qid = row_qid(row)
-        try:
-            q = sealqa_question(row, index=index, subset="longseal")
-            if q.id in seen:
-                raise RowIssue("question", f"duplicate question (same text as row {seen[q.id]})")
-            docs = _documents(row, q, pools)
-        except RowIssue as issue:
-            report.issue(issue, row=index, qid=qid, strict=strict)
-            continue
+    for q, docs in kept:
         q.metadata["documents"] = {
             "gold": sum(1 for d in docs if d.role == "gold"),
             "outdated": sum(1 for d in docs if d.role == "outdated"),
         }
-        seen[q.id] = index
-        questions.append(q)
         documents.extend(docs)
-        report.rows_kept += 1
-    return LongSealResult(questions, documents, report)
+    return LongSealResult([q for q, _ in kept], documents, report)

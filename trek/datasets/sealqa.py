@@ -9,8 +9,9 @@ of the ``canary`` column is deliberately never copied anywhere.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from trek.datasets.common import (
     DatasetError,
@@ -19,6 +20,7 @@ from trek.datasets.common import (
     RowIssue,
     answer_list,
     clean_urls,
+    make_question,
     nonempty_text,
     parse_effective_year,
     question_hash,
@@ -27,7 +29,9 @@ from trek.datasets.common import (
 )
 from trek.types import Question
 
-__all__ = ["load_sealqa", "read_parquet_rows", "sealqa_question", "subset_from_name", "REQUIRED_COLUMNS"]
+__all__ = ["load_sealqa", "read_parquet_rows", "sealqa_question", "sealqa_rows", "subset_from_name", "REQUIRED_COLUMNS"]
+
+T = TypeVar("T")
 
 DATASET = "sealqa"
 REQUIRED_COLUMNS = ("question", "answer", "urls", "freshness", "question_types", "effective_year")
@@ -67,7 +71,7 @@ def sealqa_question(row: dict[str, Any], *, index: int, subset: str | None) -> Q
     qid = f"{DATASET}:{question_hash(question)}"
     answers = answer_list(row.get("answer"), "answer")
     urls, url_warnings = clean_urls(text_list(row.get("urls"), "urls"), "urls")
-    year, year_raw = parse_effective_year(row.get("effective_year"))
+    year = parse_effective_year(row.get("effective_year"))
     qtypes = [str(t).strip() for t in text_list(row.get("question_types"), "question_types")]
     freshness = row.get("freshness")
     if freshness is not None and not isinstance(freshness, str):
@@ -84,27 +88,41 @@ def sealqa_question(row: dict[str, Any], *, index: int, subset: str | None) -> Q
         value = row.get(name)
         if isinstance(value, str):
             metadata[name] = value.strip()
-    if url_warnings:
-        metadata["url_warnings"] = url_warnings
-    return Question(
-        id=qid,
-        dataset=DATASET,
-        question=question,
-        answers=answers,
-        effective_year=year,
-        effective_year_raw=year_raw,
-        gold_urls=urls,
-        false_premise=FALSE_PREMISE_TYPE in qtypes,
-        split="test",
-        metadata=metadata,
+    return make_question(
+        DATASET, qid, question, answers, urls=urls, url_warnings=url_warnings, year=year, metadata=metadata,
+        false_premise=FALSE_PREMISE_TYPE in qtypes, split="test",
     )
 
 
-def row_qid(row: dict[str, Any]) -> str | None:
-    q = row.get("question")
-    if isinstance(q, str) and q.strip():
-        return f"{DATASET}:{question_hash(q)}"
-    return None
+def sealqa_rows(
+    path: Path,
+    rows: list[dict[str, Any]],
+    *,
+    subset: str | None,
+    strict: bool,
+    extra: Callable[[dict[str, Any], Question], T] = lambda row, q: None,
+) -> tuple[list[tuple[Question, T]], LoadReport]:
+    """Each row's question with ``extra(row, question)``, and the report. A row that raises
+    RowIssue, or repeats an earlier question, fails the load (``strict``) or is skipped."""
+    report = LoadReport(dataset=DATASET, path=str(path), row_kind="row")
+    kept: list[tuple[Question, T]] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        report.rows_read += 1
+        try:
+            q = sealqa_question(row, index=index, subset=subset)
+            if q.id in seen:
+                raise RowIssue("question", f"duplicate question (same text as row {seen[q.id]})")
+            more = extra(row, q)
+        except RowIssue as issue:
+            text = row.get("question")
+            qid = f"{DATASET}:{question_hash(text)}" if isinstance(text, str) and text.strip() else None
+            report.issue(issue, row=index, qid=qid, strict=strict)
+            continue
+        seen[q.id] = index
+        kept.append((q, more))
+        report.rows_kept += 1
+    return kept, report
 
 
 def load_sealqa(
@@ -117,21 +135,5 @@ def load_sealqa(
     """
     p = Path(path)
     _columns, rows = read_parquet_rows(p, REQUIRED_COLUMNS)
-    subset = subset or subset_from_name(p)
-    report = LoadReport(dataset=DATASET, path=str(p), row_kind="row")
-    questions: list[Question] = []
-    seen: dict[str, int] = {}
-    for index, row in enumerate(rows):
-        report.rows_read += 1
-        qid = row_qid(row)
-        try:
-            q = sealqa_question(row, index=index, subset=subset)
-            if q.id in seen:
-                raise RowIssue("question", f"duplicate question (same text as row {seen[q.id]})")
-        except RowIssue as issue:
-            report.issue(issue, row=index, qid=qid, strict=strict)
-            continue
-        seen[q.id] = index
-        questions.append(q)
-        report.rows_kept += 1
-    return LoadResult(questions, report)
+    kept, report = sealqa_rows(p, rows, subset=subset or subset_from_name(p), strict=strict)
+    return LoadResult([q for q, _ in kept], report)

@@ -16,6 +16,8 @@ function. Everything else lives here:
   ``max_reasks`` times. A call that fails after the client's retries ends the loop with the
   outcome ``pending``; a reply still unreadable after the last re-ask gives ``unparsed``.
   Neither is ever turned into a grade;
+* :class:`Judge` holds one dataset's protocol (templates, prompt fields, verdict parser,
+  outcomes) and grades with it;
 * :func:`make_grade` fills a :class:`~trek.types.Grade` with the grader's name and version,
   the judge model and settings, every raw judge reply and the summed token usage.
 """
@@ -30,21 +32,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trek.llm.client import LLMClient
+from trek.templates import render, template_version
 from trek.types import Grade, Question, Usage
 
 __all__ = [
     "DEFAULT_MAX_REASKS",
+    "GRADER_EXPORTS",
     "JUDGE_PARAM_FLAG",
+    "Judge",
     "JudgeConfig",
     "JudgeReply",
     "ask_judge",
-    "grade_with_judge",
     "explain_unsupported_parameter",
     "parse_judge_params",
     "is_empty_response",
     "join_answers",
     "make_grade",
     "strip_markup",
+]
+
+#: The names every grader module defines (its ``__all__`` adds its own parser and tables).
+GRADER_EXPORTS = [
+    "GRADER", "TEMPLATE", "VERSION", "JUDGE_PROMPT", "REASK", "SCHEME", "JUDGE",
+    "grader_version", "judge_prompt", "agrade",
 ]
 
 #: How many times an unreadable verdict is asked for again before the grade is ``unparsed``.
@@ -164,34 +174,48 @@ def make_grade(
     )
 
 
-async def grade_with_judge(
-    question: Question,
-    response: str | None,
-    judge: LLMClient,
-    settings: Mapping[str, Any],
-    *,
-    grader: str,
-    version: str,
-    prompt: Callable[[Question, str], str],
-    parse: Callable[[str], str | None],
-    reask: str,
-    outcome: Callable[[str], str],
-    empty: str = "incorrect",
-    exact: Callable[[str], bool] | None = None,
-) -> Grade:
-    """The grading steps every dataset shares: an empty response gets ``empty`` without a call;
-    an ``exact`` match (when given) is correct without a call; otherwise the judge is asked
-    (with re-asks), its verdict mapped through ``outcome``; pending and unparsed stay as they are."""
-    config = JudgeConfig.from_settings(judge, settings)
-    common = {"grader": grader, "grader_version": version, "config": config}
-    if is_empty_response(response):
-        return make_grade(question, response, outcome=empty, method="none", **common)
-    assert response is not None
-    if exact is not None and exact(response):
-        return make_grade(question, response, outcome="correct", method="exact", **common)
-    reply = await ask_judge(judge, prompt(question, response), parse, reask, config)
-    result = outcome(str(reply.verdict)) if reply.status == "ok" else reply.status
-    return make_grade(question, response, outcome=result, method="judge", reply=reply, **common)
+@dataclass(frozen=True)
+class Judge:
+    """One dataset's judging protocol; its bound methods are the grader module's
+    ``grader_version``, ``judge_prompt`` and ``agrade``.
+
+    ``template(question)`` gives the ``(template name, built-in text)`` the question is judged
+    with, ``fields(question, response)`` the prompt fields (the response already stripped).
+    The grading steps: an empty response gets ``empty`` without a call; an ``exact`` match
+    (when given) is correct without a call; otherwise the judge is asked (with re-asks), its
+    verdict mapped through ``outcome``; pending and unparsed stay as they are.
+    """
+
+    grader: str
+    version: str
+    template: Callable[[Question | None], tuple[str, str]]
+    fields: Callable[[Question, str], dict[str, str]]
+    parse: Callable[[str], str | None]
+    reask: str
+    outcome: Callable[[str], str]
+    empty: str = "incorrect"
+    exact: Callable[[Question, str], bool] | None = None
+
+    def grader_version(self, question: Question | None = None) -> str:
+        """``version``, or ``version+override.<hash>`` when the question's template is overridden."""
+        return template_version(*self.template(question), self.version)
+
+    def judge_prompt(self, question: Question, response: str) -> str:
+        """The judge prompt for one response (the override's text when there is one)."""
+        return render(*self.template(question), **self.fields(question, response.strip()))
+
+    async def agrade(self, question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
+        """Grade one response (see the class docstring for the steps)."""
+        config = JudgeConfig.from_settings(judge, settings)
+        common = {"grader": self.grader, "grader_version": self.grader_version(question), "config": config}
+        if is_empty_response(response):
+            return make_grade(question, response, outcome=self.empty, method="none", **common)
+        assert response is not None
+        if self.exact is not None and self.exact(question, response):
+            return make_grade(question, response, outcome="correct", method="exact", **common)
+        reply = await ask_judge(judge, self.judge_prompt(question, response), self.parse, self.reask, config)
+        result = self.outcome(str(reply.verdict)) if reply.status == "ok" else reply.status
+        return make_grade(question, response, outcome=result, method="judge", reply=reply, **common)
 
 
 def is_empty_response(response: str | None) -> bool:
@@ -278,22 +302,20 @@ def parse_judge_params(values: Iterable[str] | None, flag: str = JUDGE_PARAM_FLA
     return out
 
 
+# Provider error messages, matched without regard to case.
 _UNSUPPORTED_PARAMETER = re.compile(
-    r"Unsupported parameter:\s*'(?P<param>[^']+)'[^.]*\.(?:\s*Use\s+'(?P<instead>[^']+)'\s+instead)?",
-    re.IGNORECASE,
+    r"(?i)Unsupported parameter:\s*'(?P<param>[^']+)'[^.]*\.(?:\s*Use\s+'(?P<instead>[^']+)'\s+instead)?"
 )
 _UNSUPPORTED_VALUE = re.compile(
-    r"Unsupported value:\s*'(?P<param>[^']+)'\s+does not support\s+(?P<value>.+?)\s+with this model\."
-    r"(?P<rest>[^\"}]*)",
-    re.IGNORECASE,
+    r"(?i)Unsupported value:\s*'(?P<param>[^']+)'\s+does not support\s+(?P<value>.+?)\s+with this model\."
+    r"(?P<rest>[^\"}]*)"
 )
 _UNRECOGNIZED = re.compile(
-    r"(?:Unrecognized request argument supplied|Unknown parameter|unexpected keyword argument)"
-    r":?\s*'?(?P<param>[A-Za-z_][\w.]*)'?",
-    re.IGNORECASE,
+    r"(?i)(?:Unrecognized request argument supplied|Unknown parameter|unexpected keyword argument)"
+    r":?\s*'?(?P<param>[A-Za-z_][\w.]*)'?"
 )
-_DEFAULT_ONLY = re.compile(r"Only the default \((?P<default>[^)]*)\) value is supported", re.IGNORECASE)
-_SUPPORTED_VALUES = re.compile(r"Supported values are:?\s*(?P<values>[^.]+)", re.IGNORECASE)
+_DEFAULT_ONLY = re.compile(r"(?i)Only the default \((?P<default>[^)]*)\) value is supported")
+_SUPPORTED_VALUES = re.compile(r"(?i)Supported values are:?\s*(?P<values>[^.]+)")
 
 
 def explain_unsupported_parameter(

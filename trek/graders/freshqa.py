@@ -23,26 +23,10 @@ import re
 import unicodedata
 
 from trek.answer_prompts import year_text
-from trek.graders.common import grade_with_judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
-from trek.llm.client import LLMClient
-from trek.templates import render, template_version
-from trek.types import Grade, Question
 
-__all__ = [
-    "GRADER",
-    "TEMPLATE",
-    "VERSION",
-    "JUDGE_PROMPT",
-    "REASK",
-    "SCHEME",
-    "parse_evaluation",
-    "normalize_answer",
-    "exact_match",
-    "grader_version",
-    "judge_prompt",
-    "agrade",
-]
+__all__ = [*GRADER_EXPORTS, "parse_evaluation", "normalize_answer", "exact_match"]
 
 GRADER = "freshqa"
 TEMPLATE = "grader.freshqa"
@@ -176,27 +160,19 @@ def exact_match(response: str | None, answers: list[str]) -> bool:
 # -- grading --------------------------------------------------------------------------------
 
 
-def grader_version(question: Question | None = None) -> str:
-    """``VERSION``, or ``VERSION+override.<hash>`` when ``grader.freshqa.txt`` overrides it."""
-    return template_version(TEMPLATE, JUDGE_PROMPT, VERSION)
-
-
-def judge_prompt(question: Question, response: str) -> str:
-    """The judge prompt for one response (the override's text when there is one)."""
-    return render(
-        TEMPLATE,
-        JUDGE_PROMPT,
-        question=question.question,
-        effective_year=year_text(question) or "not given",
-        answers=join_answers(question.answers),
-        response=response.strip(),
-    )
-
-
-async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
-    """Grade one FreshQA response (see the module docstring for the steps)."""
-    return await grade_with_judge(
-        question, response, judge, settings, grader=GRADER, version=grader_version(question),
-        prompt=judge_prompt, parse=parse_evaluation, reask=REASK, outcome=str,
-        exact=lambda r: exact_match(r, question.answers),
-    )
+JUDGE = Judge(
+    GRADER,
+    VERSION,
+    template=lambda question: (TEMPLATE, JUDGE_PROMPT),
+    fields=lambda q, response: {
+        "question": q.question,
+        "effective_year": year_text(q) or "not given",
+        "answers": join_answers(q.answers),
+        "response": response,
+    },
+    parse=parse_evaluation,
+    reask=REASK,
+    outcome=str,
+    exact=lambda q, response: exact_match(response, q.answers),
+)
+grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade

@@ -17,27 +17,11 @@ the version of the grades made with that template to ``VERSION+override.<hash>``
 
 from __future__ import annotations
 
-from trek.graders.common import grade_with_judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
-from trek.llm.client import LLMClient
-from trek.templates import render, template_version
-from trek.types import Grade, Question
+from trek.types import Question
 
-__all__ = [
-    "GRADER",
-    "TEMPLATE",
-    "FALSE_PREMISE_TEMPLATE",
-    "VERSION",
-    "JUDGE_PROMPT",
-    "FALSE_PREMISE_PROMPT",
-    "REASK",
-    "SCHEME",
-    "parse_yes_no",
-    "template_for",
-    "grader_version",
-    "judge_prompt",
-    "agrade",
-]
+__all__ = [*GRADER_EXPORTS, "FALSE_PREMISE_TEMPLATE", "FALSE_PREMISE_PROMPT", "parse_yes_no", "template_for"]
 
 GRADER = "infodeepseek"
 TEMPLATE = "grader.infodeepseek"
@@ -121,27 +105,15 @@ def template_for(question: Question) -> tuple[str, str]:
     return TEMPLATE, JUDGE_PROMPT
 
 
-def grader_version(question: Question) -> str:
-    """``VERSION``, or ``VERSION+override.<hash>`` when the question's template is overridden."""
-    name, default = template_for(question)
-    return template_version(name, default, VERSION)
-
-
-def judge_prompt(question: Question, response: str) -> str:
-    name, default = template_for(question)
-    return render(
-        name,
-        default,
-        query=question.question,
-        reference_answer=join_answers(question.answers),
-        candidate_answer=response.strip(),
-    )
-
-
-async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
-    """Grade one InfoDeepSeek response (see the module docstring)."""
-    return await grade_with_judge(
-        question, response, judge, settings, grader=GRADER, version=grader_version(question),
-        prompt=judge_prompt, parse=parse_yes_no, reask=REASK,
-        outcome=lambda v: "correct" if v == "yes" else "incorrect",
-    )
+JUDGE = Judge(
+    GRADER,
+    VERSION,
+    template=template_for,
+    fields=lambda q, response: {
+        "query": q.question, "reference_answer": join_answers(q.answers), "candidate_answer": response,
+    },
+    parse=parse_yes_no,
+    reask=REASK,
+    outcome=lambda v: "correct" if v == "yes" else "incorrect",
+)
+grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade

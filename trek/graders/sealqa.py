@@ -16,25 +16,10 @@ judge. The reply must still be one of the letters A/B/C. An override changes
 
 from __future__ import annotations
 
-from trek.graders.common import grade_with_judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
-from trek.llm.client import LLMClient
-from trek.templates import render, template_version
-from trek.types import Grade, Question
 
-__all__ = [
-    "GRADER",
-    "TEMPLATE",
-    "VERSION",
-    "JUDGE_PROMPT",
-    "REASK",
-    "OUTCOME_BY_LETTER",
-    "SCHEME",
-    "parse_letter",
-    "grader_version",
-    "judge_prompt",
-    "agrade",
-]
+__all__ = [*GRADER_EXPORTS, "OUTCOME_BY_LETTER", "parse_letter"]
 
 GRADER = "sealqa"
 TEMPLATE = "grader.sealqa"
@@ -131,25 +116,16 @@ REASK = (
 )
 
 
-def grader_version(question: Question | None = None) -> str:
-    """``VERSION``, or ``VERSION+override.<hash>`` when ``grader.sealqa.txt`` overrides it."""
-    return template_version(TEMPLATE, JUDGE_PROMPT, VERSION)
-
-
-def judge_prompt(question: Question, response: str) -> str:
-    return render(
-        TEMPLATE,
-        JUDGE_PROMPT,
-        question=question.question,
-        target=join_answers(question.answers),
-        predicted_answer=response.strip(),
-    )
-
-
-async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: object) -> Grade:
-    """Grade one SealQA response (see the module docstring)."""
-    return await grade_with_judge(
-        question, response, judge, settings, grader=GRADER, version=grader_version(question),
-        prompt=judge_prompt, parse=parse_letter, reask=REASK, outcome=lambda v: OUTCOME_BY_LETTER[v],
-        empty="not_attempted",
-    )
+JUDGE = Judge(
+    GRADER,
+    VERSION,
+    template=lambda question: (TEMPLATE, JUDGE_PROMPT),
+    fields=lambda q, response: {
+        "question": q.question, "target": join_answers(q.answers), "predicted_answer": response,
+    },
+    parse=parse_letter,
+    reask=REASK,
+    outcome=OUTCOME_BY_LETTER.__getitem__,
+    empty="not_attempted",
+)
+grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade

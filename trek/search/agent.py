@@ -226,6 +226,9 @@ class _Record:
         self.citations: list[str] = []
         self.no_answer = False
 
+    def _step(self, kind: str, rnd: int, **fields: Any) -> None:
+        self.steps.append(TrajectoryStep(kind=kind, round=rnd, **fields))
+
     def add_usage(self, res: LLMResult) -> None:
         self.usage = self.usage + res.usage
 
@@ -234,18 +237,9 @@ class _Record:
         call_id: str | None = None, usage: Usage | None = None,
     ) -> None:
         call = call.model_copy(update={"round": rnd, "cached": cached})
-        self.steps.append(
-            TrajectoryStep(
-                kind="search",
-                round=rnd,
-                tool=tool,
-                call_id=call_id,
-                query=call.query,
-                result_urls=[r.url for r in call.results],
-                search_index=len(self.searches),
-                cached=cached,
-                error=call.error,
-            )
+        self._step(
+            "search", rnd, tool=tool, call_id=call_id, query=call.query, result_urls=[r.url for r in call.results],
+            search_index=len(self.searches), cached=cached, error=call.error,
         )
         self.searches.append(call)
         for r in call.results:
@@ -264,30 +258,14 @@ class _Record:
     ) -> None:
         if opened and url not in self.opened:
             self.opened.append(url)
-        self.steps.append(
-            TrajectoryStep(
-                kind="open",
-                round=rnd,
-                tool=tool,
-                call_id=call_id,
-                url=url,
-                cached=page.cached if page.source != "none" else None,
-                page_status=page.status,
-                page_source=page.source,
-                shown_chars=len(shown),
-                error=page.error,
-            )
+        self._step(
+            "open", rnd, tool=tool, call_id=call_id, url=url, cached=page.cached if page.source != "none" else None,
+            page_status=page.status, page_source=page.source, shown_chars=len(shown), error=page.error,
         )
 
     def add_answer(self, rnd: int, res: LLMResult, content: str | None, error: str | None = None) -> None:
-        self.steps.append(
-            TrajectoryStep(
-                kind="answer",
-                round=rnd,
-                cached=res.cached,
-                shown_chars=len(content) if content is not None else None,
-                error=error,
-            )
+        self._step(
+            "answer", rnd, cached=res.cached, shown_chars=len(content) if content is not None else None, error=error
         )
 
     def retrieved_urls(self) -> list[str]:

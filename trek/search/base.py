@@ -18,7 +18,6 @@ that the run stops with a message.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 from collections.abc import Iterable
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.llm.cache import ResponseCache
-from trek.llm.client import run_sync, scrub
+from trek.llm.client import EndpointLimits, run_sync, scrub
 from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage
 
@@ -135,7 +134,7 @@ class SearchBackend:
         self.max_concurrency = max_concurrency
         self.default_k = default_k
         self._rng = random.Random(seed)
-        self._sems: dict[int, asyncio.Semaphore] = {}
+        self._limits = EndpointLimits()  # max_concurrency, one semaphore per event loop
         self.calls = 0
         self.attempts = 0
         self.cache_hits = 0
@@ -165,14 +164,6 @@ class SearchBackend:
         """Release clients bound to the current event loop."""
 
     # -- the interface --------------------------------------------------------------------------
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop_id = id(asyncio.get_running_loop())
-        sem = self._sems.get(loop_id)
-        if sem is None:
-            sem = asyncio.Semaphore(self.max_concurrency)
-            self._sems = {loop_id: sem}
-        return sem
-
     def cache_request(self, query: str, k: int) -> dict[str, Any]:
         return {"backend": self.name, "query": query, "k": int(k), "params": self.cache_params()}
 
@@ -190,7 +181,7 @@ class SearchBackend:
         creq = self.cache_request(query, k)
 
         async def once() -> dict[str, Any]:
-            async with self._semaphore():
+            async with self._limits.semaphore("search", self.max_concurrency):
                 self.attempts += 1
                 out = await self._search_once(query, k)
             results, usage = out if isinstance(out, tuple) else (out, Usage(cost_usd=0.0))

@@ -155,6 +155,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -574,7 +575,7 @@ class FakeOpenAIServer:
             app.router.add_post(prefix + "/batches", self._handle_batch_create)
             app.router.add_get(prefix + "/batches", self._handle_batch_list)
             app.router.add_get(prefix + "/batches/{batch_id}", self._handle_batch_get)
-            app.router.add_post(prefix + "/batches/{batch_id}/cancel", self._handle_batch_cancel)
+            app.router.add_post(prefix + "/batches/{batch_id}/cancel", partial(self._handle_batch_get, cancel=True))
         app.router.add_get("/_stats", self._handle_stats)
         app.router.add_post("/_reset", self._handle_reset)
         app.router.add_route("*", "/{tail:.*}", self._handle_unknown)
@@ -1025,18 +1026,19 @@ class FakeOpenAIServer:
         obj = self._new_file(upload.file.read(), getattr(upload, "filename", None) or "upload.jsonl", "batch")
         return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
 
-    def _file_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
-        f = self._files.get(request.match_info["file_id"])
-        if f is None:
-            return _error_response(404, f"No such File object: {request.match_info['file_id']}", param="id")
-        return f
+    @staticmethod
+    def _get_or_404(store: dict[str, dict[str, Any]], request: web.Request, kind: str) -> dict[str, Any] | web.Response:
+        """The ``File``/``Batch`` record named in the URL, else OpenAI's 404 reply."""
+        key = request.match_info[f"{kind.lower()}_id"]
+        found = store.get(key)
+        return found if found is not None else _error_response(404, f"No such {kind} object: {key}", param="id")
 
     async def _handle_file_get(self, request: web.Request) -> web.StreamResponse:
-        f = self._file_or_404(request)
+        f = self._get_or_404(self._files, request, "File")
         return f if isinstance(f, web.Response) else web.Response(body=_dumps(f["object"]), headers=_JSON_HEADERS)
 
     async def _handle_file_content(self, request: web.Request) -> web.StreamResponse:
-        f = self._file_or_404(request)
+        f = self._get_or_404(self._files, request, "File")
         if isinstance(f, web.Response):
             return f
         return web.Response(body=f["data"], headers={"Content-Type": "application/octet-stream"})
@@ -1136,36 +1138,24 @@ class FakeOpenAIServer:
                 "last_id": data[:limit][-1]["id"] if data else None, "has_more": len(data) > limit}
         return web.Response(body=_dumps(body), headers=_JSON_HEADERS)
 
-    def _batch_or_404(self, request: web.Request) -> dict[str, Any] | web.Response:
-        b = self._batches.get(request.match_info["batch_id"])
-        if b is None:
-            return _error_response(404, f"No such Batch object: {request.match_info['batch_id']}", param="id")
-        return b
-
-    async def _handle_batch_get(self, request: web.Request) -> web.StreamResponse:
-        b = self._batch_or_404(request)
+    async def _handle_batch_get(self, request: web.Request, cancel: bool = False) -> web.StreamResponse:
+        """GET a batch (advancing it on the simulated clock), or with ``cancel`` POST its cancel."""
+        b = self._get_or_404(self._batches, request, "Batch")
         if isinstance(b, web.Response):
             return b
         obj = b["object"]
         # Handlers run on the server's one event loop, without awaiting in between: no lock needed.
         if obj["status"] in ("validating", "in_progress"):
             elapsed = time.monotonic() - b["t0"]
-            if elapsed >= self.batch_delay:
+            if cancel:
+                obj.update(status="cancelled", cancelled_at=int(time.time()), cancelling_at=int(time.time()))
+            elif elapsed >= self.batch_delay:
                 self._finish_batch(b)
             else:
                 obj["status"] = "in_progress"
                 obj["in_progress_at"] = obj["in_progress_at"] or int(time.time())
                 done = int(len(b["lines"]) * elapsed / self.batch_delay)
                 obj["request_counts"] = {"total": len(b["lines"]), "completed": done, "failed": 0}
-        return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
-
-    async def _handle_batch_cancel(self, request: web.Request) -> web.StreamResponse:
-        b = self._batch_or_404(request)
-        if isinstance(b, web.Response):
-            return b
-        obj = b["object"]
-        if obj["status"] in ("validating", "in_progress"):
-            obj.update(status="cancelled", cancelled_at=int(time.time()), cancelling_at=int(time.time()))
         return web.Response(body=_dumps(obj), headers=_JSON_HEADERS)
 
     async def _handle_unknown(self, request: web.Request) -> web.StreamResponse:
