@@ -505,3 +505,16 @@ def test_a_rejected_parameter_stops_grading_with_an_explainable_error():
         grade(q_seal(), "nine", judge_for(srv), **parse_judge_params(["temperature=0"]))
     text = explain_unsupported_parameter(str(e.value))
     assert text is not None and "--judge-param temperature=0" in text
+
+
+def test_a_schema_constraining_endpoint_is_asked_for_a_json_verdict():
+    script = [{"pattern": "gold target", "reply": '{"verdict": "A"}'}]
+    with FakeOpenAIServer(script=script) as srv:
+        judge = judge_for(srv)
+        judge.json_schema_replies = True  # as the embedded llama.cpp model's client says
+        g = grade(q_seal(), "seven", judge)
+        plain = grade(q_seal(), "seven", judge_for(srv))
+    assert g.outcome == "correct"
+    fmt = g.judge_settings["response_format"]
+    assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["verdict"]["enum"] == ["A", "B", "C"]
+    assert "response_format" not in plain.judge_settings  # other endpoints get no format

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trek.llm.client import LLMClient
@@ -195,6 +195,9 @@ class Judge:
     outcome: Callable[[str], str]
     empty: str = "incorrect"
     exact: Callable[[Question, str], bool] | None = None
+    #: The verdict labels; an endpoint that constrains replies to a JSON schema (the embedded
+    #: local model) is asked for ``{"verdict": <one of them>}``, which the parser reads.
+    labels: tuple[str, ...] = ()
 
     def grader_version(self, question: Question | None = None) -> str:
         """``version``, or ``version+override.<hash>`` when the question's template is overridden."""
@@ -207,6 +210,8 @@ class Judge:
     async def agrade(self, question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
         """Grade one response (see the class docstring for the steps)."""
         config = JudgeConfig.from_settings(judge, settings)
+        if self.labels and judge.json_schema_replies and "response_format" not in config.params:
+            config = replace(config, params={**config.params, "response_format": verdict_format(self.labels)})
         common = {"grader": self.grader, "grader_version": self.grader_version(question), "config": config}
         if is_empty_response(response):
             return make_grade(question, response, outcome=self.empty, method="none", **common)
@@ -216,6 +221,14 @@ class Judge:
         reply = await ask_judge(judge, self.judge_prompt(question, response), self.parse, self.reask, config)
         result = self.outcome(str(reply.verdict)) if reply.status == "ok" else reply.status
         return make_grade(question, response, outcome=result, method="judge", reply=reply, **common)
+
+
+def verdict_format(labels: Sequence[str]) -> dict[str, Any]:
+    """A ``response_format`` that constrains the reply to ``{"verdict": <one of labels>}`` (the
+    ``json_object`` + ``schema`` form llama.cpp's server accepts)."""
+    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": list(labels)}},
+              "required": ["verdict"]}
+    return {"type": "json_object", "schema": schema}
 
 
 def is_empty_response(response: str | None) -> bool:

@@ -172,6 +172,7 @@ JUDGE = Judge(
     },
     parse=parse_evaluation,
     reask=REASK,
+    labels=("correct", "incorrect"),
     outcome=str,
     exact=lambda q, response: exact_match(response, q.answers),
 )

@@ -114,6 +114,7 @@ JUDGE = Judge(
     },
     parse=parse_yes_no,
     reask=REASK,
+    labels=("Yes", "No"),
     outcome=lambda v: "correct" if v == "yes" else "incorrect",
 )
 grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade

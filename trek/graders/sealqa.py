@@ -125,6 +125,7 @@ JUDGE = Judge(
     },
     parse=parse_letter,
     reask=REASK,
+    labels=("A", "B", "C"),
     outcome=OUTCOME_BY_LETTER.__getitem__,
     empty="not_attempted",
 )

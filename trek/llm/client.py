@@ -301,12 +301,16 @@ class LLMClient:
         self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
         self._local = None
+        #: The endpoint constrains replies to a JSON schema given as ``response_format`` (the
+        #: embedded llama.cpp model does; judges then ask it for ``{"verdict": ...}``).
+        self.json_schema_replies = False
         if model == "local" or self.base_url == "local://llama.cpp":
             # the embedded model, started on the first request the cache cannot answer
             from trek.local import LOCAL_ENDPOINT, MODEL_NAME, shared_server
 
             self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
             self._local = shared_server
+            self.json_schema_replies = True
         self.max_connections = max_connections
         self.timeout = timeout
         self.max_retries = max_retries
