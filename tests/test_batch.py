@@ -308,3 +308,23 @@ def test_an_out_that_is_not_an_earlier_output_is_left_alone(tmp_path):
 def test_unreadable_requests_file(tmp_path):
     code, msg = run_cli(tmp_path, None, tmp_path, tmp_path / "o.jsonl")
     assert code == 2 and "is a folder" in msg
+
+
+def test_cost_prices_a_proxy_search_model_at_its_own_rate(tmp_path):
+    from trek.llm.cost import summarize_usage
+    from trek.llm.usage import PriceTable
+
+    run = tmp_path / "run"
+    run.mkdir()
+    # 1M prompt tokens in all, of which 400k were spent by the proxy search model
+    rec = {"question_id": "q", "model": "gpt-4o", "system": {"proxy_model": "cheap-search"},
+           "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 0, "calls": 3},
+           "search_usage": {"prompt_tokens": 400_000, "completion_tokens": 0, "calls": 2}}
+    (run / "answers.jsonl").write_text(json.dumps(rec) + "\n")
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"gpt-4o": {"input": 2.0, "output": 10.0}, "cheap-search": {"input": 0.5, "output": 1.0}}))
+    df = summarize_usage(run, PriceTable.load(prices)).set_index("model")
+    assert df.loc["gpt-4o", "prompt_tokens"] == 600_000 and df.loc["gpt-4o", "calls"] == 1
+    assert df.loc["cheap-search", "prompt_tokens"] == 400_000
+    assert df.loc["gpt-4o", "cost_usd"] == pytest.approx(1.2) and df.loc["cheap-search", "cost_usd"] == pytest.approx(0.2)
+    assert df.loc["", "cost_usd"] == pytest.approx(1.4)  # the TOTAL row
