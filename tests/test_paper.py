@@ -131,3 +131,14 @@ def test_runs_from_a_params_file_reach_the_table(tmp_path, demo_runs):
 def test_demo_label():
     assert demo_label(True, "Table 1").startswith("DEMO DATA")
     assert demo_label(False, "Table 1") == "Table 1"
+
+
+def test_stored_notebook_outputs_name_no_machine_path():
+    # stored outputs are compared by nbval and read by people on other machines: a repr of an
+    # absolute path (e.g. the list save_table returns) must not end up in them
+    from trek.paper import repo_root
+
+    root = repo_root()
+    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+        text = nb.read_text(encoding="utf-8")
+        assert str(root) not in text and "/tmp/" not in text, nb.name
