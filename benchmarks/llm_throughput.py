@@ -30,9 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+def start_server(latency: float, *extra: str) -> tuple[subprocess.Popen, str]:
+    """The fake server in a subprocess (``extra``: more of its command-line flags); (process, base URL)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trek.testing.fake_openai", "--port", "0", "--latency", str(latency)],
+        [sys.executable, "-m", "trek.testing.fake_openai", "--port", "0", "--latency", str(latency), *extra],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -16,32 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-
-def start_server(limit: int, window: float, latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trek.testing.fake_openai", "--port", "0", "--latency", str(latency),
-         "--rate-limit", f"{limit}/{window}"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline().strip()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError(f"fake server did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[-1]
+from llm_throughput import start_server  # the same fake-server launcher (run from benchmarks/)
 
 
 def one_run(args: argparse.Namespace, tag: str) -> dict:
     from trek.llm import ChatRequest, LLMCache, LLMClient
 
-    proc, base_url = start_server(args.limit, args.window, args.latency)
+    proc, base_url = start_server(args.latency, "--rate-limit", f"{args.limit}/{args.window}")
     try:
         with tempfile.TemporaryDirectory() as d:
             client = LLMClient(

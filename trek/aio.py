@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["fan_out", "run_sync"]
+__all__ = ["fan_out", "run_sync", "run_closing"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -113,3 +114,20 @@ def run_sync(coro: Awaitable[T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def run_closing(async_fn: Callable[..., Awaitable[T]], *args: Any, close: Sequence[str] = ("client",), **kw: Any) -> T:
+    """``run_sync(async_fn(*args, **kw))``, then ``aclose()`` the arguments named in ``close``
+    (those not ``None``): the synchronous twin of a coroutine that runs on clients it was given."""
+    bound = inspect.signature(async_fn).bind(*args, **kw)
+
+    async def go() -> T:
+        try:
+            return await async_fn(*bound.args, **bound.kwargs)
+        finally:
+            for name in close:
+                resource = bound.arguments.get(name)
+                if resource is not None:
+                    await resource.aclose()
+
+    return run_sync(go())

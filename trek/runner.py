@@ -22,7 +22,6 @@ their model calls share one client, which bounds the connections to the endpoint
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trek import runs
-from trek.aio import fan_out, run_sync
+from trek.aio import fan_out, run_closing
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import SearchSystem, SystemConfig
@@ -271,15 +270,4 @@ def run_system(*args: Any, **kw: Any) -> RunSummary:
     ``search_backend``, ``system``, ``effort``, ``progress``, then the keywords); the client and
     the backend are closed at the end.
     """
-    bound = inspect.signature(arun_system).bind(*args, **kw)
-
-    async def go() -> RunSummary:
-        try:
-            return await arun_system(*bound.args, **bound.kwargs)
-        finally:
-            await bound.arguments["client"].aclose()
-            backend = bound.arguments["search_backend"]
-            if backend is not None:
-                await backend.aclose()
-
-    return run_sync(go())
+    return run_closing(arun_system, *args, close=("client", "search_backend"), **kw)

@@ -20,7 +20,6 @@ Gold-only is Direct on ``GOLD``; the other methods are not run on ``GOLD`` unles
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trek import runs as R
-from trek.aio import fan_out, run_sync
+from trek.aio import fan_out, run_closing
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.llm.estimate import Estimate
 from trek.llm.usage import PriceTable
@@ -341,12 +340,4 @@ def run_ctrl(*args: Any, **kw: Any) -> CtrlRunSummary:
     Arguments are those of :func:`arun_ctrl` (``contexts``, ``questions``, ``runs_root``,
     ``client``, ``methods``, ``conditions``, then the keywords); the client is closed at the end.
     """
-    bound = inspect.signature(arun_ctrl).bind(*args, **kw)
-
-    async def go() -> CtrlRunSummary:
-        try:
-            return await arun_ctrl(*bound.args, **bound.kwargs)
-        finally:
-            await bound.arguments["client"].aclose()
-
-    return run_sync(go())
+    return run_closing(arun_ctrl, *args, close=("client",), **kw)
