@@ -136,9 +136,11 @@ def test_demo_label():
 def test_stored_notebook_outputs_name_no_machine_path():
     # stored outputs are compared by nbval and read by people on other machines: a repr of an
     # absolute path (e.g. the list save_table returns) must not end up in them
+    import tempfile
+
     from trek.paper import repo_root
 
     root = repo_root()
     for nb in sorted((root / "notebooks").glob("*.ipynb")):
         text = nb.read_text(encoding="utf-8")
-        assert str(root) not in text and "/tmp/" not in text, nb.name
+        assert str(root) not in text and tempfile.gettempdir() + "/" not in text, nb.name
