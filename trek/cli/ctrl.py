@@ -58,7 +58,7 @@ def build_command(
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to rebuild from (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep [default: all]."),
     model: str = typer.Option(None, "--model", "-m", help="Model for fabrication; without it fabrication is skipped."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint."),
+    base_url: str = options.BASE_URL,
     embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
     conditions: str = typer.Option(",".join(cond.ALL_CONDITIONS), "--conditions",
                                    help="Comma-separated conditions to write, in order."),
@@ -87,27 +87,23 @@ def build_command(
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
         raise typer.BadParameter(f"unknown condition(s) {bad}; known: {', '.join(cond.ALL_CONDITIONS)}")
-    try:
-        with templates.prompts_folder(prompts):
-            qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
-            pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-            client = None
-            if model:
-                from trek.llm.cache import LLMCache
-                from trek.llm.client import LLMClient
+    with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
+        qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
+        pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
+        client = None
+        if model:
+            from trek.llm.cache import LLMCache
+            from trek.llm.client import LLMClient
 
-                cache_path = cache or Path(os.environ.get("TREK_CACHE") or out / "llm-cache.sqlite")
-                out.mkdir(parents=True, exist_ok=True)
-                client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
-                                   max_connections=max_connections, progress=False)
-            settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
-                                           chat_params={"reasoning_effort": effort} if effort else {})
-            result = build(pools, out, client=client, embedder=embedder, conditions=names,
-                           republication_target=republications, fabrication_settings=settings,
-                           count_tokens=tokens, source=source)
-    except (CtrlError, RecordError, ValueError, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+            cache_path = cache or Path(os.environ.get("TREK_CACHE") or out / "llm-cache.sqlite")
+            out.mkdir(parents=True, exist_ok=True)
+            client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
+                               max_connections=max_connections, progress=False)
+        settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
+                                       chat_params={"reasoning_effort": effort} if effort else {})
+        result = build(pools, out, client=client, embedder=embedder, conditions=names,
+                       republication_target=republications, fabrication_settings=settings,
+                       count_tokens=tokens, source=source)
     for m in result.messages:
         typer.echo(m)
 
@@ -136,7 +132,7 @@ def discover_command(
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet: SealQA pools for wild/longseal."),
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to extend (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep [default: all]."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint."),
+    base_url: str = options.BASE_URL,
     historical: int = typer.Option(20, "--historical", min=0, help="Historical documents wanted per question."),
     relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file [default: $TREK_CACHE or next to --out]."),
@@ -159,38 +155,34 @@ def discover_command(
     store = PageStore(pages, fetch=fetch)
     client = LLMClient(model, base_url=base_url, progress=False,
                        cache=LLMCache(cache or Path(os.environ.get("TREK_CACHE") or out.parent / "llm-cache.sqlite")))
-    try:
-        with templates.prompts_folder(prompts):
-            skipped: list[dict] = []
-            if source == "wild":
-                from trek.datasets import wild
+    with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
+        skipped: list[dict] = []
+        if source == "wild":
+            from trek.datasets import wild
 
-                bench = wild.load(data_dir)
-                qs = [q for q in bench.questions if qids is None or q.id in qids]
-                start = []
-                if longseal is not None:
-                    from trek.ctrl.pools import from_longseal
+            bench = wild.load(data_dir)
+            qs = [q for q in bench.questions if qids is None or q.id in qids]
+            start = []
+            if longseal is not None:
+                from trek.ctrl.pools import from_longseal
 
-                    by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
-                    start = [by_text[q.id] for q in qs if q.id in by_text]
-                have = {p.question.id for p in start}
-                fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
-                start += fetched
-            else:
-                start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-            for p in start:
-                store.add_documents(p.documents)
-            backend = make_backend(search, store=store, client=client)
-            if backend is None:
-                raise CtrlError("discovery needs a search backend (--search)")
-            settings = D.DiscoverySettings(historical=historical, relevance=relevance,
-                                           chat_params={"reasoning_effort": effort} if effort else {})
-            found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
-            found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
-            write_pools(out, found)
-    except (CtrlError, RecordError, ValueError, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+                by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
+                start = [by_text[q.id] for q in qs if q.id in by_text]
+            have = {p.question.id for p in start}
+            fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
+            start += fetched
+        else:
+            start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
+        for p in start:
+            store.add_documents(p.documents)
+        backend = make_backend(search, store=store, client=client)
+        if backend is None:
+            raise CtrlError("discovery needs a search backend (--search)")
+        settings = D.DiscoverySettings(historical=historical, relevance=relevance,
+                                       chat_params={"reasoning_effort": effort} if effort else {})
+        found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
+        found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
+        write_pools(out, found)
     for s in skipped:
         typer.echo(f"skipped {s['question_id']}: {s['reason']}")
     added_o = sum(p.notes["discovery"]["outdated_added"] for p in found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ def ctrl_run_command(
     contexts: Path = typer.Argument(..., help="contexts.jsonl written by `trek ctrl build`."),
     model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
     runs: Path = typer.Option(..., "--runs", help="Folder for the run directories (re-run the same command to resume)."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint."),
+    base_url: str = options.BASE_URL,
     methods: str = typer.Option(DEFAULT_METHODS, "--methods", help="Comma-separated: direct, rerank, filter, structured."),
     conditions: str = typer.Option(DEFAULT_CONDITIONS, "--conditions",
                                    help="Comma-separated conditions (ablations too, e.g. OO:gold=first,OO:k=5)."),
@@ -62,8 +63,6 @@ def ctrl_run_command(
     replies); gold-only is direct on GOLD. Exit code 0 when every answer is in, 3 when some are
     pending or failed (run the same command again), 2 on bad input.
     """
-    from rich.console import Console
-
     from trek import templates
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
@@ -74,71 +73,62 @@ def ctrl_run_command(
     from trek.rag.runner import estimate_grid, grid_rows, plan_grid, run_ctrl
     from trek.types import RecordError
 
-    err = Console(stderr=True)
+    with (
+        options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
+        templates.prompts_folder(prompts),
+    ):
+        method_names = _split(methods)
+        cond_names = _split(conditions)
+        records = read_context_records(contexts)
+        qpath = questions or questions_beside(contexts)
+        if qpath is None:
+            options.fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
+        qs = load_ctrl_questions(qpath)
+        runs.mkdir(parents=True, exist_ok=True)
+        cache = LLMCache(default_cache_path(runs))
+        settings: dict[str, dict[str, Any]] = {
+            "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
+                       "after_cutoff": after_cutoff},
+            "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
+            "structured": {"max_reasks": max_reasks},
+        }
+        if "rerank" in method_names:
+            settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
+        built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
+        cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
+        if dry_run:
+            rows = grid_rows(cells, records, built)
+            for r in rows:
+                typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
+                           f"{r['calls']:>6} calls")
+            total = sum(r["calls"] for r in rows)
+            typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
+                       f"(re-asks of unreadable replies not counted; cached calls send nothing)")
+            typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices),
+                                     max_tokens=max_tokens).describe())
+            return
+        params: dict[str, Any] = {}
+        if effort:
+            params["reasoning_effort"] = effort
+        if temperature is not None:
+            params["temperature"] = temperature
+        if max_tokens is not None:
+            params["max_completion_tokens"] = max_tokens
+        endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
+                                     prices=PriceTable.load(prices), progress=False)
+        client = endpoint(model, base_url=base_url, timeout=timeout, budget_usd=budget)
+        summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
+                           progress=progress, run_config={"contexts": str(contexts)})
+        options.err.print(summary.describe(), highlight=False)
+        if judge:
+            from trek.grading import run_grading
 
-    def fail(msg: str) -> None:
-        err.print(f"[red]error:[/red] {msg}", highlight=False)
-        raise typer.Exit(2)
-
-    try:
-        with templates.prompts_folder(prompts):
-            method_names = _split(methods)
-            cond_names = _split(conditions)
-            records = read_context_records(contexts)
-            qpath = questions or questions_beside(contexts)
-            if qpath is None:
-                fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
-            qs = load_ctrl_questions(qpath)
-            runs.mkdir(parents=True, exist_ok=True)
-            cache = LLMCache(default_cache_path(runs))
-            settings: dict[str, dict[str, Any]] = {
-                "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
-                           "after_cutoff": after_cutoff},
-                "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
-                "structured": {"max_reasks": max_reasks},
-            }
-            if "rerank" in method_names:
-                settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
-            built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
-            cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
-            if dry_run:
-                rows = grid_rows(cells, records, built)
-                for r in rows:
-                    typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
-                               f"{r['calls']:>6} calls")
-                total = sum(r["calls"] for r in rows)
-                typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
-                           f"(re-asks of unreadable replies not counted; cached calls send nothing)")
-                typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices),
-                                         max_tokens=max_tokens).describe())
-                return
-            params: dict[str, Any] = {}
-            if effort:
-                params["reasoning_effort"] = effort
-            if temperature is not None:
-                params["temperature"] = temperature
-            if max_tokens is not None:
-                params["max_completion_tokens"] = max_tokens
-            price_table = PriceTable.load(prices)
-            client = LLMClient(model, base_url=base_url, max_connections=max_connections, timeout=timeout,
-                               max_retries=max_retries, cache=cache, prices=price_table, budget_usd=budget, progress=False)
-            summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
-                               progress=progress, run_config={"contexts": str(contexts)})
-            err.print(summary.describe(), highlight=False)
-            if judge:
-                from trek.grading import run_grading
-
-                for rd in summary.runs:
-                    jc = LLMClient(judge, base_url=judge_base_url or base_url, max_connections=max_connections,
-                                   max_retries=max_retries, cache=cache, prices=price_table, progress=False)
-                    rep = run_grading(rd, jc, progress=False)
-                    err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
-    except (FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError) as e:
-        fail(str(e))
-        return
+            for rd in summary.runs:
+                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url or base_url), progress=False)
+                options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
     if summary.pending or summary.failed:
         for line in summary.errors[:5]:
-            err.print(f"  {line}", highlight=False)
-        err.print(f"{summary.pending} answers pending, {summary.failed} failed: run the same command again "
-                  "to retry them.", highlight=False)
+            options.err.print(f"  {line}", highlight=False)
+        options.err.print(f"{summary.pending} answers pending, {summary.failed} failed: run the same command again "
+                          "to retry them.", highlight=False)
         raise typer.Exit(3)

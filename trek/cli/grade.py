@@ -30,6 +30,7 @@ def format_accuracy(table: Any) -> str:
     return shown[cols].to_string()
 
 
+@options.grouped
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
     judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini."),
@@ -40,13 +41,8 @@ def grade_command(
     seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
     judge_param: list[str] = options.JUDGE_PARAM,
     progress: bool = options.PROGRESS,
-    dry_run: bool = options.DRY_RUN,
-    confirm_above: float = options.CONFIRM_ABOVE,
-    yes: bool = options.YES,
-    assume_output: int = options.ASSUME_OUTPUT,
-    batch: bool = options.BATCH,
-    batch_poll: float = options.BATCH_POLL,
-    batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
+    spending: options.Spending = options.GROUP,
+    batch: options.Batch = options.GROUP,
     prices: Path = options.PRICES,
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
@@ -58,11 +54,13 @@ def grade_command(
     unparsed (run the same command again to retry pending ones).
     """
     from trek.analysis import accuracy_by_dataset
-    from trek.cli.llm import confirm_spend
     from trek.llm.client import FatalLLMError
     from trek.llm.usage import PriceTable
 
-    try:
+    def hint(message: str) -> str | None:
+        return explain_unsupported_parameter(message, sources={"seed": "--seed"})
+
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint):
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
         client = LLMClient(
@@ -77,24 +75,16 @@ def grade_command(
         settings = parse_judge_params(judge_param)
         if seed is not None:
             settings["seed"] = seed
-        est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch, assume_output=assume_output, **settings)
-        if dry_run:
-            typer.echo(est.describe())
+        est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch.enabled,
+                               assume_output=spending.assume_output, **settings)
+        if not spending.proceed(est):
             return
-        confirm_spend(est, confirm_above, yes)
-        if batch:
-            report, br = run_grading_batch(run_dir, client, prompts_dir=prompts, progress=progress, wait=batch_wait,
-                                           poll_seconds=batch_poll, **settings)
+        if batch.enabled:
+            report, br = run_grading_batch(run_dir, client, prompts_dir=prompts, progress=progress,
+                                           **batch.settings(), **settings)
             typer.echo(br.describe(), err=True)
         else:
             report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
-    except FatalLLMError as e:
-        hint = explain_unsupported_parameter(str(e), sources={"seed": "--seed"})
-        typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)
-        raise typer.Exit(2) from None
-    except (RecordError, ValueError, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(report.describe(), err=True)
     typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
     if report.pending_grades or report.unparsed_grades:

@@ -5,50 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from trek.cli import options
 
 app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
-_err = Console(stderr=True)
-
-#: Default of ``--confirm-above``: a run whose high estimate passes this many dollars asks first.
-CONFIRM_ABOVE_USD = 5.0
-
-
-def confirm_spend(estimate: object, confirm_above: float | None, yes: bool, budget: float | None = None) -> None:
-    """Ask before a run whose high estimate exceeds ``confirm_above`` dollars (``--yes`` skips).
-
-    A ``--budget`` is taken as the answer: the run cannot spend more than it, so there is no
-    question (a note says when the high estimate passes the budget). Without a terminal to ask
-    on, the run stops (exit 2) and says to pass ``--yes``.
-    """
-    import math
-    import sys
-
-    high = float(getattr(estimate, "usd_high", 0.0))
-    if math.isnan(high):  # a model without a price: nothing to compare with --confirm-above
-        _err.print("note: no dollar estimate (a model has no price in the price table); not asking", highlight=False)
-        return
-    if budget is not None:
-        if high > budget:
-            _err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
-                       "budget and the rest stay pending", highlight=False)
-        return
-    if yes or confirm_above is None or high <= confirm_above:
-        return
-    _err.print(estimate.describe(), highlight=False)  # type: ignore[attr-defined]
-    question = f"this run may cost up to ${high:.2f} (above --confirm-above ${confirm_above:.2f}); start it?"
-    if not sys.stdin.isatty():
-        _err.print(f"[red]error:[/red] {question} No terminal to ask on: pass --yes to start it, or "
-                   "raise --confirm-above.", highlight=False)
-        raise typer.Exit(2)
-    if not typer.confirm(question, default=False, err=True):
-        _err.print("not started.", highlight=False)
-        raise typer.Exit(1)
 
 
 @app.command("run")
+@options.grouped
 def run(
     requests: Path = typer.Argument(..., help="JSONL file: one chat request per line ({'id', 'messages', ...})."),
     out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write, one result per id, in input order."),
@@ -63,13 +27,8 @@ def run(
     progress: bool = options.PROGRESS,
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
                                   help="HTTP transport: httpx (the SDK's default) or aiohttp (pip install 'trek[aiohttp]'; faster for wide fan-out)."),
-    dry_run: bool = options.DRY_RUN,
-    confirm_above: float = options.CONFIRM_ABOVE,
-    yes: bool = options.YES,
-    assume_output: int = options.ASSUME_OUTPUT,
-    batch: bool = options.BATCH,
-    batch_poll: float = options.BATCH_POLL,
-    batch_wait: bool = typer.Option(True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."),
+    spending: options.Spending = options.GROUP,
+    batch: options.Batch = options.GROUP,
 ) -> None:
     """Run a batch of chat requests; re-run the same command to resume.
 
@@ -85,7 +44,7 @@ def run(
     from trek.types import RecordError
 
     cache_path = cache or (Path(os.environ["TREK_CACHE"]) if os.environ.get("TREK_CACHE") else out.parent / "llm-cache.sqlite")
-    try:
+    with options.exit_on(RecordError, ValueError, FatalLLMError, OSError):
         check_output_path(out, requests)  # before the cache file is created beside it
         client = LLMClient(
             model,
@@ -105,31 +64,25 @@ def run(
 
         est = estimate_requests(
             [it.request for it in load_requests(requests, default_model=model)], client, label="trek llm run",
-            price_factor=BATCH_PRICE_FACTOR if batch else 1.0, assume_output=assume_output,
+            price_factor=BATCH_PRICE_FACTOR if batch.enabled else 1.0, assume_output=spending.assume_output,
         )
-        if dry_run:
-            typer.echo(est.describe())
+        if not spending.proceed(est, budget):
             return
-        confirm_spend(est, confirm_above, yes, budget)
-        if batch:
+        if batch.enabled:
             from trek.llm.openai_batch import run_openai_batch
 
-            summary = run_sync(run_openai_batch(requests, out, client, wait=batch_wait, poll_seconds=batch_poll,
-                                                progress=progress))
-            _err.print(summary.batch.describe(), highlight=False)
+            summary = run_sync(run_openai_batch(requests, out, client, progress=progress, **batch.settings()))
+            options.err.print(summary.batch.describe(), highlight=False)
         else:
             summary = run_sync(run_batch(requests, out, client))
-    except (RecordError, ValueError, FatalLLMError, OSError) as e:
-        _err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
-    _err.print(summary.describe(), highlight=False)
+    options.err.print(summary.describe(), highlight=False)
     if client.usage.calls:
         spent = client.spent_text()
-        _err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"
-                   + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
-                   highlight=False)
+        options.err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"
+                          + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
+                          highlight=False)
     if summary.pending:
-        _err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
+        options.err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
         raise typer.Exit(3)
 
 
@@ -142,11 +95,8 @@ def cost_command(
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
 
-    try:
+    with options.exit_on(RecordError, ValueError, FileNotFoundError):
         df = summarize_usage(run_dir, PriceTable.load(prices))
-    except (RecordError, ValueError, FileNotFoundError) as e:
-        _err.print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
     if df.empty:
         typer.echo(f"no usage records found under {run_dir}")
         return

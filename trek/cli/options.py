@@ -1,8 +1,20 @@
-"""Options several commands share, defined once (same flag, default and meaning everywhere)."""
+"""What several commands share, defined once: options (same flag, default and meaning everywhere),
+groups of options that always come together, and the way a command stops on an error."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
+import inspect
+import math
+import sys
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
+
 import typer
+from rich.console import Console
 
 BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
 MAX_CONNECTIONS = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once.")
@@ -20,11 +32,117 @@ YES = typer.Option(False, "--yes", "-y", help="Start without asking, whatever th
 ASSUME_OUTPUT = typer.Option(
     4096, "--assume-output", min=1, help="Estimate: output tokens per call for requests that send no max_tokens."
 )
-BATCH = typer.Option(False, "--batch", help="Send through OpenAI's Batch API (half price, within 24 h); re-run to resume.")
-BATCH_POLL = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch.")
 JUDGE_PARAM = typer.Option(
     None, "--judge-param",
     help="Judge request parameter KEY=VALUE, repeatable (temperature=0, reasoning_effort=high, "
     "max_completion_tokens=2000, ...). None is sent unless given.",
 )
 
+#: Standard error, for the commands that print through rich.
+err = Console(stderr=True)
+
+
+def fail(message: str, hint: str | None = None) -> NoReturn:
+    """Print ``error: MESSAGE`` (and ``hint: HINT``) on standard error and stop with exit code 2."""
+    typer.echo(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), err=True)
+    raise typer.Exit(2)
+
+
+@contextlib.contextmanager
+def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda message: None) -> Iterator[None]:
+    """Turn any of ``errors`` raised inside into :func:`fail` (with ``hint(message)``), not a traceback."""
+    try:
+        yield
+    except errors as e:
+        fail(str(e), hint(str(e)))
+
+
+def grouped(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Let ``command`` take groups of options: a parameter annotated with one of the dataclasses
+    below stands, for typer, for the group's options in its place and order, and the command is
+    called with one instance of the group built from them."""
+    params: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for p in inspect.signature(command, eval_str=True).parameters.values():
+        if not dataclasses.is_dataclass(p.annotation):
+            params.append(p)
+            continue
+        groups[p.name] = p.annotation
+        hints = typing.get_type_hints(p.annotation)
+        params += [p.replace(name=f.name, annotation=hints[f.name], default=f.default)
+                   for f in dataclasses.fields(p.annotation)]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        for name, group in groups.items():
+            kwargs[name] = group(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(group)})
+        return command(**kwargs)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run
+
+
+#: Default of a group parameter; :func:`grouped` replaces it.
+GROUP: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Spending:
+    """``--dry-run``, ``--confirm-above``, ``--yes`` and ``--assume-output``: the look before a
+    command spends money on model calls. (Each field's default is its option, as in a command.)"""
+
+    dry_run: bool = DRY_RUN
+    confirm_above: float = CONFIRM_ABOVE
+    yes: bool = YES
+    assume_output: int = ASSUME_OUTPUT
+
+    def proceed(self, estimate: Any, budget: float | None = None) -> bool:
+        """False after printing the estimate (``--dry-run``); otherwise True once the run may start.
+
+        A run whose high estimate passes ``--confirm-above`` asks first (``--yes`` does not). A
+        ``--budget`` is taken as the answer: the run cannot spend more than it, so there is no
+        question (a note says when the high estimate passes the budget). Without a terminal to ask
+        on, the command stops (exit 2) and says to pass ``--yes``; a "no" stops it with exit 1.
+        """
+        if self.dry_run:
+            typer.echo(estimate.describe())
+            return False
+        high = float(getattr(estimate, "usd_high", 0.0))
+        if math.isnan(high):  # a model without a price: nothing to compare with --confirm-above
+            err.print("note: no dollar estimate (a model has no price in the price table); not asking", highlight=False)
+            return True
+        if budget is not None:
+            if high > budget:
+                err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
+                          "budget and the rest stay pending", highlight=False)
+            return True
+        if self.yes or high <= self.confirm_above:
+            return True
+        err.print(estimate.describe(), highlight=False)
+        question = f"this run may cost up to ${high:.2f} (above --confirm-above ${self.confirm_above:.2f}); start it?"
+        if not sys.stdin.isatty():
+            err.print(f"[red]error:[/red] {question} No terminal to ask on: pass --yes to start it, or "
+                      "raise --confirm-above.", highlight=False)
+            raise typer.Exit(2)
+        if not typer.confirm(question, default=False, err=True):
+            err.print("not started.", highlight=False)
+            raise typer.Exit(1)
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """``--batch``, ``--batch-poll`` and ``--batch-wait``: sending through OpenAI's Batch API."""
+
+    enabled: bool = typer.Option(
+        False, "--batch", help="Send through OpenAI's Batch API (half price, within 24 h); re-run to resume."
+    )
+    poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch.")
+    wait: bool = typer.Option(
+        True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."
+    )
+
+    def settings(self) -> dict[str, Any]:
+        """The keywords of the batch runners: wait for the batches or not, and how often to poll."""
+        return {"wait": self.wait, "poll_seconds": self.poll}

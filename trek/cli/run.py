@@ -3,6 +3,7 @@ system; the work is done by :func:`trek.runner.run_system`."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -125,8 +126,6 @@ def run(
     same command again), 4 when none is pending but some failed (a call rejected for that
     question: see the errors), 2 on errors that stop the run.
     """
-    from rich.console import Console
-
     from trek.datasets.common import MissingDataError
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
@@ -136,68 +135,35 @@ def run(
     from trek.search import make_backend
     from trek.search.base import FatalSearchError, SearchCache, default_search_cache_path
 
-    err = Console(stderr=True)
-
-    def fail(msg: str) -> None:
-        err.print(f"[red]error:[/red] {msg}", highlight=False)
-        raise typer.Exit(2)
-
     if system not in SYSTEMS[:2]:
-        fail(f"--system must be agentic or search-then-read, not {system!r}")
+        options.fail(f"--system must be agentic or search-then-read, not {system!r}")
     if effort is not None and effort not in EFFORTS:
-        fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
+        options.fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
     if proxy_api not in ("chat", "responses"):
-        fail("--proxy-api must be chat or responses")
-    try:
+        options.fail("--proxy-api must be chat or responses")
+    with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError):
         qs, docs = _load_questions(questions, data_dir)
         if limit is not None:
             qs = qs[:limit]
-        price_table = PriceTable.load(prices)
-        cache = LLMCache(default_cache_path(run_dir))
-        limits = EndpointLimits()  # the model and a proxy search model on one server share a limit
-        client = LLMClient(
-            model,
-            base_url=base_url,
-            max_connections=max_connections,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=cache,
-            prices=price_table,
-            budget_usd=budget,
-            progress=False,
-            limits=limits,
+        # the model and a proxy search model: one cache, one price table, and on one server one limit
+        endpoint = functools.partial(
+            LLMClient, max_connections=max_connections, timeout=timeout, max_retries=max_retries,
+            prices=PriceTable.load(prices), cache=LLMCache(default_cache_path(run_dir)), progress=False,
+            limits=EndpointLimits(),
         )
+        client = endpoint(model, base_url=base_url, budget_usd=budget)
         if fetch is None:
             fetch = search.strip() not in ("none", "", "local")
         store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
         if docs:
             store.add_documents(docs)
-        search_client = None
+        search_client, proxy = None, {}  # proxy:MODEL: a client of its own, and --proxy-api
         if search.startswith("proxy:"):
-            search_client = LLMClient(
-                search.split(":", 1)[1],
-                base_url=search_base_url or base_url,
-                api_key=os.environ.get("TREK_SEARCH_API_KEY") or None,
-                max_connections=max_connections,
-                timeout=timeout,
-                max_retries=max_retries,
-                cache=cache,
-                prices=price_table,
-                progress=False,
-                limits=limits,
-            )
-        kw: dict[str, Any] = {"max_retries": max_retries}
-        if search.startswith("proxy:"):
-            kw["api"] = proxy_api
-        backend = make_backend(
-            search,
-            store=store,
-            client=client,
-            search_client=search_client,
-            cache=SearchCache(default_search_cache_path(run_dir)),
-            **kw,
-        )
-        from trek.cli.llm import confirm_spend
+            search_client = endpoint(search.split(":", 1)[1], base_url=search_base_url or base_url,
+                                     api_key=os.environ.get("TREK_SEARCH_API_KEY") or None)
+            proxy["api"] = proxy_api
+        backend = make_backend(search, store=store, client=client, search_client=search_client,
+                               cache=SearchCache(default_search_cache_path(run_dir)), max_retries=max_retries, **proxy)
         from trek.dry_run import estimate_wild_run
 
         settings: dict[str, Any] = dict(
@@ -206,37 +172,25 @@ def run(
         )
         est = estimate_wild_run(qs, run_dir, client, backend, assume_rounds=assume_rounds,
                                 assume_output=assume_output, **settings)
-        if dry_run:
-            typer.echo(est.describe())
+        if not options.Spending(dry_run, confirm_above, yes, assume_output).proceed(est, budget):
             return
-        confirm_spend(est, confirm_above, yes, budget)
         run_config = {"question_set": questions, "fetch": fetch}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url
         summary = run_system(qs, run_dir, client, backend, progress=progress, run_config=run_config, **settings)
-    except (
-        FatalLLMError,
-        FatalSearchError,
-        MissingDataError,
-        RecordError,
-        ValueError,
-        FileNotFoundError,
-    ) as e:
-        fail(str(e))
-        return
-    err.print(summary.describe(), highlight=False)
+    options.err.print(summary.describe(), highlight=False)
     for line in summary.errors[:10]:
-        err.print(f"  {line}", highlight=False)
+        options.err.print(f"  {line}", highlight=False)
     if len(summary.errors) > 10:
-        err.print(f"  ... and {len(summary.errors) - 10} more (see answers.jsonl)", highlight=False)
+        options.err.print(f"  ... and {len(summary.errors) - 10} more (see answers.jsonl)", highlight=False)
     if summary.pending:
-        err.print(
+        options.err.print(
             f"{summary.pending} questions are pending: run the same command again to retry them.",
             highlight=False,
         )
         raise typer.Exit(3)
     if summary.failed:
-        err.print(
+        options.err.print(
             f"{summary.failed} questions failed: their calls were rejected (errors above); they count "
             "as unanswered. A re-run tries them again.",
             highlight=False,

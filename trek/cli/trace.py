@@ -40,6 +40,7 @@ app = typer.Typer(
 
 
 @app.command("run")
+@options.grouped
 def run_command(
     run_dir: Path = typer.Argument(..., help="A graded run directory (questions, answers, grades)."),
     judge: str = typer.Option(None, "--judge", help="Model of both judges (unless set one by one)."),
@@ -59,10 +60,7 @@ def run_command(
     max_retries: int = options.MAX_RETRIES,
     prompts: Path = options.PROMPTS,
     judge_param: list[str] = options.JUDGE_PARAM,
-    dry_run: bool = options.DRY_RUN,
-    confirm_above: float = options.CONFIRM_ABOVE,
-    yes: bool = options.YES,
-    assume_output: int = options.ASSUME_OUTPUT,
+    spending: options.Spending = options.GROUP,
     progress: bool = options.PROGRESS,
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
@@ -70,10 +68,7 @@ def run_command(
     Resumable and cached: finished cases are kept, pending ones retried, and replies come from
     the run's LLM cache. Exit code 0 when done, 2 for bad input, 3 when cases are pending.
     """
-    import contextlib
-
     from trek import templates
-    from trek.cli.llm import confirm_spend
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.llm.client import EndpointLimits
     from trek.trace.common import RoleModel
@@ -83,15 +78,14 @@ def run_command(
     diag_model = diagnostic_judge or judge
     ana_model = analysis_judge or judge
     if not diag_model or not ana_model:
-        typer.echo("error: name the judges: --judge M, or --diagnostic-judge and --analysis-judge", err=True)
-        raise typer.Exit(2)
-    scope = contextlib.ExitStack()
-    try:
+        options.fail("name the judges: --judge M, or --diagnostic-judge and --analysis-judge")
+    with (
+        options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=explain_unsupported_parameter),
+        templates.prompts_folder(prompts),
+    ):
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
         params = parse_judge_params(judge_param)
-        if prompts is not None:
-            scope.enter_context(templates.prompts_folder(prompts))
         cache = LLMCache(default_cache_path(run_dir))
         limits = EndpointLimits()  # roles on one server share its connection limit
 
@@ -110,22 +104,11 @@ def run_command(
         else:
             ev = evaluated_role_from_run(run_dir)
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
-                             assume_output=assume_output)
-        if dry_run:
-            typer.echo(est.describe())
+                             assume_output=spending.assume_output)
+        if not spending.proceed(est, budget):
             return
-        confirm_spend(est, confirm_above, yes, budget)
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress)
-    except FatalLLMError as e:
-        hint = explain_unsupported_parameter(str(e))
-        typer.echo(f"error: {e}" + (f"\nhint: {hint}" if hint else ""), err=True)
-        raise typer.Exit(2) from None
-    except (RecordError, ValueError, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        scope.close()
     typer.echo(report.describe())
     if report.pending:
         raise typer.Exit(3)
@@ -139,11 +122,8 @@ def review_command(
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets."""
     from trek.trace.review import write_review
 
-    try:
+    with options.exit_on(RecordError, FileNotFoundError, ValueError):
         path = write_review(run_dir, out)
-    except (RecordError, FileNotFoundError, ValueError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(f"wrote {path}")
 
 
@@ -154,11 +134,8 @@ def agreement_command(
     """Cohen's kappa between the reviewer and TrekTrace, with the confusion table and disagreements."""
     from trek.trace.agreement import agreement
 
-    try:
+    with options.exit_on(FileNotFoundError, ValueError):
         result = agreement(workbook)
-    except (FileNotFoundError, ValueError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(result.describe())
 
 
@@ -170,9 +147,6 @@ def view_command(
     """Write one self-contained HTML page of the traced cases (filters by label and dataset)."""
     from trek.trace.view import write_view
 
-    try:
+    with options.exit_on(RecordError, FileNotFoundError, ValueError):
         path = write_view(run_dirs, out)
-    except (RecordError, FileNotFoundError, ValueError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(f"wrote {path}")
