@@ -347,3 +347,28 @@ def test_web_backends_fetch_pages_by_default(tmp_path, flag, expected):
     # the proxy model's tokens are part of the question's usage
     assert t.search_usage.prompt_tokens == 50 and t.usage.prompt_tokens > 50
     assert t.usage.calls == 3 and t.search_usage.calls == 1
+
+
+def test_a_tally_counts_only_what_the_client_did_since_it_watched(tmp_path):
+    from trek.runs import Tally, new_meta
+    from trek.types import Usage
+
+    client = LLMClient("m", base_url="http://127.0.0.1:9/v1", cache=None, progress=False)
+    client.usage, client.spent_usd, client.http_calls = Usage(calls=5, prompt_tokens=50, cost_usd=1.0), 1.0, 4
+    tally = Tally()
+    tally.watch(client)
+    client.usage += Usage(calls=2, cached_calls=1, prompt_tokens=30, completion_tokens=7, cost_usd=0.25)
+    client.spent_usd, client.http_calls = 1.25, 5
+    assert tally.progress({"ok": 1, "pending": 0, "failed": 1}) == "ok=1 pending=0 failed=1 $0.2500"
+    tally.settle()
+    assert (tally.usage.calls, tally.usage.prompt_tokens, tally.http_calls, tally.spent_usd) == (2, 30, 1, 0.25)
+    assert tally.model_line() == ("model: 2 calls (1 from cache, 1 HTTP requests), 30 prompt + 7 completion tokens, "
+                                  "spent $0.2500")
+    client.unpriced_calls += 1  # a call without a price since the watch, and no dollars
+    tally.watch(client)
+    client.unpriced_calls += 1
+    tally.settle()
+    assert tally.spent_text == "$- (model not in the price table)"
+    meta = new_meta(tmp_path / "r", "wild", client, None, config={"a": 1})
+    assert (meta.run_id, meta.model, meta.endpoint, meta.config) == ("r", "m", client.base_url, {"a": 1})
+    assert new_meta(tmp_path / "r", "wild", client, meta.model_copy(update={"created_at": "then"})).created_at == "then"

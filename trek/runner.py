@@ -35,7 +35,7 @@ from trek.llm.client import FatalLLMError, LLMClient
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import SearchSystem, SystemConfig
 from trek.search.base import FatalSearchError, SearchBackend
-from trek.types import Question, RunMeta, Trajectory, Usage, utcnow
+from trek.types import Question, RunMeta, Trajectory, Usage
 
 __all__ = ["RunSummary", "FINAL_STATUSES", "system_config", "arun_system", "run_system"]
 
@@ -44,33 +44,21 @@ FINAL_STATUSES = ("ok", "no_answer")
 
 
 @dataclass
-class RunSummary:
+class RunSummary(runs.Tally):
     """What a run did: question counts, the model usage of this invocation, search activity."""
 
-    run_dir: Path
-    total: int = 0
-    ok: int = 0
-    pending: int = 0
-    failed: int = 0
+    run_dir: Path = field(kw_only=True)
     no_answer: int = 0
-    skipped: int = 0
-    usage: Usage = field(default_factory=Usage)
-    spent_usd: float = 0.0
-    spent_text: str = "$0.0000"
-    http_calls: int = 0
     search_calls: int = 0
     search_cache_hits: int = 0
     search_usage: Usage = field(default_factory=Usage)
-    errors: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [
             f"{self.run_dir}: {self.ok}/{self.total} questions answered, {self.pending} pending, "
             f"{self.failed} failed, {self.no_answer} without an answer "
             f"({self.skipped} already done before this run)",
-            f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP requests), "
-            f"{self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
-            f"spent {self.spent_text}",
+            self.model_line(),
             f"search: {self.search_calls} calls, {self.search_cache_hits} from cache",
         ]
         if self.search_usage.calls:
@@ -89,25 +77,13 @@ def _meta(
     previous: RunMeta | None,
     extra: dict[str, Any],
 ) -> RunMeta:
-    from trek import __version__
-
     versions = sorted({system.prompt_version(q) for q in questions})
     prompt_versions = {"answer+system": " | ".join(versions)}
     backend = system.backend
     if backend is not None and hasattr(backend, "prompt_version"):
         prompt_versions["search"] = backend.prompt_version()
     config = {"system": system.system_dict(), "questions": len(questions), **extra}
-    return RunMeta(
-        run_id=run_dir.name,
-        kind="wild",
-        model=client.model,
-        endpoint=client.base_url,
-        prompt_versions=prompt_versions,
-        config=config,
-        trek_version=__version__,
-        created_at=previous.created_at if previous else utcnow(),
-        updated_at=utcnow(),
-    )
+    return runs.new_meta(run_dir, "wild", client, previous, prompt_versions=prompt_versions, config=config)
 
 
 def system_config(
@@ -168,8 +144,7 @@ async def arun_system(
     done = runs.load_answers(root)
     todo = [q for q in questions if not (q.id in done and done[q.id].status in FINAL_STATUSES)]
     summary = RunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
-    usage0, spent0, http0 = client.usage, client.spent_usd, client.http_calls
-    unpriced0 = client.unpriced_calls
+    summary.watch(client)
     s_calls0 = search_backend.calls if search_backend else 0
     s_hits0 = search_backend.cache_hits if search_backend else 0
     s_usage0 = search_backend.usage if search_backend else Usage()
@@ -210,10 +185,6 @@ async def arun_system(
             flush()
             last_flush = now
 
-    def postfix() -> str:
-        cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
-
     try:
         await fan_out(
             todo,
@@ -222,15 +193,12 @@ async def arun_system(
             desc=f"answer ({sys_.config.system})",
             unit="q",
             progress=progress,
-            postfix=postfix,
+            postfix=lambda: summary.progress(counts),
             on_result=finished,
         )
     finally:
         flush()
-        summary.usage = client.usage - usage0
-        summary.spent_usd = client.spent_usd - spent0
-        summary.spent_text = client.spent_text(spent0, unpriced0)
-        summary.http_calls = client.http_calls - http0
+        summary.settle()
         if search_backend is not None:
             summary.search_calls = search_backend.calls - s_calls0
             summary.search_cache_hits = search_backend.cache_hits - s_hits0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from trek.types import (
     RecordError,
     RunMeta,
     Trajectory,
+    Usage,
     describe_validation_error,
     iter_json_lines,
     utcnow,
@@ -47,6 +49,7 @@ __all__ = [
     "FRAME_COLUMNS",
     "read_meta",
     "write_meta",
+    "new_meta",
     "update_meta",
     "load_questions",
     "load_answers",
@@ -55,6 +58,7 @@ __all__ = [
     "discover",
     "frame",
     "correctness",
+    "Tally",
 ]
 
 META = "run.json"
@@ -93,6 +97,15 @@ def write_meta(run_dir: PathLike, meta: RunMeta) -> Path:
     tmp.write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def new_meta(run_dir: PathLike, kind: str, client: Any, previous: RunMeta | None, **fields: Any) -> RunMeta:
+    """The ``run.json`` of a run answered by ``client``: its model and endpoint, this Trek's version,
+    and the creation time of ``previous`` (the run's earlier ``run.json``) if there is one."""
+    from trek import __version__
+
+    return RunMeta(run_id=Path(run_dir).name, kind=kind, model=client.model, endpoint=client.base_url,
+                   trek_version=__version__, created_at=previous.created_at if previous else utcnow(), **fields)
 
 
 def update_meta(run_dir: PathLike, **changes: Any) -> RunMeta:
@@ -249,3 +262,41 @@ def correctness(runs: Mapping[str, PathLike]) -> pd.DataFrame:
     df = pd.DataFrame(cols).dropna()
     df.index.name = "question_id"
     return df.astype(bool).sort_index()
+
+
+@dataclass
+class Tally:
+    """What one invocation of a runner did: answer counts (``skipped``: final before it started),
+    the model usage and dollars of this invocation alone, and the errors of answers not ok."""
+
+    total: int = 0
+    ok: int = 0
+    pending: int = 0
+    failed: int = 0
+    skipped: int = 0
+    usage: Usage = field(default_factory=Usage)
+    spent_usd: float = 0.0
+    spent_text: str = "$0.0000"
+    http_calls: int = 0
+    errors: list[str] = field(default_factory=list)
+    _start: tuple[Any, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def watch(self, client: Any) -> None:
+        """Count what ``client`` does from now on; :meth:`settle` takes it into the tally."""
+        self._start = (client, client.usage, client.spent_usd, client.unpriced_calls, client.http_calls)
+
+    def progress(self, counts: Mapping[str, int]) -> str:
+        """A progress bar's postfix: answers finished so far by status, and the dollars."""
+        client, _, spent, unpriced, _ = self._start
+        cost = client.spent_text(spent, unpriced).split(" (")[0]
+        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
+
+    def settle(self) -> None:
+        client, usage, spent, unpriced, http = self._start
+        self.usage, self.spent_usd, self.http_calls = client.usage - usage, client.spent_usd - spent, client.http_calls - http
+        self.spent_text = client.spent_text(spent, unpriced)
+
+    def model_line(self) -> str:
+        return (f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP "
+                f"requests), {self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
+                f"spent {self.spent_text}")

@@ -37,7 +37,7 @@ from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
 from trek.rag.context import CtxRecord
 from trek.search.agent import is_run_fatal
-from trek.types import Question, RunMeta, Trajectory, Usage, utcnow
+from trek.types import Question, RunMeta, Trajectory
 
 __all__ = ["Cell", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
 
@@ -157,42 +157,25 @@ def estimate_grid(
 
 
 @dataclass
-class CtrlRunSummary:
+class CtrlRunSummary(R.Tally):
     """What a grid run did."""
 
     runs: list[Path] = field(default_factory=list)
-    total: int = 0
-    ok: int = 0
-    pending: int = 0
-    failed: int = 0
-    skipped: int = 0
-    usage: Usage = field(default_factory=Usage)
-    spent_text: str = "$0.0000"
-    http_calls: int = 0
     scorer_calls: int = 0
-    errors: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         return (
             f"{len(self.runs)} runs: {self.ok}/{self.total} answers ok, {self.pending} pending, {self.failed} failed "
             f"({self.skipped} already done before this run)\n"
-            f"model: {self.usage.calls} calls ({self.usage.cached_calls} from cache, {self.http_calls} HTTP "
-            f"requests), {self.usage.prompt_tokens} prompt + {self.usage.completion_tokens} completion tokens, "
-            f"spent {self.spent_text}; relevance scorer: {self.scorer_calls} requests"
+            f"{self.model_line()}; relevance scorer: {self.scorer_calls} requests"
         )
 
 
 def _meta(cell: Cell, client: LLMClient, method: Method, params: dict[str, Any], n: int, previous: RunMeta | None,
           extra: dict[str, Any]) -> RunMeta:
-    from trek import __version__
-
     config = {"method": cell.method, "condition": cell.condition, "settings": method.config(),
               "params": params, "questions": n, "order": cell.order, **extra}
-    return RunMeta(
-        run_id=cell.run_dir.name, kind=KIND, model=client.model, endpoint=client.base_url,
-        prompt_versions=method.versions(), config=config, trek_version=__version__,
-        created_at=previous.created_at if previous else utcnow(), updated_at=utcnow(),
-    )
+    return R.new_meta(cell.run_dir, KIND, client, previous, prompt_versions=method.versions(), config=config)
 
 
 def _check_previous(cell: Cell, previous: RunMeta | None, client: LLMClient, method: Method,
@@ -257,7 +240,7 @@ async def arun_ctrl(
         summary.skipped += len(finished)
         jobs += [(cell, questions[c.question_id], c) for c in ctxs if c.question_id not in finished]
 
-    usage0, http0, spent0, unpriced0 = client.usage, client.http_calls, client.spent_usd, client.unpriced_calls
+    summary.watch(client)
     scorers = {id(m.scorer): m.scorer for m in methods.values() if getattr(m, "scorer", None) is not None}
     scorer0 = sum(getattr(s, "calls", 0) for s in scorers.values())
     counts = {"ok": 0, "pending": 0, "failed": 0}
@@ -301,18 +284,12 @@ async def arun_ctrl(
             dirty.clear()
             last_flush = time.monotonic()
 
-    def postfix() -> str:
-        cost = client.spent_text(spent0, unpriced0).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
-
     try:
         await fan_out(jobs, one, limit=client.max_connections, desc=f"ctrl {model}", unit="q",
-                      progress=progress, postfix=postfix, on_result=finished_job)
+                      progress=progress, postfix=lambda: summary.progress(counts), on_result=finished_job)
     finally:
         flush(sorted(dirty))
-        summary.usage = client.usage - usage0
-        summary.http_calls = client.http_calls - http0
-        summary.spent_text = client.spent_text(spent0, unpriced0)
+        summary.settle()
         summary.scorer_calls = sum(getattr(s, "calls", 0) for s in scorers.values()) - scorer0
     for cell in cells:
         have = done[cell.run_dir]
