@@ -22,8 +22,8 @@ from trek.llm import (
     parse_json_lenient,
     request_key,
 )
-from trek.llm.client import _retry_after_seconds
 from trek.llm.usage import Price
+from trek.retry import retry_after
 from trek.testing.fake_openai import FakeOpenAIServer
 
 MSG = [{"role": "user", "content": "What is the capital of Atlantis?"}]
@@ -176,10 +176,10 @@ def test_retry_after_is_honoured(tmp_path):
 
 
 def test_retry_after_parsing():
-    assert _retry_after_seconds({"retry-after-ms": "250"}) == 0.25
-    assert _retry_after_seconds({"retry-after": "3"}) == 3.0
-    assert _retry_after_seconds({}) is None
-    assert _retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after({"retry-after-ms": "250"}) == 0.25
+    assert retry_after({"retry-after": "3"}) == 3.0
+    assert retry_after({}) is None
+    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
 
 
 def test_persistent_failure_is_pending_not_an_answer(tmp_path):

@@ -2,22 +2,46 @@
 least as long as a ``Retry-After`` the service sent.
 
 The LLM client and the search backends both retry through :func:`retrying`; what counts as
-retryable is decided by the caller (the exception types it raises for transient failures).
+retryable is decided by the caller (the exception types it raises for transient failures), and
+:func:`retry_after` reads how long a service asked to wait.
 A call that still fails after the last attempt raises its last error: callers turn that into
 a *pending* outcome, never into an answer.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import random
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
-__all__ = ["backoff", "retrying"]
+__all__ = ["backoff", "retry_after", "retrying"]
 
 T = TypeVar("T")
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds a reply's headers ask to wait: ``retry-after-ms``, else ``Retry-After`` in seconds
+    or as an HTTP date; ``None`` when they say nothing readable."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after")
+        if ra is None:
+            return None
+        try:
+            return max(0.0, float(ra))
+        except ValueError:
+            when = parsedate_to_datetime(ra)
+            return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
+    except (TypeError, ValueError):
+        return None
 
 
 def backoff(base: float, cap: float, rng: random.Random) -> Callable[[RetryCallState], float]:

@@ -38,7 +38,6 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import openai
@@ -47,7 +46,7 @@ from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.pacing import RatePacer
 from trek.llm.usage import PriceTable, usage_from_raw
-from trek.retry import backoff, retrying
+from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
 
 __all__ = [
@@ -168,27 +167,6 @@ class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
-
-
-def _retry_after_seconds(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
-        ra = headers.get("retry-after")
-        if ra is None:
-            return None
-        try:
-            return max(0.0, float(ra))
-        except ValueError:
-            import datetime as _dt
-
-            when = parsedate_to_datetime(ra)
-            return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
-    except (TypeError, ValueError):
-        return None
 
 
 class EndpointLimits:
@@ -538,7 +516,7 @@ class LLMClient:
         status = e.status_code
         if status == 429:
             return _Retryable(
-                f"429 rate limited by {self.base_url}", _retry_after_seconds(getattr(e.response, "headers", None))
+                f"429 rate limited by {self.base_url}", retry_after(getattr(e.response, "headers", None))
             )
         if status in (408, 409):
             return _Retryable(f"{status} from {self.base_url}")

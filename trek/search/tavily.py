@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from trek.retry import retry_after
 from trek.search.base import FatalSearchError, RejectedSearchError, SearchBackend, TransientSearchError
 from trek.types import SearchResult
 
@@ -85,7 +86,7 @@ class TavilySearch(SearchBackend):
             raise TransientSearchError(f"connection error to {self.base_url}: {type(e).__name__}") from None
         status = resp.status_code
         if status == 429:
-            raise TransientSearchError(f"429 rate limited by {self.base_url}", _retry_after(resp.headers))
+            raise TransientSearchError(f"429 rate limited by {self.base_url}", retry_after(resp.headers))
         if status >= 500 or status in (408, 409):
             raise TransientSearchError(f"{status} from {self.base_url}")
         if status in (400, 422):
@@ -122,16 +123,6 @@ def parse_tavily(data: dict[str, Any]) -> list[SearchResult]:
             )
         )
     return out
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
 
 
 def _detail(resp: httpx.Response) -> str:
