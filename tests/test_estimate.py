@@ -11,6 +11,7 @@ from trek.llm import ChatRequest, LLMCache, LLMClient
 from trek.llm.estimate import (
     Assumption,
     RecordingClient,
+    content_text,
     count_chat_tokens,
     count_text_tokens,
     estimate_requests,
@@ -35,6 +36,12 @@ def test_o200k_counts():
     assert count_chat_tokens("hello world") == count_chat_tokens(msgs)  # Responses input string
     tools = [{"type": "function", "function": {"name": "web_search"}}]
     assert count_chat_tokens(msgs, tools) > count_chat_tokens(msgs)
+
+
+def test_content_text_of_every_shape():
+    assert content_text(None) == "" and content_text("a b") == "a b"
+    assert content_text(["a", {"type": "input_text", "text": "b"}, {"type": "x", "output": "c"}, 7]) == "a b c"
+    assert content_text({"k": 1}) == '{"k": 1}'
 
 
 def test_openai_models():

@@ -45,6 +45,7 @@ __all__ = [
     "Estimate",
     "OTHER_TOKENIZER_BAND",
     "RecordingClient",
+    "content_text",
     "count_chat_tokens",
     "count_text_tokens",
     "estimate_requests",
@@ -82,7 +83,9 @@ def count_text_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=())) if text else 0
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a message ``content``: a string, the text of each part of a list (the ``text``
+    or a tool's ``output``), ``""`` for none, any other value as its JSON."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -108,7 +111,7 @@ def count_chat_tokens(messages: Sequence[dict[str, Any]] | str, tools: Sequence[
         if not isinstance(m, dict):
             continue
         n += 3 + count_text_tokens(str(m.get("role") or m.get("type") or ""))
-        n += count_text_tokens(_content_text(m.get("content", m.get("output"))))
+        n += count_text_tokens(content_text(m.get("content", m.get("output"))))
         if m.get("name"):
             n += 1 + count_text_tokens(str(m["name"]))
         if m.get("tool_calls"):

@@ -159,6 +159,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trek.llm.estimate import content_text
 from trek.llm.pacing import format_reset
 
 try:
@@ -190,25 +191,6 @@ def _short_hash(*parts: Any, n: int = 24) -> str:
 
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _text_of(content: Any) -> str:
-    """Flatten a message ``content`` (string, list of parts or None) into plain text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part, str):
-                pieces.append(part)
-            elif isinstance(part, dict):
-                text = part.get("text")
-                if isinstance(text, str):
-                    pieces.append(text)
-        return " ".join(pieces)
-    return str(content)
 
 
 def _count_tokens(text: str) -> int:
@@ -655,7 +637,7 @@ class FakeOpenAIServer:
         """Take this request from the rate-limit buckets: (headers, a 429 reply when over a limit)."""
         if not self._limits:
             return {}, None
-        texts = [_text_of(m.get("content")) for m in self._input_as_messages(body.get("messages") or body.get("input"))]
+        texts = [content_text(m.get("content")) for m in self._input_as_messages(body.get("messages") or body.get("input"))]
         cost = {
             "requests": 1.0,
             "tokens": float(_count_tokens(" ".join(texts))
@@ -823,7 +805,7 @@ class FakeOpenAIServer:
     def _build_chat(self, body: dict[str, Any], key: str) -> dict[str, Any] | web.Response:
         messages = body["messages"]
         model = body["model"]
-        texts = [_text_of(m.get("content")) for m in messages]
+        texts = [content_text(m.get("content")) for m in messages]
         tool_results = sum(1 for m in messages if m.get("role") == "tool")
         rule = self._pick_rule(model, texts, tool_results)
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
@@ -894,11 +876,11 @@ class FakeOpenAIServer:
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "function_call_output":
-                out.append({"role": "tool", "content": _text_of(item.get("output"))})
+                out.append({"role": "tool", "content": content_text(item.get("output"))})
             elif item.get("type") == "function_call":
-                out.append({"role": "assistant", "content": _text_of(item.get("arguments"))})
+                out.append({"role": "assistant", "content": content_text(item.get("arguments"))})
             else:
-                out.append({"role": item.get("role", "user"), "content": _text_of(item.get("content"))})
+                out.append({"role": item.get("role", "user"), "content": content_text(item.get("content"))})
         return out
 
     @staticmethod
