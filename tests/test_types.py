@@ -67,6 +67,10 @@ def test_usage_addition_and_unknown_cost():
     s = a + b
     assert (s.prompt_tokens, s.completion_tokens, s.calls, s.cost_usd) == (11, 7, 2, 0.75)
     assert (a + Usage(cost_usd=None)).cost_usd is None
+    full = Usage(prompt_tokens=1, completion_tokens=2, reasoning_tokens=3, cached_tokens=4, calls=5, cached_calls=6,
+                 cost_usd=1.0)
+    assert full + full - full == full  # every count, not only the ones above
+    assert full - full == Usage() and (full - Usage(cost_usd=None)).cost_usd is None
 
 
 def test_grade_correct_property():

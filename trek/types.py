@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import operator
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -133,30 +134,18 @@ class Usage(Record):
     cached_calls: int = 0
     cost_usd: float | None = 0.0
 
+    def _combine(self, other: Usage, op: Callable[[Any, Any], Any]) -> Usage:
+        """Every count of both, combined by ``op``; the cost too when both have one."""
+        both = self.cost_usd is not None and other.cost_usd is not None
+        return Usage(**{f: op(getattr(self, f), getattr(other, f)) for f in Usage.model_fields if f != "cost_usd"},
+                     cost_usd=op(self.cost_usd, other.cost_usd) if both else None)
+
     def __add__(self, other: Usage) -> Usage:
-        cost: float | None
-        if self.cost_usd is None or other.cost_usd is None:
-            cost = None
-        else:
-            cost = self.cost_usd + other.cost_usd
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            calls=self.calls + other.calls,
-            cached_calls=self.cached_calls + other.cached_calls,
-            cost_usd=cost,
-        )
+        return self._combine(other, operator.add)
 
     def __sub__(self, other: Usage) -> Usage:
         """What was spent between two readings of a running total (``now - before``)."""
-        both = self.cost_usd is not None and other.cost_usd is not None
-        fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "calls", "cached_calls")
-        return Usage(
-            **{f: getattr(self, f) - getattr(other, f) for f in fields},
-            cost_usd=(self.cost_usd - other.cost_usd) if both else None,  # type: ignore[operator]
-        )
+        return self._combine(other, operator.sub)
 
     @property
     def total_tokens(self) -> int:
