@@ -40,6 +40,23 @@ def run(method, script, ctx=CTX, q=Q):
         return out, srv.stats()
 
 
+def test_every_method_prompt_names_the_question_and_its_year():
+    from trek.rag.answer import ANSWER_PROMPT, question_prompt
+    from trek.rag.filter import FILTER_PROMPT
+    from trek.rag.rerank import QUERY_PROMPT
+    from trek.rag.structured import CONTRAST_PROMPT, EXTRACT_PROMPT
+
+    for name, template, values in [("rag.answer", ANSWER_PROMPT, {"docs_block": "DOCS"}),
+                                   ("rag.filter", FILTER_PROMPT, {"docs_block": "DOCS"}),
+                                   ("rag.structured.extract", EXTRACT_PROMPT, {"docs_block": "DOCS"}),
+                                   ("rag.structured.contrast", CONTRAST_PROMPT, {"extracted_evidence": "DOCS"}),
+                                   ("rag.rerank.query", QUERY_PROMPT, {})]:
+        text = question_prompt(name, template, Q, **values)
+        assert Q.question in text and "2024" in text and ("DOCS" in text) == bool(values), name
+    no_year = Q.model_copy(update={"effective_year": None})
+    assert "the present day" in question_prompt("rag.rerank.query", QUERY_PROMPT, no_year)
+
+
 # -- contexts -------------------------------------------------------------------------------------
 def test_split_and_render_subset_round_trip():
     blocks = split_rendered(CTX.rendered, 4)

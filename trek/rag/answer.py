@@ -23,7 +23,7 @@ __all__ = [
     "ANSWER_PROMPT",
     "MethodOutput",
     "as_of",
-    "answer_prompt",
+    "question_prompt",
     "answer_version",
     "ask",
     "ask_json",
@@ -66,8 +66,9 @@ def as_of(q: Question) -> str:
     return year_text(q) or "the present day"
 
 
-def answer_prompt(q: Question, docs_block: str) -> str:
-    return render("rag.answer", ANSWER_PROMPT, effective_year=as_of(q), docs_block=docs_block, question=q.question)
+def question_prompt(name: str, template: str, q: Question, **values: str) -> str:
+    """The prompt template ``name`` filled in with the question, its :func:`as_of` and ``values``."""
+    return render(name, template, question=q.question, effective_year=as_of(q), **values)
 
 
 def answer_version() -> str:
@@ -114,27 +115,29 @@ async def ask(client: LLMClient, prompt: str, call: str, out: MethodOutput, para
     return text
 
 
-async def ask_json(client: LLMClient, prompt: str, call: str, out: MethodOutput, params: dict[str, Any], *,
-                   validate: Any, max_reasks: int) -> StructuredResult | None:
-    """A JSON call with re-asks (:func:`trek.llm.structured.achat_json`); records every reply and
-    the usage in ``out``. ``None`` (and ``out`` marked pending) when a call failed; otherwise the
-    result, ``ok`` or ``unparsed``."""
-    res = await achat_json(client, [{"role": "user", "content": prompt}], validate=validate,
-                           max_reasks=max_reasks, **params)
+async def ask_json(client: LLMClient, q: Question, name: str, template: str, docs_block: str, params: dict[str, Any],
+                   *, call: str, validate: Any, max_reasks: int) -> tuple[MethodOutput, StructuredResult | None]:
+    """The first call of Filter and Structured: template ``name`` on the question and ``docs_block``,
+    asking for JSON with re-asks (:func:`trek.llm.structured.achat_json`). Returns the method's output
+    (every reply, the usage) and the result, ``ok``, ``unparsed`` or ``None`` (output pending)."""
+    out = MethodOutput()
+    messages = [{"role": "user", "content": question_prompt(name, template, q, docs_block=docs_block)}]
+    res = await achat_json(client, messages, validate=validate, max_reasks=max_reasks, **params)
     for text in res.raw_texts:
         out.replies.append({"role": "assistant", "call": call, "content": text})
     out.usage = out.usage + res.usage
     if res.status == "pending":
         out.pending(res.error)
-        return None
-    return res
+        return out, None
+    return out, res
 
 
 async def aanswer(
     client: LLMClient, q: Question, docs_block: str, out: MethodOutput, params: dict[str, Any], call: str = "answer"
 ) -> MethodOutput:
     """The shared answer prompt on ``docs_block``; the reply, stripped, is the final answer."""
-    text = await ask(client, answer_prompt(q, docs_block), call, out, params)
+    prompt = question_prompt("rag.answer", ANSWER_PROMPT, q, docs_block=docs_block)
+    text = await ask(client, prompt, call, out, params)
     if text is not None:
         out.final_answer = text.strip()
     return out

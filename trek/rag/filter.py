@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
-from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of, ask_json
+from trek.rag.answer import MethodOutput, aanswer, answer_version, ask_json
 from trek.rag.context import CtxRecord, render_subset
-from trek.templates import register, render, template_version
+from trek.templates import register, template_version
 from trek.types import Question
 
 __all__ = ["VERSION", "FILTER_PROMPT", "parse_keep_ids", "check_keep_shape", "Filter"]
@@ -116,11 +116,8 @@ class Filter:
 
     async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         blocks = ctx.blocks()
-        out = MethodOutput()
-        prompt = render("rag.filter", FILTER_PROMPT, effective_year=as_of(q), question=q.question,
-                        docs_block=ctx.rendered)
-        res = await ask_json(client, prompt, "filter", out, params, validate=check_keep_shape,
-                             max_reasks=self.max_reasks)
+        out, res = await ask_json(client, q, "rag.filter", FILTER_PROMPT, ctx.rendered, params, call="filter",
+                                  validate=check_keep_shape, max_reasks=self.max_reasks)
         if res is None:
             return out
         if res.ok:

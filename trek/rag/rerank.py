@@ -39,9 +39,9 @@ import numpy as np
 from trek.ctrl.embeddings import WordLlamaEmbedder
 from trek.llm.cache import LLMCache
 from trek.llm.client import LLMClient
-from trek.rag.answer import MethodOutput, aanswer, answer_version, as_of
+from trek.rag.answer import MethodOutput, aanswer, answer_version, question_prompt
 from trek.rag.context import CtxRecord, render_subset
-from trek.templates import register, render, template_version
+from trek.templates import register, template_version
 from trek.types import Question
 
 __all__ = [
@@ -364,7 +364,7 @@ class Rerank:
         assert self.scorer is not None
         blocks = ctx.blocks()
         out = MethodOutput()
-        query = render("rag.rerank.query", QUERY_PROMPT, question=q.question, effective_year=as_of(q))
+        query = question_prompt("rag.rerank.query", QUERY_PROMPT, q)
         try:
             rel = await self.scorer.ascore(query, [block_text(b) for b in blocks])
         except ScorerError as e:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
-from trek.rag.answer import MethodOutput, as_of, ask_json
+from trek.rag.answer import MethodOutput, ask_json, question_prompt
 from trek.rag.context import CtxRecord
-from trek.templates import register, render, template_version
+from trek.templates import register, template_version
 from trek.types import Question
 
 __all__ = [
@@ -203,12 +203,8 @@ class Structured:
         }
 
     async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
-        out = MethodOutput()
-        year = as_of(q)
-        prompt = render("rag.structured.extract", EXTRACT_PROMPT, question=q.question, effective_year=year,
-                        docs_block=ctx.rendered)
-        res = await ask_json(client, prompt, "extract", out, params, validate=check_extraction_shape,
-                             max_reasks=self.max_reasks)
+        out, res = await ask_json(client, q, "rag.structured.extract", EXTRACT_PROMPT, ctx.rendered, params,
+                                  call="extract", validate=check_extraction_shape, max_reasks=self.max_reasks)
         if res is None:
             return out
         if res.ok:
@@ -219,8 +215,8 @@ class Structured:
             evidence = res.raw_texts[-1] if res.raw_texts else ""
             out.details = {"extraction": "unparsed", "records": [], "extraction_error": res.error}
         out.details["extract_attempts"] = res.attempts
-        convo = [{"role": "user", "content": render("rag.structured.contrast", CONTRAST_PROMPT, effective_year=year,
-                                                    question=q.question, extracted_evidence=evidence)}]
+        convo = [{"role": "user",
+                  "content": question_prompt("rag.structured.contrast", CONTRAST_PROMPT, q, extracted_evidence=evidence)}]
         for attempt in range(self.format_reasks + 1):
             r = await client.achat(convo, **params)
             if not r.ok:
