@@ -162,6 +162,8 @@ def _transport(log):
             return httpx.Response(200, text="z" * 5000, headers={"content-type": "text/plain"})
         if path == "/slow":
             raise httpx.ReadTimeout("slow", request=request)
+        if path == "/moved":
+            return httpx.Response(302, headers={"location": "https://site.example/ok"})
         return httpx.Response(500)
 
     return httpx.MockTransport(handler)
@@ -203,6 +205,13 @@ def test_fetch_failures(tmp_path):
     assert not pdf.available and "unsupported content type" in pdf.text
     slow = store.get("https://site.example/slow")
     assert not slow.available and "ReadTimeout" in slow.text
+
+
+def test_fetch_follows_redirects_with_the_user_agent_it_was_given():
+    log: list = []
+    store = PageStore(fetch=True, user_agent="agent/1", transport=_transport(log))
+    assert store.get("https://site.example/moved").available
+    assert [r.url.path for r in log] == ["/moved", "/ok"] and {r.headers["user-agent"] for r in log} == {"agent/1"}
 
 
 def test_fetch_respects_the_size_limit():

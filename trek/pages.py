@@ -248,12 +248,16 @@ class PageStore:
     ):
         self.path = Path(path) if path is not None else None
         self.fetch = fetch
-        self.timeout = timeout
         self.max_bytes = max_bytes
-        self.user_agent = user_agent
         self.max_concurrent_fetches = max_concurrent_fetches
         self.allow_private = allow_private
-        self._transport = transport
+        self._http: dict[str, Any] = {  # how every live fetch talks HTTP
+            "timeout": timeout,
+            "follow_redirects": True,
+            "max_redirects": 5,
+            "headers": {"User-Agent": user_agent, "Accept": "text/html,text/plain;q=0.9,*/*;q=0.1"},
+            **({"transport": transport} if transport is not None else {}),
+        }
         self._lock = threading.RLock()
         self._limits = EndpointLimits()  # the fetch limit, one semaphore per event loop
         self._fingerprint: str | None = None
@@ -400,16 +404,8 @@ class PageStore:
         if not self.allow_private and _is_private_host(httpx.URL(target).host):
             return _placeholder(url, "refused: a local or private network address")
         self.fetches += 1
-        kwargs: dict[str, Any] = {
-            "timeout": self.timeout,
-            "follow_redirects": True,
-            "max_redirects": 5,
-            "headers": {"User-Agent": self.user_agent, "Accept": "text/html,text/plain;q=0.9,*/*;q=0.1"},
-        }
-        if self._transport is not None:
-            kwargs["transport"] = self._transport
         try:
-            async with httpx.AsyncClient(**kwargs) as http, http.stream("GET", target) as resp:
+            async with httpx.AsyncClient(**self._http) as http, http.stream("GET", target) as resp:
                 status = resp.status_code
                 if status >= 400:
                     reason = f"HTTP {status}"
