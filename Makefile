@@ -9,13 +9,13 @@ PARAMS ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test lint demo notebooks paper lab bench local-model clean help
+.PHONY: install test lint runs notebooks paper lab bench local-model clean help
 
 help:
-	@echo "make paper   execute every notebook (offline demo data by default; PARAMS=file.yaml for real runs)"
+	@echo "make paper   execute every notebook on the recorded runs in data/runs (PARAMS=file.yaml for others)"
 	@echo "make test    lint, unit tests and nbval over the notebooks"
 	@echo "make bench   run the benchmarks and print their figures"
-	@echo "make demo    rebuild the offline demo runs in build/demo-runs"
+	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
 	@echo "make lab     start JupyterLab"
 
 $(STAMP): pyproject.toml
@@ -30,20 +30,22 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check trek tests benchmarks scripts
 
-# The offline demo runs (scripted fake model on the bundled benchmark) that the notebooks read
-# by default; rebuilt every time so they always reflect the current code (a few seconds).
-demo: $(STAMP)
-	$(BIN)/python scripts/demo_runs.py --out build/demo-runs
-	$(BIN)/python scripts/demo_ctrl.py --out build/demo-ctrl
+# Every experiment of the paper on TrekBench-Mini with the embedded model, results in data/runs.
+# Replies come from data/runs/replay.jsonl.gz (then no model call and no llama.cpp build is
+# needed); only requests missing from it start the local model (`make local-model` first).
+# RUNS_FLAGS=--fresh ignores the working cache in build/experiments, so only the replay answers.
+RUNS_FLAGS ?=
+runs: $(STAMP)
+	$(BIN)/trek experiments --out data/runs --work build/experiments $(RUNS_FLAGS)
 
 # Re-execute the notebooks in place so their stored outputs (checked by nbval) follow the code.
-notebooks: $(STAMP) demo
+notebooks: $(STAMP)
 	$(BIN)/python scripts/refresh_notebooks.py
 
-test: $(STAMP) lint demo
+test: $(STAMP) lint
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
-build/%.ipynb: notebooks/%.ipynb $(STAMP) demo FORCE
+build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	@mkdir -p build figures tables
 	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
 

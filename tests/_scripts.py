@@ -1,4 +1,4 @@
-"""Load the repository's scripts (``scripts/*.py``, outside the package) as modules in tests."""
+"""Load the scripted demos (``tests/demo/*.py``: the pipeline against a scripted fake model) as modules."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parent / "demo"
 
 
 def load_script(name: str) -> ModuleType:

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from trek import runs
-from trek.costs import cost_table, demo_prices, search_calls_billed
+from trek.costs import cost_table, search_calls_billed
 from trek.llm.usage import Price, PriceTable
 from trek.types import Grade, Question, RunMeta, SearchCall, Trajectory, Usage, write_jsonl
 
@@ -82,7 +82,10 @@ def test_search_calls_billed():
     assert search_calls_billed(t) == 2
 
 
-def test_demo_prices_price_the_demo_models():
-    p = demo_prices()
-    assert p.get("demo-lm") == p.get("gpt-5.4-mini") and p.get("demo-judge") == p.get("gpt-4.1-mini")
+def test_the_embedded_model_is_priced_at_zero():
+    from trek.costs import load_prices
+    from trek.local import MODEL_NAME
+
+    p = load_prices()
+    assert p.cost(MODEL_NAME, Usage(prompt_tokens=1000, completion_tokens=10)) == 0.0
     assert p.search_fee("local") == 0.0

@@ -162,9 +162,14 @@ def test_span_that_is_not_verbatim_is_rejected_then_relocated():
               "reply": json.dumps({"span": SPAN})},
              {"pattern": "Copy, character for character", "reply": json.dumps({"span": "Dana Okafor is coach."})},
              *script()[1:]]
-    pool = fabricate(rules)
+    pool = fabricate(rules, min_window=200, max_window=400)  # a window shorter than the document
     assert [e.get("kind") for e in pool.notes["fabrication"]["attempts"]] == ["span_not_found", None]
     assert len(pool.role("fabrication")) == 1
+    # a document that fits in its window (Mini's, with the default 1,500-character minimum) is the
+    # window: no locate call is made, so the unusable span never comes back
+    pool = fabricate(rules)
+    assert [e.get("kind") for e in pool.notes["fabrication"]["attempts"]] == [None]
+    assert pool.role("fabrication")[0].metadata["window"] == [0, len(pool.gold[0].text)]
 
 
 def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):

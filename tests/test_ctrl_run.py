@@ -1,13 +1,12 @@
 """The Ctrl grid runner: run directories, resume, cache, pending, settings, dry run, CLI."""
 
 import hashlib
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 from _rag_fixtures import mini_contexts, write_contexts
+from _scripts import load_script
 from typer.testing import CliRunner
 
 from trek import runs as R
@@ -20,9 +19,7 @@ from trek.rag.rerank import Rerank
 from trek.rag.runner import plan_grid, run_ctrl, run_label
 from trek.testing.fake_openai import FakeOpenAIServer
 
-_spec = importlib.util.spec_from_file_location("demo_runs", Path(__file__).parents[1] / "scripts" / "demo_runs.py")
-_demo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_demo)
+_demo = load_script("demo_runs")
 JUDGE, demo_script = _demo.JUDGE, _demo.demo_script
 
 MAIN = ["OO", "MND", "SAA", "SBA", "GOLD"]
@@ -205,7 +202,7 @@ def test_cli_prompt_overrides_reach_the_model_and_the_run_record(ctrl, tmp_path,
                                        "--base-url", srv.base_url, "--no-progress"])
     assert res.exit_code == 0, res.output
     rd = runs / run_label("m", "direct", "OO")
-    assert R.read_meta(rd).prompt_versions["rag.answer"].startswith("rag.answer/1+override.")
+    assert R.read_meta(rd).prompt_versions["rag.answer"].startswith("rag.answer/2+override.")
     assert {t.final_answer for t in R.load_answers(rd).values()} == {"from the override"}
     (prompts / "rag.answr.txt").write_text("typo")
     res = CliRunner().invoke(app, ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods",

@@ -1,11 +1,10 @@
 """Offline end to end: `trek ctrl build --source mini`, then `trek ctrl run` with all four methods
 plus gold-only on the five conditions against a scripted model, graded; a second run calls nothing."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from _scripts import load_script
 from typer.testing import CliRunner
 
 from trek import runs as R
@@ -14,17 +13,7 @@ from trek.rag import reports
 from trek.rag.context import load_ctrl_questions
 from trek.rag.runner import run_label
 
-SCRIPTS = Path(__file__).parents[1] / "scripts"
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-demo_ctrl, demo_runs = _load("demo_ctrl"), _load("demo_runs")
+demo_ctrl, demo_runs = load_script("demo_ctrl"), load_script("demo_runs")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +48,7 @@ def test_build_run_grade_and_rerun_without_calls(built, tmp_path, mini):
         assert len(df) == len(mini.questions) and df["answer_status"].eq("ok").all() and df["outcome"].ne("ungraded").all()
     table = reports.ctrl_micro(reports.load_ctrl(runs))
     # the scripted model answers from the latest-dated of the first 6 documents it is shown (see
-    # scripts/demo_ctrl.py): always right on GOLD, misled by newer relevance pages in MND unless it
+    # tests/demo/demo_ctrl.py): always right on GOLD, misled by newer relevance pages in MND unless it
     # filters or extracts them out, misled by republications in SBA whatever the method
     assert (table["Gold-only"] == 100.0).all() and (table["SBA"] == 0.0).all()
     assert table.loc[("demo-lm", "structured"), "MND"] == 100.0

@@ -56,7 +56,7 @@ def test_discovery_and_table_order(runs):
 
 
 def test_discover_runs_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="make demo"):
+    with pytest.raises(FileNotFoundError, match="make runs"):
         discover_runs(runs_dir=tmp_path / "none")
     with pytest.raises(FileNotFoundError, match="grades.jsonl"):
         discover_runs({"x": tmp_path})

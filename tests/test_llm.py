@@ -260,6 +260,8 @@ def test_budget_stops_new_calls(srv, tmp_path):
         ('Sure! Here it is: {"a": 3} Hope that helps.', {"a": 3}),
         ("[1, 2]", [1, 2]),
         ('thinking {not json} then {"ok": true}', {"ok": True}),
+        # a raw line break inside a string (strict JSON refuses it, and the inner [] would be taken)
+        ('{"wrong_answer": "Theo\n", "replacements": []}', {"wrong_answer": "Theo\n", "replacements": []}),
     ],
 )
 def test_parse_json_lenient(text, value):

@@ -1,3 +1,4 @@
+import json
 import shutil
 
 import pandas as pd
@@ -119,12 +120,19 @@ def test_runs_from_a_params_file_reach_the_table(tmp_path, demo_runs):
     label = "Zebra-Run-7Q"
     run = tmp_path / "my-real-run"
     shutil.copytree(demo_runs["demo-lm"], run)
+    # make the copy look like a run of a real model: the title names the model from run.json and
+    # drops the DEMO DATA mark only when the run was not made by the scripted demo model
+    meta = json.loads((run / "run.json").read_text())
+    meta["model"] = "Quokka-13B"
+    meta["config"].pop("demo", None)
+    (run / "run.json").write_text(json.dumps(meta))
     tables, figures = tmp_path / "tables", tmp_path / "figures"
     params = write(tmp_path, f"runs:\n  {label}: {run}\ntab1_wild_accuracy:\n  tables_dir: {tables}\n"
                              f"  figures_dir: {figures}\n")
     written = run_notebook(repo_root() / "notebooks" / "tab1_wild_accuracy.ipynb", tmp_path / "out.ipynb", params)
     csv = (tables / "tab1_wild_accuracy.csv").read_text()
-    assert label in csv and "demo-lm" not in csv and "DEMO DATA" not in (tables / "tab1_wild_accuracy.tex").read_text()
+    tex = (tables / "tab1_wild_accuracy.tex").read_text()
+    assert label in csv and "demo-lm" not in csv + tex and "DEMO DATA" not in tex and "Quokka-13B" in tex
     assert str(tables / "tab1_wild_accuracy.csv") in written
 
 
@@ -144,3 +152,18 @@ def test_stored_notebook_outputs_name_no_machine_path():
     for nb in sorted((root / "notebooks").glob("*.ipynb")):
         text = nb.read_text(encoding="utf-8")
         assert str(root) not in text and tempfile.gettempdir() + "/" not in text, nb.name
+
+
+def test_runs_title_names_model_and_question_set_and_marks_demo_runs(tmp_path, demo_runs):
+    from trek.paper import runs_title
+
+    demo = runs_title("Accuracy (%)", {"x": demo_runs["demo-lm"]})
+    assert demo.startswith("DEMO DATA") and "demo-lm" in demo and "TrekBench-Mini" in demo
+    real = tmp_path / "real"
+    shutil.copytree(demo_runs["demo-lm"], real)
+    meta = json.loads((real / "run.json").read_text())
+    meta["model"], meta["config"]["benchmark"] = "Quokka-13B", "My-Set"
+    meta["config"].pop("demo", None)
+    (real / "run.json").write_text(json.dumps(meta))
+    title = runs_title("Accuracy (%)", [real])
+    assert not title.startswith("DEMO DATA") and "Quokka-13B" in title and "My-Set" in title

@@ -68,7 +68,21 @@ def test_metadata_swap_position_and_budget():
         reports.ctrl_vs_oo(DF[DF["condition"] != "OO"])
 
 
-def test_title_names_model_and_data():
-    assert reports.ctrl_title(DF, "T", True).startswith("DEMO DATA") and "scripted m; TrekBench-Mini, 4" in \
-        reports.ctrl_title(DF, "T", True)
-    assert reports.ctrl_title(DF, "T", False) == "T (m; TrekBench-Ctrl, 4 questions)"
+def test_title_names_model_and_data(tmp_path):
+    from trek import runs
+    from trek.types import Question, RunMeta
+
+    def run(name, qids, **config):
+        d = tmp_path / name
+        runs.write_meta(d, RunMeta(run_id=name, kind="ctrl", model="m", config=config))
+        runs.write_records(d, runs.QUESTIONS, [Question(id=q, dataset="freshqa", question="?", answers=["a"])
+                                               for q in qids])
+        return d
+
+    df = DF.copy()
+    df.attrs["run_dirs"] = {"a": run("a", ["q1", "q2"]), "b": run("b", ["q2", "q3", "q4"])}
+    assert reports.ctrl_title(df, "T") == "T (m; TrekBench-Ctrl, 4 questions)"
+    df.attrs["run_dirs"] = {"c": run("c", ["mini:01", "mini:02"], demo=True)}
+    assert reports.ctrl_title(df, "T") == "DEMO DATA (not a result): T (scripted m; TrekBench-Mini, 2 questions)"
+    df.attrs["run_dirs"] = {"d": run("d", ["q9"], benchmark="My-Set")}
+    assert reports.ctrl_title(df, "T") == "T (m; My-Set, 1 questions)"

@@ -24,6 +24,20 @@ def test_pages_are_indexed_truncated_by_role_and_placeholdered():
     assert parts[1].count("q") == NON_GOLD_CHARS
     assert "Page unavailable: https://missing.example/c" in parts[2]
     assert render_pages([]) == "(none)"
+    short = render_pages(pages, [normalize_url("https://gold.example/a")], gold_chars=700, other_chars=350).split(
+        "\n\n-----\n\n")
+    assert short[0].count("q") == 700 and short[1].count("q") == 350
+
+
+def test_page_limits_other_than_the_papers_are_part_of_the_resume_key():
+    from trek.llm import LLMClient
+    from trek.trace.common import RoleModel
+    from trek.trace.pipeline import TraceConfig
+
+    role = RoleModel("diagnostic", LLMClient("m", base_url="http://h/v1", progress=False), "m")
+    base = TraceConfig(role, role, role, PageStore())
+    assert "page_chars" not in base.settings()  # default limits: keys of earlier traces stay valid
+    assert TraceConfig(role, role, role, PageStore(), gold_chars=700).settings()["page_chars"] == [700, NON_GOLD_CHARS]
 
 
 def test_probe_prompts_have_no_reference_field():

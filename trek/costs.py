@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 
 from trek import runs as _runs
-from trek.llm.usage import Price, PriceTable
+from trek.llm.usage import PriceTable
 from trek.types import Trajectory, Usage
 
-__all__ = ["COST_COLUMNS", "cost_table", "demo_prices", "load_prices", "search_calls_billed"]
+__all__ = ["COST_COLUMNS", "cost_table", "load_prices", "search_calls_billed"]
 
 COST_COLUMNS = [
     "model", "search", "effort", "questions", "input_k", "cached_input_k", "output_k", "reasoning_k",
@@ -38,23 +38,9 @@ COST_COLUMNS = [
 ]
 
 
-def demo_prices() -> PriceTable:
-    """The price table for the offline demo runs: the bundled table plus the scripted demo
-    models priced as stand-ins (``demo-lm`` as gpt-5.4-mini, ``demo-judge`` as gpt-4.1-mini), so
-    the demo Table 12 shows dollars. Tables made with it are titled DEMO DATA."""
-    table = PriceTable.load()
-    extra: dict[str, Price] = {}
-    for demo, real in (("demo-lm", "gpt-5.4-mini"), ("demo-judge", "gpt-4.1-mini")):
-        price = table.get(real)
-        if price is not None:
-            extra[demo] = price
-    return PriceTable({**table.prices, **extra}, table.search)
-
-
-def load_prices(path: str | os.PathLike[str] | None = None, *, demo: bool = False) -> PriceTable:
-    """The price table for Table 12: :func:`demo_prices` for the demo runs, else the bundled
-    table merged with ``path`` (or ``$TREK_PRICES``)."""
-    return demo_prices() if demo else PriceTable.load(path)
+def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
+    """The price table for Table 12: the bundled table merged with ``path`` (or ``$TREK_PRICES``)."""
+    return PriceTable.load(path)
 
 
 def search_calls_billed(t: Trajectory) -> int:

@@ -101,6 +101,9 @@ class LocalServer:
         threads: CPU threads (default: all cores).
         startup_timeout: seconds to wait for the server to answer.
         log: file that receives the server's output (default: discarded).
+        cache_bytes: the server's limit for its RAM cache of prompt states. It counts only the
+            model state of each entry, not the copy of the logits kept with it (about 100 MB), so
+            the memory used is several times this; 2 GB grew to all 24 GB of the machine.
     """
 
     def __init__(
@@ -111,8 +114,10 @@ class LocalServer:
         threads: int | None = None,
         startup_timeout: float = 120.0,
         log: str | os.PathLike[str] | None = None,
+        cache_bytes: int = 256 << 20,
     ):
         self.port = port or _free_port()
+        self.cache_bytes = cache_bytes
         self.n_ctx = n_ctx
         self.threads = threads or os.cpu_count() or 1
         self.startup_timeout = startup_timeout
@@ -133,6 +138,13 @@ class LocalServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
             "--chat_format", "chatml-function-calling",
+            # flash attention reads prompts about 15% faster on these CPUs; the RAM cache keeps the
+            # states after recent replies, so a prompt that starts like one of them (the same
+            # instructions; the tool-calling format's second pass over a prompt) is read only from
+            # where it differs
+            "--flash_attn", "true",
+            "--cache", "true",
+            "--cache_size", str(self.cache_bytes),
         ]
 
     def start(self) -> LocalServer:

@@ -64,23 +64,18 @@ def plot_reference_years(table: pd.DataFrame, title: str) -> plt.Figure:
 
 # -- runs: Table 1 (accuracy) and the paired-runs table ----------------------------------------
 
-def demo_runs_dir() -> Path:
-    """Where ``make demo`` writes the demo runs (``build/demo-runs`` at the repository root)."""
-    from trek.paper import repo_root
-
-    return repo_root() / "build" / "demo-runs"
-
-
 def discover_runs(
     runs: dict[str, str] | None = None, runs_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Path]:
     """``{label: run directory}``: ``runs`` as given, else every graded run under ``runs_dir``
-    (default: the demo runs); see :func:`trek.runs.discover`."""
-    root = Path(runs_dir) if runs_dir else demo_runs_dir()
+    (default: the recorded Wild runs, ``data/runs/wild``); see :func:`trek.runs.discover`."""
+    from trek.paper import recorded_dir
+
+    root = Path(runs_dir) if runs_dir else recorded_dir("wild")
     try:
         return _runs.discover(root, require=_runs.GRADES, runs=runs)
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e} (run `make demo` for the offline demo runs, or grade with `trek grade`)") from None
+        raise FileNotFoundError(f"{e} (`make runs` records the bundled runs; grade your own with `trek grade`)") from None
 
 
 def wild_accuracy(runs: dict[str, Path]) -> pd.DataFrame:

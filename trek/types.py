@@ -9,11 +9,14 @@ a torn or half-written file.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import gzip
 import json
 import operator
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -42,8 +45,20 @@ __all__ = [
 
 
 def utcnow() -> str:
-    """Current UTC time as an ISO-8601 string with a trailing ``Z``."""
-    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """Current UTC time as an ISO-8601 string with a trailing ``Z``.
+
+    With ``$SOURCE_DATE_EPOCH`` set (seconds since 1970, the reproducible-builds convention) every
+    record gets that time instead, so that a replayed run writes byte-identical files.
+    """
+    fixed = os.environ.get("SOURCE_DATE_EPOCH")
+    if fixed:
+        try:
+            now = _dt.datetime.fromtimestamp(int(fixed), _dt.UTC)
+        except ValueError:
+            raise ValueError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {fixed!r}") from None
+    else:
+        now = _dt.datetime.now(_dt.UTC)
+    return now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 class Record(BaseModel):
@@ -313,7 +328,8 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
 
     This is the one JSONL read loop of Trek: a missing file, a line that is not JSON or not a
     JSON object (``NaN`` and binary bytes included) raises :class:`RecordError` naming the file
-    and line. Lines are read one at a time, so memory stays bounded by the longest line.
+    and line. Lines are read one at a time, so memory stays bounded by the longest line. A name
+    ending in ``.gz`` is read through gzip.
     """
     p = Path(path)
     if not p.exists():
@@ -321,11 +337,19 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     if p.is_dir():
         raise RecordError(p, None, "is a folder, not a JSONL file")
     try:
-        fh = p.open("rb")
+        fh = gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")  # noqa: SIM115 - closed below
     except OSError as e:
         raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
     with fh:
-        for lineno, raw in enumerate(fh, start=1):
+        lineno = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated gzip file
+                raise RecordError(p, lineno + 1, f"cannot be decompressed ({e})") from None
+            if not raw:
+                break
+            lineno += 1
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -368,17 +392,22 @@ def _dump(rec: BaseModel | dict[str, Any]) -> str:
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> Path:
-    """Write records atomically: a temporary file in the same folder, fsync, then rename."""
+    """Write records atomically: a temporary file in the same folder, fsync, then rename.
+
+    A name ending in ``.gz`` is gzip-compressed with no time stamp or name in its header, so the
+    same records always give the same bytes.
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(_dump(rec))
-                fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        with os.fdopen(fd, "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if p.suffix == ".gz" else \
+                    contextlib.nullcontext(raw) as fh:
+                for rec in records:
+                    fh.write(_dump(rec).encode("utf-8") + b"\n")
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, p)
     except BaseException:
         try:

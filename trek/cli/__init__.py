@@ -48,8 +48,10 @@ def _register() -> None:
     app.add_typer(wild_app, name="wild")
 
     from trek.cli.local import app as local_app
+    from trek.cli.local import experiments_command
 
     app.add_typer(local_app, name="local")
+    app.command("experiments")(experiments_command)
     from trek.cli.trace import app as trace_app
 
     app.add_typer(trace_app, name="trace")

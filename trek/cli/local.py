@@ -1,11 +1,13 @@
-"""``trek local``: serve the embedded local model, or say whether it is installed."""
+"""``trek local`` (serve the embedded model, say whether it is installed) and ``trek experiments``."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 
+from trek.cli import options
 from trek.local import MODEL_NAME, LocalModelUnavailable, LocalServer, find_model_file, server_available
 
 app = typer.Typer(help="The embedded local model (llama.cpp server with SmolLM2-135M).", no_args_is_help=True)
@@ -42,3 +44,36 @@ def info() -> None:
         typer.echo(f"model: {find_model_file()}")
     except LocalModelUnavailable as e:
         typer.echo(f"model: missing ({e})")
+
+
+def experiments_command(
+    out: Path = typer.Option(Path("data/runs"), "--out", help="Folder of the recorded results (replaced at the end)."),
+    work: Path = typer.Option(Path("build/experiments"), "--work",
+                              help="Working folder: the response cache (kept, so an interrupted run resumes) and passes."),
+    replay: Path = typer.Option(None, "--replay", help="Replay log to load first [default: OUT/replay.jsonl.gz]."),
+    replay_only: bool = typer.Option(False, "--replay-only",
+                                     help="Never start the model: stop if a reply is not in the replay log."),
+    fresh: bool = typer.Option(False, "--fresh", help="Empty the working cache first (only the replay log answers)."),
+    ctrl_questions: int = typer.Option(12, "--ctrl-questions", min=1,
+                                       help="Mini questions used in Ctrl (taking each source style in turn)."),
+    progress: bool = options.PROGRESS,
+) -> None:
+    """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
+
+    Wild runs (no search, search-then-read, agentic over the local index) with grading, TrekTrace
+    on the search runs, the Ctrl build (fabrication by the model) and every baseline on every
+    condition and ablation, graded. Replies come from the replay log where it has them; the model
+    (started on demand) answers the rest. Exit code 2 when a stage cannot finish.
+    """
+    from dataclasses import replace
+
+    from trek.experiments import ExperimentsError, Settings, run_experiments
+
+    try:
+        report = run_experiments(out, work=work, replay=replay, replay_only=replay_only, fresh=fresh,
+                                 settings=replace(Settings(), ctrl_questions=ctrl_questions), progress=progress,
+                                 echo=typer.echo)
+    except (ExperimentsError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(report.describe())

@@ -17,7 +17,9 @@ import typer
 from rich.console import Console
 
 BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
-MAX_CONNECTIONS = typer.Option(16, "--max-connections", min=1, help="Model requests in flight at once.")
+MAX_CONNECTIONS = typer.Option(
+    None, "--max-connections", min=1, help="Model requests in flight at once [default: 16; 1 for --model local]."
+)
 MAX_RETRIES = typer.Option(6, "--max-retries", min=0, help="Retries of a failing call before it is left pending.")
 TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt.")
 BUDGET = typer.Option(None, "--budget", help="Stop issuing model calls before this many US dollars are spent.")

@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from trek.cli import options
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import FatalLLMError, LLMClient
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS
 from trek.types import RecordError
 
 __all__ = ["app"]
@@ -56,6 +57,9 @@ def run_command(
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
     budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    gold_chars: int = typer.Option(GOLD_CHARS, "--gold-chars", min=1, help="Characters shown of each gold page."),
+    other_chars: int = typer.Option(NON_GOLD_CHARS, "--other-chars", min=1,
+                                    help="Characters shown of every other page."),
     max_connections: int = options.MAX_CONNECTIONS,
     max_retries: int = options.MAX_RETRIES,
     prompts: Path = options.PROMPTS,
@@ -103,12 +107,13 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
+        limits = {"gold_chars": gold_chars, "other_chars": other_chars}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
-                             assume_output=spending.assume_output)
+                             assume_output=spending.assume_output, **limits)
         if not spending.proceed(est, budget):
             return
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
-                           check_stale=check_stale, budget_usd=budget, progress=progress)
+                           check_stale=check_stale, budget_usd=budget, progress=progress, **limits)
     typer.echo(report.describe())
     if report.pending:
         raise typer.Exit(3)

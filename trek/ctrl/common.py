@@ -23,6 +23,7 @@ __all__ = [
     "host_of",
     "is_fictitious",
     "slugify",
+    "cut_window",
 ]
 
 #: The five suspicious source labels of the paper (D.4); synthetic documents carry only these.
@@ -89,3 +90,24 @@ def slugify(text: str, limit: int = 60) -> str:
     t = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     t = re.sub(r"[^a-z0-9]+", "-", t).strip("-")
     return t[:limit].rstrip("-") or "document"
+
+
+def cut_window(text: str, start: int, end: int, length: int) -> tuple[int, int]:
+    """A window of about ``length`` characters around ``text[start:end]``, snapped to whitespace."""
+    n = len(text)
+    if n <= length:
+        return 0, n
+    if end - start >= length:
+        return start, end
+    mid = (start + end) // 2
+    lo = max(0, min(mid - length // 2, n - length))
+    hi = min(n, lo + length)
+    if lo > 0:
+        ws = text.find(" ", lo, start)
+        nl = text.find("\n", lo, start)
+        cands = [x for x in (ws, nl) if x != -1]
+        lo = min(cands) + 1 if cands else start
+    if hi < n:
+        cut = max(text.rfind(" ", end, hi), text.rfind("\n", end, hi))
+        hi = cut if cut != -1 else end
+    return lo, hi

@@ -17,7 +17,8 @@ fabrications are made per question. Every attempt and its outcome is kept in the
 
 The window is centred on the located span; its length is the median length of up to ten dated
 historical documents nearest in date to the gold-date anchor, bounded to [1,500, 12,000]
-characters, 6,000 when there is none. Fabrication keeps the gold document's date.
+characters, 6,000 when there is none; a gold document no longer than its window is the window,
+and needs no locate call. Fabrication keeps the gold document's date.
 """
 
 from __future__ import annotations
@@ -29,11 +30,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trek.aio import fan_out
-from trek.ctrl.common import FICTITIOUS_DOMAINS, CtrlError, normalize_answer, rng, same_answer, slugify
+from trek.ctrl.common import (
+    FICTITIOUS_DOMAINS,
+    CtrlError,
+    cut_window,
+    normalize_answer,
+    rng,
+    same_answer,
+    slugify,
+)
 from trek.ctrl.embeddings import Embedder, cosine
 from trek.ctrl.pools import Pool
 from trek.llm.client import LLMClient
-from trek.llm.structured import achat_json
+from trek.llm.structured import achat_json, object_schema
 from trek.templates import register, render, template_version
 from trek.types import Document
 
@@ -203,27 +212,6 @@ def window_length(pool: Pool, s: FabricationSettings | None = None) -> int:
     return int(min(max(med, s.min_window), s.max_window))
 
 
-def cut_window(text: str, start: int, end: int, length: int) -> tuple[int, int]:
-    """A window of about ``length`` characters around ``text[start:end]``, snapped to whitespace."""
-    n = len(text)
-    if n <= length:
-        return 0, n
-    if end - start >= length:
-        return start, end
-    mid = (start + end) // 2
-    lo = max(0, min(mid - length // 2, n - length))
-    hi = min(n, lo + length)
-    if lo > 0:
-        ws = text.find(" ", lo, start)
-        nl = text.find("\n", lo, start)
-        cands = [x for x in (ws, nl) if x != -1]
-        lo = min(cands) + 1 if cands else start
-    if hi < n:
-        cut = max(text.rfind(" ", end, hi), text.rfind("\n", end, hi))
-        hi = cut if cut != -1 else end
-    return lo, hi
-
-
 def apply_edits(window: str, replacements: Sequence[dict[str, str]]) -> str:
     """Apply exact replacements; raises :class:`Rejection` for missing, repeated or overlapping finds."""
     spans = []
@@ -292,6 +280,17 @@ def _edit_shape(value: Any) -> dict[str, Any]:
     return value
 
 
+#: Reply shapes of the three calls, sent to endpoints that enforce schemas.
+LOCATE_SCHEMA = object_schema({"span": {"type": ["string", "null"], "maxLength": 400}})
+EDIT_SCHEMA = object_schema({
+    "wrong_answer": "text",
+    "replacements": {"type": "array", "items": object_schema({"find": "text", "replace": "text"}),
+                     "minItems": 1, "maxItems": 4},
+})
+VERIFY_SCHEMA = object_schema({"supports_declared_answer": "boolean", "internally_consistent": "boolean",
+                               "reason": "text"})
+
+
 def _locate_shape(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict) or "span" not in value:
         raise ValueError("expected a JSON object with 'span'")
@@ -326,11 +325,11 @@ class _Ctx:
         year = self.q.effective_year or self.q.effective_year_raw or "the date of the documents"
         return {"question": self.q.question, "answers": "; ".join(self.q.answers), "reference_year": str(year)}
 
-    async def ask(self, name: str, default: str, shape: Any, **fields: Any) -> dict[str, Any]:
+    async def ask(self, name: str, default: str, shape: Any, schema: dict[str, Any], **fields: Any) -> dict[str, Any]:
         prompt = render(name, default, **self.fields(), **fields)
         res = await achat_json(
             self.client, [{"role": "user", "content": prompt}], validate=shape,
-            max_reasks=self.settings.max_reasks, **self.settings.chat_params,
+            max_reasks=self.settings.max_reasks, schema=schema, **self.settings.chat_params,
         )
         if res.status == "pending":
             raise _Pending(res.error or "call failed")
@@ -340,7 +339,7 @@ class _Ctx:
 
 
 async def _locate(ctx: _Ctx, gold: Document, feedback: str) -> tuple[int, int]:
-    value = await ctx.ask("ctrl.fabrication.locate", LOCATE_PROMPT, _locate_shape, document=gold.text,
+    value = await ctx.ask("ctrl.fabrication.locate", LOCATE_PROMPT, _locate_shape, LOCATE_SCHEMA, document=gold.text,
                           feedback=feedback)
     span = value.get("span")
     if not isinstance(span, str) or not span.strip():
@@ -361,13 +360,16 @@ async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tu
         fb = FEEDBACK_TEMPLATE.format(reason=feedback) if feedback else ""
         entry: dict[str, Any] = {"slot": slot, "attempt": attempt, "source_doc": gold.id, "feedback": feedback or None}
         try:
-            if gold.id not in located:
+            length = window_length(ctx.pool, s)
+            if len(gold.text) <= length:  # the window is the whole document: no passage to locate
+                located.setdefault(gold.id, (0, len(gold.text)))
+            elif gold.id not in located:
                 located[gold.id] = await _locate(ctx, gold, fb)
             a, b = located[gold.id]
-            lo, hi = cut_window(gold.text, a, b, window_length(ctx.pool, s))
+            lo, hi = cut_window(gold.text, a, b, length)
             window = gold.text[lo:hi]
             cand = await ctx.ask(
-                "ctrl.fabrication.edit", EDIT_PROMPT, _edit_shape, window=window,
+                "ctrl.fabrication.edit", EDIT_PROMPT, _edit_shape, EDIT_SCHEMA, window=window,
                 used_answers="; ".join(used) or "none", variant=f"{slot} of {s.target}", feedback=fb,
             )
             entry["candidate"] = cand
@@ -376,7 +378,7 @@ async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tu
             )
             entry["similarity"] = round(sim, 4)
             verdict = await ctx.ask(
-                "ctrl.fabrication.verify", VERIFY_PROMPT, _verify_shape,
+                "ctrl.fabrication.verify", VERIFY_PROMPT, _verify_shape, VERIFY_SCHEMA,
                 declared_answer=cand["wrong_answer"], passage=edited,
             )
             entry["verifier"] = verdict

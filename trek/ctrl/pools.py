@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trek.ctrl.common import CtrlError
+from trek.ctrl.common import CtrlError, cut_window
 from trek.types import Document, Question, Record, RecordError, read_jsonl, write_jsonl
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "RELEVANCE_TARGET",
     "DISTRACTOR_ROLES",
     "from_mini",
+    "shorten",
     "from_longseal",
     "apply_quotas",
     "read_pools",
@@ -78,6 +79,28 @@ class Pool(Record):
         """A copy holding only the natural documents (synthetic ones are rebuilt by each build)."""
         docs = [d for d in self.documents if d.role not in ("republication", "fabrication")]
         return self.model_copy(update={"documents": docs})
+
+
+def shorten(pool: Pool, chars: int) -> Pool:
+    """A copy of ``pool`` whose documents are cut to passages of about ``chars`` characters.
+
+    For a model that can only read short contexts (the embedded one). Each passage is centred
+    on the first mention of the answer its document supports (the head when it names none),
+    snapped to whitespace; the cut is recorded in ``Document.metadata["shortened"]`` as
+    ``{"start", "end", "of"}`` (characters of the original text). Build synthetic documents
+    after shortening, so they derive from what the model is shown.
+    """
+    if chars < 1:
+        raise CtrlError(f"shorten: chars must be at least 1, not {chars}")
+    docs = []
+    for d in pool.documents:
+        at = d.text.find(d.supports_answer) if d.supports_answer else -1
+        start, end = (at, at + len(d.supports_answer or "")) if at >= 0 else (0, 0)
+        lo, hi = cut_window(d.text, start, end, chars)
+        meta = {**d.metadata, "shortened": {"start": lo, "end": hi, "of": len(d.text)}}
+        docs.append(d.model_copy(update={"text": d.text[lo:hi].strip(), "metadata": meta}))
+    notes = {**pool.notes, "shortened_to_chars": chars}
+    return pool.model_copy(update={"documents": docs, "notes": notes})
 
 
 def _provenance(doc: Document, origin: str, policy: str) -> Document:

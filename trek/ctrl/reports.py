@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from trek.ctrl.build import CONTEXTS_FILE, POOLS_FILE
+from trek.ctrl.build import CONTEXTS_FILE, MANIFEST_FILE, POOLS_FILE
 from trek.ctrl.conditions import ALL_CONDITIONS, MAIN_CONDITIONS
 from trek.ctrl.contexts import Context, read_contexts
 from trek.ctrl.pools import Pool, read_pools
@@ -26,7 +26,8 @@ from trek.ctrl.shortcuts import HEURISTICS, audit
 
 __all__ = [
     "Built",
-    "demo_build_dir",
+    "default_build_dir",
+    "build_title",
     "load_build",
     "composition_table",
     "distraction_examples",
@@ -53,12 +54,26 @@ def load_build(folder: str | os.PathLike[str]) -> Built:
     return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE))
 
 
-def demo_build_dir() -> Path:
-    """Where ``make demo`` writes the offline Ctrl build (``build/demo-ctrl/contexts``): TrekBench-Mini
-    with fabrications from a scripted model (``scripts/demo_ctrl_build.py``), i.e. demo data."""
-    from trek.paper import repo_root
+def default_build_dir() -> Path:
+    """The recorded Ctrl build of ``make runs`` (``data/runs/ctrl/build``)."""
+    from trek.paper import recorded_dir
 
-    return repo_root() / "build" / "demo-ctrl" / "contexts"
+    return recorded_dir("ctrl", "build")
+
+
+def build_title(built: Built, what: str) -> str:
+    """``what`` with the question set and the fabrication model of a build (from ``build.json``);
+    DEMO DATA when the build was made by a scripted demo (its ``source`` says ``demo``)."""
+    import json
+
+    from trek.paper import benchmark_of, demo_label
+
+    manifest_path = built.folder / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    data = benchmark_of((p.question.id for p in built.pools), "TrekBench-Ctrl")
+    fab = f"fabrications by {manifest['model']}" if manifest.get("model") else "no fabrications"
+    demo = "demo" in str(manifest.get("source", ""))
+    return demo_label(demo, f"{what} ({data}, {len(built.pools)} questions; {fab})")
 
 
 def _order(conditions: list[str]) -> list[str]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trek.llm.client import LLMClient
+from trek.llm.structured import json_reply_format, object_schema
 from trek.templates import render, template_version
 from trek.types import Grade, Question, Usage
 
@@ -224,11 +225,8 @@ class Judge:
 
 
 def verdict_format(labels: Sequence[str]) -> dict[str, Any]:
-    """A ``response_format`` that constrains the reply to ``{"verdict": <one of labels>}`` (the
-    ``json_object`` + ``schema`` form llama.cpp's server accepts)."""
-    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": list(labels)}},
-              "required": ["verdict"]}
-    return {"type": "json_object", "schema": schema}
+    """A ``response_format`` that constrains the reply to ``{"verdict": <one of labels>}``."""
+    return json_reply_format(object_schema({"verdict": {"type": "string", "enum": list(labels)}}))
 
 
 def is_empty_response(response: str | None) -> bool:

@@ -10,6 +10,11 @@ endpoint identity, the model, the request body (messages, tools, sampling parame
 explicit sample index. Timeouts, concurrency, retry settings and API keys are never part of it
 (the client does not put them there). The provider's raw JSON reply is stored with its usage;
 entries never expire, so changing a parser never invalidates the cache.
+
+A cache travels as a replay log: :meth:`ResponseCache.dump` writes entries as (gzipped) JSONL,
+one ``{"key", "request", "response"}`` per line sorted by key, and :meth:`ResponseCache.load`
+adds such a file to a cache. :attr:`ResponseCache.touched` holds every key read or stored since
+the cache was opened, so a dump can keep exactly what one piece of work needed.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from trek.sqlite import connect
+from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["ResponseCache", "LLMCache", "request_key", "default_cache_path"]
 
@@ -79,6 +85,8 @@ class ResponseCache:
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self.hits = 0
         self.misses = 0
+        #: Keys read (found) or stored since this cache was opened.
+        self.touched: set[str] = set()
 
     # -- low level -------------------------------------------------------------------------
     def _retry_locked(self, fn: Callable[[], Any]) -> Any:
@@ -99,7 +107,10 @@ class ResponseCache:
             row = self._retry_locked(
                 lambda: self._conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
             )
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        self.touched.add(key)
+        return json.loads(row[0])
 
     def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         """Store a raw response; an existing entry for the same key is kept."""
@@ -111,6 +122,54 @@ class ResponseCache:
                     (key, req_s, resp_s, time.time()),
                 )
             )
+            self.touched.add(key)
+
+    def dump(self, path: str | os.PathLike[str], keys: Iterable[str] | None = None) -> int:
+        """Write the entries of ``keys`` (default: all) to a replay log; returns how many.
+
+        One ``{"key", "request", "response"}`` JSON object per line, sorted by key; a name
+        ending in ``.gz`` is gzipped reproducibly. A key that is not in the cache is an error.
+        """
+        wanted = sorted(set(keys)) if keys is not None else None
+        with self._lock:
+            if wanted is None:
+                wanted = [k for (k,) in self._conn.execute("SELECT key FROM responses ORDER BY key")]
+            rows = []
+            for k in wanted:
+                row = self._conn.execute("SELECT request, response FROM responses WHERE key = ?", (k,)).fetchone()
+                if row is None:
+                    raise KeyError(f"cache {self.path or ':memory:'} holds no entry {k}")
+                rows.append({"key": k, "request": json.loads(row[0]), "response": json.loads(row[1])})
+        write_jsonl(path, rows)
+        return len(rows)
+
+    def load(self, path: str | os.PathLike[str]) -> int:
+        """Add the entries of a replay log written by :meth:`dump`; returns how many were new.
+
+        A line without ``key``, ``request`` and ``response``, or whose key is not the digest of
+        its request, raises :class:`~trek.types.RecordError` naming the file and line; nothing
+        of the file is added then.
+        """
+        rows = []
+        for lineno, obj in iter_json_lines(path):
+            missing = [f for f in ("key", "request", "response") if f not in obj]
+            if missing:
+                raise RecordError(path, lineno, f"replay entry lacks {', '.join(missing)}")
+            if not isinstance(obj["request"], dict) or request_key(obj["request"]) != obj["key"]:
+                raise RecordError(path, lineno, "replay entry's key is not the digest of its request")
+            rows.append((obj["key"], _canonical(obj["request"]), json.dumps(obj["response"], ensure_ascii=False)))
+        with self._lock:
+            before = int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, 0)", rows
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]) - before
 
     def __contains__(self, request: dict[str, Any]) -> bool:
         return self.lookup(request_key(request)) is not None

@@ -46,6 +46,7 @@ from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.pacing import RatePacer
 from trek.llm.usage import PriceTable, usage_from_raw
+from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
 
@@ -219,7 +220,9 @@ class LLMClient:
         (vLLM, llama.cpp, Ollama) usually accept any key.
     max_connections:
         At most this many requests in flight to the endpoint, counted over every client that
-        shares ``limits`` (the first one to call sets the limit).
+        shares ``limits`` (the first one to call sets the limit); default 16, and 1 for the
+        embedded model (its server answers one request at a time, and requests one after the
+        other let it reuse the prompt prefix it has just read).
     limits:
         An :class:`EndpointLimits` shared with other clients of the same endpoint; default: a
         limit of this client's own.
@@ -245,6 +248,10 @@ class LLMClient:
         Show a progress bar in :meth:`amap`.
     seed:
         Seed of the backoff jitter.
+    local_server:
+        For the embedded model: what starts (or finds) its server on the first request the cache
+        cannot answer; default :func:`trek.local.shared_server`. A callable that raises
+        :class:`~trek.local.LocalModelUnavailable` makes a replay-only client.
     """
 
     def __init__(
@@ -253,7 +260,7 @@ class LLMClient:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        max_connections: int = 16,
+        max_connections: int | None = None,
         timeout: float = 120.0,
         max_retries: int = 6,
         backoff_base: float = 0.5,
@@ -265,8 +272,9 @@ class LLMClient:
         seed: int | None = None,
         limits: EndpointLimits | None = None,
         transport: str | None = None,
+        local_server: Callable[[], Any] | None = None,
     ):
-        if max_connections < 1:
+        if max_connections is not None and max_connections < 1:
             raise ValueError("max_connections must be at least 1")
         if max_retries < 0:
             raise ValueError("max_retries must be at least 0")
@@ -287,9 +295,9 @@ class LLMClient:
             from trek.local import LOCAL_ENDPOINT, MODEL_NAME, shared_server
 
             self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
-            self._local = shared_server
+            self._local = local_server or shared_server
             self.json_schema_replies = True
-        self.max_connections = max_connections
+        self.max_connections = max_connections or (1 if self._local else 16)
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -477,7 +485,10 @@ class LLMClient:
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
-        st = self._state()
+        try:
+            st = self._state()
+        except LocalModelUnavailable as e:  # the embedded model cannot be started: no call can succeed
+            raise FatalLLMError(f"the local model is needed for a call that is not cached: {e}") from None
         pacer = self.limits.pacer(self.base_url)
         tokens = self._token_estimate(body) if pacer.tokens.remaining is not None else 0.0
 

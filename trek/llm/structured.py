@@ -3,6 +3,10 @@
 A reply that cannot be read is its own outcome: :class:`StructuredResult` with
 ``status="unparsed"`` carries every raw reply so that it can be counted, shown and reviewed.
 It never turns into a default value.
+
+An endpoint that constrains replies to a JSON schema (``LLMClient.json_schema_replies``: the
+embedded llama.cpp model) is sent the schema of the expected reply as ``response_format``, so a
+small model cannot wander off the shape; other endpoints get the prompt alone, as before.
 """
 
 from __future__ import annotations
@@ -16,12 +20,47 @@ from typing import Any
 from trek.llm.client import LLMClient, run_sync
 from trek.types import Usage
 
-__all__ = ["StructuredResult", "parse_json_lenient", "achat_json", "chat_json", "REASK_TEMPLATE"]
+__all__ = [
+    "StructuredResult", "parse_json_lenient", "achat_json", "chat_json", "REASK_TEMPLATE",
+    "object_schema", "json_reply_format",
+]
 
 REASK_TEMPLATE = (
     "I could not read your previous reply as the requested JSON ({error}). "
     "Send the answer again as one JSON value only, with no code fence and no other text."
 )
+
+#: Longest free-text field a schema-constrained reply may write (characters).
+TEXT_MAX = 120
+_FIELD_TYPES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "text": {"type": "string", "maxLength": TEXT_MAX},
+    "boolean": {"type": "boolean"},
+    "integer": {"type": "integer"},
+    "strings": {"type": "array", "items": {"type": "string", "maxLength": TEXT_MAX}},
+    "integers": {"type": "array", "items": {"type": "integer"}},
+}
+
+
+def object_schema(fields: dict[str, str | dict[str, Any]]) -> dict[str, Any]:
+    """A JSON schema for an object holding exactly ``fields``, all required, in that order.
+
+    A field's type is a schema or one of ``string``, ``text`` (a string of at most
+    :data:`TEXT_MAX` characters), ``boolean``, ``integer``, ``strings`` or ``integers`` (lists).
+    """
+    props = {}
+    for name, kind in fields.items():
+        if isinstance(kind, str) and kind not in _FIELD_TYPES:
+            raise ValueError(f"field {name!r}: unknown type {kind!r} (use one of {', '.join(_FIELD_TYPES)} or a schema)")
+        props[name] = _FIELD_TYPES[kind] if isinstance(kind, str) else kind
+    return {"type": "object", "properties": props, "required": list(fields)}
+
+
+def json_reply_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` that constrains a reply to ``schema``, in the ``json_object`` +
+    ``schema`` form llama.cpp's server accepts (it rejects ``json_schema``)."""
+    return {"type": "json_object", "schema": schema}
+
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
@@ -29,17 +68,19 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 def parse_json_lenient(text: str | None) -> Any:
     """Read the first JSON object or array in ``text``.
 
-    Accepts code fences, leading or trailing prose, and a JSON value embedded in a sentence.
+    Accepts code fences, leading or trailing prose, a JSON value embedded in a sentence, and raw
+    control characters (a line break) inside strings, which small models write and which strict
+    JSON forbids: read strictly, ``{"a": "x<newline>", "b": []}`` would yield the inner ``[]``.
     Raises ``ValueError`` with a short reason when nothing readable is there.
     """
     if text is None or not text.strip():
         raise ValueError("empty reply")
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for cand in candidates:
         s = cand.strip()
         try:
-            return json.loads(s)
+            return decoder.decode(s)
         except json.JSONDecodeError:
             pass
         for i, ch in enumerate(s):
@@ -75,6 +116,7 @@ async def achat_json(
     validate: Callable[[Any], Any] | None = None,
     max_reasks: int = 2,
     reask_template: str = REASK_TEMPLATE,
+    schema: dict[str, Any] | None = None,
     **params: Any,
 ) -> StructuredResult:
     """Chat call expecting JSON.
@@ -82,7 +124,11 @@ async def achat_json(
     ``validate(value)`` may check or convert the parsed value and raise ``ValueError`` (or a
     pydantic ``ValidationError``) to trigger a re-ask. At most ``max_reasks`` follow-up calls
     are made; each is a new cached request (the conversation so far plus the re-ask).
+    ``schema`` (see :func:`object_schema`) is sent as ``response_format`` to an endpoint that
+    enforces schemas, unless ``params`` already set one.
     """
+    if schema is not None and getattr(client, "json_schema_replies", False) and "response_format" not in params:
+        params = {**params, "response_format": json_reply_format(schema)}
     convo = list(messages)
     raws: list[str] = []
     usage = Usage()

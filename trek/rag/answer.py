@@ -5,6 +5,9 @@ the documents they chose. The prompt is written in our own words and carries the
 paper lists: the effective year (relative time words read against it), the documents in no
 particular order with their dates, the expectation of conflicting values, and the question.
 It is the named template ``rag.answer`` (override with ``TREK_PROMPTS``/``--prompts``).
+The instructions come first and everything that changes (documents, year, question) last, so an
+endpoint that caches prompt prefixes (OpenAI's prompt caching, llama.cpp's state cache) reads the
+instructions once.
 """
 
 from __future__ import annotations
@@ -30,24 +33,24 @@ __all__ = [
     "aanswer",
 ]
 
-VERSION = "rag.answer/1"
+VERSION = "rag.answer/2"
 
 ANSWER_PROMPT = register(
     "rag.answer",
     """\
-Answer the question from the documents below and from nothing else. Reply with the final \
-answer only, without any explanation.
+Answer the question at the end from the documents below and from nothing else. Reply with \
+the final answer only, without any explanation.
 
-Answer as of {effective_year}. Every relative time word in the question ("current", \
-"currently", "now", "today", "this year", "last year", "recent", "latest", "most recent") \
-refers to {effective_year}.
+Answer as of the effective year given with the question. Every relative time word in the \
+question ("current", "currently", "now", "today", "this year", "last year", "recent", \
+"latest", "most recent") refers to that year.
 
 The documents are not in any particular order; each one shows its date when the date is \
 known. This fact changes over time, so expect several documents to give different, \
-conflicting values. Find the value that is the most recent one still valid as of \
-{effective_year} and that answers exactly what is asked:
+conflicting values. Find the value that is the most recent one still valid in the effective \
+year and that answers exactly what is asked:
 - order the conflicting values by the dates of their documents and take the latest value \
-that still holds in {effective_year};
+that still holds in the effective year;
 - drop a value once a later document on the same question replaces it, and drop documents \
 that are about something other than what the question asks.
 
@@ -55,6 +58,7 @@ that are about something other than what the question asks.
 {docs_block}
 === END OF DOCUMENTS ===
 
+Effective year: {effective_year}
 Question: {question}
 Answer:""",
 )
@@ -116,13 +120,15 @@ async def ask(client: LLMClient, prompt: str, call: str, out: MethodOutput, para
 
 
 async def ask_json(client: LLMClient, q: Question, name: str, template: str, docs_block: str, params: dict[str, Any],
-                   *, call: str, validate: Any, max_reasks: int) -> tuple[MethodOutput, StructuredResult | None]:
+                   *, call: str, validate: Any, max_reasks: int,
+                   schema: dict[str, Any] | None = None) -> tuple[MethodOutput, StructuredResult | None]:
     """The first call of Filter and Structured: template ``name`` on the question and ``docs_block``,
-    asking for JSON with re-asks (:func:`trek.llm.structured.achat_json`). Returns the method's output
-    (every reply, the usage) and the result, ``ok``, ``unparsed`` or ``None`` (output pending)."""
+    asking for JSON with re-asks (:func:`trek.llm.structured.achat_json`; ``schema`` is sent to
+    endpoints that enforce one). Returns the method's output (every reply, the usage) and the
+    result, ``ok``, ``unparsed`` or ``None`` (output pending)."""
     out = MethodOutput()
     messages = [{"role": "user", "content": question_prompt(name, template, q, docs_block=docs_block)}]
-    res = await achat_json(client, messages, validate=validate, max_reasks=max_reasks, **params)
+    res = await achat_json(client, messages, validate=validate, max_reasks=max_reasks, schema=schema, **params)
     for text in res.raw_texts:
         out.replies.append({"role": "assistant", "call": call, "content": text})
     out.usage = out.usage + res.usage

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
+from trek.llm.structured import object_schema
 from trek.rag.answer import MethodOutput, aanswer, answer_version, ask_json
 from trek.rag.context import CtxRecord, render_subset
 from trek.templates import register, template_version
@@ -27,13 +28,14 @@ from trek.types import Question
 
 __all__ = ["VERSION", "FILTER_PROMPT", "parse_keep_ids", "check_keep_shape", "Filter"]
 
-VERSION = "rag.filter/1"
+VERSION = "rag.filter/2"
 
 FILTER_PROMPT = register(
     "rag.filter",
     """\
-Another model will answer the question below as of {effective_year} using only the documents \
-you keep. Decide which documents to keep. Do not answer the question yourself.
+Another model will answer the question given after the documents, as of its effective year, \
+using only the documents you keep. Decide which documents to keep. Do not answer the question \
+yourself.
 
 Keep a document only if its content directly meets the whole information need of the question. \
 Leave out documents that are off topic, that miss any requirement stated in the question, or \
@@ -44,10 +46,15 @@ Keep as many or as few documents as needed; there is no minimum and no maximum.
 Reply with JSON only, listing the one-based ids of every document to keep, for example \
 {{"keep_document_ids": [1, 4, 7]}}
 
-Question: {question}
+{docs_block}
 
-{docs_block}""",
+Effective year: {effective_year}
+Question: {question}""",
 )
+
+
+#: The reply shape, sent to endpoints that enforce schemas.
+SCHEMA = object_schema({"keep_document_ids": "integers"})
 
 
 def check_keep_shape(value: Any) -> list[Any]:
@@ -117,7 +124,7 @@ class Filter:
     async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         blocks = ctx.blocks()
         out, res = await ask_json(client, q, "rag.filter", FILTER_PROMPT, ctx.rendered, params, call="filter",
-                                  validate=check_keep_shape, max_reasks=self.max_reasks)
+                                  validate=check_keep_shape, max_reasks=self.max_reasks, schema=SCHEMA)
         if res is None:
             return out
         if res.ok:

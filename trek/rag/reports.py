@@ -35,7 +35,6 @@ __all__ = [
     "POSITIONS",
     "BUDGETS",
     "SWAPS",
-    "ctrl_demo_dir",
     "load_ctrl",
     "ctrl_title",
     "ctrl_micro",
@@ -58,27 +57,25 @@ SWAPS = (("OO", "OO:timeswap"), ("SAA", "SAA:domainswap"))
 GOLD = "GOLD"
 
 
-def ctrl_demo_dir() -> Path:
-    """The Ctrl demo runs (``build/demo-ctrl/runs``, written by ``scripts/demo_ctrl.py``)."""
-    from trek.paper import repo_root
-
-    return repo_root() / "build" / "demo-ctrl" / "runs"
-
-
 def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None) -> pd.DataFrame:
-    """Every graded Ctrl run under ``runs_dir`` (one folder or several; default the demo runs).
+    """Every graded Ctrl run under ``runs_dir`` (one folder or several; default the recorded
+    runs, ``data/runs/ctrl/runs``).
 
     Returns one row per (run, question): ``run``, ``model``, ``method``, ``condition`` and
-    :func:`trek.runs.frame`'s columns (``question_id``, ``dataset``, ``outcome``, ``correct``, ...).
+    :func:`trek.runs.frame`'s columns (``question_id``, ``dataset``, ``outcome``, ``correct``, ...);
+    ``df.attrs["run_dirs"]`` maps each run label to its folder (for :func:`ctrl_title`).
     """
+    from trek.paper import recorded_dir
+
     roots = [runs_dir] if runs_dir is None or isinstance(runs_dir, str | os.PathLike) else list(runs_dir)
     parts = []
+    found: dict[str, Path] = {}
     for root in roots:
-        base = Path(root) if root is not None else ctrl_demo_dir()
+        base = Path(root) if root is not None else recorded_dir("ctrl", "runs")
         try:
             dirs = _runs.discover(base, require=_runs.GRADES)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e} (`make demo` builds the Ctrl demo runs; grade real runs with "
+            raise FileNotFoundError(f"{e} (`make runs` records the bundled Ctrl runs; grade your own with "
                                     "`trek grade` or `trek ctrl run --judge`)") from None
         for label, d in dirs.items():
             meta = _runs.read_meta(d)
@@ -90,20 +87,20 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
             df.insert(0, "model", meta.model)
             df.insert(0, "run", label)
             parts.append(df)
+            found[label] = d
     if not parts:
         raise FileNotFoundError(f"no graded Ctrl runs (run.json kind 'ctrl') under {roots}")
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["run_dirs"] = found
+    return out
 
 
-def ctrl_title(df: pd.DataFrame, what: str, is_demo: bool) -> str:
-    """A figure or table title naming the models and the question set, prefixed by DEMO DATA for
-    the offline demo runs (a scripted model on TrekBench-Mini)."""
-    from trek.paper import demo_label
+def ctrl_title(df: pd.DataFrame, what: str) -> str:
+    """A figure or table title naming the models and the question set of the runs behind ``df``
+    (a :func:`load_ctrl` frame; see :func:`trek.paper.runs_title`)."""
+    from trek.paper import runs_title
 
-    models = ", ".join(str(m) for m in dict.fromkeys(df["model"]))
-    data = "TrekBench-Mini" if is_demo else "TrekBench-Ctrl"
-    who = f"scripted {models}" if is_demo else models
-    return demo_label(is_demo, f"{what} ({who}; {data}, {df['question_id'].nunique()} questions)")
+    return runs_title(what, df.attrs.get("run_dirs", {}), benchmark="TrekBench-Ctrl")
 
 
 def _methods(df: pd.DataFrame) -> list[str]:

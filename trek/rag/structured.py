@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trek.llm.client import LLMClient
+from trek.llm.structured import object_schema
 from trek.rag.answer import MethodOutput, ask_json, question_prompt
 from trek.rag.context import CtxRecord
 from trek.templates import register, template_version
@@ -87,6 +88,18 @@ FORMAT_REASK = (
 _ANSWER = re.compile(r"#\s*Answer\s*:", re.IGNORECASE)
 _CONTRAST = re.compile(r"#\s*Contrast\s*:", re.IGNORECASE)
 _FIELDS = ("key_evidence", "candidate_answer", "relation", "reason")
+
+
+def extraction_schema(n: int) -> dict[str, Any]:
+    """The reply shape for a context of ``n`` documents (sent to endpoints that enforce schemas):
+    ``{"documents": [...]}`` with at most one record per document."""
+    def short(chars: int) -> dict[str, Any]:
+        return {"type": "string", "maxLength": chars}
+
+    record = object_schema({"document_id": {"type": "integer", "minimum": 1, "maximum": n},
+                            "key_evidence": short(80), "candidate_answer": short(40),
+                            "relation": {"type": "string", "enum": list(RELATIONS)}, "reason": short(40)})
+    return object_schema({"documents": {"type": "array", "items": record, "maxItems": n}})
 
 
 def check_extraction_shape(value: Any) -> list[Any]:
@@ -204,7 +217,8 @@ class Structured:
 
     async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         out, res = await ask_json(client, q, "rag.structured.extract", EXTRACT_PROMPT, ctx.rendered, params,
-                                  call="extract", validate=check_extraction_shape, max_reasks=self.max_reasks)
+                                  call="extract", validate=check_extraction_shape, max_reasks=self.max_reasks,
+                                  schema=extraction_schema(len(ctx.documents)))
         if res is None:
             return out
         if res.ok:

@@ -146,8 +146,10 @@ async def ask(
     fields: dict[str, Any],
     validate: Callable[[dict[str, Any]], dict[str, Any]],
     budget: Budget | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> Step:
-    """One structured call of ``who`` with template ``template`` (see the module docstring)."""
+    """One structured call of ``who`` with template ``template`` (see the module docstring);
+    ``schema`` is the reply's JSON schema, sent to endpoints that enforce one."""
     common = {
         "name": step,
         "role": who.role,
@@ -165,6 +167,7 @@ async def ask(
         [{"role": "user", "content": prompt}],
         validate=lambda v: validate(_object(v)),
         max_reasks=who.max_reasks,
+        schema=schema,
         model=who.model,
         **who.params,
     )
@@ -184,16 +187,17 @@ async def fetch_pages(store: PageStore, urls: Iterable[str]) -> list[Page]:
     return [await store.aget(u) for u in urls]
 
 
-def render_pages(pages: Sequence[Page], gold_keys: Iterable[str] = ()) -> str:
+def render_pages(pages: Sequence[Page], gold_keys: Iterable[str] = (), *, gold_chars: int = GOLD_CHARS,
+                 other_chars: int = NON_GOLD_CHARS) -> str:
     """Pages as shown to a model: ``[i]`` then URL, title, date and head-truncated text.
 
-    A page whose URL identity is in ``gold_keys`` keeps its first 50,000 characters, any other
-    page its first 3,500; an unavailable page is shown as its placeholder. ``(none)`` when
-    there are no pages.
+    A page whose URL identity is in ``gold_keys`` keeps its first ``gold_chars`` characters
+    (default 50,000), any other page its first ``other_chars`` (default 3,500); an unavailable
+    page is shown as its placeholder. ``(none)`` when there are no pages.
     """
     gold = set(gold_keys)
     parts = []
     for i, p in enumerate(pages, start=1):
-        limit = GOLD_CHARS if normalize_url(p.url) in gold else NON_GOLD_CHARS
+        limit = gold_chars if normalize_url(p.url) in gold else other_chars
         parts.append(f"[{i}] " + p.render(limit))
     return PAGE_SEPARATOR.join(parts) if parts else "(none)"

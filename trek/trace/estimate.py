@@ -21,7 +21,7 @@ from pathlib import Path
 from trek.aio import run_sync
 from trek.ctrl.tokens import count_tokens
 from trek.llm.estimate import Estimate
-from trek.pages import PageStore, default_pages_path, normalize_url
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, PageStore, default_pages_path, normalize_url
 from trek.trace.common import RoleModel, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, noise_context, select_cases
 
@@ -40,15 +40,18 @@ def estimate_trace(
     check_stale: bool = False,
     assume_output: int = 4096,
     outcomes: tuple[str, ...] = FAILED_OUTCOMES,
+    gold_chars: int = GOLD_CHARS,
+    other_chars: int = NON_GOLD_CHARS,
 ) -> Estimate:
-    """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc)."""
+    """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc);
+    ``gold_chars`` / ``other_chars`` are the page limits the trace will use."""
     rd = Path(run_dir)
     selection = select_cases(rd, outcomes)
     done = {r.question_id for r in _finished(rd)}
     todo = [c for c in selection.cases if c.question_id not in done]
     store = PageStore(default_pages_path(rd), fetch=False)
     try:
-        sizes = run_sync(_page_tokens(store, todo))
+        sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars))
     finally:
         store.close()
     # (role, low input, high input, low calls, high calls) summed over the cases
@@ -90,13 +93,15 @@ def _finished(rd: Path) -> list:
     return [r for r in load_trace(rd) if r.status == "done"]
 
 
-async def _page_tokens(store: PageStore, cases: list) -> list[tuple[int, int]]:
+async def _page_tokens(store: PageStore, cases: list, gold_chars: int, other_chars: int) -> list[tuple[int, int]]:
     """(gold pages, retrieved pages) tokens of each case as the prompts render them."""
     out = []
     for case in cases:
         gold_keys = {normalize_url(u) for u in case.question.gold_urls}
         gold = await fetch_pages(store, case.question.gold_urls)
         noise = await fetch_pages(store, noise_context(case.collection, case.question.gold_urls))
-        out.append((count_tokens(render_pages(gold, gold_keys)), count_tokens(render_pages(noise, gold_keys))))
+        limits = {"gold_chars": gold_chars, "other_chars": other_chars}
+        out.append((count_tokens(render_pages(gold, gold_keys, **limits)),
+                    count_tokens(render_pages(noise, gold_keys, **limits))))
     return out
 

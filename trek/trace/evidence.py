@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.llm.structured import object_schema
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, as_bool, as_text, as_urls
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "MATCH_TEMPLATE",
     "KEY_EVIDENCE_PROMPT",
     "MATCH_PROMPT",
+    "KEY_EVIDENCE_SCHEMA",
+    "MATCH_SCHEMA",
     "validate_key_evidence",
     "validate_match",
 ]
@@ -65,6 +68,12 @@ Retrieved pages:
 """ + REPLY_JSON + """{{"evidence_match": true or false, "retrieved_key_evidence": "the matching fact(s) as the retrieved pages state them, or empty", \
 "equivalent_urls": ["every retrieved URL that carries them, copied exactly from the list above"], \
 "reason": "one or two sentences a person can check"}}"""
+
+
+#: The reply shapes, sent to endpoints that enforce schemas.
+KEY_EVIDENCE_SCHEMA = object_schema({"key_evidence": "text", "gold_evidence_urls": "strings"})
+MATCH_SCHEMA = object_schema({"evidence_match": "boolean", "retrieved_key_evidence": "text",
+                              "equivalent_urls": "strings", "reason": "text"})
 
 
 def validate_key_evidence(value: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from trek.answer_prompts import year_text
 from trek.graders.common import join_answers
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
-from trek.pages import PageStore, default_pages_path, normalize_url
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
 from trek.trace import evidence, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
@@ -80,6 +81,13 @@ class TraceConfig:
     store: PageStore
     check_stale: bool = False
     budget: Budget | None = None
+    #: Characters of each gold page and of any other page shown to a model (paper C.5: 50,000 and 3,500).
+    gold_chars: int = GOLD_CHARS
+    other_chars: int = NON_GOLD_CHARS
+
+    def pages(self, pages: Sequence[Page], gold_keys: Iterable[str]) -> str:
+        """``pages`` rendered for a prompt with this run's page limits."""
+        return render_pages(pages, gold_keys, gold_chars=self.gold_chars, other_chars=self.other_chars)
 
     def models(self) -> dict[str, str]:
         return {r.role: r.describe() for r in (self.diagnostic, self.analysis, self.evaluated)}
@@ -108,6 +116,8 @@ class TraceConfig:
                       for r in (self.diagnostic, self.analysis, self.evaluated)},
             "versions": self.versions(),
             "check_stale": self.check_stale,
+            **({"page_chars": [self.gold_chars, self.other_chars]}
+               if (self.gold_chars, self.other_chars) != (GOLD_CHARS, NON_GOLD_CHARS) else {}),
         }
 
 
@@ -156,8 +166,8 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
     steps: list[Step] = []
 
     async def run(who: RoleModel, name: str, template: str, default: str, version: str,
-                  fields: dict[str, Any], validate: Any) -> Step:
-        step = await ask(who, name, template, default, version, fields, validate, config.budget)
+                  fields: dict[str, Any], validate: Any, schema: dict[str, Any]) -> Step:
+        step = await ask(who, name, template, default, version, fields, validate, config.budget, schema)
         steps.append(step)
         if step.status == "pending":
             raise _Pending(step)
@@ -189,7 +199,7 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
                                 "gold_urls": "\n".join(q.gold_urls),
                                 "prediction": case.prediction or "(no answer)",
                                 "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
-                               queries.validate)
+                               queries.validate, queries.SCHEMA)
                 if st.status == "ok":
                     qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
         rec["query_adequate"] = qa
@@ -215,8 +225,8 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
         if config.check_stale:
             st = await run(config.diagnostic, "stale_reference", stale.TEMPLATE, stale.PROMPT, stale.VERSION,
                            {"question": q.question, "effective_year": year, "answers": answers,
-                            "gold_pages": render_pages(gold_pages, gold_keys)},
-                           stale.validate)
+                            "gold_pages": config.pages(gold_pages, gold_keys)},
+                           stale.validate, stale.SCHEMA)
             if st.status == "ok":
                 rec["stale_reference"] = not st.value["supports_reference"]
                 rec["stale_reason"] = st.value["reason"] or None
@@ -247,8 +257,8 @@ async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missin
     ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
                    evidence.VERSION,
                    {"question": q.question, "effective_year": year, "answers": answers,
-                    "gold_pages": render_pages(missing, gold_keys)},
-                   evidence.validate_key_evidence)
+                    "gold_pages": config.pages(missing, gold_keys)},
+                   evidence.validate_key_evidence, evidence.KEY_EVIDENCE_SCHEMA)
     if ke.status == "unknown":
         rec["retrieval_basis"] = "unknown"
         return None
@@ -257,8 +267,8 @@ async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missin
     em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
                    evidence.VERSION,
                    {"question": q.question, "effective_year": year, "answers": answers,
-                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": render_pages(retrieved, gold_keys)},
-                   evidence.validate_match)
+                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": config.pages(retrieved, gold_keys)},
+                   evidence.validate_match, evidence.MATCH_SCHEMA)
     if em.status == "unknown":
         rec["retrieval_basis"] = "unknown"
         return None
@@ -277,8 +287,8 @@ async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, t
     """Ask the evaluated model from ``pages`` (no reference answers), then grade its answer."""
     q = case.question
     step = await run(config.evaluated, prefix, template, default, probes.VERSION,
-                     {"question": q.question, "effective_year": year, "pages": render_pages(pages, gold_keys)},
-                     probes.validate)
+                     {"question": q.question, "effective_year": year, "pages": config.pages(pages, gold_keys)},
+                     probes.validate, probes.SCHEMA)
     if step.status != "ok":
         return None
     rec[f"{prefix}_answer"] = step.value["answer"]
@@ -286,7 +296,7 @@ async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, t
     check = await run(config.analysis, f"{prefix}_grade", verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION,
                       {"question": q.question, "effective_year": year, "answers": answers,
                        "candidate": step.value["answer"]},
-                      verdict.validate)
+                      verdict.validate, verdict.SCHEMA)
     if check.status != "ok":
         return None
     rec[f"{prefix}_grade_reason"] = check.value["reason"] or None
@@ -395,6 +405,8 @@ async def atrace_run(
     budget_usd: float | None = None,
     outcomes: tuple[str, ...] = FAILED_OUTCOMES,
     max_concurrent_cases: int = 8,
+    gold_chars: int = GOLD_CHARS,
+    other_chars: int = NON_GOLD_CHARS,
     progress: bool = True,
 ) -> TraceReport:
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
@@ -402,7 +414,8 @@ async def atrace_run(
     ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
     store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
     the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call. ``budget_usd`` is a soft cap on the
-    dollars of fresh calls of all roles together.
+    dollars of fresh calls of all roles together. ``gold_chars`` / ``other_chars`` cut the pages
+    shown to every role (defaults: the paper's 50,000 and 3,500 characters).
     """
     rd = Path(run_dir)
     if not rd.is_dir():
@@ -421,7 +434,7 @@ async def atrace_run(
     for c in uncached:
         c.cache = own_cache
     config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
-                         Budget(budget_usd, clients) if budget_usd is not None else None)
+                         Budget(budget_usd, clients) if budget_usd is not None else None, gold_chars, other_chars)
     selection = select_cases(rd, outcomes)
     previous = {r.question_id: r for r in load_trace(rd)}
     calls0 = sum(c.http_calls for c in unique)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.llm.structured import object_schema
 from trek.trace.common import REPLY_JSON, as_text, as_urls
 
-__all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "validate"]
+__all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "SCHEMA", "validate"]
 
 VERSION = "trace-probes-1"
 GOLD_ONLY_TEMPLATE = "trace.gold_only"
@@ -52,6 +53,10 @@ remember or any source not listed.
 
 """ + _CASE_AND_PAGES + REPLY_JSON + """{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
 "reasoning": "one or two sentences naming the decisive evidence"}}"""
+
+
+#: The reply shape of both probes, sent to endpoints that enforce schemas.
+SCHEMA = object_schema({"answer": "text", "used_urls": "strings", "reasoning": "text"})
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:

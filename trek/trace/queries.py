@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.llm.structured import object_schema
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate", "NO_QUERIES_REASON"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "NO_QUERIES_REASON"]
 
 VERSION = "trace-queries-1"
 TEMPLATE = "trace.query_adequacy"
@@ -38,6 +39,10 @@ Search queries, in the order issued:
 {queries}
 
 """ + REPLY_JSON + """{{"query_adequate": true or false, "reason": "two or three short sentences a person can check"}}"""
+
+
+#: The reply shape, sent to endpoints that enforce schemas.
+SCHEMA = object_schema({"query_adequate": "boolean", "reason": "text"})
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:

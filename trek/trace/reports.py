@@ -44,14 +44,14 @@ def traced_runs(
     runs_map: dict[str, str] | None = None, runs_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Path]:
     """``{label: run directory}`` of traced runs: ``runs_map`` as given, else every run with a
-    ``trace.jsonl`` under ``runs_dir`` (default: the demo runs of ``make demo``)."""
-    from trek.reports import demo_runs_dir
+    ``trace.jsonl`` under ``runs_dir`` (default: the recorded Wild runs, ``data/runs/wild``)."""
+    from trek.paper import recorded_dir
 
-    root = Path(runs_dir) if runs_dir else demo_runs_dir()
+    root = Path(runs_dir) if runs_dir else recorded_dir("wild")
     try:
         return runs.discover(root, require=runs.TRACE, runs=runs_map)
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e} (trace runs with `trek trace RUN_DIR`; `make demo` traces the demo runs)") from None
+        raise FileNotFoundError(f"{e} (trace runs with `trek trace RUN_DIR`; `make runs` records the bundled ones)") from None
 
 
 def _system(meta: runs.RunMeta | None) -> tuple[str, str]:

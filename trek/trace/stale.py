@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.llm.structured import object_schema
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
 
 VERSION = "trace-stale-1"
 TEMPLATE = "trace.stale_reference"
@@ -34,6 +35,10 @@ Gold pages:
 {gold_pages}
 
 """ + REPLY_JSON + """{{"supports_reference": true or false, "reason": "one or two sentences a person can check"}}"""
+
+
+#: The reply shape, sent to endpoints that enforce schemas.
+SCHEMA = object_schema({"supports_reference": "boolean", "reason": "text"})
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:

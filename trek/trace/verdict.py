@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.llm.structured import object_schema
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "validate"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
 
 VERSION = "trace-verdict-1"
 TEMPLATE = "trace.verdict"
@@ -29,6 +30,10 @@ what you believe is true now.
 """ + JUDGE_CASE + """Candidate answer: {candidate}
 
 """ + REPLY_JSON + """{{"correct": true or false, "reason": "one short sentence"}}"""
+
+
+#: The reply shape, sent to endpoints that enforce schemas.
+SCHEMA = object_schema({"correct": "boolean", "reason": "text"})
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:

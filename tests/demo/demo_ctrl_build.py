@@ -1,6 +1,6 @@
 """An offline fabrication demo: TrekBench-Mini fabrications made through the scripted fake server.
 
-A script, not part of the package (it drives :mod:`trek.testing`); ``scripts/demo_ctrl.py`` uses it.
+A script, not part of the package (it drives :mod:`trek.testing`); ``tests/demo/demo_ctrl.py`` uses it.
 
 :func:`demo_script` writes, from the demo benchmark's own labels, the replies a fabrication model
 would give: the locate step returns the first sentence of a gold document that names the reference
@@ -81,4 +81,4 @@ def build_with_demo_fabrications(pools: Sequence[Pool], out: str | os.PathLike[s
         client = LLMClient("scripted-demo", base_url=srv.base_url, api_key="sk-demo", progress=False,
                            max_retries=0)
         settings = kw.pop("fabrication_settings", None) or FabricationSettings(max_attempts=1)
-        return build(pools, out, client=client, fabrication_settings=settings, **kw)
+        return build(pools, out, client=client, fabrication_settings=settings, **{"source": "mini (scripted demo)", **kw})

@@ -1,10 +1,10 @@
 """The offline demo: real Trek runs on the bundled demo benchmark against a scripted fake model.
 
-    python scripts/demo_runs.py [--out build/demo-runs]      (``make demo``)
+    python tests/demo/demo_runs.py [--out build/demo-runs]
 
-This is a script, not part of the ``trek`` package: it is the one place outside the tests
-that drives the scripted fake server (:mod:`trek.testing`). Until real recorded runs are
-bundled, ``make paper`` and the notebooks' default parameters read these runs. Everything in them is produced by the real pipeline (``run_system`` with the
+A test fixture, not part of the ``trek`` package (the notebooks read the real recorded runs of
+``make runs``; the tests use these scripted ones, whose outcomes are known in advance).
+Everything in them is produced by the real pipeline (``run_system`` with the
 no-search, search-then-read and agentic systems over the local BM25 index, then
 ``grade_run`` with each dataset's grader) talking over HTTP to
 :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the *model* is fake: a script that
@@ -143,12 +143,10 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="scripts/demo_runs.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="output folder [default: build/demo-runs at the repo root]")
+    ap = argparse.ArgumentParser(prog="tests/demo/demo_runs.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="build/demo-runs", help="output folder [default: build/demo-runs]")
     a = ap.parse_args(argv)
-    from trek.reports import demo_runs_dir
-
-    out = Path(a.out) if a.out else demo_runs_dir()
+    out = Path(a.out)
     runs = build_demo_runs(out)
     from trek.reports import wild_accuracy
 

@@ -1,8 +1,8 @@
 """Trace the offline demo runs with scripted judges: ``build_demo_trace(runs_dir)``.
 
-    python scripts/demo_trace.py [build/demo-runs]
+    python tests/demo/demo_trace.py [build/demo-runs]
 
-Every graded run under ``runs_dir`` (the demo runs of ``make demo``) is traced in place by the
+Every graded run under ``runs_dir`` (the demo runs of ``demo_runs.py``) is traced in place by the
 real TrekTrace pipeline (:func:`trek.trace.trace_run`) over HTTP against
 :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the judges and the evaluated model's
 probe answers are scripted, as a fixed function of the question's position (not of any measured

@@ -1,9 +1,9 @@
 """The offline Ctrl demo: contexts from TrekBench-Mini, every baseline on every condition, graded.
 
-    python scripts/demo_ctrl.py [--out build/demo-ctrl]
+    python tests/demo/demo_ctrl.py [--out build/demo-ctrl]
 
 :func:`build_demo_ctrl` builds the Ctrl contexts from the bundled demo benchmark with the real
-builder (fabrications from the scripted demo in ``scripts/demo_ctrl_build.py``), runs Direct, Rerank, Filter and Structured on the five
+builder (fabrications from the scripted demo in ``tests/demo/demo_ctrl_build.py``), runs Direct, Rerank, Filter and Structured on the five
 conditions and every ablation with the real runner, and grades every run with each dataset's
 grader, all against :class:`~trek.testing.fake_openai.FakeOpenAIServer`. Only the model and the
 judge are scripted, and the script is a fixed rule, not a measured behaviour:
@@ -17,7 +17,7 @@ judge are scripted, and the script is a fixed rule, not a measured behaviour:
 * extracting evidence, it reports the answer of the latest-dated document that is not off topic,
   and the contrast step picks it.
 
-The judge accepts exactly the reference answers (``demo_script`` in ``scripts/demo_runs.py``).
+The judge accepts exactly the reference answers (``demo_script`` in ``tests/demo/demo_runs.py``).
 The numbers are **demo data, never a result**. Layout::
 
     OUT/contexts/{pools,contexts}.jsonl, build.json     the Ctrl build
@@ -82,8 +82,8 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
         # filter: drop off-topic (relevance) documents and documents shown on a fictitious domain
         keep = [i for i, d in enumerate(raw["documents"], start=1)
                 if d["role"] != "relevance" and not is_fictitious(d.get("url"))]
-        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*)Question: "
-                      rf"{re.escape(q.question)}\s*{_signature(blocks)}",
+        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*?){_signature(blocks)}"
+                      rf"(?s:.*)\nEffective year: [^\n]*\nQuestion: {re.escape(q.question)}",
                       "reply": json.dumps({"keep_document_ids": keep})})
         for d, block in zip(raw["documents"], blocks, strict=True):
             if d.get("date") and d.get("answer"):
@@ -103,7 +103,7 @@ def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> li
                               "reply": json.dumps(record)})
             # answering, it reads only the first READS documents (headed [Document 1] .. [Document READS])
             rules.append({"model": MODEL, "any_pattern": rf"\[Document [1-{READS}]\]\n{pat}(?s:.*)"
-                          rf"{re.escape(_ANSWER_END)}\s*Question: {qtext}", "reply": ans})
+                          rf"{re.escape(_ANSWER_END)}\s*Effective year: [^\n]*\nQuestion: {qtext}", "reply": ans})
         for ans in sorted(answers[qid]):
             rules.append({"model": MODEL, "any_pattern": rf"Question: {qtext}\s*Extracted evidence:(?s:.*)"
                           + re.escape('"candidate_answer": ' + json.dumps(ans, ensure_ascii=False)),
@@ -185,12 +185,12 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="scripts/demo_ctrl.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="output folder [default: build/demo-ctrl at the repo root]")
+    ap = argparse.ArgumentParser(prog="tests/demo/demo_ctrl.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="build/demo-ctrl", help="output folder [default: build/demo-ctrl]")
     a = ap.parse_args(argv)
-    from trek.rag.reports import ctrl_demo_dir, ctrl_micro, load_ctrl
+    from trek.rag.reports import ctrl_micro, load_ctrl
 
-    out = Path(a.out) if a.out else ctrl_demo_dir().parent
+    out = Path(a.out)
     build_demo_ctrl(out)
     print(f"Ctrl demo runs written to {out / 'runs'}:")
     print(ctrl_micro(load_ctrl(out / "runs")).to_string())

@@ -1,0 +1,239 @@
+"""``make runs`` (trek.experiments): record, replay byte for byte, re-run only what a change touched.
+
+The model is the scripted fake server standing in for the embedded one (``server=``), so these
+tests speak the real OpenAI wire format without llama.cpp. The last test replays the committed
+``data/runs`` with no model at all.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from trek import templates
+from trek.ctrl.pools import from_mini, shorten
+from trek.experiments import REPLAY, ExperimentsError, Settings, ctrl_question_ids, run_experiments
+from trek.llm import FatalLLMError, LLMCache, LLMClient
+from trek.llm.structured import achat_json, object_schema
+from trek.local import LocalModelUnavailable
+from trek.testing.fake_openai import FakeOpenAIServer
+from trek.types import RecordError, Usage, utcnow, write_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+QUIET = {"progress": False, "echo": lambda _: None}
+#: SealQA's judge says "incorrect" (B), so TrekTrace gets failures to attribute; every other reply
+#: is the fake server's default text (unreadable as JSON: unparsed grades, unknown judgments).
+SCRIPT = [{"any_pattern": "Gold target:", "reply": json.dumps({"verdict": "B"})}]
+SMALL = replace(Settings(), wild_questions=3, ctrl_questions=1, ctrl_conditions=("OO", "GOLD"),
+                ctrl_ablations=("OO:k=5",))
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("experiments")
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        report = run_experiments(root / "runs", work=root / "work", settings=SMALL, server=lambda: srv, **QUIET)
+        served = srv.stats()["requests"]
+    return root, report, served
+
+
+def test_a_recording_writes_every_stage_and_its_replay_log(recorded):
+    root, report, served = recorded
+    out = root / "runs"
+    assert report.calls == served > 0
+    assert report.passes == 2  # the first pass called the model, the second wrote the files from the cache
+    names = {s.name for s in report.stages}
+    assert {"wild no-search", "wild agentic", "trace agentic", "ctrl build (fabrication)", "ctrl grading"} <= names
+    for label in ("no-search", "search-then-read", "agentic"):
+        assert {"run.json", "questions.jsonl", "answers.jsonl", "grades.jsonl"} <= set(tree(out / "wild" / label))
+    assert (out / "wild" / "agentic" / "trace.jsonl").read_text().strip()  # the SealQA failure was traced
+    assert not (out / "wild" / "no-search" / "trace.jsonl").exists()
+    ctrl_runs = sorted(p.name for p in (out / "ctrl" / "runs").iterdir())
+    assert len(ctrl_runs) == 4 * 1 + 1 + 1  # four methods on OO, Direct on GOLD and on OO:k=5
+    assert not [p for p in out.rglob("*") if p.suffix in (".sqlite", ".tmp")]
+    readme = (out / "README.md").read_text()
+    assert "TrekBench-Mini" in readme and '"wild_questions": 3' in readme
+    entries = [json.loads(x) for x in gzip.decompress((out / REPLAY).read_bytes()).decode().splitlines()]
+    assert len(entries) == served and [e["key"] for e in entries] == sorted(e["key"] for e in entries)
+
+
+def test_no_absolute_path_or_wall_clock_time_reaches_the_results(recorded):
+    root, _, _ = recorded
+    for name, data in tree(root / "runs").items():
+        if name.endswith(".gz"):
+            continue
+        text = data.decode("utf-8")
+        assert str(root) not in text and str(REPO) not in text, name
+        stamps = set(re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", text))
+        assert stamps <= {"2026-12-01T00:00:00Z"}, (name, stamps)
+
+
+def test_the_replay_log_alone_reproduces_every_file_with_no_model(recorded, tmp_path):
+    root, _, _ = recorded
+    report = run_experiments(tmp_path / "again", work=tmp_path / "work", replay=root / "runs" / REPLAY,
+                             replay_only=True, settings=SMALL, **QUIET)
+    assert report.calls == 0 and report.passes == 1
+    assert tree(tmp_path / "again") == tree(root / "runs")
+
+
+def test_a_changed_prompt_calls_the_model_only_for_what_it_changed(recorded, tmp_path):
+    root, _, _ = recorded
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "rag.answer.txt").write_text(
+        "Documents:\n{docs_block}\n\nAs of {effective_year}: {question}\nShort answer:", encoding="utf-8")
+    with FakeOpenAIServer(script=SCRIPT) as srv, templates.prompts_folder(prompts):
+        report = run_experiments(tmp_path / "changed", work=tmp_path / "work", replay=root / "runs" / REPLAY,
+                                 settings=SMALL, server=lambda: srv, **QUIET)
+        served = srv.stats()["requests"]
+    by_stage = {s.name: s.calls for s in report.stages}
+    assert served == report.calls > 0
+    assert all(calls == 0 for name, calls in by_stage.items() if not name.startswith("ctrl runs")
+               and name != "ctrl grading"), by_stage
+    assert by_stage["ctrl runs (baselines)"] > 0
+
+
+def test_replay_only_names_the_stage_whose_reply_is_missing(tmp_path):
+    with pytest.raises(ExperimentsError, match="wild no-search: .*replay only"):
+        run_experiments(tmp_path / "out", work=tmp_path / "work", replay_only=True, settings=SMALL, **QUIET)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_a_missing_replay_log_is_an_error(tmp_path):
+    with pytest.raises(ExperimentsError, match="does not exist"):
+        run_experiments(tmp_path / "out", work=tmp_path / "work", replay=tmp_path / "nope.jsonl.gz", **QUIET)
+
+
+@pytest.mark.slow
+def test_make_runs_replays_the_committed_results_byte_for_byte(tmp_path):
+    committed = REPO / "data" / "runs"
+    report = run_experiments(tmp_path / "runs", work=tmp_path / "work", replay=committed / REPLAY,
+                             replay_only=True, **QUIET)
+    assert report.calls == 0
+    assert tree(tmp_path / "runs") == tree(committed)
+
+
+# -- the pieces ---------------------------------------------------------------------------------
+def test_ctrl_question_ids_take_each_style_in_turn():
+    from trek.datasets import mini
+
+    qs = mini.load().questions
+    ids = ctrl_question_ids(qs, 6)
+    styles = [next(q for q in qs if q.id == i).metadata["style"] for i in ids]
+    assert sorted(styles) == sorted(["freshqa", "infodeepseek", "sealqa"] * 2)
+    assert ids == sorted(ids, key=[q.id for q in qs].index)
+    assert ctrl_question_ids(qs, None) == [q.id for q in qs]
+
+
+def test_shorten_keeps_the_supported_answer_and_records_the_cut():
+    pool = from_mini(question_ids=["mini:01"])[0]
+    short = shorten(pool, 160)
+    for before, after in zip(pool.documents, short.documents, strict=True):
+        assert len(after.text) <= 160
+        cut = after.metadata["shortened"]
+        assert before.text[cut["start"]:cut["end"]].strip() == after.text and cut["of"] == len(before.text)
+        if before.supports_answer and before.supports_answer in before.text:
+            assert before.supports_answer in after.text
+    assert short.notes["shortened_to_chars"] == 160
+    with pytest.raises(ValueError, match="at least 1"):
+        shorten(pool, 0)
+
+
+def test_a_cache_travels_as_a_sorted_gzipped_replay_log(tmp_path):
+    a = LLMCache(tmp_path / "a.sqlite")
+    reqs = [{"endpoint": "e", "body": {"n": i}} for i in range(3)]
+    from trek.llm.cache import request_key
+
+    for r in reqs:
+        a.store(request_key(r), r, {"choices": [{"message": {"content": f"reply {r['body']['n']}"}}]})
+    assert len(a.touched) == 3
+    assert a.dump(tmp_path / "all.jsonl.gz") == 3
+    assert a.dump(tmp_path / "one.jsonl.gz", [request_key(reqs[1])]) == 1
+    first = (tmp_path / "all.jsonl.gz").read_bytes()
+    a.dump(tmp_path / "all.jsonl.gz")
+    assert (tmp_path / "all.jsonl.gz").read_bytes() == first  # no time stamp in the gzip header
+    with pytest.raises(KeyError, match="no entry"):
+        a.dump(tmp_path / "x.jsonl.gz", ["0" * 64])
+    b = LLMCache(tmp_path / "b.sqlite")
+    assert b.load(tmp_path / "all.jsonl.gz") == 3 and b.load(tmp_path / "all.jsonl.gz") == 0
+    assert b.lookup(request_key(reqs[2]))["choices"][0]["message"]["content"] == "reply 2"
+
+
+def test_a_damaged_replay_log_names_file_and_line_and_adds_nothing(tmp_path):
+    good = {"key": "k", "request": {"a": 1}, "response": {}}
+    from trek.llm.cache import request_key
+
+    good["key"] = request_key(good["request"])
+    bad = tmp_path / "bad.jsonl.gz"
+    write_jsonl(bad, [good, {"key": "0" * 64, "request": {"a": 2}, "response": {}}])
+    c = LLMCache(tmp_path / "c.sqlite")
+    with pytest.raises(RecordError, match=r"bad.jsonl.gz, line 2: .*not the digest"):
+        c.load(bad)
+    write_jsonl(bad, [{"key": "x", "request": {}}])
+    with pytest.raises(RecordError, match="line 1: replay entry lacks response"):
+        c.load(bad)
+    bad.write_bytes(gzip.compress(b'{"key": 1}\n')[:-6])
+    with pytest.raises(RecordError, match="bad.jsonl.gz"):
+        c.load(bad)
+    assert len(c) == 0
+
+
+def test_source_date_epoch_fixes_every_time_stamp(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796083200")
+    assert utcnow() == "2026-12-01T00:00:00Z"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(ValueError, match="SOURCE_DATE_EPOCH"):
+        utcnow()
+
+
+def test_a_schema_is_sent_only_to_an_endpoint_that_enforces_it(tmp_path):
+    import asyncio
+
+    schema = object_schema({"ok": "boolean", "why": "text"})
+    sent = []
+    with FakeOpenAIServer(script=[{"pattern": "judge", "reply": '{"ok": true, "why": "fine"}'}]) as srv:
+        for local in (False, True):
+            cache = LLMCache(tmp_path / f"{local}.sqlite")
+            kw = {"local_server": lambda: srv} if local else {"base_url": srv.base_url}
+            client = LLMClient("local" if local else "m", cache=cache, progress=False, **kw)
+            out = asyncio.run(achat_json(client, [{"role": "user", "content": "judge this"}], schema=schema))
+            assert out.value == {"ok": True, "why": "fine"}
+            cache.dump(tmp_path / "log.jsonl")
+            (entry,) = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+            sent.append(entry["request"]["body"].get("response_format"))
+    assert sent == [None, {"type": "json_object", "schema": schema}]
+    assert schema["required"] == ["ok", "why"] and schema["properties"]["why"]["maxLength"] > 0
+    with pytest.raises(ValueError, match="unknown type"):
+        object_schema({"x": "date"})
+
+
+def test_the_local_model_goes_one_request_at_a_time_and_a_refusal_is_fatal():
+    def refuse():
+        raise LocalModelUnavailable("not installed here")
+
+    client = LLMClient("local", cache=None, progress=False, local_server=refuse)
+    assert client.max_connections == 1 and LLMClient("m", base_url="http://h/v1").max_connections == 16
+    with pytest.raises(FatalLLMError, match="not cached: not installed here"):
+        client.chat([{"role": "user", "content": "hi"}])
+    assert Usage().calls == 0
+
+
+def test_the_command_stops_with_exit_2_and_names_the_stage(tmp_path):
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    res = CliRunner().invoke(app, ["experiments", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"),
+                                   "--replay-only", "--ctrl-questions", "1", "--no-progress"])
+    assert res.exit_code == 2
+    assert "error: wild no-search: the local model is needed for a call that is not cached" in res.output
+    assert not (tmp_path / "out").exists()

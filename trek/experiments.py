@@ -1,0 +1,437 @@
+"""Every experiment of the paper on the bundled benchmark with the embedded model (``make runs``).
+
+    trek experiments [--out data/runs] [--work build/experiments] [--replay-only] [--fresh]
+
+:func:`run_experiments` runs the whole method on TrekBench-Mini with SmolLM2-135M served by
+llama.cpp (:mod:`trek.local`) as the evaluated model *and* as every judge:
+
+1. **Wild**: three systems answer all questions (no search; search-then-read and agentic search
+   over the local BM25 index of Mini's pages); every run is graded with its dataset's protocol.
+2. **TrekTrace**: the failures of the two search runs are attributed.
+3. **Ctrl**: contexts are built from Mini (short passages, republications, fabrications written
+   by the model and kept only when they pass the checks); every baseline runs on every condition
+   and ablation, and every run is graded.
+
+The output folder (default ``data/runs``, committed) holds only text::
+
+    OUT/README.md                     what was run, with which settings, and what came out
+    OUT/wild/<system>/                run.json, questions/answers/grades/trace .jsonl
+    OUT/ctrl/build/                   pools.jsonl, contexts.jsonl, build.json
+    OUT/ctrl/runs/<model>__<method>__<condition>/
+    OUT/replay.jsonl.gz               every model reply the results needed (the replay log)
+
+**Replay.** Replies are cached in ``WORK/llm-cache.sqlite``; the replay log is loaded into it
+first, so an unchanged experiment makes no model call and never starts llama.cpp, and a changed
+prompt calls the model only for the requests it changed. The results are always written by a
+pass in which every reply came from the cache (when a pass had to call the model, the stages run
+once more from the cache), with time stamps fixed through ``SOURCE_DATE_EPOCH``: replaying gives
+the same bytes. The replay log is then rewritten with exactly the replies that pass read. The
+output folder is replaced only when everything finished (nothing pending or failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trek import runs
+from trek.ctrl import conditions as cond
+from trek.llm.cache import LLMCache
+from trek.llm.client import FatalLLMError, LLMClient
+from trek.local import LOCAL_MODEL, LocalModelUnavailable
+
+__all__ = ["Settings", "ExperimentsError", "StageStats", "Report", "run_experiments", "WILD_SYSTEMS", "BENCHMARK"]
+
+BENCHMARK = "TrekBench-Mini"
+REPLAY = "replay.jsonl.gz"
+#: Fixed time stamp of every record in the recorded runs (2026-12-01T00:00:00Z).
+RECORDED_EPOCH = 1796083200
+#: The Wild systems, in table order: the local BM25 index over Mini's pages for the two that search.
+WILD_SYSTEMS = ("no-search", "search-then-read", "agentic")
+_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".gz")
+
+
+class ExperimentsError(RuntimeError):
+    """A stage could not finish (a call not in the replay log without a model, pending work)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the recorded runs use; every field is recorded in ``OUT/README.md``.
+
+    The embedded model reads about 100-150 prompt tokens a second on 2 cores, so the defaults keep
+    every prompt short: pages and passages are cut, contexts hold fewer distractors than the
+    paper's budgets, and Ctrl uses ``ctrl_questions`` of Mini's questions (the first of each
+    source style in turn). Sampling is greedy (``temperature`` 0) for every role.
+    """
+
+    model: str = LOCAL_MODEL
+    #: Sent with every call of every role.
+    params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 320})
+    #: Per Wild system, keywords of :func:`trek.runner.system_config` (pages cut to 600 characters).
+    systems: dict[str, dict[str, Any]] = field(default_factory=lambda: {
+        "no-search": {},
+        "search-then-read": {"top_k": 2, "page_chars": 600},
+        "agentic": {"max_rounds": 2, "results_per_search": 3, "page_chars": 600},
+    })
+    #: Questions of Mini in the Wild runs (None: all; fewer for a quick trial).
+    wild_questions: int | None = None
+    #: Keywords of :func:`trek.trace.trace_run`: characters of each gold page and of any other page.
+    trace: dict[str, Any] = field(default_factory=lambda: {"gold_chars": 700, "other_chars": 350})
+    #: Re-asks of an unreadable JSON reply (a schema-constrained reply fails only by running out of tokens).
+    max_reasks: int = 0
+    #: Questions of Mini in Ctrl (the first of each source style in turn), cut to passages of this length.
+    ctrl_questions: int | None = 12
+    ctrl_doc_chars: int = 160
+    ctrl_budgets: cond.Budgets = field(default_factory=lambda: cond.Budgets(
+        oo_historical=4, mnd_historical=2, mnd_relevance=2, saa_natural=2, saa_republication=1, saa_fabrication=1))
+    #: Keywords of :class:`trek.ctrl.fabrication.FabricationSettings`.
+    fabrication: dict[str, Any] = field(default_factory=lambda: {"target": 1, "max_attempts": 2})
+    #: The baselines on the main conditions (Gold-only is Direct on GOLD), and Direct on every ablation.
+    ctrl_methods: tuple[str, ...] = ("direct", "rerank", "filter", "structured")
+    ctrl_conditions: tuple[str, ...] = cond.MAIN_CONDITIONS
+    ctrl_ablations: tuple[str, ...] = cond.ABLATIONS
+
+    def describe(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ctrl_budgets"] = asdict(self.ctrl_budgets)
+        for k in ("ctrl_conditions", "ctrl_ablations", "ctrl_methods"):
+            out[k] = list(out[k])
+        return out
+
+
+@dataclass
+class StageStats:
+    name: str
+    calls: int = 0
+    hits: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return f"{self.name:<34} {self.calls:>6} model calls {self.hits:>6} from the cache  {self.seconds:7.1f} s"
+
+
+@dataclass
+class Report:
+    out: Path
+    stages: list[StageStats]
+    passes: int
+    replies: int
+    seconds: float
+
+    @property
+    def calls(self) -> int:
+        """Model calls of the first pass (the only one that may call the model)."""
+        return sum(s.calls for s in self.stages)
+
+    def describe(self) -> str:
+        lines = [s.line() for s in self.stages]
+        lines.append(f"{self.calls} model calls, {self.passes} pass(es), {self.replies} replies in the replay log, "
+                     f"{self.seconds:.1f} s; results in {self.out}")
+        return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _fixed_clock() -> Iterator[None]:
+    old = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(RECORDED_EPOCH)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = old
+
+
+def _refuse_model() -> Any:
+    raise LocalModelUnavailable("replay only: the replay log holds no reply for this request")
+
+
+def ctrl_question_ids(questions: Sequence[Any], n: int | None) -> list[str]:
+    """The first ``n`` question ids taking each source style in turn (all when ``n`` is None)."""
+    if n is None or n >= len(questions):
+        return [q.id for q in questions]
+    by_style: dict[str, list[str]] = {}
+    for q in questions:
+        by_style.setdefault(q.metadata.get("style") or q.dataset, []).append(q.id)
+    chosen: list[str] = []
+    queues = list(by_style.values())
+    while len(chosen) < n and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < n:
+                chosen.append(queue.pop(0))
+    order = {q.id: i for i, q in enumerate(questions)}
+    return sorted(chosen, key=order.__getitem__)
+
+
+class _Stages:
+    """One pass over every stage into ``root``, counting calls per stage."""
+
+    def __init__(self, root: Path, client: LLMClient, settings: Settings, progress: bool,
+                 echo: Callable[[str], None]):
+        self.root, self.client, self.s, self.progress, self.echo = root, client, settings, progress, echo
+        self.stats: list[StageStats] = []
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        c0, h0, t0 = self.client.http_calls, self.client.cache_hits, time.monotonic()
+        try:
+            yield
+        except FatalLLMError as e:
+            raise ExperimentsError(f"{name}: {e}") from None
+        st = StageStats(name, self.client.http_calls - c0, self.client.cache_hits - h0, time.monotonic() - t0)
+        self.stats.append(st)
+        self.echo(st.line())
+
+    def judge_params(self) -> dict[str, Any]:
+        return {k: v for k, v in self.s.params.items() if k != "max_tokens"}
+
+    def grade(self, run_dir: Path) -> None:
+        from trek.grading import run_grading
+
+        rep = run_grading(run_dir, self.client, progress=self.progress, **self.judge_params())
+        if rep.pending_answers or rep.pending_grades:
+            raise ExperimentsError(f"grading {run_dir.name}: {rep.describe()}")
+
+    def wild(self, bench: Any) -> list[Path]:
+        from trek.pages import PageStore
+        from trek.runner import run_system
+        from trek.search import make_backend
+
+        s = self.s
+        out = []
+        wanted = set(ctrl_question_ids(bench.questions, s.wild_questions))
+        questions = [q for q in bench.questions if q.id in wanted]
+        for order, label in enumerate(WILD_SYSTEMS):
+            run_dir = self.root / "wild" / label
+            with self.stage(f"wild {label}"):
+                store = PageStore(None)
+                store.add_documents(bench.documents)
+                backend = None if label == "no-search" else make_backend("local", store=store, cache=None)
+                summary = run_system(
+                    questions, run_dir, self.client, backend, system="agentic" if backend is None else label,
+                    progress=self.progress, store=store, max_concurrent_questions=1,
+                    run_config={"order": order, "label": label, "benchmark": BENCHMARK},
+                    params=dict(s.params), **s.systems.get(label, {}),
+                )
+                if summary.pending or summary.failed:
+                    raise ExperimentsError(f"wild {label}: {summary.pending} pending, {summary.failed} failed: "
+                                           + "; ".join(summary.errors[:3]))
+                self.grade(run_dir)
+            out.append(run_dir)
+        return out
+
+    def trace(self, bench: Any, run_dirs: Sequence[Path]) -> None:
+        from trek.pages import PageStore
+        from trek.trace import RoleModel, trace_run
+
+        s = self.s
+        for run_dir in run_dirs:
+            if runs.read_meta(run_dir).config.get("system", {}).get("system") == "no-search":
+                continue
+            with self.stage(f"trace {run_dir.name}"):
+                store = PageStore(None)
+                store.add_documents(bench.documents)
+
+                def role(name: str) -> RoleModel:
+                    return RoleModel(name, self.client, self.client.model or "", dict(s.params), s.max_reasks)
+
+                report = trace_run(run_dir, diagnostic=role("diagnostic"), analysis=role("analysis"),
+                                   evaluated=role("evaluated"), store=store, max_concurrent_cases=1,
+                                   progress=self.progress, **s.trace)
+                store.close()
+                if report.pending:
+                    raise ExperimentsError(f"trace {run_dir.name}: {report.pending} case(s) pending")
+
+    def ctrl(self) -> None:
+        from trek.ctrl.build import CONTEXTS_FILE, build
+        from trek.ctrl.fabrication import FabricationSettings
+        from trek.ctrl.pools import from_mini, shorten
+        from trek.datasets import mini
+        from trek.rag import make_method
+        from trek.rag.context import read_context_records
+        from trek.rag.runner import run_ctrl
+
+        s = self.s
+        build_dir = self.root / "ctrl" / "build"
+        with self.stage("ctrl build (fabrication)"):
+            ids = ctrl_question_ids(mini.load().questions, s.ctrl_questions)
+            pools = [shorten(p, s.ctrl_doc_chars) for p in from_mini(question_ids=ids)]
+            fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
+            result = build(pools, build_dir, client=self.client, embedder="wordllama",
+                           conditions=(*s.ctrl_conditions, *s.ctrl_ablations), budgets=s.ctrl_budgets,
+                           fabrication_settings=fab, source="mini")
+            pending = [p.question.id for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
+            if pending:
+                raise ExperimentsError(f"ctrl build: fabrication pending for {pending[:5]}")
+        contexts = read_context_records(build_dir / CONTEXTS_FILE)
+        questions = {p.question.id: p.question for p in result.pools}
+        methods = {m: make_method(m, **({"max_reasks": s.max_reasks} if m in ("filter", "structured") else {}))
+                   for m in s.ctrl_methods}
+        grid = [("ctrl runs (baselines)", methods, s.ctrl_conditions),
+                ("ctrl runs (ablations, direct)", {"direct": methods.get("direct") or make_method("direct")},
+                 s.ctrl_ablations)]
+        run_dirs: list[Path] = []
+        for name, chosen, conditions in grid:
+            if not conditions:
+                continue
+            with self.stage(name):
+                summary = run_ctrl(contexts, questions, self.root / "ctrl" / "runs", self.client, chosen,
+                                   list(conditions), params=dict(s.params), progress=self.progress,
+                                   run_config={"contexts": f"ctrl/build/{CONTEXTS_FILE}", "benchmark": BENCHMARK})
+                if summary.pending or summary.failed:
+                    raise ExperimentsError(f"{name}: {summary.pending} pending, {summary.failed} failed: "
+                                           + "; ".join(summary.errors[:3]))
+            run_dirs += summary.runs
+        with self.stage("ctrl grading"):
+            for run_dir in run_dirs:
+                self.grade(run_dir)
+
+    def all(self) -> None:
+        from trek.datasets import mini
+
+        bench = mini.load()
+        wild = self.wild(bench)
+        self.trace(bench, wild)
+        self.ctrl()
+
+
+SUMMARY_INTRO = """\
+# Recorded runs: {model} on {benchmark}
+
+Written by `make runs` (`trek experiments`); do not edit by hand. Every experiment of the paper
+ran on the bundled fictional benchmark with the embedded model as the evaluated model and as
+every judge. A 135M-parameter model is far too small for this task: these numbers show the method
+running end to end on a real model, they are **not** the paper's results.
+
+`replay.jsonl.gz` holds the {replies} model replies these files needed; `make runs` replays them
+without a model and writes these files again byte for byte.
+
+## Settings
+
+```
+{settings}
+```
+"""
+
+
+def write_summary(root: Path, settings: Settings, replies: int) -> Path:
+    """``root/README.md``: the settings and the main numbers of the recorded runs in ``root``."""
+    import json
+
+    import pandas as pd
+
+    from trek.rag import reports as ctrl_reports
+    from trek.reports import wild_accuracy
+    from trek.trace.reports import label_shares
+
+    wild = {label: root / "wild" / label for label in WILD_SYSTEMS}
+    model = runs.read_meta(next(iter(wild.values()))).model
+    text = SUMMARY_INTRO.format(model=model, benchmark=BENCHMARK, replies=replies,
+                                settings=json.dumps(settings.describe(), indent=2, sort_keys=True))
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        acc = wild_accuracy(wild)
+        text += "\n## Wild: accuracy (%) over all questions\n\n```\n" + acc.to_string() + "\n```\n"
+        traced = {k: v for k, v in wild.items() if (v / runs.TRACE).exists()}
+        if traced:
+            text += "\n## TrekTrace: share of failures per label (%)\n\n```\n" + label_shares(traced).to_string() + "\n```\n"
+        ctrl_dir = root / "ctrl" / "runs"
+        if ctrl_dir.is_dir():
+            df = ctrl_reports.load_ctrl(ctrl_dir)
+            table = df.pivot_table(index="method", columns="condition", values="correct", aggfunc="mean") * 100
+            cols = [c for c in cond.ALL_CONDITIONS if c in table.columns]
+            text += ("\n## Ctrl: accuracy (%) per method and condition\n\n```\n"
+                     + table[cols].T.round(1).to_string() + "\n```\n")
+    path = root / "README.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _install(src: Path, out: Path) -> None:
+    """Replace ``out`` with the text files of ``src`` (everything written first, then swapped)."""
+    staging = out.with_name(f".{out.name}.new")
+    old = out.with_name(f".{out.name}.old")
+    for p in (staging, old):
+        if p.exists():
+            shutil.rmtree(p)
+    for f in sorted(src.rglob("*")):
+        if f.is_file() and f.suffix in _TEXT_SUFFIXES and not f.name.startswith("."):
+            dst = staging / f.relative_to(src)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dst)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(staging, out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def run_experiments(
+    out: str | os.PathLike[str] = "data/runs",
+    *,
+    work: str | os.PathLike[str] = "build/experiments",
+    replay: str | os.PathLike[str] | None = None,
+    replay_only: bool = False,
+    fresh: bool = False,
+    settings: Settings | None = None,
+    server: Callable[[], Any] | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] = print,
+) -> Report:
+    """Run every stage (see the module docstring) and install the results in ``out``.
+
+    ``replay`` (default ``OUT/replay.jsonl.gz``, when it exists) is loaded into the work cache
+    first. ``replay_only`` never starts the model: a request without a recorded reply raises
+    :class:`ExperimentsError`. ``fresh`` empties the work cache first (so only the replay log
+    answers). ``server`` starts the model's server on the first request the cache cannot answer
+    (default :func:`trek.local.shared_server`; anything with a ``base_url`` speaking the OpenAI
+    API will do). Returns a :class:`Report` with the calls and time per stage.
+    """
+    s = settings or Settings()
+    out_dir, work_dir = Path(out), Path(work)
+    replay_path = Path(replay) if replay is not None else out_dir / REPLAY
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cache_path = work_dir / "llm-cache.sqlite"
+    if fresh:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{cache_path}{suffix}").unlink(missing_ok=True)
+    t0 = time.monotonic()
+    if replay_path.exists():
+        seed = LLMCache(cache_path)
+        added = seed.load(replay_path)
+        seed.close()
+        echo(f"replay log {replay_path}: {added} replies added to {cache_path}")
+    elif replay is not None:
+        raise ExperimentsError(f"replay log {replay_path} does not exist")
+    first: list[StageStats] | None = None
+    with _fixed_clock():
+        for n in range(2):
+            root = work_dir / f"pass-{n}"
+            if root.exists():
+                shutil.rmtree(root)
+            cache = LLMCache(cache_path)
+            starter = _refuse_model if (replay_only or n > 0) else server
+            client = LLMClient(s.model, cache=cache, progress=False, local_server=starter)
+            echo(f"pass {n + 1}: " + ("replaying from the cache" if starter else "calling the model where needed"))
+            stages = _Stages(root, client, s, progress, echo)
+            try:
+                stages.all()
+            except ExperimentsError:
+                cache.close()
+                raise
+            first = first if first is not None else stages.stats
+            if sum(st.calls for st in stages.stats) == 0:
+                break
+            cache.close()
+        replies = cache.dump(root / REPLAY, cache.touched)
+        cache.close()
+        write_summary(root, s, replies)
+    _install(root, out_dir)
+    return Report(out_dir, first or [], n + 1, replies, time.monotonic() - t0)
