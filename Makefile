@@ -49,7 +49,11 @@ build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	@mkdir -p build figures tables
 	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
 
-paper: $(EXECUTED)
+# Notebooks are independent (each writes its own figures and tables), so they run JOBS at a time;
+# most of each one's time is starting a kernel and importing pandas and matplotlib.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+paper: $(STAMP)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(EXECUTED)
 	@$(BIN)/python -m trek.paper report --build build
 
 FORCE:
