@@ -148,3 +148,37 @@ def test_discover_orders_by_config_then_name(tmp_path, run):
         runs.discover(tmp_path, runs={"x": tmp_path})
     meta = runs.update_meta(tmp_path / "all" / "zeta", config={"label": "z"})
     assert meta.config == {"order": 0, "label": "z"} and runs.read_meta(tmp_path / "all" / "zeta") == meta
+
+
+@pytest.mark.parametrize(("response", "answers", "expected"), [
+    ("The coach is Dana Okafor.", ["Dana Okafor"], True),
+    ("the COACH is dana  okafor", ["Dana Okafor", "Okafor"], True),
+    ("It is Alex Chen.", ["Dana Okafor", "Okafor"], False),
+    ("Okaforson took over.", ["Okafor"], False),  # whole words only
+    ("", ["x"], False),
+    (None, ["x"], False),
+    ("anything", [""], False),
+])
+def test_mentions_answer(response, answers, expected):
+    from trek.analysis import mentions_answer
+
+    assert mentions_answer(response, answers) is expected
+
+
+def test_judge_check_counts_decided_grades_with_answers(tmp_path):
+    from trek.analysis import judge_check
+
+    qs = [Question(id=f"q{i}", dataset="a", question="?", answers=["Okafor"]) for i in range(1, 6)]
+    said = {"q1": "Okafor", "q2": "Chen", "q3": "Chen", "q4": "Okafor", "q5": "Okafor"}
+    outcomes = {"q1": "correct", "q2": "correct", "q3": "incorrect", "q4": "pending", "q5": "unparsed"}
+    answers = [Trajectory(question_id=k, model="m", final_answer=v, status="ok") for k, v in said.items()]
+    grades = [Grade(question_id=k, dataset="a", response=said[k], outcome=v, grader="a", grader_version="v1",
+                    judge_model="j") for k, v in outcomes.items()]
+    run = make_run(tmp_path / "r", qs, answers, grades)
+    row = judge_check({"r": run}).loc["r"]
+    # decided: q1 (judged yes, mentions yes), q2 (yes, no), q3 (no, no)
+    assert row["n"] == 3
+    assert row["judged_correct"] == pytest.approx(200 / 3)
+    assert row["mentions_answer"] == pytest.approx(100 / 3)
+    assert row["agreement"] == pytest.approx(200 / 3)
+    assert row["kappa"] == pytest.approx(0.4)

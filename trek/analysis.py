@@ -32,6 +32,8 @@ __all__ = [
     "COUNT_COLUMNS",
     "accuracy_by_dataset",
     "accuracy_by_run",
+    "mentions_answer",
+    "judge_check",
     "paired_comparisons",
     "cochran_table",
     "multilabel_prevalence_test",
@@ -137,6 +139,54 @@ def accuracy_by_run(
         rows[label] = row
     out = pd.DataFrame.from_dict(rows, orient="index", columns=[*cols, "micro", "macro", "n", "graded",
                                                                  "unparsed", "pending"])
+    out.index.name = "run"
+    return out
+
+
+# -- a sanity check of the judge -----------------------------------------------------------------
+def mentions_answer(response: str | None, answers: Sequence[str]) -> bool:
+    """True when some acceptable answer appears, as whole words, in the response.
+
+    Both sides go through :func:`trek.graders.freshqa.normalize_answer` (case, punctuation,
+    articles); an answer matches when its normalized words occur as a contiguous run of the
+    normalized response's words. A crude, judge-free signal: it misses paraphrases and counts an
+    answer that is mentioned only to be rejected, so it is a check on a judge, not a grader.
+    """
+    from trek.graders.freshqa import normalize_answer
+
+    words = f" {normalize_answer(response)} "
+    if not words.strip():
+        return False
+    return any(n and f" {n} " in words for n in (normalize_answer(a) for a in answers))
+
+
+def judge_check(runs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
+    """How the judge's verdicts compare with :func:`mentions_answer`, one row per run.
+
+    Over the questions of each run with a decided grade (correct, incorrect or not attempted):
+    ``n``, ``judged_correct`` (%), ``mentions_answer`` (%), ``agreement`` (%) and Cohen's
+    ``kappa`` between the two. A judge that calls answers
+    correct far more often than they name an acceptable answer, with kappa near 0, is not
+    reading them: its accuracy figures say little.
+    """
+    rows = {}
+    for label, run_dir in runs.items():
+        df = _runs.frame(run_dir)
+        questions = _runs.load_questions(run_dir)
+        df = df[df["outcome"].isin(_DECIDED)]
+        judged = df["correct"].to_numpy(dtype=bool)
+        mentioned = np.array([mentions_answer(a, questions[q].answers)
+                              for q, a in zip(df["question_id"], df["answer"], strict=True)], dtype=bool)
+        n = len(df)
+        rows[label] = {
+            "n": n,
+            "judged_correct": 100 * judged.mean() if n else np.nan,
+            "mentions_answer": 100 * mentioned.mean() if n else np.nan,
+            "agreement": 100 * (judged == mentioned).mean() if n else np.nan,
+            "kappa": stats.cohens_kappa(judged, mentioned) if n else np.nan,
+        }
+    out = pd.DataFrame.from_dict(rows, orient="index",
+                                 columns=["n", "judged_correct", "mentions_answer", "agreement", "kappa"])
     out.index.name = "run"
     return out
 

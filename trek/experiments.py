@@ -309,7 +309,8 @@ SUMMARY_INTRO = """\
 Written by `make runs` (`trek experiments`); do not edit by hand. Every experiment of the paper
 ran on the bundled fictional benchmark with the embedded model as the evaluated model and as
 every judge. A 135M-parameter model is far too small for this task: these numbers show the method
-running end to end on a real model, they are **not** the paper's results.
+running end to end on a real model, they are **not** the paper's results. Read the judge check
+below before any accuracy: a judge this small calls most answers correct whatever they say.
 
 `replay.jsonl.gz` holds the {replies} model replies these files needed; `make runs` replays them
 without a model and writes these files again byte for byte.
@@ -328,6 +329,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
 
     import pandas as pd
 
+    from trek.analysis import judge_check
     from trek.rag import reports as ctrl_reports
     from trek.reports import wild_accuracy
     from trek.trace.reports import label_shares
@@ -339,6 +341,11 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         acc = wild_accuracy(wild)
         text += "\n## Wild: accuracy (%) over all questions\n\n```\n" + acc.to_string() + "\n```\n"
+        check = judge_check(wild).round({"judged_correct": 1, "mentions_answer": 1, "agreement": 1, "kappa": 2})
+        text += ("\n## Wild: the judge against a plain answer-mention check\n\n"
+                 "Share of graded answers the judge called correct, share that name an acceptable answer as\n"
+                 "whole words (`trek.analysis.mentions_answer`), their agreement and Cohen's kappa:\n\n```\n"
+                 + check.to_string() + "\n```\n")
         traced = {k: v for k, v in wild.items() if (v / runs.TRACE).exists()}
         if traced:
             text += "\n## TrekTrace: share of failures per label (%)\n\n```\n" + label_shares(traced).to_string() + "\n```\n"
@@ -349,6 +356,12 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             cols = [c for c in cond.ALL_CONDITIONS if c in table.columns]
             text += ("\n## Ctrl: accuracy (%) per method and condition\n\n```\n"
                      + table[cols].T.round(1).to_string() + "\n```\n")
+            which = df[["run", "method", "condition"]].drop_duplicates().set_index("run")
+            check = judge_check({r: ctrl_dir / r for r in which.index}).join(which)
+            named = check.pivot_table(index="method", columns="condition", values="mentions_answer")
+            text += ("\n## Ctrl: share of answers that name an acceptable answer (%)\n\n"
+                     "The same whole-word check as above, judge-free:\n\n```\n"
+                     + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")
     return path
