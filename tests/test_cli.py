@@ -28,6 +28,24 @@ def test_every_command_has_help():
         assert "Usage" in r.output
 
 
+def _commands(cmd):
+    yield cmd
+    if hasattr(cmd, "list_commands"):
+        ctx = cmd.context_class(cmd)
+        for name in cmd.list_commands(ctx):
+            yield from _commands(cmd.get_command(ctx, name))
+
+
+def test_option_help_has_no_square_brackets_that_rich_would_swallow():
+    # Rich reads "[default: x]" in a help text as a markup tag and prints nothing of it
+    import re
+
+    bad = [f"{cmd.name} {param.name}: {param.help}"
+           for cmd in _commands(typer.main.get_command(app)) for param in getattr(cmd, "params", [])
+           if re.search(r"\[[a-z][^\]]*\]", getattr(param, "help", None) or "")]
+    assert not bad, bad
+
+
 def test_version():
     r = CliRunner().invoke(app, ["--version"])
     assert r.exit_code == 0 and r.output.startswith("trek ")

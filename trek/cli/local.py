@@ -50,7 +50,7 @@ def experiments_command(
     out: Path = typer.Option(Path("data/runs"), "--out", help="Folder of the recorded results (replaced at the end)."),
     work: Path = typer.Option(Path("build/experiments"), "--work",
                               help="Working folder: the response cache (kept, so an interrupted run resumes) and passes."),
-    replay: Path = typer.Option(None, "--replay", help="Replay log to load first [default: OUT/replay.jsonl.gz]."),
+    replay: Path = typer.Option(None, "--replay", help="Replay log to load first (default: OUT/replay.jsonl.gz)."),
     replay_only: bool = typer.Option(False, "--replay-only",
                                      help="Never start the model: stop if a reply is not in the replay log."),
     fresh: bool = typer.Option(False, "--fresh", help="Empty the working cache first (only the replay log answers)."),

@@ -18,12 +18,12 @@ from rich.console import Console
 
 BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
 MAX_CONNECTIONS = typer.Option(
-    None, "--max-connections", min=1, help="Model requests in flight at once [default: 16; 1 for --model local]."
+    None, "--max-connections", min=1, help="Model requests in flight at once (default: 16; 1 for --model local)."
 )
 MAX_RETRIES = typer.Option(6, "--max-retries", min=0, help="Retries of a failing call before it is left pending.")
 TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt.")
 BUDGET = typer.Option(None, "--budget", help="Stop issuing model calls before this many US dollars are spent.")
-PRICES = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one [default: $TREK_PRICES].")
+PRICES = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one (default: $TREK_PRICES).")
 PROMPTS = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of prompt template overrides.")
 PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the calls, tokens and dollars it would need; send nothing.")

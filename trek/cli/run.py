@@ -96,7 +96,7 @@ def run(
         None,
         "--search-base-url",
         envvar="TREK_SEARCH_BASE_URL",
-        help="Endpoint of the proxy search model [default: --base-url].",
+        help="Endpoint of the proxy search model (default: --base-url).",
     ),
     proxy_api: str = typer.Option(
         "chat",
@@ -112,7 +112,7 @@ def run(
     assume_rounds: int = typer.Option(
         None, "--assume-rounds", min=1,
         help="Estimate: model calls per agentic question (searches per question with --search openai) "
-        "[default: a range from 1 to --max-rounds + 1].",
+        "(default: a range from 1 to --max-rounds + 1).",
     ),
     assume_output: int = options.ASSUME_OUTPUT,
     confirm_above: float = options.CONFIRM_ABOVE,

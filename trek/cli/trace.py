@@ -51,8 +51,8 @@ def run_command(
                                        help="Endpoint of both judges."),
     diagnostic_base_url: str = typer.Option(None, "--diagnostic-base-url", help="Endpoint of the diagnostic judge."),
     analysis_base_url: str = typer.Option(None, "--analysis-base-url", help="Endpoint of the analysis judge."),
-    model: str = typer.Option(None, "--model", help="Evaluated model for the probes [default: the run's model]."),
-    base_url: str = typer.Option(None, "--base-url", help="Endpoint of the evaluated model [default: the run's]."),
+    model: str = typer.Option(None, "--model", help="Evaluated model for the probes (default: the run's model)."),
+    base_url: str = typer.Option(None, "--base-url", help="Endpoint of the evaluated model (default: the run's)."),
     check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
@@ -122,7 +122,7 @@ def run_command(
 @app.command("review")
 def review_command(
     run_dir: Path = typer.Argument(..., help="A traced run directory."),
-    out: Path = typer.Option(None, "--out", help="Workbook path [default: RUN_DIR/review.xlsx]."),
+    out: Path = typer.Option(None, "--out", help="Workbook path (default: RUN_DIR/review.xlsx)."),
 ) -> None:
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets."""
     from trek.trace.review import write_review
@@ -147,7 +147,7 @@ def agreement_command(
 @app.command("view")
 def view_command(
     run_dirs: list[Path] = typer.Argument(..., help="One or more traced run directories."),
-    out: Path = typer.Option(None, "--out", help="HTML path [default: RUN_DIR/trace.html of the first run]."),
+    out: Path = typer.Option(None, "--out", help="HTML path (default: RUN_DIR/trace.html of the first run)."),
 ) -> None:
     """Write one self-contained HTML page of the traced cases (filters by label and dataset)."""
     from trek.trace.view import write_view
