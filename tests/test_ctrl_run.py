@@ -156,7 +156,16 @@ def test_cli_dry_run_prints_the_grid_and_the_call_count(ctrl, tmp_path):
     assert bad.exit_code == 2 and "unknown method" in bad.output
 
 
-def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini):
+def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini, monkeypatch):
+    import trek.llm.client as llm_client
+
+    timeouts = []  # the judge's client gets --timeout like the model's
+
+    def spy(model, **kw):
+        timeouts.append((model, kw.get("timeout")))
+        return LLMClient(model, **kw)
+
+    monkeypatch.setattr(llm_client, "LLMClient", spy)  # trek.cli.ctrl_run imports it when run
     path, qs = ctrl
     runs = tmp_path / "r"
     args = ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods", "direct",
@@ -164,9 +173,11 @@ def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini):
     with FakeOpenAIServer(script=script(mini, qs, fail=re.escape(qs[2].question))) as srv:
         res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url])
     assert res.exit_code == 3, res.output
+    timeouts.clear()
     with FakeOpenAIServer(script=script(mini, qs)) as srv:
-        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url])
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--timeout", "33"])
         assert res.exit_code == 0, res.output
+    assert {m for m, _ in timeouts} == {"m", JUDGE} and {t for _, t in timeouts} == {33.0}
     df = R.frame(runs / run_label("m", "direct", "GOLD"))
     assert df["outcome"].tolist() == ["correct", "incorrect", "incorrect"]
 

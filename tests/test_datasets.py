@@ -987,7 +987,7 @@ def test_cli_download(tmp_path: Path, server: FileServer, monkeypatch: pytest.Mo
     assert not (tmp_path / "other").exists()
 
     result = runner.invoke(app, ["download", "--only", "nope"])
-    assert result.exit_code == 2
+    assert result.exit_code == 2 and "error:" in result.output and "nope" in result.output
 
 
 def test_load_report_consistency_helper() -> None:

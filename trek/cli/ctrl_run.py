@@ -29,7 +29,7 @@ def ctrl_run_command(
     conditions: str = typer.Option(DEFAULT_CONDITIONS, "--conditions",
                                    help="Comma-separated conditions (ablations too, e.g. OO:gold=first,OO:k=5)."),
     questions: Path = typer.Option(None, "--questions",
-                                   help="questions.jsonl or pools.jsonl [default: the one beside CONTEXTS]."),
+                                   help="questions.jsonl or pools.jsonl (default: the one beside CONTEXTS)."),
     all_on_gold: bool = typer.Option(False, "--all-on-gold", help="Run every method on GOLD (default: Direct only)."),
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with every call (not sent when unset)."),
     temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (not sent when unset)."),
@@ -47,7 +47,7 @@ def ctrl_run_command(
                                        help="Filter: on an empty or unreadable selection answer from all or none."),
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
     judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
-    judge_base_url: str = typer.Option(None, "--judge-base-url", help="Endpoint of the judge [default: --base-url]."),
+    judge_base_url: str = typer.Option(None, "--judge-base-url", help="Endpoint of the judge (default: --base-url)."),
     max_connections: int = options.MAX_CONNECTIONS,
     budget: float = options.BUDGET,
     timeout: float = options.TIMEOUT,
@@ -114,9 +114,10 @@ def ctrl_run_command(
             params["temperature"] = temperature
         if max_tokens is not None:
             params["max_completion_tokens"] = max_tokens
+        # the judge shares the connection, retry, timeout, cache and price settings of the model
         endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
-                                     prices=PriceTable.load(prices), progress=False)
-        client = endpoint(model, base_url=base_url, timeout=timeout, budget_usd=budget)
+                                     prices=PriceTable.load(prices), progress=False, timeout=timeout)
+        client = endpoint(model, base_url=base_url, budget_usd=budget)
         summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
                            progress=progress, run_config={"contexts": str(contexts)})
         options.err.print(summary.describe(), highlight=False)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trek.cli import options
 from trek.datasets.common import DATA_DIR_ENV, DatasetError, LoadReport, MissingDataError, default_data_dir
 
 _DATA_DIR_HELP = (
@@ -194,11 +195,8 @@ def download_command(
     from trek.datasets import download
 
     root = _resolve(data_dir)
-    try:
+    with options.exit_on(ValueError):
         pins = download.select_pins(only)
-    except ValueError as e:
-        _err_console().print(str(e), markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     out = _console()
     outcomes = download.download_all(root, pins=pins, force=force)
     table = Table(title=f"Source files in {root}")
