@@ -38,9 +38,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, request_key
@@ -49,6 +47,9 @@ from trek.llm.usage import PriceTable, usage_from_raw
 from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "LLMClient",
@@ -334,6 +335,8 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         st = self._states.get(id(loop))
         if st is None:
+            import openai  # here, not at import time: analysis code imports this module without calling
+
             sdk = openai.AsyncOpenAI(
                 base_url=self._local().base_url if self._local else self.base_url,
                 api_key=self._api_key,
@@ -551,6 +554,8 @@ class LLMClient:
     async def _send_once(
         self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any], seen: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        import openai
+
         seen = {} if seen is None else seen
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
         try:
@@ -629,6 +634,8 @@ def _http_client(transport: str) -> Any:
     """The SDK's HTTP client for ``transport`` (``None``: the SDK's default httpx client)."""
     if transport == "httpx":
         return None
+    import openai
+
     try:
         return openai.DefaultAioHttpClient()
     except (RuntimeError, ImportError, AttributeError):  # extra missing, or an SDK without it
