@@ -17,7 +17,7 @@ import pytest
 
 from trek import templates
 from trek.ctrl.pools import from_mini, shorten
-from trek.experiments import REPLAY, ExperimentsError, Settings, ctrl_question_ids, run_experiments
+from trek.experiments import REPLAY, ExperimentsError, Settings, question_ids_by_style, run_experiments
 from trek.llm import FatalLLMError, LLMCache, LLMClient
 from trek.llm.structured import achat_json, object_schema
 from trek.local import LocalModelUnavailable
@@ -123,15 +123,15 @@ def test_make_runs_replays_the_committed_results_byte_for_byte(tmp_path):
 
 
 # -- the pieces ---------------------------------------------------------------------------------
-def test_ctrl_question_ids_take_each_style_in_turn():
+def test_question_ids_by_style_take_each_style_in_turn():
     from trek.datasets import mini
 
     qs = mini.load().questions
-    ids = ctrl_question_ids(qs, 6)
+    ids = question_ids_by_style(qs, 6)
     styles = [next(q for q in qs if q.id == i).metadata["style"] for i in ids]
     assert sorted(styles) == sorted(["freshqa", "infodeepseek", "sealqa"] * 2)
     assert ids == sorted(ids, key=[q.id for q in qs].index)
-    assert ctrl_question_ids(qs, None) == [q.id for q in qs]
+    assert question_ids_by_style(qs, None) == [q.id for q in qs]
 
 
 def test_shorten_keeps_the_supported_answer_and_records_the_cut():

@@ -154,7 +154,7 @@ def _refuse_model() -> Any:
     raise LocalModelUnavailable("replay only: the replay log holds no reply for this request")
 
 
-def ctrl_question_ids(questions: Sequence[Any], n: int | None) -> list[str]:
+def question_ids_by_style(questions: Sequence[Any], n: int | None) -> list[str]:
     """The first ``n`` question ids taking each source style in turn (all when ``n`` is None)."""
     if n is None or n >= len(questions):
         return [q.id for q in questions]
@@ -207,12 +207,11 @@ class _Stages:
 
         s = self.s
         out = []
-        wanted = set(ctrl_question_ids(bench.questions, s.wild_questions))
+        wanted = set(question_ids_by_style(bench.questions, s.wild_questions))
         questions = [q for q in bench.questions if q.id in wanted]
         for order, label in enumerate(WILD_SYSTEMS):
             run_dir = self.root / "wild" / label
-            with self.stage(f"wild {label}"):
-                store = PageStore(None)
+            with self.stage(f"wild {label}"), contextlib.closing(PageStore(None)) as store:
                 store.add_documents(bench.documents)
                 backend = None if label == "no-search" else make_backend("local", store=store, cache=None)
                 summary = run_system(
@@ -236,8 +235,7 @@ class _Stages:
         for run_dir in run_dirs:
             if runs.read_meta(run_dir).config.get("system", {}).get("system") == "no-search":
                 continue
-            with self.stage(f"trace {run_dir.name}"):
-                store = PageStore(None)
+            with self.stage(f"trace {run_dir.name}"), contextlib.closing(PageStore(None)) as store:
                 store.add_documents(bench.documents)
 
                 def role(name: str) -> RoleModel:
@@ -246,7 +244,6 @@ class _Stages:
                 report = trace_run(run_dir, diagnostic=role("diagnostic"), analysis=role("analysis"),
                                    evaluated=role("evaluated"), store=store, max_concurrent_cases=1,
                                    progress=self.progress, **s.trace)
-                store.close()
                 if report.pending:
                     raise ExperimentsError(f"trace {run_dir.name}: {report.pending} case(s) pending")
 
@@ -262,7 +259,7 @@ class _Stages:
         s = self.s
         build_dir = self.root / "ctrl" / "build"
         with self.stage("ctrl build (fabrication)"):
-            ids = ctrl_question_ids(mini.load().questions, s.ctrl_questions)
+            ids = question_ids_by_style(mini.load().questions, s.ctrl_questions)
             pools = [shorten(p, s.ctrl_doc_chars) for p in from_mini(question_ids=ids)]
             fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
             result = build(pools, build_dir, client=self.client, embedder="wordllama",
@@ -432,7 +429,8 @@ def run_experiments(
             cache = LLMCache(cache_path)
             starter = _refuse_model if (replay_only or n > 0) else server
             client = LLMClient(s.model, cache=cache, progress=False, local_server=starter)
-            echo(f"pass {n + 1}: " + ("replaying from the cache" if starter else "calling the model where needed"))
+            echo(f"pass {n + 1}: " + ("replaying from the cache" if starter is _refuse_model
+                                      else "calling the model where needed"))
             stages = _Stages(root, client, s, progress, echo)
             try:
                 stages.all()
