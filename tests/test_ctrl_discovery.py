@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from trek.aio import run_sync
+from trek.aio import closing_run, run_sync
 from trek.ctrl import discovery as D
 from trek.ctrl.pools import Pool, from_mini
 from trek.llm import LLMClient
@@ -42,7 +42,7 @@ def run(pool: Pool, settings: D.DiscoverySettings):
     store.add_documents([d for p in mini for d in p.documents])
     with FakeOpenAIServer(script=SCRIPT) as srv:
         client = LLMClient("fake-model", base_url=srv.base_url, progress=False, max_retries=0)
-        return run_sync(client._closing(D.adiscover_pool(pool, client, LocalSearch(store), store, settings)))
+        return closing_run(D.adiscover_pool(pool, client, LocalSearch(store), store, settings), client)
 
 
 def gold_only() -> Pool:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from trek.aio import run_sync
+from trek.aio import closing_run
 from trek.cli import app
 from trek.ctrl import fabrication as F
 from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
@@ -129,7 +129,7 @@ def fabricate(rules, **settings):
     with FakeOpenAIServer(script=rules) as srv:
         client = LLMClient("fake-model", base_url=srv.base_url, progress=False, max_retries=0)
         s = F.FabricationSettings(**{"target": 1, "max_attempts": 3, **settings})
-        return run_sync(client._closing(F.afabricate_pool(pool, client, FixedEmbedder(0.97), s)))
+        return closing_run(F.afabricate_pool(pool, client, FixedEmbedder(0.97), s), client)
 
 
 @pytest.mark.parametrize("bad, kind", [

@@ -247,7 +247,7 @@ def test_estimate_bounds_the_tokens_the_grid_really_sends(ctrl, tmp_path, mini):
     records = read_context_records(path)
     cells = plan_grid("m", list(methods()), MAIN, runs)
     prices = PriceTable({"m": Price(input=1.0, output=2.0)})
-    est = estimate_grid(cells, records, methods(), "m", prices, max_tokens=300)
+    est = estimate_grid(cells, records, methods(), "m", prices, questions={q.id: q for q in qs}, max_tokens=300)
     assert est.items == 51 and est.cached_items == 0 and est.calls == (75, 75)
     with FakeOpenAIServer(script=script(mini, qs), tokenizer="o200k_base") as srv:  # counts like OpenAI
         run(path, runs, srv)
@@ -259,5 +259,5 @@ def test_estimate_bounds_the_tokens_the_grid_really_sends(ctrl, tmp_path, mini):
     assert est.input_tokens[0] <= sent.prompt_tokens <= est.input_tokens[1]
     assert est.output_tokens[0] <= sent.completion_tokens <= est.output_tokens[1]
     assert 0 < est.token_usd[0] < est.token_usd[1]
-    again = estimate_grid(cells, records, methods(), "m", prices)
+    again = estimate_grid(cells, records, methods(), "m", prices, questions={q.id: q for q in qs})
     assert again.cached_items == 51 and again.calls == (0, 0) and again.token_usd == (0.0, 0.0)

@@ -34,7 +34,11 @@ SMALL = replace(Settings(), wild_questions=3, ctrl_questions=1, ctrl_conditions=
 
 
 def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file under ``folder`` but the run locks (which git ignores)."""
+    from trek.stage import LOCK_FILE
+
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != LOCK_FILE}
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ functions) through :func:`run_sync`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-import inspect
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["fan_out", "run_sync", "run_closing"]
+__all__ = ["fan_out", "run_sync", "closing", "closing_run", "aclose_all"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -116,18 +116,30 @@ def run_sync(coro: Awaitable[T]) -> T:
     return box["value"]
 
 
-def run_closing(async_fn: Callable[..., Awaitable[T]], *args: Any, close: Sequence[str] = ("client",), **kw: Any) -> T:
-    """``run_sync(async_fn(*args, **kw))``, then ``aclose()`` the arguments named in ``close``
-    (those not ``None``): the synchronous twin of a coroutine that runs on clients it was given."""
-    bound = inspect.signature(async_fn).bind(*args, **kw)
+async def aclose_all(resources: Iterable[Any]) -> None:
+    """``aclose()`` (or ``close()``) every resource that is not ``None``, each once."""
+    for r in {id(r): r for r in resources if r is not None}.values():
+        closer = getattr(r, "aclose", None)
+        if closer is not None:
+            await closer()
+        else:
+            r.close()
+
+
+@contextlib.asynccontextmanager
+async def closing(*resources: Any) -> AsyncIterator[None]:
+    """Close ``resources`` (clients, backends, stores) when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        await aclose_all(resources)
+
+
+def closing_run(coro: Awaitable[T], *resources: Any) -> T:
+    """Run ``coro`` to completion from synchronous code, then close ``resources``."""
 
     async def go() -> T:
-        try:
-            return await async_fn(*bound.args, **bound.kwargs)
-        finally:
-            for name in close:
-                resource = bound.arguments.get(name)
-                if resource is not None:
-                    await resource.aclose()
+        async with closing(*resources):
+            return await coro
 
     return run_sync(go())

@@ -1,27 +1,18 @@
-"""Grade a whole run directory, resumably, and the ``trek grade`` command.
+"""Grade a whole run directory, resumably: the grading stage of :mod:`trek.stage`.
 
-A run directory holds ``questions.jsonl`` (the run's :class:`~trek.types.Question` records) and
-``answers.jsonl`` (one :class:`~trek.types.Trajectory` per question). :func:`grade_run` grades
-every answered question with its dataset's grader (:mod:`trek.graders`) and writes
-``grades.jsonl`` atomically, in the order of ``questions.jsonl``.
-
-Resuming: a grade already in ``grades.jsonl`` is kept, without a judge call, only when
-everything that decided it is unchanged (:func:`grade_inputs_key`): the response, the reference
-answers, the false-premise flag, the effective year, the grader version, the judge model and
-settings, and the full judge prompt text. Correcting a reference answer therefore re-grades
-that question and no other. Pending grades (a failed judge call) are retried on the next run. Unparsed grades are
-kept like decided ones (asking again would only replay the cached, unreadable reply). Trajectories that
-are themselves ``pending`` (no answer yet) are skipped and reported, and get no grade.
-
-Judge calls go through the LLM cache (``<run_dir>/llm-cache.sqlite``, or ``$TREK_CACHE``),
-so grading a run a second time, even from scratch, asks the endpoint nothing new.
+:func:`run_grading` grades every answered question of a run (``questions.jsonl``,
+``answers.jsonl``) with its dataset's grader (:mod:`trek.graders`) into ``grades.jsonl``, in
+question order. A grade is kept without a judge call only while everything that decided it is
+unchanged (:func:`grade_input_key`: response, references, false-premise flag, effective year,
+grader version, judge model and settings, the full prompt), so correcting one reference answer
+re-grades that question alone. Pending and failed grades are retried; unparsed ones are kept
+(asking again would replay the same reply); pending answers get no grade. Judge calls go
+through the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -31,18 +22,19 @@ from typing import Any
 
 from trek import runs, templates
 from trek.aio import run_sync
-from trek.graders import agrade_many, grader_for, grader_version
-from trek.graders.common import (
-    JudgeConfig,
-    is_empty_response,
-)
-from trek.llm.cache import LLMCache, default_cache_path
+from trek.graders import agrade, agrade_many, grader_for, grader_version
+from trek.graders.common import JudgeConfig, is_empty_response, make_grade
+from trek.llm.cache import default_cache_path
 from trek.llm.client import LLMClient
-from trek.types import Grade, Question, RecordError
+from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
+from trek.stage import plan as stage_plan
+from trek.types import Grade, Question, RecordError, Trajectory
 
 __all__ = [
     "GradingReport",
-    "grade_inputs_key",
+    "GradeStage",
+    "grade_input_key",
+    "arun_grading",
     "run_grading",
     "grade_run",
     "estimate_grading",
@@ -71,13 +63,9 @@ class GradingReport:
     http_calls: int = 0
     cache_hits: int = 0
 
-    @property
-    def pending_grades(self) -> int:
-        return sum(g.outcome == "pending" for g in self.grades)
-
-    @property
-    def unparsed_grades(self) -> int:
-        return sum(g.outcome == "unparsed" for g in self.grades)
+    pending_grades = property(lambda self: sum(g.outcome == "pending" for g in self.grades))
+    unparsed_grades = property(lambda self: sum(g.outcome == "unparsed" for g in self.grades))
+    failed_grades = property(lambda self: sum(g.outcome == "failed" for g in self.grades))
 
     def describe(self) -> str:
         parts = [
@@ -88,6 +76,9 @@ class GradingReport:
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column)")
         if self.pending_grades:
             parts.append(f"{self.pending_grades} pending (judge call failed): run again to retry them")
+        if self.failed_grades:
+            errors = sorted({g.error or "" for g in self.grades if g.outcome == "failed"})
+            parts.append(f"{self.failed_grades} failed (internal error, e.g. {errors[0]!r}): run again to retry them")
         if self.pending_answers:
             parts.append(f"{len(self.pending_answers)} pending answer(s) in {runs.ANSWERS}: not graded")
         if self.unanswered:
@@ -95,13 +86,13 @@ class GradingReport:
         return "\n".join(parts)
 
 
-def grade_inputs_key(question: Question, response: str | None, config: JudgeConfig) -> str:
+def grade_input_key(question: Question, response: str | None, config: JudgeConfig) -> str:
     """A digest of everything that decides a grade: the response, the references, the
     false-premise flag, the effective year, the dataset and grader version, the judge model and
     settings, and the full judge prompt (with any template override)."""
     module = grader_for(question)
     prompt = None if is_empty_response(response) else module.judge_prompt(question, response)
-    payload = {
+    return digest({
         "response": response,
         "answers": question.answers,
         "false_premise": question.false_premise,
@@ -112,52 +103,98 @@ def grade_inputs_key(question: Question, response: str | None, config: JudgeConf
         "judge_model": config.model,
         "judge_settings": config.recorded(),
         "prompt": prompt,
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    })
 
 
-async def _grade_missing(
-    todo: list[tuple[Question, str | None]], judge: LLMClient, progress: bool, settings: dict[str, Any]
-) -> list[Grade]:
-    try:
-        return await agrade_many(todo, judge, progress=progress, **settings)
-    finally:
-        await judge.aclose()
+class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
+    """Grading on :mod:`trek.stage`: one grade per answered question in ``grades.jsonl``.
+
+    Pending grades (a judge call failed) and failed ones (an internal error) are tried again;
+    unparsed grades are kept like decided ones (asking again would replay the same reply)."""
+
+    record = Grade
+    name = "grade"
+    unit = "q"
+
+    def __init__(self, root: Path, judge: LLMClient, settings: dict[str, Any]):
+        self.root, self.judge, self.settings = root, judge, settings
+        self.config = JudgeConfig.from_settings(judge, settings)
+
+    def slot(self, item: tuple[Question, Trajectory]) -> Slot:
+        return Slot(self.root / runs.GRADES, item[0].id)
+
+    def input_key(self, item: tuple[Question, Trajectory]) -> str:
+        return grade_input_key(item[0], item[1].final_answer, self.config)
+
+    def status(self, g: Grade) -> str:
+        return g.outcome
+
+    async def produce(self, item: tuple[Question, Trajectory], key: str) -> Grade:
+        q, t = item
+        g = await agrade(q, t.final_answer, self.judge, **self.settings)
+        return g.model_copy(update={"input_key": key})
+
+    def failure(self, item: tuple[Question, Trajectory], key: str, error: str) -> Grade:
+        q, t = item
+        return make_grade(q, t.final_answer, outcome="failed", method="none", grader=grader_for(q).GRADER,
+                          grader_version=grader_version(q), config=self.config).model_copy(
+                              update={"error": error, "input_key": key})
 
 
-def run_grading(
+@dataclass
+class _Plan:
+    """What grading a run covers: the question set, the answers to grade and those left out."""
+
+    questions: dict[str, Question]
+    items: list[tuple[Question, Trajectory]]
+    pending_answers: list[str]
+    unanswered: list[str]
+
+
+def _plan(rd: Path) -> _Plan:
+    questions = runs.load_questions(rd)
+    answers = runs.load_answers(rd, questions)
+    plan = _Plan(questions, [], [], [])
+    for qid, q in questions.items():
+        t = answers.get(qid)
+        if t is None:
+            plan.unanswered.append(qid)
+        elif t.status == "pending":
+            plan.pending_answers.append(qid)
+        else:
+            plan.items.append((q, t))
+    for q, _ in plan.items:
+        grader_for(q)  # a question without a grader fails before any call
+    return plan
+
+
+async def arun_grading(
     run_dir: str | os.PathLike[str],
     judge: LLMClient,
     *,
     prompts_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    checkpoint_seconds: float = 1.0,
     **settings: Any,
 ) -> GradingReport:
-    """Grade a run directory and write ``grades.jsonl``; returns a :class:`GradingReport`.
+    """Grade a run directory into ``grades.jsonl`` (see the module docstring).
 
-    ``prompts_dir`` points the graders at a folder of template overrides for this call only.
-    ``settings`` go to every judge call (see :mod:`trek.graders`). When ``judge`` has no
-    cache, the run's cache (``<run_dir>/llm-cache.sqlite`` or ``$TREK_CACHE``) is used for the
-    duration of the call. Raises :class:`~trek.types.RecordError` for missing or malformed
-    files (naming file, line and field) and ``ValueError`` for a question without a grader or a
-    bad template override.
+    ``prompts_dir``: template overrides for this call only; ``settings`` go to every judge call
+    (:mod:`trek.graders`). A judge without a cache uses the run's. Raises
+    :class:`~trek.types.RecordError` for missing or malformed files and ``ValueError`` for a
+    question without a grader. The caller owns ``judge`` (:func:`run_grading` closes it).
     """
     rd = Path(run_dir)
     calls0, hits0 = judge.http_calls, judge.cache_hits
     with _grading_context(rd, judge, prompts_dir):
-        plan = _plan(rd, JudgeConfig.from_settings(judge, settings))
-        final = plan.final
-        kept = len(final)
-        if plan.todo:
-            new = run_sync(_grade_missing(plan.todo, judge, progress, settings))
-            for g in new:
-                final[g.question_id] = g.model_copy(update={"inputs_key": plan.keys[g.question_id]})
-        ordered = [final[qid] for qid in plan.questions if qid in final]
-        runs.write_records(rd, runs.GRADES, ordered)
+        plan = _plan(rd)
+        stage = GradeStage(rd, judge, settings)
+        tally = await execute(stage, plan.items, outputs=[rd / runs.GRADES], limit=judge.max_connections,
+                              progress=progress, checkpoint_seconds=checkpoint_seconds)
     return GradingReport(
-        grades=ordered,
-        kept=kept,
-        graded=len(plan.todo),
+        grades=tally.of(rd / runs.GRADES),
+        kept=tally.kept,
+        graded=tally.made,
         pending_answers=plan.pending_answers,
         unanswered=plan.unanswered,
         path=rd / runs.GRADES,
@@ -166,39 +203,8 @@ def run_grading(
     )
 
 
-@dataclass
-class _Plan:
-    """What a grading run must do: the grades kept, the (question, response) pairs to grade."""
-
-    questions: dict[str, Question]
-    final: dict[str, Grade]
-    keys: dict[str, str]
-    todo: list[tuple[Question, str | None]]
-    pending_answers: list[str]
-    unanswered: list[str]
-
-
-def _plan(rd: Path, config: JudgeConfig) -> _Plan:
-    questions = runs.load_questions(rd)
-    answers = runs.load_answers(rd, questions)
-    previous = runs.load_grades(rd)
-    plan = _Plan(questions, {}, {}, [], [], [])
-    for qid, q in questions.items():
-        t = answers.get(qid)
-        if t is None:
-            plan.unanswered.append(qid)
-            continue
-        if t.status == "pending":
-            plan.pending_answers.append(qid)
-            continue
-        key = grade_inputs_key(q, t.final_answer, config)
-        old = previous.get(qid)
-        if old is not None and old.outcome != "pending" and old.inputs_key == key:
-            plan.final[qid] = old
-        else:
-            plan.todo.append((q, t.final_answer))
-            plan.keys[qid] = key
-    return plan
+#: The synchronous :func:`arun_grading`; closes the judge client at the end.
+run_grading = synchronous(arun_grading, close=("judge",))
 
 
 @contextlib.contextmanager
@@ -206,20 +212,11 @@ def _grading_context(rd: Path, judge: LLMClient, prompts_dir: str | os.PathLike[
     """Template overrides and the run's cache (when the judge has none) for one grading call."""
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
-    scope = contextlib.ExitStack()
-    if prompts_dir is not None:
-        scope.enter_context(templates.prompts_folder(prompts_dir))
-    own_cache = None
-    if judge.cache is None:
-        own_cache = LLMCache(default_cache_path(rd))
-        judge.cache = own_cache
-    try:
+    with contextlib.ExitStack() as scope:
+        if prompts_dir is not None:
+            scope.enter_context(templates.prompts_folder(prompts_dir))
+        scope.enter_context(borrowed_cache([judge], default_cache_path(rd)))
         yield
-    finally:
-        scope.close()
-        if own_cache is not None:
-            judge.cache = None
-            own_cache.close()
 
 
 def judge_requests(
@@ -239,9 +236,10 @@ def judge_requests(
     rd = Path(run_dir)
     with _grading_context(rd, judge, prompts_dir):
         rec = RecordingClient(judge, use_cache=use_cache)
-        plan = _plan(rd, JudgeConfig.from_settings(judge, settings))
-        if plan.todo:
-            run_sync(_grade_missing(plan.todo, rec, False, settings))
+        stage = GradeStage(rd, rec, settings)  # type: ignore[arg-type]
+        todo = stage_plan(stage, _plan(rd).items).todo
+        if todo:
+            run_sync(agrade_many([(q, t.final_answer) for q, t in todo], rec, progress=False, **settings))
     return rec.recorded
 
 

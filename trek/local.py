@@ -37,6 +37,8 @@ from pathlib import Path
 
 import httpx
 
+from trek.errors import RunFatalError
+
 __all__ = [
     "LOCAL_MODEL",
     "MODEL_NAME",
@@ -63,7 +65,7 @@ INSTALL_HINT = (
 )
 
 
-class LocalModelUnavailable(RuntimeError):
+class LocalModelUnavailable(RunFatalError):
     """The llama.cpp server or the model file is not installed, or the server did not start."""
 
 

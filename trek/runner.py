@@ -11,33 +11,29 @@ directory laid out by :mod:`trek.runs`::
     RUN_DIR/search-cache.sqlite search results ($TREK_SEARCH_CACHE overrides)
     RUN_DIR/pages.sqlite       page snapshots ($TREK_PAGES overrides)
 
-Running again resumes: questions whose trajectory is ``ok`` or ``no_answer`` are skipped,
-``pending`` and ``failed`` ones are tried again (with the caches, a finished run re-run makes no
-HTTP request). One question's rejected call (a 400 such as an over-long context, a refused search
-query, an internal error) marks that question ``failed`` with its error and the run goes on; only
-errors that doom every question (a rejected key, an unknown model, an unsupported parameter, a
-search backend without a valid key) stop it. Questions run concurrently;
-their model calls share one client, which bounds the connections to the endpoint.
+The loop (resume, fan-out, checkpoints, failures, the run lock) is :mod:`trek.stage`'s; this
+module adds the answering: :class:`AnswerStage`. One question's rejected call (a 400 such as an
+over-long context, a refused search query) or internal error marks it ``failed`` and the run goes
+on; errors that doom every question (:func:`trek.errors.is_run_fatal`) stop it.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trek import runs
-from trek.aio import fan_out, run_closing
-from trek.llm.client import FatalLLMError, LLMClient
+from trek.llm.client import LLMClient
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import SearchSystem, SystemConfig
-from trek.search.base import FatalSearchError, SearchBackend
+from trek.search.base import SearchBackend
+from trek.stage import Slot, Stage, digest, execute, run_lock, synchronous
 from trek.types import Question, RunMeta, Trajectory, Usage
 
-__all__ = ["RunSummary", "FINAL_STATUSES", "system_config", "arun_system", "run_system"]
+__all__ = ["RunSummary", "FINAL_STATUSES", "AnswerStage", "system_config", "arun_system", "run_system"]
 
 #: Trajectory statuses a re-run keeps; ``pending`` and ``failed`` questions are tried again.
 FINAL_STATUSES = ("ok", "no_answer")
@@ -52,6 +48,18 @@ class RunSummary(runs.Tally):
     search_calls: int = 0
     search_cache_hits: int = 0
     search_usage: Usage = field(default_factory=Usage)
+    _backend: tuple[Any, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def watch(self, client: Any, backend: SearchBackend | None = None) -> None:
+        super().watch(client)
+        if backend is not None:
+            self._backend = (backend, backend.calls, backend.cache_hits, backend.usage)
+
+    def settle(self) -> None:
+        super().settle()
+        if self._backend:
+            b, calls, hits, usage = self._backend
+            self.search_calls, self.search_cache_hits, self.search_usage = b.calls - calls, b.cache_hits - hits, b.usage - usage
 
     def describe(self) -> str:
         lines = [
@@ -106,6 +114,42 @@ def system_config(
     )
 
 
+class AnswerStage(Stage[Question, Trajectory]):
+    """Wild answering on :mod:`trek.stage`: one trajectory per question in ``answers.jsonl``."""
+
+    record = Trajectory
+    name = "answer"
+    unit = "q"
+    keep_unlisted = True  # answers to questions a smaller --limit leaves out stay in the file
+
+    def __init__(self, root: Path, system: SearchSystem, client: LLMClient, tally: runs.Tally):
+        self.root, self.system, self.client, self.tally = root, system, client, tally
+
+    def slot(self, q: Question) -> Slot:
+        return Slot(self.root / runs.ANSWERS, q.id)
+
+    def input_key(self, q: Question) -> str:
+        return digest({
+            "question": [q.id, q.dataset, q.question, q.effective_year, q.effective_year_raw],
+            "model": self.client.model, "system": self.system.system_dict(),
+            "prompt": self.system.prompt_version(q),
+        })
+
+    def finished(self, t: Trajectory) -> bool:
+        return t.status in FINAL_STATUSES
+
+    async def produce(self, q: Question, key: str) -> Trajectory:
+        t = await self.system.arun(q)
+        return t.model_copy(update={"input_key": key})
+
+    def failure(self, q: Question, key: str, error: str) -> Trajectory:
+        return Trajectory(question_id=q.id, model=self.client.model or "", system=self.system.system_dict(),
+                          status="failed", error=error, prompt_version=self.system.prompt_version(q), input_key=key)
+
+    def postfix(self) -> str:
+        return self.tally.dollars()
+
+
 async def arun_system(
     questions: Sequence[Question],
     run_dir: str | os.PathLike[str],
@@ -118,124 +162,63 @@ async def arun_system(
     store: PageStore | None = None,
     max_concurrent_questions: int | None = None,
     run_config: dict[str, Any] | None = None,
-    flush_seconds: float = 1.0,
-    **settings: Any,
+    checkpoint_seconds: float = 1.0,
+    max_rounds: int = 8,
+    results_per_search: int = 5,
+    top_k: int = 5,
+    page_chars: int = AGENT_PAGE_CHARS,
+    hints: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> RunSummary:
-    """Run one system over ``questions`` into ``run_dir`` (async). See :func:`run_system`;
-    ``settings`` are the keywords of :func:`system_config` (``max_rounds``, ``top_k``, ...)."""
+    """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` without a backend) on
+    ``questions`` into ``run_dir``. Re-running keeps ``ok``/``no_answer`` trajectories whose
+    input (question, model, system, prompt version) is unchanged and retries the others.
+
+    ``store``: the :class:`~trek.pages.PageStore` of opened pages; ``max_rounds`` ...
+    ``params``: the system's settings (:func:`system_config`; ``page_chars`` is the page text
+    shown, ``hints`` evidence advice, off by default); ``max_concurrent_questions`` (default the
+    client's ``max_connections``); ``run_config`` is recorded in ``run.json``. The caller owns the
+    client and the backend (:func:`run_system` closes them).
+    """
     root = Path(run_dir)
-    root.mkdir(parents=True, exist_ok=True)
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
         raise ValueError("question ids must be unique")
-    sys_ = SearchSystem(client, search_backend, store, system_config(search_backend, system, effort, **settings))
-    previous = runs.read_meta(root)
-    if previous is not None:
-        old_sys = previous.config.get("system")
-        if previous.model != client.model or old_sys != sys_.system_dict():
-            raise ValueError(
-                f"{root} holds a run of model {previous.model!r} with system {old_sys}; this run is "
-                f"model {client.model!r} with system {sys_.system_dict()}. Use a new --run directory."
-            )
+    config = system_config(search_backend, system, effort, max_rounds=max_rounds,
+                           results_per_search=results_per_search, top_k=top_k, page_chars=page_chars,
+                           hints=hints, params=params)
+    sys_ = SearchSystem(client, search_backend, store, config)
     extra = dict(run_config or {})
-    runs.write_records(root, runs.QUESTIONS, questions)
-    runs.write_meta(root, _meta(root, client, sys_, questions, previous, extra))
-
-    done = runs.load_answers(root)
-    todo = [q for q in questions if not (q.id in done and done[q.id].status in FINAL_STATUSES)]
-    summary = RunSummary(run_dir=root, total=len(questions), skipped=len(questions) - len(todo))
-    summary.watch(client)
-    s_calls0 = search_backend.calls if search_backend else 0
-    s_hits0 = search_backend.cache_hits if search_backend else 0
-    s_usage0 = search_backend.usage if search_backend else Usage()
-
-    order = {qid: i for i, qid in enumerate(ids)}
-
-    def flush() -> None:
-        known = sorted(
-            (t for t in done.values() if t.question_id in order), key=lambda t: order[t.question_id]
-        )
-        others = [t for t in done.values() if t.question_id not in order]
-        runs.write_records(root, runs.ANSWERS, [*known, *others])
-
-    last_flush = time.monotonic()
-    counts = {"ok": 0, "pending": 0, "failed": 0}
-
-    async def one(q: Question) -> Trajectory:
+    summary = RunSummary(run_dir=root, total=len(questions))
+    with run_lock(root):
+        previous = runs.read_meta(root)
+        runs.check_identity(root, previous, client.model or "", sys_.system_dict())
+        question_set = runs.grow_questions(root, questions)
+        runs.write_meta(root, _meta(root, client, sys_, question_set, previous, extra))
+        summary.watch(client, search_backend)
+        stage = AnswerStage(root, sys_, client, summary)
         try:
-            return await sys_.arun(q)
-        except (FatalLLMError, FatalSearchError):
-            raise
-        except Exception as e:  # noqa: BLE001 - one broken question must not stop the others
-            return Trajectory(
-                question_id=q.id,
-                model=client.model or "",
-                system=sys_.system_dict(),
-                status="failed",
-                error=f"internal error: {type(e).__name__}: {e}",
-                prompt_version=sys_.prompt_version(q),
-            )
-
-    def finished(_: int, traj: Trajectory) -> None:
-        nonlocal last_flush
-        done[traj.question_id] = traj
-        counts[traj.status] = counts.get(traj.status, 0) + 1
-        now = time.monotonic()
-        if now - last_flush >= flush_seconds:
-            flush()
-            last_flush = now
-
-    try:
-        await fan_out(
-            todo,
-            one,
-            limit=max_concurrent_questions or client.max_connections,
-            desc=f"answer ({sys_.config.system})",
-            unit="q",
-            progress=progress,
-            postfix=lambda: summary.progress(counts),
-            on_result=finished,
-        )
-    finally:
-        flush()
-        summary.settle()
-        if search_backend is not None:
-            summary.search_calls = search_backend.calls - s_calls0
-            summary.search_cache_hits = search_backend.cache_hits - s_hits0
-            summary.search_usage = search_backend.usage - s_usage0
-        extra["last_invocation"] = {
-            "model_calls": summary.usage.calls,
-            "model_cost_usd": round(summary.spent_usd, 6),
-            "search_calls": summary.search_calls,
-            "search_cache_hits": summary.search_cache_hits,
-            "search_model_cost_usd": round(summary.search_usage.cost_usd or 0.0, 6),
-        }
-        runs.write_meta(root, _meta(root, client, sys_, questions, runs.read_meta(root), extra))
-    final = [done[q.id] for q in questions if q.id in done]
-    summary.ok = sum(t.status == "ok" for t in final)
-    summary.failed = sum(t.status == "failed" for t in final)
-    summary.no_answer = sum(t.status == "no_answer" for t in final)
+            tally = await execute(stage, questions, outputs=[root / runs.ANSWERS],
+                                  limit=max_concurrent_questions or client.max_connections, progress=progress,
+                                  checkpoint_seconds=checkpoint_seconds)
+        finally:
+            summary.settle()
+            extra["last_invocation"] = {
+                "model_calls": summary.usage.calls,
+                "model_cost_usd": round(summary.spent_usd, 6),
+                "search_calls": summary.search_calls,
+                "search_cache_hits": summary.search_cache_hits,
+                "search_model_cost_usd": round(summary.search_usage.cost_usd or 0.0, 6),
+            }
+            runs.write_meta(root, _meta(root, client, sys_, question_set, runs.read_meta(root), extra))
+    summary.skipped = tally.kept
+    summary.ok = tally.counts["ok"]
+    summary.failed = tally.counts["failed"]
+    summary.no_answer = tally.counts["no_answer"]
     summary.pending = summary.total - summary.ok - summary.failed - summary.no_answer
-    summary.errors = [
-        f"{t.status} {t.question_id}: {t.error}" for t in final if t.status in ("pending", "failed") and t.error
-    ]
+    summary.errors = tally.errors
     return summary
 
 
-def run_system(*args: Any, **kw: Any) -> RunSummary:
-    """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` when ``search_backend`` is
-    ``None``) on ``questions``, writing ``questions.jsonl``, ``answers.jsonl`` and ``run.json``
-    into ``run_dir``. Re-running resumes: ok and no_answer questions are skipped, pending and
-    failed ones retried.
-
-    Keyword arguments: ``store`` (the :class:`~trek.pages.PageStore` for opened pages),
-    ``max_rounds``, ``results_per_search``, ``top_k``, ``page_chars`` (page text shown to the
-    system, default :data:`~trek.pages.AGENT_PAGE_CHARS`), ``hints`` (evidence advice, off by
-    default), ``params`` (extra sampling parameters), ``max_concurrent_questions``,
-    ``run_config`` (recorded in ``run.json``).
-
-    Arguments are those of :func:`arun_system` (``questions``, ``run_dir``, ``client``,
-    ``search_backend``, ``system``, ``effort``, ``progress``, then the keywords); the client and
-    the backend are closed at the end.
-    """
-    return run_closing(arun_system, *args, close=("client", "search_backend"), **kw)
+#: The synchronous :func:`arun_system`; closes the client and the search backend at the end.
+run_system = synchronous(arun_system, close=("client", "search_backend"))

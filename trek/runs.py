@@ -55,6 +55,8 @@ __all__ = [
     "load_answers",
     "load_grades",
     "write_records",
+    "grow_questions",
+    "check_identity",
     "discover",
     "frame",
     "correctness",
@@ -172,6 +174,31 @@ def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question]
     return out
 
 
+def grow_questions(run_dir: PathLike, questions: Iterable[Question]) -> list[Question]:
+    """Write the run's question set after adding ``questions`` (new ids appended, known ones
+    updated) and return it: a question set only grows, so a smaller ``--limit`` keeps the rest."""
+    merged = dict(load_questions(run_dir)) if (Path(run_dir) / QUESTIONS).exists() else {}
+    merged.update((q.id, q) for q in questions)
+    write_records(run_dir, QUESTIONS, merged.values())
+    return list(merged.values())
+
+
+def check_identity(run_dir: PathLike, meta: RunMeta | None, model: str, system: Mapping[str, Any]) -> None:
+    """Refuse to mix two systems in one run directory: checked against ``run.json`` when there
+    is one, else against the answers themselves (a run whose ``run.json`` was deleted)."""
+    if meta is not None:
+        found = [(meta.model or "", meta.config.get("system"), "its run.json")]
+    elif (Path(run_dir) / ANSWERS).exists():
+        found = [(t.model, t.system or dict(system), f"{ANSWERS} (question {t.question_id})")
+                 for t in load_answers(run_dir).values()]
+    else:
+        found = []
+    for old_model, old_system, where in found:
+        if old_model != model or old_system != dict(system):
+            raise ValueError(f"{run_dir} holds a run of model {old_model!r} with system {old_system} (from {where}); "
+                             f"this run is model {model!r} with system {dict(system)}. Use a new --run directory.")
+
+
 # -- discovery -----------------------------------------------------------------------------------
 def discover(
     root: PathLike, *, require: str = GRADES, runs: Mapping[str, PathLike] | None = None
@@ -285,11 +312,12 @@ class Tally:
         """Count what ``client`` does from now on; :meth:`settle` takes it into the tally."""
         self._start = (client, client.usage, client.spent_usd, client.unpriced_calls, client.http_calls)
 
-    def progress(self, counts: Mapping[str, int]) -> str:
-        """A progress bar's postfix: answers finished so far by status, and the dollars."""
+    def dollars(self) -> str:
+        """What the watched client spent since :meth:`watch`, for a progress bar (``$0.0123``)."""
+        if not self._start:
+            return ""
         client, _, spent, unpriced, _ = self._start
-        cost = client.spent_text(spent, unpriced).split(" (")[0]
-        return f"ok={counts['ok']} pending={counts['pending']} failed={counts['failed']} {cost}"
+        return client.spent_text(spent, unpriced).split(" (")[0]
 
     def settle(self) -> None:
         client, usage, spent, unpriced, http = self._start

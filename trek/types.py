@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
     "Record",
@@ -230,7 +230,9 @@ class Trajectory(Record):
     usage of the question including the model-mediated search it caused; ``search_usage`` is
     that search part alone (a proxy model's or OpenAI search backend's calls).
     ``details`` holds a method's intermediate outputs (e.g. a Ctrl baseline's relevance scores,
-    kept document ids or extracted evidence records).
+    kept document ids or extracted evidence records). ``input_key`` digests everything that
+    decided the trajectory (question, model, system, prompt version; for Ctrl the context); a
+    finished trajectory is reused on a re-run only while it still matches (:mod:`trek.stage`).
     """
 
     question_id: str
@@ -249,19 +251,32 @@ class Trajectory(Record):
     created_at: str = Field(default_factory=utcnow)
     steps: list[TrajectoryStep] = Field(default_factory=list)
     search_usage: Usage = Field(default_factory=Usage)
+    input_key: str | None = None
 
 
-GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending"]
+GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending", "failed"]
 
 
 class Grade(Record):
     """The verdict of a dataset's grader on one response.
 
     ``outcome`` ``unparsed`` means the judge's reply could not be read after the allowed
-    re-asks; it is reported as its own category and never counted as correct. ``inputs_key``
-    digests everything that decided the grade (see :func:`trek.grading.grade_inputs_key`); a
-    grade is reused only while it still matches.
+    re-asks; it is reported as its own category and never counted as correct. ``pending``: the
+    judge call failed (retried on the next run); ``failed``: grading this answer raised an
+    internal error (``error`` says which; retried on the next run). ``input_key`` digests
+    everything that decided the grade (see :func:`trek.grading.grade_input_key`); a grade is
+    reused only while it still matches. (Files written before the field was renamed call it
+    ``inputs_key``; they are read the same.)
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_key_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "inputs_key" in data and "input_key" not in data:
+            data = dict(data)
+            data["input_key"] = data.pop("inputs_key")
+        return data
+
 
     question_id: str
     dataset: str
@@ -273,7 +288,7 @@ class Grade(Record):
     judge_model: str | None = None
     judge_settings: dict[str, Any] = Field(default_factory=dict)
     judge_raw: list[str] = Field(default_factory=list)
-    inputs_key: str | None = None
+    input_key: str | None = None
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
     created_at: str = Field(default_factory=utcnow)

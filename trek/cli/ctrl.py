@@ -141,7 +141,7 @@ def discover_command(
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools."""
     from trek import templates
-    from trek.aio import run_sync
+    from trek.aio import closing_run, run_sync
     from trek.ctrl import discovery as D
     from trek.ctrl.common import CtrlError
     from trek.ctrl.pools import apply_quotas, write_pools
@@ -180,7 +180,7 @@ def discover_command(
             raise CtrlError("discovery needs a search backend (--search)")
         settings = D.DiscoverySettings(historical=historical, relevance=relevance,
                                        chat_params={"reasoning_effort": effort} if effort else {})
-        found = run_sync(client._closing(D.adiscover_pools(start, client, backend, store, settings)))
+        found = closing_run(D.adiscover_pools(start, client, backend, store, settings), client)
         found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
         write_pools(out, found)
     for s in skipped:

@@ -96,17 +96,6 @@ def ctrl_run_command(
             settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)
         built = {m: make_method(m, **settings.get(m, {})) for m in method_names}
         cells = plan_grid(model, method_names, cond_names, runs, all_methods_on_gold=all_on_gold)
-        if dry_run:
-            rows = grid_rows(cells, records, built)
-            for r in rows:
-                typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
-                           f"{r['calls']:>6} calls")
-            total = sum(r["calls"] for r in rows)
-            typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
-                       f"(re-asks of unreadable replies not counted; cached calls send nothing)")
-            typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices),
-                                     max_tokens=max_tokens).describe())
-            return
         params: dict[str, Any] = {}
         if effort:
             params["reasoning_effort"] = effort
@@ -114,6 +103,17 @@ def ctrl_run_command(
             params["temperature"] = temperature
         if max_tokens is not None:
             params["max_completion_tokens"] = max_tokens
+        if dry_run:
+            rows = grid_rows(cells, records, built, qs, model, params)
+            for r in rows:
+                typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
+                           f"{r['calls']:>6} calls")
+            total = sum(r["calls"] for r in rows)
+            typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
+                       f"(re-asks of unreadable replies not counted; cached calls send nothing)")
+            typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices), questions=qs,
+                                     params=params, max_tokens=max_tokens).describe())
+            return
         # the judge shares the connection, retry, timeout, cache and price settings of the model
         endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
                                      prices=PriceTable.load(prices), progress=False, timeout=timeout)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trek.aio import run_sync
+from trek.aio import closing_run
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
 from trek.ctrl.embeddings import Embedder, make_embedder
@@ -83,7 +83,7 @@ def build(
     else:
         emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
         settings = fabrication_settings or fabrication.FabricationSettings()
-        made = run_sync(client._closing(fabrication.afabricate_pools(made, client, emb, settings)))
+        made = closing_run(fabrication.afabricate_pools(made, client, emb, settings), client)
         fab_state = "done"
         n = sum(len(p.role("fabrication")) for p in made)
         pend = sum(1 for p in made if p.notes.get("fabrication", {}).get("pending"))

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trek.aio import fan_out, run_sync
+from trek.errors import FatalLLMError
 from trek.llm.cache import LLMCache, request_key
 from trek.llm.pacing import RatePacer
 from trek.llm.usage import PriceTable, usage_from_raw
@@ -66,25 +67,6 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TRANSPORTS = ("httpx", "aiohttp")
 T = TypeVar("T")
-
-
-class FatalLLMError(RuntimeError):
-    """A request the endpoint rejected in a way no retry can fix (400, 401, 403, 404, 422).
-
-    ``status_code`` is the HTTP status (``None`` for errors raised before a request, e.g. a
-    budget without a price); ``api_message`` the endpoint's own error message and ``param``
-    the parameter it names, when it names one (both scrubbed of the key). A caller can map an
-    "Unsupported parameter" / "Unsupported value" 400 to the option that sets it.
-    """
-
-    def __init__(
-        self, message: str, *, status_code: int | None = None, api_message: str | None = None,
-        param: str | None = None,
-    ):
-        super().__init__(message)
-        self.status_code = status_code
-        self.api_message = api_message
-        self.param = param
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:

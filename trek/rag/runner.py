@@ -7,39 +7,35 @@
                                                           hold the method's intermediate outputs
     RUNS/llm-cache.sqlite                                 one response cache for the grid ($TREK_CACHE)
 
-So ``trek grade`` (each dataset's own protocol), :func:`trek.runs.frame` and the notebooks read
-these runs like any other. The whole grid fans out through one :func:`trek.aio.fan_out` with one
-progress bar (done/total, ok/pending, dollars). Running again resumes: an answer is kept when it is
-``ok`` and was made from the same context text (its ``sha256``); pending ones are tried again, and
-with the cache a finished grid re-run makes no HTTP request. A request the endpoint rejects for
-one question only (an over-long context) marks that answer ``failed`` (retried on the next run)
-and the grid goes on; a rejection that would hit every question stops it. A run directory made with other
-settings (model, method settings, sampling parameters) is refused rather than mixed.
+So ``trek grade``, :func:`trek.runs.frame` and the notebooks read these runs like any other. The
+whole grid is one :mod:`trek.stage` run (:class:`CtrlStage`): an answer is kept while its context
+text (``sha256``), question, model, method settings and parameters are unchanged; pending and
+failed ones are retried. A run directory made with other settings is refused rather than mixed.
 Gold-only is Direct on ``GOLD``; the other methods are not run on ``GOLD`` unless asked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trek import runs as R
-from trek.aio import fan_out, run_closing
-from trek.llm.client import FatalLLMError, LLMClient
+from trek.llm.client import LLMClient
 from trek.llm.estimate import Estimate
 from trek.llm.usage import PriceTable
 from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
 from trek.rag.context import CtxRecord
-from trek.search.agent import is_run_fatal
+from trek.stage import Slot, Stage, StagePlan, digest, execute, run_lock, synchronous
+from trek.stage import plan as stage_plan
 from trek.types import Question, RunMeta, Trajectory
 
-__all__ = ["Cell", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
+__all__ = ["Cell", "CtrlStage", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
 
 KIND = "ctrl"
 GOLD = "GOLD"
@@ -90,29 +86,81 @@ def _contexts_by_condition(contexts: Iterable[CtxRecord]) -> dict[str, list[CtxR
     return out
 
 
-def _done(cell: Cell, by_cond: Mapping[str, list[CtxRecord]]) -> dict[str, Trajectory]:
-    """Finished answers of a cell (ok and made from the same context text)."""
-    if not cell.run_dir.is_dir():
-        return {}
-    sha = {c.question_id: c.sha256 for c in by_cond.get(cell.condition, [])}
-    return {
-        qid: t for qid, t in R.load_answers(cell.run_dir).items()
-        if t.status == "ok" and qid in sha and t.details.get("context_sha256") == sha[qid]
-    }
+class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
+    """Ctrl baselines on :mod:`trek.stage`: one trajectory per (cell, question), written to the
+    cell's ``answers.jsonl``; the grid's run directories are written together."""
+
+    record = Trajectory
+    name = "ctrl"
+    unit = "q"
+
+    def __init__(self, model: str, methods: Mapping[str, Method], params: dict[str, Any],
+                 client: LLMClient | None = None, tally: R.Tally | None = None):
+        self.model, self.methods, self.params, self.client, self.tally = model, methods, params, client, tally
+
+    def slot(self, job: tuple[Cell, Question, CtxRecord]) -> Slot:
+        return Slot(job[0].run_dir / R.ANSWERS, job[1].id)
+
+    def input_key(self, job: tuple[Cell, Question, CtxRecord]) -> str:
+        cell, q, ctx = job
+        m = self.methods[cell.method]
+        return digest({"context": ctx.sha256, "question": [q.id, q.question, q.effective_year, q.effective_year_raw],
+                       "model": self.model, "method": cell.method, "settings": m.config(),
+                       "versions": m.versions(), "params": self.params})
+
+    def _trajectory(self, job: tuple[Cell, Question, CtxRecord], key: str, out: MethodOutput, status: str,
+                    error: str | None) -> Trajectory:
+        cell, q, ctx = job
+        method = self.methods[cell.method]
+        return Trajectory(
+            question_id=q.id, model=self.model, system={"method": cell.method, "condition": cell.condition},
+            final_answer=out.final_answer if status == "ok" else None, status=status,  # type: ignore[arg-type]
+            error=error, usage=out.usage, messages=out.replies,
+            prompt_version=" ".join(f"{k}={v}" for k, v in sorted(method.versions().items())),
+            details={**out.details, "context_sha256": ctx.sha256}, input_key=key,
+        )
+
+    async def produce(self, job: tuple[Cell, Question, CtxRecord], key: str) -> Trajectory:
+        cell, q, ctx = job
+        out = await self.methods[cell.method].arun(q, ctx, self.client, self.params)
+        return self._trajectory(job, key, out, out.status, out.error)
+
+    def failure(self, job: tuple[Cell, Question, CtxRecord], key: str, error: str) -> Trajectory:
+        return self._trajectory(job, key, MethodOutput(), "failed", error)
+
+    def postfix(self) -> str:
+        return self.tally.dollars() if self.tally is not None else ""
 
 
-def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method]) -> list[dict[str, Any]]:
-    """What a run of the grid would do: per cell the questions, those still to answer and the
-    model calls that makes (re-asks of unreadable replies not counted; cached calls send nothing)."""
+def _jobs(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]],
+          questions: Mapping[str, Question]) -> list[tuple[Cell, Question, CtxRecord]]:
+    """Every (cell, question, context) of the grid, in cell then context order."""
+    return [(cell, questions[c.question_id], c) for cell in cells for c in by_cond.get(cell.condition, [])]
+
+
+def _grid_plan(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]], methods: Mapping[str, Method],
+               questions: Mapping[str, Question], model: str, params: dict[str, Any]) -> StagePlan:
+    return stage_plan(CtrlStage(model, methods, params), _jobs(cells, by_cond, questions))
+
+
+def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method],
+              questions: Mapping[str, Question], model: str, params: dict[str, Any] | None = None,
+              ) -> list[dict[str, Any]]:
+    """What a run of the grid would do (the same finished-answer rule as the run): per cell the
+    questions, those still to answer and the model calls that makes (re-asks of unreadable
+    replies not counted; cached calls send nothing)."""
     by_cond = _contexts_by_condition(contexts)
+    todo = _grid_plan(cells, by_cond, methods, questions, model, dict(params or {})).todo
+    left: dict[Path, int] = {}
+    for cell, _, _ in todo:
+        left[cell.run_dir] = left.get(cell.run_dir, 0) + 1
     rows = []
     for cell in cells:
         n = len(by_cond.get(cell.condition, []))
-        todo = n - len(_done(cell, by_cond))
         m = methods[cell.method]
-        row = {"run": cell.run_dir.name, "method": cell.method, "condition": cell.condition, "questions": n,
-               "to_answer": todo, "calls": todo * m.calls}
-        rows.append(row)
+        t = left.get(cell.run_dir, 0)
+        rows.append({"run": cell.run_dir.name, "method": cell.method, "condition": cell.condition, "questions": n,
+                     "to_answer": t, "calls": t * m.calls})
     return rows
 
 
@@ -122,7 +170,8 @@ PROMPT_TOKENS = 200
 
 def estimate_grid(
     cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method], model: str,
-    prices: PriceTable, *, max_tokens: int | None = None, assume_output: int = 4096,
+    prices: PriceTable, *, questions: Mapping[str, Question], params: dict[str, Any] | None = None,
+    max_tokens: int | None = None, assume_output: int = 4096,
 ) -> Estimate:
     """The ``--dry-run`` estimate of a grid: calls, input tokens (o200k_base of each rendered
     context plus the prompt around it; low = one read of the context per answer, Rerank reading
@@ -132,19 +181,16 @@ def estimate_grid(
 
     by_cond = _contexts_by_condition(contexts)
     size = {c.sha256: count_tokens(c.rendered) + PROMPT_TOKENS for c in contexts}
-    items = cached = calls = in_lo = in_hi = 0
-    for cell in cells:
-        done, m = _done(cell, by_cond), methods[cell.method]
-        for c in by_cond.get(cell.condition, []):
-            items += 1
-            if c.question_id in done:
-                cached += 1
-                continue
-            t = size[c.sha256]
-            calls += m.calls
-            k = getattr(m, "k", None)  # Rerank reads only its top k documents
-            in_lo += round(t * min(1.0, k / max(1, len(c.documents)))) if k else t
-            in_hi += t * m.calls
+    p = _grid_plan(cells, by_cond, methods, questions, model, dict(params or {}))
+    items, cached = len(p.slots), len(p.kept)
+    calls = in_lo = in_hi = 0
+    for cell, _, c in p.todo:
+        m = methods[cell.method]
+        t = size[c.sha256]
+        calls += m.calls
+        k = getattr(m, "k", None)  # Rerank reads only its top k documents
+        in_lo += round(t * min(1.0, k / max(1, len(c.documents)))) if k else t
+        in_hi += t * m.calls
     out = (calls, (max_tokens or assume_output) * calls)  # a reply has at least one token
     price = prices.get(model)
     usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
@@ -206,9 +252,17 @@ async def arun_ctrl(
     all_methods_on_gold: bool = False,
     progress: bool = True,
     run_config: dict[str, Any] | None = None,
-    flush_seconds: float = 1.0,
+    checkpoint_seconds: float = 1.0,
 ) -> CtrlRunSummary:
-    """Run every method on every condition (see :func:`run_ctrl`)."""
+    """Run ``methods`` (name -> configured method) on each of ``conditions`` of ``contexts`` with
+    ``client``'s model, writing one run directory per (method, condition) under ``runs_root``.
+
+    ``params`` are sampling parameters sent with every call (e.g. ``{"reasoning_effort":
+    "high"}``; recorded); ``all_methods_on_gold`` runs every method on ``GOLD`` (default: Direct
+    only, the gold-only reference); ``run_config`` adds entries to each ``run.json``'s
+    ``config``. Resumable (see the module docstring). The caller owns the client
+    (:func:`run_ctrl` closes it).
+    """
     params = dict(params or {})
     model = client.model or ""
     by_cond = _contexts_by_condition(contexts)
@@ -220,101 +274,41 @@ async def arun_ctrl(
         raise ValueError(f"no question record for {len(missing_q)} context(s), e.g. {missing_q[:3]}")
     cells = plan_grid(model, list(methods), conditions, runs_root, all_methods_on_gold=all_methods_on_gold)
     extra = dict(run_config or {})
-
-    done: dict[Path, dict[str, Trajectory]] = {}
-    order: dict[Path, list[str]] = {}
-    jobs: list[tuple[Cell, Question, CtxRecord]] = []
     summary = CtrlRunSummary(runs=[c.run_dir for c in cells])
-    for cell in cells:
-        ctxs = by_cond[cell.condition]
-        method = methods[cell.method]
-        previous = R.read_meta(cell.run_dir)
-        _check_previous(cell, previous, client, method, params)
-        cell.run_dir.mkdir(parents=True, exist_ok=True)
-        R.write_records(cell.run_dir, R.QUESTIONS, [questions[c.question_id] for c in ctxs])
-        R.write_meta(cell.run_dir, _meta(cell, client, method, params, len(ctxs), previous, extra))
-        done[cell.run_dir] = R.load_answers(cell.run_dir)
-        order[cell.run_dir] = [c.question_id for c in ctxs]
-        finished = _done(cell, by_cond)
-        summary.total += len(ctxs)
-        summary.skipped += len(finished)
-        jobs += [(cell, questions[c.question_id], c) for c in ctxs if c.question_id not in finished]
-
-    summary.watch(client)
-    scorers = {id(m.scorer): m.scorer for m in methods.values() if getattr(m, "scorer", None) is not None}
-    scorer0 = sum(getattr(s, "calls", 0) for s in scorers.values())
-    counts = {"ok": 0, "pending": 0, "failed": 0}
-    dirty: set[Path] = set()
-    last_flush = time.monotonic()
-
-    def flush(cells_: Iterable[Path]) -> None:
-        for rd in cells_:
-            have = done[rd]
-            R.write_records(rd, R.ANSWERS, [have[qid] for qid in order[rd] if qid in have])
-
-    async def one(job: tuple[Cell, Question, CtxRecord]) -> tuple[Cell, Trajectory]:
-        cell, q, ctx = job
-        method = methods[cell.method]
+    stage = CtrlStage(model, methods, params, client, summary)
+    jobs = _jobs(cells, by_cond, questions)
+    with contextlib.ExitStack() as locks:
+        for d in [Path(runs_root), *(c.run_dir for c in cells)]:
+            locks.enter_context(run_lock(d))
+        for cell in cells:
+            ctxs = by_cond[cell.condition]
+            method = methods[cell.method]
+            previous = R.read_meta(cell.run_dir)
+            _check_previous(cell, previous, client, method, params)
+            R.write_records(cell.run_dir, R.QUESTIONS, [questions[c.question_id] for c in ctxs])
+            R.write_meta(cell.run_dir, _meta(cell, client, method, params, len(ctxs), previous, extra))
+        summary.watch(client)
+        scorers = {id(m.scorer): m.scorer for m in methods.values() if getattr(m, "scorer", None) is not None}
+        scorer0 = sum(getattr(s, "calls", 0) for s in scorers.values())
         try:
-            out = await method.arun(q, ctx, client, params)
-            status, error = out.status, out.error
-        except FatalLLMError as e:
-            if is_run_fatal(e):  # the same request shape fails for every question: stop
-                raise
-            out, status, error = MethodOutput(), "failed", f"request rejected: {e}"
-        except Exception as e:  # noqa: BLE001 - one broken question must not stop the grid
-            out, status, error = MethodOutput(), "failed", f"internal error: {type(e).__name__}: {e}"
-        traj = Trajectory(
-            question_id=q.id, model=model, system={"method": cell.method, "condition": cell.condition},
-            final_answer=out.final_answer if status == "ok" else None, status=status,  # type: ignore[arg-type]
-            error=error, usage=out.usage, messages=out.replies,
-            prompt_version=" ".join(f"{k}={v}" for k, v in sorted(method.versions().items())),
-            details={**out.details, "context_sha256": ctx.sha256},
-        )
-        return cell, traj
-
-    def finished_job(_: int, result: tuple[Cell, Trajectory]) -> None:
-        nonlocal last_flush
-        cell, traj = result
-        done[cell.run_dir][traj.question_id] = traj
-        counts[traj.status] += 1
-        dirty.add(cell.run_dir)
-        if time.monotonic() - last_flush >= flush_seconds:
-            flush(sorted(dirty))
-            dirty.clear()
-            last_flush = time.monotonic()
-
-    try:
-        await fan_out(jobs, one, limit=client.max_connections, desc=f"ctrl {model}", unit="q",
-                      progress=progress, postfix=lambda: summary.progress(counts), on_result=finished_job)
-    finally:
-        flush(sorted(dirty))
-        summary.settle()
-        summary.scorer_calls = sum(getattr(s, "calls", 0) for s in scorers.values()) - scorer0
-    for cell in cells:
-        have = done[cell.run_dir]
-        for c in by_cond[cell.condition]:
-            t = have.get(c.question_id)
-            if t is not None and t.status == "ok":
-                summary.ok += 1
-                continue
-            if t is not None and t.status == "failed":
-                summary.failed += 1
-            else:
-                summary.pending += 1
-            if t is not None and t.error:
-                summary.errors.append(f"{t.status} {cell.run_dir.name} {c.question_id}: {t.error}")
+            tally = await execute(stage, jobs, outputs=[c.run_dir / R.ANSWERS for c in cells],
+                                  limit=client.max_connections, progress=progress,
+                                  checkpoint_seconds=checkpoint_seconds)
+        finally:
+            summary.settle()
+            summary.scorer_calls = sum(getattr(s, "calls", 0) for s in scorers.values()) - scorer0
+    summary.total = len(jobs)
+    summary.skipped = tally.kept
+    summary.ok = tally.counts["ok"]
+    summary.failed = tally.counts["failed"]
+    summary.pending = summary.total - summary.ok - summary.failed
+    by_dir = {c.run_dir / R.ANSWERS: c.run_dir.name for c in cells}
+    for path, recs in tally.records.items():
+        for t in recs:
+            if t.status != "ok" and t.error:
+                summary.errors.append(f"{t.status} {by_dir[path]} {t.question_id}: {t.error}")
     return summary
 
 
-def run_ctrl(*args: Any, **kw: Any) -> CtrlRunSummary:
-    """Run ``methods`` (name -> configured method) on each of ``conditions`` of ``contexts`` with
-    ``client``'s model, writing one run directory per (method, condition) under ``runs_root``.
-
-    Keyword arguments: ``params`` (sampling parameters sent with every call, e.g.
-    ``{"reasoning_effort": "high"}``; recorded), ``all_methods_on_gold``, ``progress``,
-    ``run_config`` (extra entries for each ``run.json``'s ``config``). Resumable; see the module doc.
-    Arguments are those of :func:`arun_ctrl` (``contexts``, ``questions``, ``runs_root``,
-    ``client``, ``methods``, ``conditions``, then the keywords); the client is closed at the end.
-    """
-    return run_closing(arun_ctrl, *args, close=("client",), **kw)
+#: The synchronous :func:`arun_ctrl`; closes the client at the end.
+run_ctrl = synchronous(arun_ctrl, close=("client",))

@@ -33,11 +33,11 @@ model, an unsupported parameter: see :func:`is_run_fatal`) raise and stop the ru
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from trek.answer_prompts import answer_prompt, answer_prompt_version
+from trek.errors import is_run_fatal
 from trek.llm.client import FatalLLMError, LLMClient, LLMResult
 from trek.pages import AGENT_PAGE_CHARS, Page, PageStore, normalize_url
 from trek.search.base import RejectedSearchError, SearchBackend, SearchOutcome, SearchUnavailable
@@ -178,38 +178,6 @@ def _dedupe(urls: list[str]) -> list[str]:
             seen.add(u)
             out.append(u)
     return out
-
-
-_RUN_FATAL_STATUS = (401, 403, 404)
-_UNSUPPORTED = re.compile(
-    r"unsupported[ _](parameter|value)|unrecognized request argument|unknown parameter|"
-    r"does not support (the )?(parameter|tools|function)|tool.choice requires|tool-call-parser",
-    re.IGNORECASE,
-)
-
-
-def error_status(exc: BaseException) -> int | None:
-    """The HTTP status behind a :class:`~trek.llm.client.FatalLLMError` (its ``status_code``
-    attribute when present, else the ``"<status> from <endpoint>"`` prefix of its message)."""
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return status
-    m = re.match(r"^(\d{3}) from ", str(exc))
-    return int(m.group(1)) if m else None
-
-
-def is_run_fatal(exc: BaseException) -> bool:
-    """True for a model error that dooms every question, so the run must stop: 401, 403, 404
-    (unknown model or wrong base URL), a 400 naming an unsupported parameter or tool support the
-    server lacks (the same request shape is sent for every question), and a fatal error without
-    a status (a budget without a price). Other 400/422 replies (an over-long context, a refused
-    input) fail one question."""
-    if not isinstance(exc, FatalLLMError):
-        return False
-    status = error_status(exc)
-    if status is None or status in _RUN_FATAL_STATUS:
-        return True
-    return bool(_UNSUPPORTED.search(str(exc)))
 
 
 class _Record:

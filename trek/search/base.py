@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek.errors import RunFatalError
 from trek.llm.cache import ResponseCache
 from trek.llm.client import EndpointLimits, run_sync, scrub
 from trek.retry import backoff, retrying
@@ -72,7 +73,7 @@ class RejectedSearchError(SearchError):
         self.call = call
 
 
-class FatalSearchError(SearchError):
+class FatalSearchError(SearchError, RunFatalError):
     """A misconfiguration no retry can fix and that dooms every search (missing/invalid key,
     exhausted plan)."""
 

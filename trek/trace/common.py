@@ -65,6 +65,10 @@ class RoleModel:
     def describe(self) -> str:
         return f"{self.model} @ {self.endpoint}"
 
+    async def aclose(self) -> None:
+        """Close the role's client (a client shared by several roles can be closed more than once)."""
+        await self.client.aclose()
+
 
 @dataclass
 class Budget:

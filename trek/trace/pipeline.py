@@ -18,9 +18,8 @@ For each failed case (:func:`~trek.trace.inputs.select_cases`):
 
 A call that fails after its retries (or is not issued because the budget is used up) stops the
 case: it is written ``pending`` without labels and traced again on the next run. A reply that
-stays unreadable after the re-asks is an ``unknown`` judgment (flag ``None``). Every call goes
-through the LLM cache, so a second run asks the endpoints nothing; finished cases whose inputs,
-models and prompt versions are unchanged are kept from ``trace.jsonl`` without any call.
+stays unreadable after the re-asks is an ``unknown`` judgment (flag ``None``). The loop (resume
+by input key, fan-out, checkpoints, failures, the run lock) is :mod:`trek.stage`'s.
 
 Programmatic use::
 
@@ -42,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from trek import runs
-from trek.aio import fan_out, run_sync
 from trek.answer_prompts import year_text
 from trek.graders.common import join_answers
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
+from trek.stage import Slot, Stage, borrowed_cache, execute, synchronous
 from trek.trace import evidence, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
@@ -59,6 +58,7 @@ __all__ = [
     "TRACE_VERSION",
     "TraceConfig",
     "TraceReport",
+    "TraceStage",
     "trace_case",
     "atrace_run",
     "trace_run",
@@ -139,6 +139,16 @@ class _Pending(Exception):
         self.step = step
 
 
+def _case_fields(case: TraceInput, config: TraceConfig) -> dict[str, Any]:
+    """The part of a record that describes the case and the configuration it was traced with."""
+    q = case.question
+    return {"question_id": q.id, "dataset": q.dataset, "question": q.question, "answers": list(q.answers),
+            "effective_year": year_text(q) or None, "gold_urls": list(q.gold_urls), "prediction": case.prediction,
+            "original_outcome": case.grade.outcome, "queries": case.queries, "retrieved_urls": case.collection,
+            "models": config.models(), "versions": config.versions(), "input_key": _input_key(case, config),
+            "trace_version": TRACE_VERSION}
+
+
 async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
     """Trace one failed case (see the module docstring); never raises for a failed call."""
     q = case.question
@@ -146,23 +156,7 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
     answers = join_answers(q.answers)
     gold_keys = [normalize_url(u) for u in q.gold_urls]
     matches = url_matches(q.gold_urls, case.collection)
-    rec: dict[str, Any] = {
-        "question_id": q.id,
-        "dataset": q.dataset,
-        "question": q.question,
-        "answers": list(q.answers),
-        "effective_year": year_text(q) or None,
-        "gold_urls": list(q.gold_urls),
-        "prediction": case.prediction,
-        "original_outcome": case.grade.outcome,
-        "queries": case.queries,
-        "retrieved_urls": case.collection,
-        "url_matches": matches,
-        "models": config.models(),
-        "versions": config.versions(),
-        "input_key": _input_key(case, config),
-        "trace_version": TRACE_VERSION,
-    }
+    rec: dict[str, Any] = {**_case_fields(case, config), "url_matches": matches}
     steps: list[Step] = []
 
     async def run(who: RoleModel, name: str, template: str, default: str, version: str,
@@ -393,6 +387,38 @@ def evaluated_role_from_run(
     return RoleModel("evaluated", client, name, dict(params))
 
 
+class TraceStage(Stage[TraceInput, TraceRecord]):
+    """TrekTrace on :mod:`trek.stage`: one record per failed case in ``trace.jsonl``."""
+
+    record = TraceRecord
+    name = "trace"
+    unit = "case"
+
+    def __init__(self, root: Path, config: TraceConfig, clients: Sequence[LLMClient]):
+        self.root, self.config, self.clients = root, config, clients
+        self.hits0 = sum(c.cache_hits for c in clients)
+
+    def slot(self, case: TraceInput) -> Slot:
+        return Slot(self.root / runs.TRACE, case.question_id)
+
+    def input_key(self, case: TraceInput) -> str:
+        return _input_key(case, self.config)
+
+    def finished(self, rec: TraceRecord) -> bool:
+        return rec.status == "done"
+
+    async def produce(self, case: TraceInput, key: str) -> TraceRecord:
+        return await trace_case(case, self.config)
+
+    def failure(self, case: TraceInput, key: str, error: str) -> TraceRecord:
+        return TraceRecord(**_case_fields(case, self.config), status="failed", error=error)
+
+    def postfix(self) -> str:
+        spent = sum(c.spent_usd for c in self.clients)
+        hits = sum(c.cache_hits for c in self.clients) - self.hits0
+        return f"hits={hits} ${spent:.4f}"
+
+
 async def atrace_run(
     run_dir: str | os.PathLike[str],
     *,
@@ -408,93 +434,62 @@ async def atrace_run(
     gold_chars: int = GOLD_CHARS,
     other_chars: int = NON_GOLD_CHARS,
     progress: bool = True,
+    checkpoint_seconds: float = 1.0,
 ) -> TraceReport:
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
 
     ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
     store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
-    the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call. ``budget_usd`` is a soft cap on the
-    dollars of fresh calls of all roles together. ``gold_chars`` / ``other_chars`` cut the pages
-    shown to every role (defaults: the paper's 50,000 and 3,500 characters).
+    the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call.
+    ``budget_usd`` is a soft cap on the dollars of fresh calls of all roles together.
+    ``gold_chars`` / ``other_chars`` cut the pages shown to every role (defaults: the paper's
+    50,000 and 3,500 characters). The caller owns the role clients (:func:`trace_run` closes
+    them); a client this function makes for the run's own model, and a store it opens, are
+    closed here.
     """
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
+    own_evaluated = evaluated is None
     evaluated = evaluated or evaluated_role_from_run(rd)
     for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
         if who.role != want:
             raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
+    clients = [diagnostic.client, analysis.client, evaluated.client]
+    unique = list({id(c): c for c in clients}.values())
     own_store = store is None
     if store is None:
         store = PageStore(default_pages_path(rd), fetch=fetch)
-    clients = [diagnostic.client, analysis.client, evaluated.client]
-    unique = list({id(c): c for c in clients}.values())
-    own_cache = LLMCache(default_cache_path(rd)) if any(c.cache is None for c in unique) else None
-    uncached = [c for c in unique if c.cache is None]
-    for c in uncached:
-        c.cache = own_cache
-    config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
-                         Budget(budget_usd, clients) if budget_usd is not None else None, gold_chars, other_chars)
-    selection = select_cases(rd, outcomes)
-    previous = {r.question_id: r for r in load_trace(rd)}
     calls0 = sum(c.http_calls for c in unique)
     hits0 = sum(c.cache_hits for c in unique)
-
-    final: dict[str, TraceRecord] = {}
-    todo: list[TraceInput] = []
-    for case in selection.cases:
-        old = previous.get(case.question_id)
-        if old is not None and old.status == "done" and old.input_key == _input_key(case, config):
-            final[case.question_id] = old
-        else:
-            todo.append(case)
-    kept = len(final)
-    order = [c.question_id for c in selection.cases]
-    path = rd / runs.TRACE
-
-    def checkpoint(_: int, rec: TraceRecord) -> None:
-        final[rec.question_id] = rec
-        runs.write_records(rd, runs.TRACE, [final[q] for q in order if q in final])
-
-    counts: Counter[str] = Counter()
-
-    def postfix() -> str:
-        spent = sum(c.spent_usd for c in unique)
-        hits = sum(c.cache_hits for c in unique) - hits0
-        return " ".join(f"{k}={v}" for k, v in sorted(counts.items())) + f" hits={hits} ${spent:.4f}"
-
-    async def one(case: TraceInput) -> TraceRecord:
-        rec = await trace_case(case, config)
-        counts[rec.status] += 1
-        return rec
-
     try:
-        await fan_out(todo, one, limit=max_concurrent_cases, desc="trace", unit="case", progress=progress,
-                      postfix=postfix, on_result=checkpoint)
+        with borrowed_cache(unique, default_cache_path(rd)):
+            config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
+                                 Budget(budget_usd, clients) if budget_usd is not None else None, gold_chars,
+                                 other_chars)
+            selection = select_cases(rd, outcomes)
+            stage = TraceStage(rd, config, unique)
+            tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,
+                                  progress=progress, checkpoint_seconds=checkpoint_seconds)
     finally:
-        for c in unique:
-            await c.aclose()
-        for c in uncached:
-            c.cache = None
-        if own_cache is not None:
-            own_cache.close()
+        if own_evaluated:
+            await evaluated.client.aclose()
         if own_store:
             store.close()
-    records = [final[q] for q in order if q in final]
-    runs.write_records(rd, runs.TRACE, records)
+    records = tally.of(rd / runs.TRACE)
     return TraceReport(
         records=records,
         selection=selection,
-        kept=kept,
-        traced=len(todo),
+        kept=tally.kept,
+        traced=tally.made,
         http_calls=sum(c.http_calls for c in unique) - calls0,
         cache_hits=sum(c.cache_hits for c in unique) - hits0,
-        path=path,
+        path=rd / runs.TRACE,
         usage=sum((r.usage for r in records), Usage()),
-        unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated) if w.client.prices.get(w.model) is None}),
+        unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated)
+                                if w.client.prices.get(w.model) is None}),
     )
 
 
-def trace_run(run_dir: str | os.PathLike[str], **kw: Any) -> TraceReport:
-    """Synchronous :func:`atrace_run` (also inside a notebook's running loop)."""
-    return run_sync(atrace_run(run_dir, **kw))
+#: The synchronous :func:`atrace_run`; closes the three roles' clients at the end.
+trace_run = synchronous(atrace_run, close=("diagnostic", "analysis", "evaluated"))

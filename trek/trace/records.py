@@ -8,8 +8,9 @@ answers and the analysis judge's grades, the four flags E/Q/G/N, the labels, and
 call as a :class:`Step` (role, model, endpoint, prompt template and version, status, raw
 replies, usage).
 
-``status`` is ``done`` (labelled) or ``pending`` (a call failed after its retries, or the budget
-ran out; no labels, retried on the next run). An unreadable reply is not a failure: that step's
+``status`` is ``done`` (labelled), ``pending`` (a call failed after its retries, or the budget
+ran out; no labels, retried on the next run) or ``failed`` (tracing the case raised an internal
+error, named in ``error``; no labels, retried on the next run). An unreadable reply is not a failure: that step's
 status is ``unknown``, its flag is ``None`` and :func:`~trek.trace.labels.assign_labels` decides
 what follows.
 """
@@ -66,7 +67,7 @@ class TraceRecord(Record):
     retrieved_urls: list[str] = Field(default_factory=list)
     url_matches: list[UrlMatch] = Field(default_factory=list)
 
-    status: Literal["done", "pending"]
+    status: Literal["done", "pending", "failed"]
     error: str | None = None
 
     # the four stage flags of C.4 (None: unknown or not asked)

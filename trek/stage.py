@@ -1,0 +1,436 @@
+"""The one resumable stage executor: the loop that Wild answering, grading, TrekTrace and Ctrl
+runs share.
+
+A *stage* turns items (questions to answer, answers to grade, failures to trace, Ctrl cells'
+questions) into records, one per item, kept in JSONL files of run directories. Each stage
+defines only its own logic by subclassing :class:`Stage`:
+
+* :meth:`Stage.slot`: the record file an item's record goes to and the record's id there;
+* :meth:`Stage.input_key`: a digest of everything that decides the item's record (the item's
+  data, models, settings, prompt versions). A finished record is kept only while its
+  ``input_key`` is unchanged, so correcting one reference answer re-does exactly that item;
+* :meth:`Stage.finished`: which records are final (``pending`` and ``failed`` ones are tried
+  again on the next run);
+* :meth:`Stage.produce`: the record of one item (async, through the stage's clients);
+* :meth:`Stage.failure`: the record of an item whose work raised an internal error.
+
+:func:`execute` owns everything else, the same way for every stage:
+
+* **resume**: finished records whose input key is unchanged are kept without any call;
+* **fan-out** through :func:`trek.aio.fan_out` (one progress bar: done/total, statuses and
+  what the stage adds, e.g. dollars);
+* **checkpoints**: the record files touched since the last checkpoint are rewritten atomically
+  (a temporary file, fsync, rename) at most every ``checkpoint_seconds`` and once at the end,
+  also when the run stops on an error or Ctrl-C. A ``kill -9`` at any point leaves every file
+  either as it was or as a complete newer version (never a torn line); the work of items
+  finished after the last checkpoint is redone on the next run, from the response cache;
+* **errors**: an internal error in one item, or a request rejected for that item alone, becomes
+  a ``failed`` record carrying the message and the run goes on; an error that dooms every item (:func:`trek.errors.is_run_fatal`) stops the
+  run after the checkpoint;
+* **the run lock**: every run directory written is locked for the duration
+  (:func:`run_lock`); a second writer gets an error naming the holder's process id;
+* **the tally** (:class:`StageTally`): records kept, made now, by status, and their errors.
+
+Clients: :func:`borrowed_cache` gives clients without a response cache the run's cache for the
+duration of a stage; :func:`synchronous` makes the synchronous twin of a stage's coroutine
+(same signature, closes the clients it names at the end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import functools
+import hashlib
+import inspect
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
+
+from pydantic import BaseModel
+
+from trek.aio import closing, fan_out, run_sync
+from trek.errors import FatalLLMError, is_run_fatal
+from trek.types import RecordError, iter_jsonl, write_jsonl
+
+__all__ = [
+    "Slot",
+    "Stage",
+    "StagePlan",
+    "StageTally",
+    "plan",
+    "execute",
+    "digest",
+    "RunLockedError",
+    "run_lock",
+    "borrowed_cache",
+    "synchronous",
+    "LOCK_FILE",
+]
+
+I = TypeVar("I")  # noqa: E741 - the item type
+R = TypeVar("R", bound=BaseModel)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: The lock file of a run directory (holds the process id of the writer while it runs).
+LOCK_FILE = ".trek.lock"
+
+
+def digest(payload: Any, length: int = 64) -> str:
+    """A stable SHA-256 hex digest of a JSON-able payload (keys sorted), cut to ``length``."""
+    blob = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one item's record lives: the record file and the record's id in it."""
+
+    path: Path
+    id: str
+
+
+class Stage(Generic[I, R]):
+    """One stage's own logic (see the module docstring). Subclasses set :attr:`record` and
+    implement :meth:`slot`, :meth:`input_key`, :meth:`produce` and :meth:`failure`."""
+
+    #: The pydantic record type of the stage's files (it has ``input_key`` and ``status``-like fields).
+    record: ClassVar[type[BaseModel]]
+    #: Progress bar label and unit.
+    name: ClassVar[str] = "stage"
+    unit: ClassVar[str] = "it"
+    #: Keep records of ids that are not among this invocation's items (e.g. answers to questions
+    #: a smaller ``--limit`` left out); otherwise a file holds exactly the records of its items.
+    keep_unlisted: ClassVar[bool] = False
+
+    def slot(self, item: I) -> Slot:
+        raise NotImplementedError
+
+    def input_key(self, item: I) -> str:
+        raise NotImplementedError
+
+    async def produce(self, item: I, key: str) -> R:
+        raise NotImplementedError
+
+    def failure(self, item: I, key: str, error: str) -> R:
+        raise NotImplementedError
+
+    def status(self, record: R) -> str:
+        """The record's status as counted in the tally."""
+        return str(record.status)
+
+    def finished(self, record: R) -> bool:
+        """Final records are kept on the next run (while their input key is unchanged)."""
+        return self.status(record) not in ("pending", "failed")
+
+    def record_id(self, record: R) -> str:
+        return str(record.question_id)
+
+    def record_key(self, record: R) -> str | None:
+        return getattr(record, "input_key", None)
+
+    def postfix(self) -> str:
+        """Extra text for the progress bar (e.g. dollars spent so far)."""
+        return ""
+
+    def load(self, path: Path) -> dict[str, R]:
+        """The records already in ``path`` by id (a later line for the same id wins)."""
+        if not path.exists():
+            return {}
+        return {self.record_id(r): r for r in iter_jsonl(path, self.record)}  # type: ignore[misc]
+
+
+@dataclass
+class StageTally(Generic[R]):
+    """What one invocation of a stage did.
+
+    ``records``: per record file, the records now in it (items' order). ``kept``: finished
+    records reused without any call; ``made``: records produced now. ``counts``: statuses of
+    the items' records after this invocation. ``errors``: ``"<status> <id>: <error>"`` of every
+    item record that is not final.
+    """
+
+    records: dict[Path, list[R]] = field(default_factory=dict)
+    items: int = 0
+    kept: int = 0
+    made: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def of(self, path: str | os.PathLike[str]) -> list[R]:
+        return self.records.get(Path(path), [])
+
+    @property
+    def all(self) -> list[R]:
+        return [r for recs in self.records.values() for r in recs]
+
+
+@dataclass
+class StagePlan(Generic[I, R]):
+    """What a stage would do now: the finished records it keeps (by slot) and the items it runs.
+    Dry runs use the same plan as :func:`execute`, so an estimate sees exactly the work."""
+
+    slots: list[Slot]
+    files: dict[Path, list[str]]
+    previous: dict[Path, dict[str, R]]
+    kept: dict[Slot, R]
+    jobs: list[tuple[I, Slot, str]]
+
+    @property
+    def todo(self) -> list[I]:
+        return [it for it, _, _ in self.jobs]
+
+
+def plan(stage: Stage[I, R], items: Sequence[I], outputs: Iterable[str | os.PathLike[str]] = ()) -> StagePlan[I, R]:
+    """Which of ``items`` the stage keeps from its record files and which it must run (see
+    :func:`execute`); reads the files, calls nothing."""
+    slots = [stage.slot(it) for it in items]
+    seen: set[Slot] = set()
+    for s in slots:
+        if s in seen:
+            raise ValueError(f"{s.path}: two items would write record {s.id!r}")
+        seen.add(s)
+    files: dict[Path, list[str]] = {Path(p): [] for p in outputs}
+    for s in slots:
+        files.setdefault(s.path, []).append(s.id)
+    previous = {p: stage.load(p) for p in files}
+    kept: dict[Slot, R] = {}
+    jobs: list[tuple[I, Slot, str]] = []
+    for it, s in zip(items, slots, strict=True):
+        key = stage.input_key(it)
+        old = previous[s.path].get(s.id)
+        if old is not None and stage.finished(old) and stage.record_key(old) == key:
+            kept[s] = old
+        else:
+            jobs.append((it, s, key))
+    return StagePlan(slots, files, previous, kept, jobs)
+
+
+async def execute(
+    stage: Stage[I, R],
+    items: Sequence[I],
+    *,
+    outputs: Iterable[str | os.PathLike[str]] = (),
+    limit: int | None = None,
+    progress: bool = True,
+    checkpoint_seconds: float = 1.0,
+    lock: bool = True,
+) -> StageTally[R]:
+    """Run ``stage`` over ``items`` (see the module docstring) and return its tally.
+
+    ``outputs`` names record files the stage owns even when no item maps to them (they are
+    written, possibly empty, at the end). ``limit``: at most this many items in flight.
+    ``lock``: take the run lock of every run directory written (callers that already hold it
+    may pass ``False``; the lock is re-entrant within a process anyway).
+    """
+    outputs = [Path(p) for p in outputs]
+    dirs = sorted({p.parent for p in outputs} | {stage.slot(it).path.parent for it in items})
+    with contextlib.ExitStack() as stack:
+        if lock:
+            for d in dirs:
+                stack.enter_context(run_lock(d))
+        p_ = plan(stage, items, outputs)
+        files, slots, todo = p_.files, p_.slots, p_.jobs
+        current: dict[Path, dict[str, R]] = {p: dict(recs) for p, recs in p_.previous.items()}
+        tally: StageTally[R] = StageTally(items=len(items), kept=len(p_.kept))
+
+        def contents(path: Path) -> list[R]:
+            have = current[path]
+            listed = files[path]
+            out = [have[i] for i in listed if i in have]
+            if stage.keep_unlisted:
+                known = set(listed)
+                out += [r for i, r in have.items() if i not in known]
+            return out
+
+        dirty: set[Path] = set()
+        last = time.monotonic()
+        live: Counter[str] = Counter()
+
+        def checkpoint(paths: Iterable[Path]) -> None:
+            for p in sorted(paths):
+                write_jsonl(p, contents(p))
+
+        def done(_: int, result: tuple[Slot, R]) -> None:
+            nonlocal last
+            s, rec = result
+            current[s.path][s.id] = rec
+            live[stage.status(rec)] += 1
+            dirty.add(s.path)
+            now = time.monotonic()
+            if now - last >= checkpoint_seconds:
+                checkpoint(dirty)
+                dirty.clear()
+                last = now
+
+        async def one(job: tuple[I, Slot, str]) -> tuple[Slot, R]:
+            it, s, key = job
+            try:
+                rec = await stage.produce(it, key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - one broken item must not stop the others
+                if is_run_fatal(e):
+                    raise
+                why = f"request rejected: {e}" if isinstance(e, FatalLLMError) else \
+                    f"internal error: {type(e).__name__}: {e}"
+                rec = stage.failure(it, key, why)
+            return s, rec
+
+        def postfix() -> str:
+            text = " ".join(f"{k}={v}" for k, v in sorted(live.items()))
+            extra = stage.postfix()
+            return f"{text} {extra}".strip()
+
+        try:
+            await fan_out(todo, one, limit=limit, desc=stage.name, unit=stage.unit, progress=progress,
+                          postfix=postfix, on_result=done)
+        finally:
+            checkpoint(dirty)
+        checkpoint(p for p in files if p not in dirty)  # every owned file written once at the end
+        tally.made = len(todo)
+        for p in files:
+            tally.records[p] = contents(p)
+        for s in slots:
+            rec = current[s.path].get(s.id)
+            if rec is None:  # pragma: no cover - every item has a record after fan_out
+                continue
+            st = stage.status(rec)
+            tally.counts[st] += 1
+            err = getattr(rec, "error", None)
+            if not stage.finished(rec) and err:
+                tally.errors.append(f"{st} {s.id}: {err}")
+        return tally
+
+
+# -- the run lock ----------------------------------------------------------------------------------
+class RunLockedError(RuntimeError):
+    """Another process is writing into the same run directory."""
+
+
+_held: dict[Path, tuple[int, int]] = {}  # run dir -> (fd, depth), this process
+_held_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the write lock of ``run_dir`` (created when missing) for the ``with`` block.
+
+    The lock is an ``flock`` on ``RUN_DIR/.trek.lock``, which holds the writer's process id. The
+    kernel drops it when the process dies (also on ``kill -9``), so a stale file never blocks
+    anyone. Re-entrant within one process. A second process gets :class:`RunLockedError`
+    naming the holder's pid at once (no waiting).
+    """
+    d = Path(run_dir).resolve()
+    with _held_lock:
+        if d in _held:
+            fd, depth = _held[d]
+            _held[d] = (fd, depth + 1)
+            reentered = True
+        else:
+            reentered = False
+    if not reentered:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RecordError(d, None, f"cannot create the run directory ({e.strerror})") from None
+        if not d.is_dir():
+            raise RecordError(d, None, "is not a directory")
+        path = d / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise RecordError(path, None, f"cannot open the run lock ({e.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                who = f"process {holder}" if holder else "another process"
+                raise RunLockedError(
+                    f"{d} is being written by {who}; wait for it to finish (or stop it) and run again"
+                ) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with _held_lock:
+            _held[d] = (fd, 1)
+    try:
+        yield d
+    finally:
+        with _held_lock:
+            fd, depth = _held[d]
+            if depth > 1:
+                _held[d] = (fd, depth - 1)
+                fd = -1
+            else:
+                del _held[d]
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+def _read_pid(fd: int) -> str | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None
+
+
+# -- clients ---------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def borrowed_cache(clients: Iterable[Any], path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give every client without a response cache the cache at ``path`` for the block (one
+    cache object shared by all of them), then take it back and close it."""
+    from trek.llm.cache import LLMCache
+
+    bare = [c for c in {id(c): c for c in clients}.values() if getattr(c, "cache", None) is None]
+    if not bare:
+        yield
+        return
+    cache = LLMCache(path)
+    for c in bare:
+        c.cache = cache
+    try:
+        yield
+    finally:
+        for c in bare:
+            c.cache = None
+        cache.close()
+
+
+def synchronous(afn: Callable[P, Awaitable[T]], *, close: Sequence[str] = ("client",)) -> Callable[P, T]:
+    """The synchronous twin of a stage coroutine: same parameters (``inspect.signature`` and
+    type checkers see them), runs through :func:`trek.aio.run_sync` (also inside a notebook's
+    running loop) and closes the arguments named in ``close`` at the end."""
+    sig = inspect.signature(afn)
+    unknown = [n for n in close if n not in sig.parameters]
+    if unknown:
+        raise TypeError(f"{afn.__name__} has no parameter(s) {unknown}")
+
+    @functools.wraps(afn)
+    def wrapper(*args: P.args, **kw: P.kwargs) -> T:
+        bound = sig.bind(*args, **kw)
+
+        async def go() -> T:
+            async with closing(*(bound.arguments.get(n) for n in close)):
+                return await afn(*bound.args, **bound.kwargs)
+
+        return run_sync(go())
+
+    wrapper.__doc__ = (
+        f"Synchronous :func:`{afn.__name__}` (closes {', '.join(close)} at the end).\n\n{afn.__doc__ or ''}"
+    )
+    return wrapper
