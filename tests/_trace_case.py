@@ -12,7 +12,8 @@ mini:02    evidence missing, queries adequate; G ok, N wrong     Retrieval + Dis
 mini:03    evidence missing, queries inadequate; G wrong         Pre-retrieval + Interpretation
 mini:04    equivalent evidence found; G ok, N wrong              Distraction
 mini:06    no search at all; G, N ok                             Pre-retrieval
-mini:07    evidence-match reply unreadable (unknown); Q ok       Retrieval
+mini:07    evidence-match reply unreadable (unknown); Q ok       none: incomplete (the paper's
+                                                                 C.4 reading gives Retrieval)
 mini:08    answered right                                        (not traced)
 =========  ====================================================  ===============================
 """
@@ -35,8 +36,10 @@ EXPECTED = {
     "mini:03": ["Pre-retrieval", "Interpretation"],
     "mini:04": ["Distraction"],
     "mini:06": ["Pre-retrieval"],
-    "mini:07": ["Retrieval"],
+    "mini:07": [],
 }
+#: The cases whose every needed test ran (mini:07's retrieval test stayed unreadable).
+DONE = [q for q in EXPECTED if q != "mini:07"]
 AGENTIC = "You have two tools"
 
 

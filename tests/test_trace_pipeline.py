@@ -12,6 +12,7 @@ from _trace_case import (
     ANA,
     CASES,
     DIAG,
+    DONE,
     EXPECTED,
     GRADER,
     MODEL,
@@ -106,7 +107,10 @@ def test_every_failure_is_traced_with_the_expected_labels(traced):
     recs = {r.question_id: r for r in load_trace(traced["dir"])}
     assert list(recs) == list(EXPECTED)  # question order; the right answer (mini:08) not traced
     assert {q: r.labels for q, r in recs.items()} == EXPECTED
-    assert all(r.status == "done" for r in recs.values())
+    assert [q for q, r in recs.items() if r.status == "done"] == DONE
+    r7 = recs["mini:07"]  # its retrieval test stayed unreadable: incomplete, no label by elimination
+    assert r7.status == "incomplete" and r7.skipped == {"retrieval": "judge reply unreadable"}
+    assert r7.tests["gold_only"].state == r7.tests["noise"].state == r7.tests["queries"].state == "ran"
     seen = {lab for r in recs.values() for lab in r.labels}
     assert seen == {"Pre-retrieval", "Retrieval", "Interpretation", "Distraction", "Randomness"}
     sel = traced["report"].selection
@@ -148,17 +152,28 @@ def test_flags_and_evidence_are_recorded(traced):
         assert all(s.version.startswith("trace-") for s in r.steps)
 
 
+def test_the_papers_reading_of_an_unknown_judgment_is_an_option(fresh_run, server):
+    report = trace_run(fresh_run, **roles(server, fresh_run), unknown="paper", progress=False)
+    recs = {r.question_id: r for r in report.records}
+    assert recs["mini:07"].labels == ["Retrieval"] and recs["mini:07"].status == "done"
+    assert recs["mini:07"].tests["retrieval"].reason == "judge reply unreadable (unknown, C.4)"
+    with pytest.raises(ValueError, match="unknown must be one of"):
+        trace_run(fresh_run, **roles(server, fresh_run), unknown="guess", progress=False)
+
+
 def test_second_run_makes_zero_calls(traced):
     assert traced["first_calls"] > 0
     assert traced["second_calls"] == 0
-    assert traced["again"].kept == len(EXPECTED) and traced["again"].traced == 0
+    assert traced["again"].kept == len(EXPECTED) and traced["again"].traced == 0  # incomplete is final too
     assert traced["cached"].traced == len(EXPECTED) and traced["cached"].http_calls == 0
     assert [r.labels for r in traced["cached"].records] == [r.labels for r in traced["report"].records]
 
 
 def test_report_describes_counts_and_cost(traced):
     text = traced["report"].describe()
-    assert "6 traced case(s)" in text and "per attributed case" in text
+    assert "6 case(s)" in text and "per attributed case" in text
+    assert "fully traced 5, incomplete 1, pending 0, failed 0" in text
+    assert "retrieval: judge reply unreadable 1" in text
     assert "no price for ana, diag, lm" in text
     assert "1 unknown judgment" in text
     assert traced["report"].label_counts()["Distraction"] == 2
@@ -213,7 +228,8 @@ def test_cli_traces_a_run(fresh_run, server):
     run_dir = fresh_run
     res = CliRunner().invoke(app, ["trace", str(run_dir), "--diagnostic-judge", DIAG, "--analysis-judge", ANA,
                                    "--judge-base-url", server.base_url, "--no-progress"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 3, res.output  # one case is incomplete
+    assert "incomplete 1" in res.output
     lines = (run_dir / runs.TRACE).read_text().splitlines()
     assert [json.loads(x)["labels"] for x in lines] == list(EXPECTED.values())
     assert "per attributed case" in res.output
@@ -243,17 +259,30 @@ def test_evaluated_role_defaults_to_the_run_model_and_effort(tmp_path):
     assert other.model == "m2" and other.params == {}
 
 
-def test_unavailable_gold_pages_leave_evidence_and_gold_only_unknown(fresh_run, server):
+def test_without_gold_pages_no_label_comes_from_a_skipped_test(fresh_run, server):
     # an empty page store: no gold page can be read (URL identity still works without pages)
     report = trace_run(fresh_run, **roles(server, fresh_run), store=PageStore(), progress=False)
     recs = {r.question_id: r for r in report.records}
-    assert [(r.status, r.gold_pages_available, r.error) for r in recs.values()] == [("done", False, None)] * 6
+    assert [(r.status, r.gold_pages_available, r.error) for r in recs.values()] == [("incomplete", False, None)] * 6
     assert recs["mini:01"].evidence_retrieved is True  # both gold URLs retrieved by identity
     assert recs["mini:02"].retrieval_basis == "gold-unavailable" and recs["mini:02"].evidence_retrieved is None
     assert all(r.gold_only_correct is None and not r.noise_was_run for r in recs.values())
     assert not any(s.name in ("key_evidence", "gold_only") for r in recs.values() for s in r.steps)
-    assert recs["mini:01"].labels == ["Randomness"]
-    assert recs["mini:02"].labels == ["Retrieval"] and recs["mini:03"].labels == ["Pre-retrieval"]
+    assert all(r.skipped["gold_only"] == "no gold page" for r in recs.values())
+    # no Randomness by elimination, no retrieval-side label without the retrieval test
+    assert recs["mini:01"].labels == [] and recs["mini:02"].labels == [] and recs["mini:03"].labels == []
+    assert recs["mini:06"].labels == ["Pre-retrieval"]  # no page retrieved, no query: both tests ran
+    text = report.describe()
+    assert "fully traced 0, incomplete 6" in text and "gold_only: no gold page 6" in text
+    assert report.label_counts() == {}
+
+
+def test_cli_exits_3_on_a_run_without_pages(fresh_run, server):
+    (fresh_run / "pages.sqlite").unlink()
+    res = CliRunner().invoke(app, ["trace", str(fresh_run), "--judge", DIAG, "--judge-base-url", server.base_url,
+                                   "--no-progress"])
+    assert res.exit_code == 3, res.output
+    assert "incomplete 6" in res.output and "no gold page" in res.output
 
 
 def test_cost_per_attributed_case_with_priced_models(fresh_run, server):
@@ -268,8 +297,8 @@ def test_cost_per_attributed_case_with_priced_models(fresh_run, server):
     report = trace_run(fresh_run, **r, evaluated=ev, progress=False)
     prompt_tokens = sum(s.usage.prompt_tokens for rec in report.records for s in rec.steps)
     assert report.cost_usd == pytest.approx(prompt_tokens) and prompt_tokens > 0
-    assert report.cost_per_case == pytest.approx(prompt_tokens / len(EXPECTED))
-    assert f"${prompt_tokens / len(EXPECTED):.4f} per attributed case" in report.describe()
+    assert report.cost_per_case == pytest.approx(prompt_tokens / len(DONE))  # incomplete cases are not attributed
+    assert f"${prompt_tokens / len(DONE):.4f} per attributed case" in report.describe()
     assert "no price" not in report.describe()
 
 

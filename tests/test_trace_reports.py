@@ -8,6 +8,7 @@ import pytest
 
 from trek import runs
 from trek.trace import reports
+from trek.trace.labels import LABELS
 from trek.trace.records import TraceRecord
 from trek.types import RunMeta, write_jsonl
 
@@ -77,5 +78,32 @@ def test_demo_trace_script_shows_every_label(tmp_path):
     traced = mod.build_demo_trace(tmp_path / "runs")
     assert len(traced) == 3
     t = reports.label_shares(traced)
-    assert (t.drop(columns=["cases", "pending"]).max() > 0).all()  # every label occurs somewhere
+    assert (t[list(LABELS)].max() > 0).all()  # every label occurs somewhere
+    assert t["incomplete"].sum() == 0  # the demo has every page and readable judgments
     shutil.rmtree(tmp_path / "runs")
+
+
+def test_incomplete_cases_are_left_out_of_the_shares_and_counted(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir()
+    runs.write_meta(d, RunMeta(run_id="r", kind="wild", model="m", config={"system": {"system": "agentic"}}))
+    write_jsonl(d / runs.TRACE, [rec("1", ["Distraction"]), rec("2", ["Pre-retrieval"], status="incomplete"),
+                                 rec("3", [], status="incomplete")])
+    t = reports.label_shares({"r": d})
+    row = t.loc[("r", "all")]
+    assert row["Distraction"] == 100.0 and row["Pre-retrieval"] == 0.0  # the incomplete case's label is not counted
+    assert (row["cases"], row["incomplete"], row["pending"]) == (1, 2, 0)
+    pv = reports.post_vs_upstream({"r": d})
+    assert pv.loc["r", "n"] == 1 and pv.loc["r", "excluded"] == 2 and pv.loc["r", "post_pct"] == 100.0
+
+
+def test_a_run_without_any_fully_traced_case_gives_no_number(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir()
+    runs.write_meta(d, RunMeta(run_id="r", kind="wild", model="m", config={"system": {"system": "agentic"}}))
+    write_jsonl(d / runs.TRACE, [rec("1", ["Randomness"], status="incomplete"), rec("2", [], status="pending")])
+    t = reports.label_shares({"r": d})
+    assert t[list(LABELS)].isna().all().all() and t.loc[("r", "all"), "incomplete"] == 1
+    pv = reports.post_vs_upstream({"r": d})
+    assert pv.loc["r", "n"] == 0 and pv.loc["r", "excluded"] == 2
+    assert pv[["post_pct", "upstream_pct", "p", "p_holm"]].isna().all().all()

@@ -57,6 +57,10 @@ def run_command(
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
     budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    unknown: str = typer.Option("incomplete", "--unknown-judgments",
+                                help="How a judgment that stays unreadable counts: incomplete (the test did not "
+                                "run; the case gets no label from it) or paper (an unknown value placed by the "
+                                "C.4 rules as printed, Randomness as the residual)."),
     gold_chars: int = typer.Option(GOLD_CHARS, "--gold-chars", min=1, help="Characters shown of each gold page."),
     other_chars: int = typer.Option(NON_GOLD_CHARS, "--other-chars", min=1,
                                     help="Characters shown of every other page."),
@@ -69,16 +73,20 @@ def run_command(
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
 
-    Resumable and cached: finished cases are kept, pending ones retried, and replies come from
-    the run's LLM cache. Exit code 0 when done, 2 for bad input, 3 when cases are pending.
+    Resumable and cached: finished cases are kept, pending and failed ones retried, and replies
+    come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
+    reply that stayed unreadable) is incomplete: no label from that test. Exit code 0 when every
+    case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or failed.
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.llm.client import EndpointLimits
     from trek.trace.common import RoleModel
     from trek.trace.estimate import estimate_trace
-    from trek.trace.pipeline import evaluated_role_from_run, trace_run
+    from trek.trace.pipeline import UNKNOWN_POLICIES, evaluated_role_from_run, trace_run
 
+    if unknown not in UNKNOWN_POLICIES:
+        options.fail(f"--unknown-judgments must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
     diag_model = diagnostic_judge or judge
     ana_model = analysis_judge or judge
     if not diag_model or not ana_model:
@@ -107,7 +115,7 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
-        limits = {"gold_chars": gold_chars, "other_chars": other_chars}
+        limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)
         if not spending.proceed(est, budget):
@@ -115,7 +123,10 @@ def run_command(
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress, **limits)
     typer.echo(report.describe())
-    if report.pending:
+    if report.pending or report.incomplete or report.failed:
+        typer.echo(f"not finished: {report.incomplete} incomplete, {report.pending} pending and {report.failed} "
+                   "failed case(s); pending and failed ones are retried by the same command, incomplete ones once "
+                   "their pages are there (trek trace --fetch, or pages added to the run's page store)", err=True)
         raise typer.Exit(3)
 
 

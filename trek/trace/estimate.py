@@ -42,15 +42,21 @@ def estimate_trace(
     outcomes: tuple[str, ...] = FAILED_OUTCOMES,
     gold_chars: int = GOLD_CHARS,
     other_chars: int = NON_GOLD_CHARS,
+    unknown: str = "incomplete",
 ) -> Estimate:
     """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc);
-    ``gold_chars`` / ``other_chars`` are the page limits the trace will use."""
+    the other arguments are those the trace will use. The cases kept are exactly those the trace
+    keeps (same stage plan: models, prompt versions, pages and settings in the input key)."""
+    from trek.stage import plan
+    from trek.trace.pipeline import TraceConfig, TraceStage
+
     rd = Path(run_dir)
     selection = select_cases(rd, outcomes)
-    done = {r.question_id for r in _finished(rd)}
-    todo = [c for c in selection.cases if c.question_id not in done]
     store = PageStore(default_pages_path(rd), fetch=False)
     try:
+        config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars, other_chars,
+                             unknown)
+        todo = plan(TraceStage(rd, config, []), selection.cases).todo
         sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars))
     finally:
         store.close()
@@ -85,12 +91,6 @@ def estimate_trace(
     total = parts[0] + parts[1] + parts[2]
     total.label = "trek trace"
     return total
-
-
-def _finished(rd: Path) -> list:
-    from trek.trace.pipeline import load_trace
-
-    return [r for r in load_trace(rd) if r.status == "done"]
 
 
 async def _page_tokens(store: PageStore, cases: list, gold_chars: int, other_chars: int) -> list[tuple[int, int]]:

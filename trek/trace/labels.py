@@ -27,6 +27,7 @@ __all__ = [
     "POST_RETRIEVAL",
     "DEFINITIONS",
     "assign_labels",
+    "assign_covered",
 ]
 
 PRE_RETRIEVAL = "Pre-retrieval"
@@ -108,4 +109,35 @@ def assign_labels(
         labels.append(DISTRACTION)
     if not labels:
         labels.append(RANDOMNESS)
+    return tuple(labels)
+
+
+def assign_covered(
+    evidence_retrieved: bool | None,
+    query_adequate: bool | None,
+    gold_only_correct: bool | None,
+    noise_was_run: bool | None,
+    noise_correct: bool | None,
+    *,
+    retrieval_side: bool,
+    post_side: bool,
+) -> tuple[str, ...]:
+    """:func:`assign_labels` restricted to the sides of C.4 whose tests ran.
+
+    ``retrieval_side``: the retrieval test (and the query assessment it needed) ran;
+    ``post_side``: the gold-only probe (and the gold-plus-noise probe it needed) ran. A side
+    that did not run gives no label, and Randomness (the residual) is given only when both
+    sides ran. With both true this is exactly :func:`assign_labels`.
+    """
+    if retrieval_side and post_side:
+        return assign_labels(evidence_retrieved, query_adequate, gold_only_correct, noise_was_run, noise_correct)
+    labels: list[str] = []
+    if retrieval_side and not _flag("evidence_retrieved", evidence_retrieved):
+        labels.append(RETRIEVAL if _flag("query_adequate", query_adequate) is True else PRE_RETRIEVAL)
+    if post_side:
+        g = _flag("gold_only_correct", gold_only_correct)
+        if g is False:
+            labels.append(INTERPRETATION)
+        elif g is True and noise_was_run and _flag("noise_correct", noise_correct) is False:
+            labels.append(DISTRACTION)
     return tuple(labels)

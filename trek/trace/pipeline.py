@@ -31,8 +31,6 @@ Programmatic use::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -46,12 +44,12 @@ from trek.graders.common import join_answers
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
-from trek.stage import Slot, Stage, borrowed_cache, execute, synchronous
+from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.trace import evidence, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
-from trek.trace.labels import assign_labels
-from trek.trace.records import Step, TraceRecord
+from trek.trace.labels import assign_covered
+from trek.trace.records import Step, TestRun, TraceRecord
 from trek.types import RecordError, Usage, iter_jsonl
 
 __all__ = [
@@ -68,7 +66,7 @@ __all__ = [
 ]
 
 #: Version of the pipeline's logic (bump when the schedule or the record changes meaning).
-TRACE_VERSION = "trektrace-1"
+TRACE_VERSION = "trektrace-2"
 
 
 @dataclass
@@ -84,6 +82,8 @@ class TraceConfig:
     #: Characters of each gold page and of any other page shown to a model (paper C.5: 50,000 and 3,500).
     gold_chars: int = GOLD_CHARS
     other_chars: int = NON_GOLD_CHARS
+    #: How an unreadable judgment counts (:data:`UNKNOWN_POLICIES`).
+    unknown: str = "incomplete"
 
     def pages(self, pages: Sequence[Page], gold_keys: Iterable[str]) -> str:
         """``pages`` rendered for a prompt with this run's page limits."""
@@ -118,19 +118,29 @@ class TraceConfig:
             "check_stale": self.check_stale,
             **({"page_chars": [self.gold_chars, self.other_chars]}
                if (self.gold_chars, self.other_chars) != (GOLD_CHARS, NON_GOLD_CHARS) else {}),
+            "unknown": self.unknown,
         }
+
+
+def _page_state(store: PageStore, url: str) -> str | None:
+    """What the page store holds for ``url``: ``None`` (nothing), ``unavailable``, or a digest of
+    the stored text (so adding or changing a page re-traces the cases that show it)."""
+    page = store.lookup(url)
+    if page is None:
+        return None
+    return digest(page.text, 16) if page.available else "unavailable"
 
 
 def _input_key(case: TraceInput, config: TraceConfig) -> str:
     q = case.question
-    blob = {
+    return digest({
         "question": [q.id, q.question, q.answers, year_text(q), q.gold_urls],
         "prediction": case.prediction,
         "queries": case.queries,
         "collection": case.collection,
+        "pages": [_page_state(config.store, u) for u in [*q.gold_urls, *case.collection]],
         "settings": config.settings(),
-    }
-    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    }, 16)
 
 
 class _Pending(Exception):
@@ -139,25 +149,48 @@ class _Pending(Exception):
         self.step = step
 
 
-def _case_fields(case: TraceInput, config: TraceConfig) -> dict[str, Any]:
+def _case_fields(case: TraceInput, config: TraceConfig, key: str | None = None) -> dict[str, Any]:
     """The part of a record that describes the case and the configuration it was traced with."""
     q = case.question
     return {"question_id": q.id, "dataset": q.dataset, "question": q.question, "answers": list(q.answers),
             "effective_year": year_text(q) or None, "gold_urls": list(q.gold_urls), "prediction": case.prediction,
             "original_outcome": case.grade.outcome, "queries": case.queries, "retrieved_urls": case.collection,
-            "models": config.models(), "versions": config.versions(), "input_key": _input_key(case, config),
+            "models": config.models(), "versions": config.versions(),
+            "input_key": key if key is not None else _input_key(case, config),
             "trace_version": TRACE_VERSION}
 
 
-async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
-    """Trace one failed case (see the module docstring); never raises for a failed call."""
+#: Why a test could not run (the reasons recorded in ``TraceRecord.tests``).
+NO_GOLD_PAGE = "no gold page"
+NO_RETRIEVED_TEXT = "no retrieved page text"
+UNREADABLE = "judge reply unreadable"
+PROBE_UNREADABLE = "probe reply unreadable"
+NEEDS_GOLD_ONLY = "needs the gold-only result"
+#: How an unreadable judgment counts: ``incomplete`` (the test did not run; default) or ``paper``
+#: (C.4 as printed: an ``unknown`` value that the rules place, Randomness as the residual).
+UNKNOWN_POLICIES = ("incomplete", "paper")
+
+
+async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = None) -> TraceRecord:
+    """Trace one failed case (see the module docstring); never raises for a failed call. ``key``:
+    the case's input key when the caller has it (computed otherwise)."""
     q = case.question
     year = year_text(q) or NOT_GIVEN
     answers = join_answers(q.answers)
     gold_keys = [normalize_url(u) for u in q.gold_urls]
     matches = url_matches(q.gold_urls, case.collection)
-    rec: dict[str, Any] = {**_case_fields(case, config), "url_matches": matches}
+    rec: dict[str, Any] = {**_case_fields(case, config, key), "url_matches": matches}
     steps: list[Step] = []
+    tests: dict[str, TestRun] = {}
+
+    def ran(name: str, value: bool | None, why: str = UNREADABLE) -> bool | None:
+        """Record test ``name`` as run when it gave a value; an unreadable judgment (``None``) is
+        a skipped test, or under the ``paper`` policy an ``unknown`` value that ran."""
+        if value is None and config.unknown == "incomplete":
+            tests[name] = TestRun(state="skipped", reason=why)
+        else:
+            tests[name] = TestRun(state="ran", reason=None if value is not None else f"{why} (unknown, C.4)")
+        return value
 
     async def run(who: RoleModel, name: str, template: str, default: str, version: str,
                   fields: dict[str, Any], validate: Any, schema: dict[str, Any]) -> Step:
@@ -174,48 +207,57 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
         # 1. retrieval test
         e: bool | None
         if all(m.matched_url is not None for m in matches):
-            e, rec["retrieval_basis"] = True, "url-identity"
+            e, rec["retrieval_basis"] = ran("retrieval", True), "url-identity"
         elif not case.collection:
-            e, rec["retrieval_basis"] = False, "no-retrieved-pages"
+            e, rec["retrieval_basis"] = ran("retrieval", False), "no-retrieved-pages"
             rec["evidence_reason"] = "No page was retrieved or opened."
         else:
             missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
-            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec)
+            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec, tests, ran)
         rec["evidence_retrieved"] = e
 
         qa: bool | None = None
-        if e is not True:
-            if not case.queries:
-                qa, rec["query_reason"] = False, queries.NO_QUERIES_REASON
-            else:
-                st = await run(config.analysis, "query_adequacy", queries.TEMPLATE, queries.PROMPT, queries.VERSION,
-                               {"question": q.question, "effective_year": year, "answers": answers,
-                                "gold_urls": "\n".join(q.gold_urls),
-                                "prediction": case.prediction or "(no answer)",
-                                "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
-                               queries.validate, queries.SCHEMA)
-                if st.status == "ok":
-                    qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
+        if e is True:
+            tests["queries"] = TestRun(state="not_needed")
+        elif not case.queries:
+            qa, rec["query_reason"] = ran("queries", False), queries.NO_QUERIES_REASON
+        else:
+            st = await run(config.analysis, "query_adequacy", queries.TEMPLATE, queries.PROMPT, queries.VERSION,
+                           {"question": q.question, "effective_year": year, "answers": answers,
+                            "gold_urls": "\n".join(q.gold_urls),
+                            "prediction": case.prediction or "(no answer)",
+                            "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
+                           queries.validate, queries.SCHEMA)
+            if st.status == "ok":
+                qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
+            ran("queries", qa)
         rec["query_adequate"] = qa
 
-        # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: G unknown)
+        # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: not run)
         rec["gold_only_context"] = list(q.gold_urls)
         g: bool | None = None
         if rec["gold_pages_available"]:
-            g = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
-                             gold_pages, gold_keys, year, answers, rec)
+            g, why = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
+                                  gold_pages, gold_keys, year, answers, rec)
+            ran("gold_only", g, why)
         else:
             rec["gold_only_grade_reason"] = GOLD_UNAVAILABLE
+            tests["gold_only"] = TestRun(state="skipped", reason=NO_GOLD_PAGE)
         rec["gold_only_correct"] = g
         if g is True:
             ctx = noise_context(case.collection, q.gold_urls)
             rec["noise_context"] = ctx
             rec["noise_was_run"] = True
             pages = await fetch_pages(config.store, ctx)
-            rec["noise_correct"] = await _probe(run, config, case, "noise", probes.NOISE_TEMPLATE,
-                                                probes.NOISE_PROMPT, pages, gold_keys, year, answers, rec)
+            n, why = await _probe(run, config, case, "noise", probes.NOISE_TEMPLATE, probes.NOISE_PROMPT, pages,
+                                  gold_keys, year, answers, rec)
+            rec["noise_correct"] = ran("noise", n, why)
+        elif g is False or tests["gold_only"].state == "ran":
+            tests["noise"] = TestRun(state="not_needed")
+        else:
+            tests["noise"] = TestRun(state="skipped", reason=NEEDS_GOLD_ONLY)
 
-        # 4. optional stale-reference check
+        # 4. optional stale-reference check (never changes a label)
         if config.check_stale:
             st = await run(config.diagnostic, "stale_reference", stale.TEMPLATE, stale.PROMPT, stale.VERSION,
                            {"question": q.question, "effective_year": year, "answers": answers,
@@ -224,11 +266,16 @@ async def trace_case(case: TraceInput, config: TraceConfig) -> TraceRecord:
             if st.status == "ok":
                 rec["stale_reference"] = not st.value["supports_reference"]
                 rec["stale_reason"] = st.value["reason"] or None
+            ran("stale", rec.get("stale_reference"))
 
-        rec["labels"] = list(assign_labels(e, qa, g, rec.get("noise_was_run", False), rec.get("noise_correct")))
-        rec["status"] = "done"
+        upstream = tests["retrieval"].state == "ran" and (e is True or tests["queries"].state == "ran")
+        post = tests["gold_only"].state == "ran" and (g is not True or tests["noise"].state == "ran")
+        rec["labels"] = list(assign_covered(e, qa, g, rec.get("noise_was_run", False), rec.get("noise_correct"),
+                                            retrieval_side=upstream, post_side=post))
+        rec["status"] = "done" if upstream and post else "incomplete"
     except _Pending as p:
         rec.update(status="pending", labels=[], error=f"{p.step.name}: {p.step.error}")
+    rec["tests"] = tests
     rec["steps"] = steps
     rec["usage"] = sum((s.usage for s in steps), Usage())
     return TraceRecord(**rec)
@@ -238,15 +285,23 @@ GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching)
 
 
 async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missing: list[Any], gold_keys: list[str],
-                         year: str, answers: str, rec: dict[str, Any]) -> bool | None:
+                         year: str, answers: str, rec: dict[str, Any], tests: dict[str, TestRun],
+                         ran: Any) -> bool | None:
     """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
 
-    ``None`` when a reply stays unreadable or none of those gold pages is available. Equivalent
-    URLs the judge names are kept only when they are in the retrieved collection (as written
-    there)."""
+    ``None`` when a reply stays unreadable, none of those gold pages is available or no
+    retrieved page has text (the test is then recorded as skipped). Equivalent URLs the judge
+    names are kept only when they are in the retrieved collection (as written there)."""
     q = case.question
     if not any(p.available for p in missing):
         rec["retrieval_basis"], rec["evidence_reason"] = "gold-unavailable", GOLD_UNAVAILABLE
+        tests["retrieval"] = TestRun(state="skipped", reason=NO_GOLD_PAGE)
+        return None
+    retrieved = await fetch_pages(config.store, case.collection)
+    if not any(p.available for p in retrieved):
+        rec["retrieval_basis"] = "retrieved-unavailable"
+        rec["evidence_reason"] = "No retrieved page has text in the page store (or by fetching)."
+        tests["retrieval"] = TestRun(state="skipped", reason=NO_RETRIEVED_TEXT)
         return None
     ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
                    evidence.VERSION,
@@ -255,9 +310,8 @@ async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missin
                    evidence.validate_key_evidence, evidence.KEY_EVIDENCE_SCHEMA)
     if ke.status == "unknown":
         rec["retrieval_basis"] = "unknown"
-        return None
+        return ran("retrieval", None)
     rec["key_evidence"] = ke.value["key_evidence"]
-    retrieved = await fetch_pages(config.store, case.collection)
     em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
                    evidence.VERSION,
                    {"question": q.question, "effective_year": year, "answers": answers,
@@ -265,26 +319,27 @@ async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missin
                    evidence.validate_match, evidence.MATCH_SCHEMA)
     if em.status == "unknown":
         rec["retrieval_basis"] = "unknown"
-        return None
+        return ran("retrieval", None)
     by_key = {normalize_url(u): u for u in reversed(case.collection)}
     rec["retrieval_basis"] = "evidence-match"
     rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
     rec["equivalent_urls"] = list(dict.fromkeys(by_key[k] for k in map(normalize_url, em.value["equivalent_urls"])
                                                 if k in by_key))
     rec["evidence_reason"] = em.value["reason"] or None
-    return bool(em.value["evidence_match"])
+    return ran("retrieval", bool(em.value["evidence_match"]))
 
 
 async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, template: str, default: str,
                  pages: list[Any], gold_keys: list[str], year: str, answers: str,
-                 rec: dict[str, Any]) -> bool | None:
-    """Ask the evaluated model from ``pages`` (no reference answers), then grade its answer."""
+                 rec: dict[str, Any]) -> tuple[bool | None, str]:
+    """Ask the evaluated model from ``pages`` (no reference answers), then grade its answer.
+    Returns the grade (``None`` when a reply stayed unreadable) and what was unreadable."""
     q = case.question
     step = await run(config.evaluated, prefix, template, default, probes.VERSION,
                      {"question": q.question, "effective_year": year, "pages": config.pages(pages, gold_keys)},
                      probes.validate, probes.SCHEMA)
     if step.status != "ok":
-        return None
+        return None, PROBE_UNREADABLE
     rec[f"{prefix}_answer"] = step.value["answer"]
     rec[f"{prefix}_reasoning"] = step.value["reasoning"] or None
     check = await run(config.analysis, f"{prefix}_grade", verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION,
@@ -292,9 +347,9 @@ async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, t
                        "candidate": step.value["answer"]},
                       verdict.validate, verdict.SCHEMA)
     if check.status != "ok":
-        return None
+        return None, UNREADABLE
     rec[f"{prefix}_grade_reason"] = check.value["reason"] or None
-    return bool(check.value["correct"])
+    return bool(check.value["correct"]), UNREADABLE
 
 
 # -- a whole run ---------------------------------------------------------------------------------
@@ -317,6 +372,18 @@ class TraceReport:
         return sum(r.status == "pending" for r in self.records)
 
     @property
+    def failed(self) -> int:
+        return sum(r.status == "failed" for r in self.records)
+
+    @property
+    def incomplete(self) -> int:
+        return sum(r.status == "incomplete" for r in self.records)
+
+    def incomplete_reasons(self) -> Counter[str]:
+        """``"<test>: <reason>"`` counts over the incomplete cases (a case can count more than once)."""
+        return Counter(f"{k}: {v}" for r in self.records if r.status == "incomplete" for k, v in r.skipped.items())
+
+    @property
     def done(self) -> list[TraceRecord]:
         return [r for r in self.records if r.status == "done"]
 
@@ -335,13 +402,18 @@ class TraceReport:
 
     def describe(self) -> str:
         lines = [
-            f"{len(self.records)} traced case(s) ({self.kept} kept, {self.traced} traced now; "
+            f"{len(self.records)} case(s) ({self.kept} kept, {self.traced} traced now; "
             f"{self.http_calls} model requests, {self.cache_hits} cache hits) -> {self.path}",
             self.selection.describe(),
+            f"fully traced {len(self.done)}, incomplete {self.incomplete}, pending {self.pending}, "
+            f"failed {self.failed}",
         ]
+        if self.incomplete:
+            lines.append("incomplete (a test the case needs could not run; no label from it, not counted in "
+                         "the figures): " + ", ".join(f"{k} {v}" for k, v in sorted(self.incomplete_reasons().items())))
         counts = self.label_counts()
         if counts:
-            lines.append("labels (multi-label, shares need not sum to 100%): "
+            lines.append("labels of the fully traced cases (multi-label, shares need not sum to 100%): "
                          + ", ".join(f"{k} {v}" for k, v in counts.items()))
         unknown = sum(s.status == "unknown" for r in self.records for s in r.steps)
         if unknown:
@@ -355,6 +427,9 @@ class TraceReport:
         )
         if self.pending:
             lines.append(f"{self.pending} case(s) pending (a call failed or the budget ran out): run again")
+        if self.failed:
+            errors = sorted({r.error or "" for r in self.records if r.status == "failed"})
+            lines.append(f"{self.failed} case(s) failed (e.g. {errors[0]}): run again")
         return "\n".join(lines)
 
 
@@ -405,13 +480,15 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
         return _input_key(case, self.config)
 
     def finished(self, rec: TraceRecord) -> bool:
-        return rec.status == "done"
+        # an incomplete case is final while its input key (pages included) is unchanged: tracing
+        # it again would skip the same tests; adding its pages (trek pages add, --fetch) re-traces it
+        return rec.status in ("done", "incomplete")
 
     async def produce(self, case: TraceInput, key: str) -> TraceRecord:
-        return await trace_case(case, self.config)
+        return await trace_case(case, self.config, key)
 
     def failure(self, case: TraceInput, key: str, error: str) -> TraceRecord:
-        return TraceRecord(**_case_fields(case, self.config), status="failed", error=error)
+        return TraceRecord(**_case_fields(case, self.config, key), status="failed", error=error)
 
     def postfix(self) -> str:
         spent = sum(c.spent_usd for c in self.clients)
@@ -435,6 +512,7 @@ async def atrace_run(
     other_chars: int = NON_GOLD_CHARS,
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
+    unknown: str = "incomplete",
 ) -> TraceReport:
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
 
@@ -443,10 +521,14 @@ async def atrace_run(
     the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call.
     ``budget_usd`` is a soft cap on the dollars of fresh calls of all roles together.
     ``gold_chars`` / ``other_chars`` cut the pages shown to every role (defaults: the paper's
-    50,000 and 3,500 characters). The caller owns the role clients (:func:`trace_run` closes
-    them); a client this function makes for the run's own model, and a store it opens, are
-    closed here.
+    50,000 and 3,500 characters). ``unknown``: how a judgment that stays unreadable counts,
+    ``incomplete`` (the test did not run, the case is incomplete; default) or ``paper`` (an
+    ``unknown`` value placed by the C.4 rules as printed). The caller owns the role clients
+    (:func:`trace_run` closes them); a client this function makes for the run's own model, and a
+    store it opens, are closed here.
     """
+    if unknown not in UNKNOWN_POLICIES:
+        raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
@@ -466,7 +548,7 @@ async def atrace_run(
         with borrowed_cache(unique, default_cache_path(rd)):
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
                                  Budget(budget_usd, clients) if budget_usd is not None else None, gold_chars,
-                                 other_chars)
+                                 other_chars, unknown)
             selection = select_cases(rd, outcomes)
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,

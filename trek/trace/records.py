@@ -8,9 +8,13 @@ answers and the analysis judge's grades, the four flags E/Q/G/N, the labels, and
 call as a :class:`Step` (role, model, endpoint, prompt template and version, status, raw
 replies, usage).
 
-``status`` is ``done`` (labelled), ``pending`` (a call failed after its retries, or the budget
-ran out; no labels, retried on the next run) or ``failed`` (tracing the case raised an internal
-error, named in ``error``; no labels, retried on the next run). An unreadable reply is not a failure: that step's
+``tests`` says for each test of the case (:data:`TESTS`) whether it ran, was skipped (and why:
+no gold page, a judge reply that stayed unreadable, queries not recorded, ...) or was not needed by
+the C.4 schedule. Labels come only from tests that ran. ``status`` is ``done`` (every test the
+case needs ran; labelled by C.4), ``incomplete`` (some needed test was skipped: labels only from
+the side whose tests ran, never Randomness by elimination; tried again on the next run),
+``pending`` (a call failed after its retries, or the budget ran out; no labels, retried) or
+``failed`` (tracing the case raised an internal error, named in ``error``; retried). An unreadable reply is not a failure: that step's
 status is ``unknown``, its flag is ``None`` and :func:`~trek.trace.labels.assign_labels` decides
 what follows.
 """
@@ -23,10 +27,21 @@ from pydantic import Field
 
 from trek.types import Record, Usage, utcnow
 
-__all__ = ["Step", "UrlMatch", "TraceRecord", "StepStatus", "Role"]
+__all__ = ["Step", "UrlMatch", "TraceRecord", "TestRun", "TESTS", "StepStatus", "Role"]
 
 StepStatus = Literal["ok", "unknown", "pending"]
 Role = Literal["diagnostic", "analysis", "evaluated"]
+TestState = Literal["ran", "skipped", "not_needed"]
+#: The tests of a traced case, in the order of appendix C (``stale`` only with ``--check-stale``).
+TESTS: tuple[str, ...] = ("retrieval", "queries", "gold_only", "noise", "stale")
+
+
+class TestRun(Record):
+    """Whether one test of a case ran: ``ran``, ``skipped`` (``reason`` says why: no gold page,
+    judge reply unreadable, queries not recorded, ...) or ``not_needed`` by the C.4 schedule."""
+
+    state: TestState
+    reason: str | None = None
 
 
 class Step(Record):
@@ -67,8 +82,9 @@ class TraceRecord(Record):
     retrieved_urls: list[str] = Field(default_factory=list)
     url_matches: list[UrlMatch] = Field(default_factory=list)
 
-    status: Literal["done", "pending", "failed"]
+    status: Literal["done", "incomplete", "pending", "failed"]
     error: str | None = None
+    tests: dict[str, TestRun] = Field(default_factory=dict)
 
     # the four stage flags of C.4 (None: unknown or not asked)
     evidence_retrieved: bool | None = None
@@ -108,6 +124,11 @@ class TraceRecord(Record):
     input_key: str = ""
     trace_version: str = ""
     created_at: str = Field(default_factory=utcnow)
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """``{test: reason}`` of the tests that could not run."""
+        return {k: t.reason or "no reason recorded" for k, t in self.tests.items() if t.state == "skipped"}
 
     @property
     def flags(self) -> str:

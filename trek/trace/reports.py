@@ -79,21 +79,31 @@ def trace_frame(run_dirs: dict[str, Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+#: Count columns beside the label shares: the fully traced cases the shares are over, and the
+#: cases left out because a needed test did not run (``incomplete``) or that are not finished.
+COUNT_COLUMNS = ["cases", "incomplete", "pending"]
+
+
 def _shares(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    done = df[df["status"] == "done"]
-    if done.empty:
-        raise ValueError("no finished traced cases")
-    g = done.groupby(keys, sort=False)
-    out = (100.0 * g[list(LABELS)].mean()).round(1)
-    out["cases"] = g.size()
-    pend = df[df["status"] == "pending"].groupby(keys, sort=False).size()
-    out["pending"] = pend.reindex(out.index).fillna(0).astype(int)
-    return out
+    """Label shares (%) over the fully traced (``done``) cases of each group, with the counts of
+    cases left out beside them; shares are NaN for a group without a fully traced case."""
+    if df.empty:
+        raise ValueError("no traced cases")
+    g = df.groupby(keys, sort=False)
+    done = df["status"] == "done"
+    out = (100.0 * df[list(LABELS)].where(done).astype(float).groupby([df[k] for k in keys], sort=False).mean())
+    out = out.round(1)
+    out["cases"] = done.groupby([df[k] for k in keys], sort=False).sum().astype(int)
+    out["incomplete"] = (df["status"] == "incomplete").groupby([df[k] for k in keys], sort=False).sum().astype(int)
+    out["pending"] = df["status"].isin(["pending", "failed"]).groupby([df[k] for k in keys], sort=False).sum()
+    out["pending"] = out["pending"].astype(int)
+    return out.reindex(g.size().index)
 
 
 def label_shares(run_dirs: dict[str, Path]) -> pd.DataFrame:
-    """Figure 2's table: % of finished traced cases with each label, rows ``(run, dataset)`` plus an
-    ``all`` row per run; columns the labels, ``cases`` and ``pending``."""
+    """Figure 2's table: % of fully traced cases with each label, rows ``(run, dataset)`` plus an
+    ``all`` row per run; columns the labels, then ``cases`` (fully traced, what the shares are
+    over), ``incomplete`` and ``pending`` (left out)."""
     df = trace_frame(run_dirs)
     per = _shares(df, ["run", "dataset"])
     allrows = _shares(df.assign(dataset="all"), ["run", "dataset"])
@@ -147,17 +157,27 @@ def plot_model_search(table: pd.DataFrame, title: str) -> plt.Figure:
 
 
 def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
-    """Table A.4.2 shape: per run, % of finished traced cases with a post-retrieval label and with
-    an upstream label, exact McNemar p over the same cases, Holm-adjusted across runs."""
+    """Table A.4.2 shape: per run, % of fully traced cases with a post-retrieval label and with
+    an upstream label, exact McNemar p over the same cases, Holm-adjusted across runs; ``n`` the
+    fully traced cases, ``excluded`` the cases left out (incomplete, pending, failed). A run
+    without a fully traced case has NaN statistics."""
     from trek.analysis import multilabel_prevalence_test
 
     df = trace_frame(run_dirs)
+    if df.empty:
+        raise ValueError("no traced cases")
     done = df[df["status"] == "done"]
+    runs_ = list(dict.fromkeys(df["run"]))
     if done.empty:
-        raise ValueError("no finished traced cases")
-    out = multilabel_prevalence_test(
-        [{"model": r, "labels": list(labs)} for r, labs in zip(done["run"], done["labels"], strict=True)],
-        post=POST_RETRIEVAL, upstream=UPSTREAM,
-    )
+        out = pd.DataFrame(index=pd.Index(runs_, name="run"),
+                           columns=["n", "n_post", "n_upstream", "post_pct", "upstream_pct", "b", "c", "p", "p_holm"],
+                           dtype=float)
+    else:
+        out = multilabel_prevalence_test(
+            [{"model": r, "labels": list(labs)} for r, labs in zip(done["run"], done["labels"], strict=True)],
+            post=POST_RETRIEVAL, upstream=UPSTREAM,
+        ).reindex(runs_)
     out.index.name = "run"
+    out["n"] = done.groupby("run").size().reindex(runs_).fillna(0).astype(int)
+    out["excluded"] = (df["status"] != "done").groupby(df["run"]).sum().reindex(runs_).astype(int)
     return out.round({"post_pct": 1, "upstream_pct": 1})

@@ -67,7 +67,8 @@ def _flag(v: bool | None) -> str:
 
 
 def checklist_rows(records: list[TraceRecord], run: str) -> list[dict[str, Any]]:
-    """One dict per finished case, in review order (stale-flagged first, then trace order)."""
+    """One dict per fully traced case, in review order (stale-flagged first, then trace order);
+    incomplete cases have labels from partial tests only, so they are not offered for review."""
     done = [r for r in records if r.status == "done"]
     done.sort(key=lambda r: 0 if r.stale_reference else 1)
     rows = []
@@ -87,6 +88,7 @@ def checklist_rows(records: list[TraceRecord], run: str) -> list[dict[str, Any]]
             "G gold-only correct": _flag(r.gold_only_correct),
             "N gold-plus-noise correct": _flag(r.noise_correct) if r.noise_was_run else "not run",
             TREKTRACE_LABELS: LABEL_SEPARATOR.join(r.labels),
+            "tests not run": "; ".join(f"{k}: {why}" for k, why in r.skipped.items()),
             "queries": "\n".join(r.queries),
             "key evidence": r.key_evidence or "",
             "evidence reason": r.evidence_reason or "",

@@ -72,7 +72,7 @@ def _options(values: Iterable[str]) -> str:
 
 
 def _case(run: str, r: TraceRecord) -> str:
-    labels = r.labels if r.status == "done" else ["pending"]
+    labels = r.labels if r.status == "done" else [r.status, *r.labels]
     badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
     if r.stale_reference:
         badges += '<span class="lab stale">stale reference?</span>'
@@ -105,6 +105,8 @@ def _case(run: str, r: TraceRecord) -> str:
         ("Stale reference", "not checked" if r.stale_reference is None else
          f"{'flagged' if r.stale_reference else 'supported'} — {r.stale_reason or ''}"),
         ("Status", r.status + (f": {r.error}" if r.error else "")),
+        ("Tests", "; ".join(f"{k}: {t.state}" + (f" ({t.reason})" if t.reason else "") for k, t in r.tests.items())
+         or "-"),
     ]
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
