@@ -372,3 +372,30 @@ def test_a_tally_counts_only_what_the_client_did_since_it_watched(tmp_path):
     meta = new_meta(tmp_path / "r", "wild", client, None, config={"a": 1})
     assert (meta.run_id, meta.model, meta.endpoint, meta.config) == ("r", "m", client.base_url, {"a": 1})
     assert new_meta(tmp_path / "r", "wild", client, meta.model_copy(update={"created_at": "then"})).created_at == "then"
+
+
+def test_wild_questions_need_a_search_backend_chosen(tmp_path):
+    r = invoke("--model", "m", "--run", str(tmp_path / "r"), "--questions", "wild")
+    assert r.exit_code == 2 and "--search" in r.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_local_search_over_an_empty_corpus_stops_before_any_call(tmp_path, monkeypatch):
+    from trek.cli import run as cli_run
+
+    q = Question(id="w1", dataset="freshqa", question="Who leads?", answers=["A"])
+    monkeypatch.setattr(cli_run, "_load_questions", lambda which, data_dir: ([q], []))
+    with FakeOpenAIServer() as srv:
+        r = invoke("--model", "m", "--base-url", srv.base_url, "--run", str(tmp_path / "r"), "--questions", "wild",
+                   "--search", "local", "--no-progress")
+        assert srv.stats()["requests"] == 0
+    assert r.exit_code == 2 and "local search index is empty" in r.output and "trek pages add" in r.output
+
+
+def test_the_local_backend_refuses_an_empty_index():
+    import asyncio
+
+    from trek.search.base import FatalSearchError
+
+    with pytest.raises(FatalSearchError, match="index is empty"):
+        asyncio.run(LocalSearch(PageStore())._search_once("anything", 3))

@@ -49,7 +49,9 @@ def run(
         None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the model."
     ),
     search: str = typer.Option(
-        "local", "--search", help="none, local, tavily, duckduckgo, openai or proxy:MODEL."
+        None, "--search",
+        help="none, local, tavily, duckduckgo, openai or proxy:MODEL (default: local for --questions mini, "
+        "whose corpus is bundled; required for wild).",
     ),
     system: str = typer.Option(
         "agentic", "--system", help="agentic or search-then-read (no-search when --search none)."
@@ -141,6 +143,11 @@ def run(
         options.fail(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
     if proxy_api not in ("chat", "responses"):
         options.fail("--proxy-api must be chat or responses")
+    if search is None:
+        if questions != "mini":
+            options.fail("choose a search backend with --search: tavily, duckduckgo, openai, proxy:MODEL, local (a "
+                         "corpus you loaded into the run's page store with trek pages add) or none")
+        search = "local"
     with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError):
         qs, docs = _load_questions(questions, data_dir)
         if limit is not None:
@@ -157,6 +164,10 @@ def run(
         store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
         if docs:
             store.add_documents(docs)
+        if search.strip() == "local" and not any(True for _ in store.pages("corpus")):
+            from trek.search.local import EMPTY_CORPUS
+
+            raise FatalSearchError(EMPTY_CORPUS.format(store=store.path))
         search_client, proxy = None, {}  # proxy:MODEL: a client of its own, and --proxy-api
         if search.startswith("proxy:"):
             search_client = endpoint(search.split(":", 1)[1], base_url=search_base_url or base_url,

@@ -20,6 +20,12 @@ from trek.types import SearchResult
 __all__ = ["LocalSearch"]
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
+#: The error of a search over an empty corpus (every query would answer "no results").
+EMPTY_CORPUS = (
+    "the local search index is empty: the page store {store} holds no corpus pages. Load pages into it "
+    "(trek pages add RUN FILE...; --questions mini brings its own corpus), or search the web with --search "
+    "tavily, duckduckgo, openai or proxy:MODEL, or answer without search (--search none)"
+)
 _SNIPPET_CHARS = 300
 
 
@@ -56,6 +62,8 @@ class LocalSearch(SearchBackend):
                     "the local search backend needs the 'bm25s' package (pip install bm25s)"
                 ) from None
             pages = list(self.store.pages("corpus"))
+            if not pages:
+                raise FatalSearchError(EMPTY_CORPUS.format(store=self.store.path or "(in memory)"))
             self._pages = pages
             if pages:
                 corpus = [f"{p.title}\n{p.text}" for p in pages]
