@@ -122,7 +122,7 @@ def import_run(
                 where[q.id] = r.where
                 qs.append(q)
     else:
-        records = [r for f in files for r in read_records(f, is_item=mod.is_item)]
+        records = [r for f in files for r in read_records(f, is_item=getattr(mod, "is_item", None))]
     by_id = {q.id: q for q in qs}
     pairs = match_questions(records, by_id, questions)
     trajectories = []

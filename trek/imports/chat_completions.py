@@ -29,7 +29,7 @@ def parse(rec: InputRecord) -> Parsed:
     if not message:
         raise rec.fail("field 'choices.0.message': missing")
     parsed = Parsed(model=data.get("model"), record_id=data.get("id"), usage=usage_of(data.get("usage")),
-                    queries="none", results="cited_only")
+                    queries="none", results="cited_only", has_page_text=False)
     content = message.get("content")
     parsed.answer = content if isinstance(content, str) else (message.get("refusal") or None)
     for i, ann in enumerate(message.get("annotations") or [], start=1):

@@ -131,6 +131,8 @@ class Parsed:
     queries: Literal["all", "some", "none"] = "all"
     results: Literal["all", "cited_only", "none"] = "all"
     url_identity: Literal["urls", "document_ids", "redirects"] | None = None
+    #: False for formats that never carry page text (coverage ``page_text`` is then ``none``).
+    has_page_text: bool = True
     notes: list[str] = field(default_factory=list)
     pages: list[PageText] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
@@ -295,7 +297,7 @@ def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, m
     coverage = Coverage(
         queries=parsed.queries,
         results=parsed.results,
-        page_text=_page_text(retrieved, parsed.pages),  # type: ignore[arg-type]
+        page_text=_page_text(retrieved, parsed.pages) if parsed.has_page_text else "none",  # type: ignore[arg-type]
         url_identity=parsed.url_identity or url_identity(retrieved),
         notes=list(parsed.notes),
     )

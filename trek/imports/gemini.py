@@ -77,7 +77,7 @@ def parse(rec: InputRecord) -> Parsed:
     if not isinstance(data, dict):
         raise rec.fail(f"expected a GenerateContentResponse object, got {type(data).__name__}")
     parsed = Parsed(model=get(data, "modelVersion", "model_version"), record_id=get(data, "responseId", "response_id"),
-                    usage=usage_of(get(data, "usageMetadata", "usage_metadata")), results="cited_only")
+                    usage=usage_of(get(data, "usageMetadata", "usage_metadata")), results="cited_only", has_page_text=False)
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
         block = as_dict(get(data, "promptFeedback", "prompt_feedback"))

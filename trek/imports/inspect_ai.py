@@ -44,6 +44,7 @@ from typing import Any
 from trek.imports import anthropic_messages
 from trek.imports.common import ImportFailure, InputRecord, PageText, Parsed, as_dict, load_json
 from trek.imports.openai_responses import parse_items
+from trek.pages import strip_openai_tracking
 from trek.types import Citation, Question, SearchCall, SearchResult, TrajectoryStep, Usage
 
 NAME = "inspect-ai"
@@ -253,6 +254,7 @@ def _citations(content: Any, parsed: Parsed) -> None:
             if c.get("type", "url") != "url" or not isinstance(c.get("url"), str) or not c.get("url"):
                 continue
             cited = c.get("cited_text") if isinstance(c.get("cited_text"), str) else None
+            c["url"] = strip_openai_tracking(c["url"])
             parsed.citations.append(Citation(url=c["url"], title=str(c.get("title") or ""), cited_text=cited))
             if cited:
                 parsed.pages.append(PageText(url=c["url"], kind="snippet", text=cited, title=str(c.get("title") or "")))

@@ -109,7 +109,8 @@ def answer_of(items: list[dict[str, Any]]) -> str | None:
 
 def parse(rec: InputRecord) -> Parsed:
     items, response = output_items(rec)
-    parsed = Parsed(model=response.get("model"), record_id=response.get("id"), usage=usage_of(response.get("usage")))
+    parsed = Parsed(model=response.get("model"), record_id=response.get("id"), usage=usage_of(response.get("usage")),
+                    has_page_text=False)
     parse_items(items, parsed)
     parsed.answer = answer_of(items)
     if parsed.answer is None:
