@@ -158,6 +158,7 @@ def parse(rec: InputRecord) -> Parsed:
         last = [as_dict(b) for b in turns[-1]["content"]]
         answer = [str(b.get("text") or "") for b in last if b.get("type") == "text"]
     parsed.answer = "".join(answer) if answer else None
+    parsed.answer_round = len(turns)
     if parsed.answer is None and turns[-1].get("stop_reason") not in (None, "end_turn"):
         parsed.status, parsed.error = "failed", f"stop_reason {turns[-1].get('stop_reason')}"
     if any(p.kind == "encrypted" for p in parsed.pages):

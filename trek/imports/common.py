@@ -133,6 +133,8 @@ class Parsed:
     url_identity: Literal["urls", "document_ids", "redirects"] | None = None
     #: False for formats that never carry page text (coverage ``page_text`` is then ``none``).
     has_page_text: bool = True
+    #: The model turn of the final answer (default: the last step's).
+    answer_round: int | None = None
     notes: list[str] = field(default_factory=list)
     pages: list[PageText] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
@@ -144,9 +146,10 @@ class Parsed:
 
 # -- reading ---------------------------------------------------------------------------------------
 def _json_error(path: Path, text: str, e: json.JSONDecodeError) -> ImportFailure:
-    ends = e.pos >= len(text.rstrip())
+    tail = text.rstrip()
+    ends = e.pos >= len(tail) or not tail.endswith(("}", "]"))
     why = "; the file ends in the middle of a value (truncated?)" if ends else ""
-    return ImportFailure(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}){why}")
+    return ImportFailure(f"{path}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}){why}")
 
 
 def load_json(path: Path) -> Any:
@@ -293,7 +296,8 @@ def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, m
     opened = _dedupe(parsed.opened)
     if parsed.answer is not None:
         last = max((s.round for s in steps), default=1)
-        steps.append(TrajectoryStep(kind="answer", round=max(last, 1), shown_chars=len(parsed.answer)))
+        steps.append(TrajectoryStep(kind="answer", round=parsed.answer_round or max(last, 1),
+                                    shown_chars=len(parsed.answer)))
     coverage = Coverage(
         queries=parsed.queries,
         results=parsed.results,

@@ -335,6 +335,7 @@ def parse(rec: InputRecord) -> Parsed:
         answer = output["completion"]
     _citations(final.get("content"), parsed)
     parsed.answer = answer if (answer or final) else None
+    parsed.answer_round = max(rnd, 1)
     if s.get("error"):
         parsed.status = "failed"
         parsed.error = str(as_dict(s["error"]).get("message") or s["error"])
