@@ -139,8 +139,12 @@ class Page:
     """One page snapshot, or the placeholder for a page that could not be had.
 
     ``status`` is ``ok`` for a usable page, ``failed`` for a fetch that got a definite refusal
-    (4xx, unsupported content) and ``missing`` for a page that is neither stored nor fetched.
-    ``source`` is ``corpus`` (a frozen document), ``fetch`` (fetched live) or ``none``.
+    (4xx, unsupported content), ``missing`` for a page that is neither stored nor fetched and
+    ``encrypted`` for a page an imported log holds only encrypted (Anthropic's
+    ``encrypted_content``). ``source`` is ``corpus`` (a frozen document: a benchmark's, or
+    ``trek pages add``), ``fetch`` (fetched live), ``log`` (the text an imported agent was
+    shown, e.g. a browser tool's output), ``snippet`` (only excerpts of the page from an
+    imported log: cited text, search snippets) or ``none``.
     ``cached`` is true when the page (or a remembered failure) was served from the store rather
     than fetched by this call.
     """
@@ -361,7 +365,7 @@ class PageStore:
     def get(self, url: str) -> Page:
         """The page for ``url``: stored, fetched (when enabled) or an unavailable placeholder."""
         page = self._stored(url)
-        if page is not None:
+        if page is not None and not self._upgradable(page):
             return page
         if not self.fetch:
             return _placeholder(url, "not in the page store and live fetching is off")
@@ -370,17 +374,33 @@ class PageStore:
         return run_sync(self.aget(url))
 
     async def aget(self, url: str) -> Page:
-        """Async :meth:`get`; live fetches run concurrently up to ``max_concurrent_fetches``."""
+        """Async :meth:`get`; live fetches run concurrently up to ``max_concurrent_fetches``.
+
+        With fetching on, a page an imported log holds only as snippets or encrypted is fetched
+        too; the fetched page replaces it, and when the fetch fails the stored one is kept."""
         page = self._stored(url)
-        if page is not None:
+        if page is not None and not self._upgradable(page):
             return page
         if not self.fetch:
             return _placeholder(url, "not in the page store and live fetching is off")
         async with self._limits.semaphore("fetch", self.max_concurrent_fetches):
             page = self._stored(url)  # fetched meanwhile by another task
-            if page is not None:
+            if page is not None and not self._upgradable(page):
                 return page
-            return await self._fetch(url)
+            if page is None:
+                return await self._fetch(url)
+            kept = self.lookup(url)
+            fetched = await self._fetch(url)
+            if fetched.available:
+                return fetched
+            assert kept is not None
+            self.put(kept)  # the failed fetch must not replace what the log held
+            return page
+
+    def _upgradable(self, page: Page) -> bool:
+        """A stored page that a live fetch may replace: what an imported log held of it was
+        only excerpts or encrypted."""
+        return self.fetch and (page.source == "snippet" or page.status == "encrypted")
 
     def _stored(self, url: str) -> Page | None:
         page = self.lookup(url)

@@ -31,6 +31,11 @@ __all__ = [
     "SearchCall",
     "TrajectoryStep",
     "Usage",
+    "Citation",
+    "TrajectorySource",
+    "Coverage",
+    "FULL_COVERAGE",
+    "TRAJECTORY_SCHEMA_VERSION",
     "Trajectory",
     "Grade",
     "RunMeta",
@@ -80,7 +85,9 @@ class Question(Record):
 
     ``effective_year`` is the year against which relative time words ("current", "latest")
     are read; ``None`` when the source has no year (InfoDeepSeek) or only a bound such as
-    ``before 2022``, which is kept verbatim in ``effective_year_raw``.
+    ``before 2022``, which is kept verbatim in ``effective_year_raw``. ``grader`` names the
+    grader of :mod:`trek.graders` for this question when it is not the dataset's own (``generic``
+    for question sets other than the three source benchmarks); not written when unset.
     """
 
     id: str = Field(min_length=1)
@@ -93,6 +100,7 @@ class Question(Record):
     false_premise: bool = False
     split: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    grader: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Document(Record):
@@ -209,6 +217,82 @@ class TrajectoryStep(Record):
 
 TrajectoryStatus = Literal["ok", "pending", "failed", "no_answer"]
 
+#: The version of the trajectory schema (``Trajectory`` and the records in it) this Trek writes
+#: and reads. Bumped only by a change that an older reader would misread; adding an optional
+#: field is not such a change.
+TRAJECTORY_SCHEMA_VERSION = 1
+
+
+def _unset(value: Any) -> bool:
+    """True for a field left at its "not stated" default (``None`` or empty): such fields are
+    not written, so runs recorded before they existed keep their exact bytes."""
+    return value is None or value == [] or value == {}
+
+
+class Citation(Record):
+    """One source the final answer cites: its URL (or document id), title, and the cited text
+    when the log gives it (Anthropic's ``cited_text``, inspect_ai's ``cited_text``)."""
+
+    url: str = Field(min_length=1)
+    title: str = ""
+    cited_text: str | None = None
+
+
+class TrajectorySource(Record):
+    """Where an imported trajectory came from.
+
+    ``format``: the importer (``openai-responses``, ``anthropic-messages``, ``inspect-ai``,
+    ``chat-completions``, ``gemini``, or ``trek`` for a file written by hand in this schema);
+    ``file``: the input file as given; ``record``: the record's 1-based position in that file
+    (JSONL line, array position, inspect sample number); ``record_id``: the record's own id
+    when it has one (response id, inspect sample id and epoch); ``model``: the model the log
+    names.
+    """
+
+    format: str = Field(min_length=1)
+    file: str
+    record: int | None = None
+    record_id: str | None = None
+    model: str | None = None
+
+
+QueryCoverage = Literal["all", "some", "none"]
+ResultCoverage = Literal["all", "cited_only", "none"]
+PageTextCoverage = Literal["full", "snippet", "encrypted", "none"]
+UrlIdentity = Literal["urls", "document_ids", "redirects"]
+
+
+class Coverage(Record):
+    """What the log of a trajectory lets one observe (the rest happened, or not, unseen).
+
+    * ``queries``: ``all`` (every search's query is recorded), ``some`` (some searches have no
+      query, e.g. a search action logged without one), ``none`` (the format never shows
+      queries: Chat Completions with ``web_search_options``).
+    * ``results``: ``all`` (every search's ranked results are recorded), ``cited_only`` (only
+      the pages the answer cites are known: Responses without ``action.sources``, Chat
+      Completions, Gemini grounding chunks), ``none`` (no result is known).
+    * ``page_text``: the least that the log (and the run's page store) holds for every
+      retrieved page: ``full`` text, a ``snippet`` (cited text, a search snippet),
+      ``encrypted`` (Anthropic's ``encrypted_content``: present but unreadable), ``none``.
+    * ``url_identity``: what the result URLs are: ``urls`` (the pages' own URLs, so URL
+      identity matching works), ``document_ids`` (ids that are not URLs), ``redirects``
+      (redirect links such as Gemini's grounding URIs, not the pages' URLs).
+    * ``notes``: why, in words (shown to a reader of the record).
+
+    A trajectory without ``coverage`` (every run Trek's own runner wrote) is read as
+    :data:`FULL_COVERAGE`: all queries, all results, full page text, real URLs.
+    """
+
+    queries: QueryCoverage = "all"
+    results: ResultCoverage = "all"
+    page_text: PageTextCoverage = "full"
+    url_identity: UrlIdentity = "urls"
+    notes: list[str] = Field(default_factory=list)
+
+
+#: The coverage of a trajectory that states none (Trek's own runs): everything observed.
+FULL_COVERAGE = Coverage()
+
 
 class Trajectory(Record):
     """Everything one system did for one question.
@@ -233,6 +317,16 @@ class Trajectory(Record):
     kept document ids or extracted evidence records). ``input_key`` digests everything that
     decided the trajectory (question, model, system, prompt version; for Ctrl the context); a
     finished trajectory is reused on a re-run only while it still matches (:mod:`trek.stage`).
+
+    Fields of the documented trajectory schema that Trek's own runner does not set (written only
+    when set, so older files keep their bytes and still load):
+
+    * ``schema_version``: :data:`TRAJECTORY_SCHEMA_VERSION` when written by an importer or a
+      user; absent means version 1;
+    * ``citations``: the sources the final answer cites (:class:`Citation`);
+    * ``source``: where an imported trajectory came from (:class:`TrajectorySource`);
+    * ``coverage``: what its log lets one observe (:class:`Coverage`); absent means
+      :data:`FULL_COVERAGE` (read it through :attr:`observed`).
     """
 
     question_id: str
@@ -252,6 +346,22 @@ class Trajectory(Record):
     steps: list[TrajectoryStep] = Field(default_factory=list)
     search_usage: Usage = Field(default_factory=Usage)
     input_key: str | None = None
+    schema_version: int | None = Field(default=None, ge=1, exclude_if=_unset)
+    citations: list[Citation] = Field(default_factory=list, exclude_if=_unset)
+    source: TrajectorySource | None = Field(default=None, exclude_if=_unset)
+    coverage: Coverage | None = Field(default=None, exclude_if=_unset)
+
+    @model_validator(mode="after")
+    def _known_version(self) -> Trajectory:
+        if self.schema_version is not None and self.schema_version > TRAJECTORY_SCHEMA_VERSION:
+            raise ValueError(f"schema_version {self.schema_version} is newer than this Trek reads "
+                             f"({TRAJECTORY_SCHEMA_VERSION}); update Trek")
+        return self
+
+    @property
+    def observed(self) -> Coverage:
+        """The trajectory's coverage: ``coverage``, or :data:`FULL_COVERAGE` when it states none."""
+        return self.coverage if self.coverage is not None else FULL_COVERAGE
 
 
 GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending", "failed"]

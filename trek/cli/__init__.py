@@ -56,6 +56,13 @@ def _register() -> None:
 
     app.add_typer(trace_app, name="trace")
 
+    from trek.cli.imports import import_command, pages_app, schema_command, validate_command
+
+    app.command("import")(import_command)
+    app.command("validate")(validate_command)
+    app.command("schema")(schema_command)
+    app.add_typer(pages_app, name="pages")
+
     from trek.cli.ctrl import app as ctrl_app
     from trek.cli.ctrl_run import ctrl_run_command
 

@@ -34,6 +34,8 @@ def format_accuracy(table: Any) -> str:
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
     judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini."),
+    grader: str = typer.Option(None, "--grader", help="Grade every question with this grader (generic, freshqa, "
+                               "infodeepseek, sealqa) instead of each question's own."),
     base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the judge."),
     max_connections: int = options.MAX_CONNECTIONS,
     prompts: Path = options.PROMPTS,
@@ -47,12 +49,16 @@ def grade_command(
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
+    Questions of other datasets (your own, an imported log's) are graded by the generic judge
+    (correct / incorrect / not attempted) when their `grader` says so, or with --grader generic.
+
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
     come from the cache. The API key comes from OPENAI_API_KEY. Accuracy is over every question
     of the run (unanswered, pending and unparsed count as not correct). Exit code 0 when every
     answered question has a decided grade, 2 for bad input, 3 while some grades are pending or
     unparsed (run the same command again to retry pending ones).
     """
+    from trek import graders
     from trek.analysis import accuracy_by_dataset
     from trek.llm.client import FatalLLMError
     from trek.llm.usage import PriceTable
@@ -60,7 +66,8 @@ def grade_command(
     def hint(message: str) -> str | None:
         return explain_unsupported_parameter(message, sources={"seed": "--seed"})
 
-    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint):
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint), \
+            graders.using(grader):
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
         client = LLMClient(

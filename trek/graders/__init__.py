@@ -9,7 +9,12 @@ reply, a ``VERSION`` and one grading function:
   annotated ``false_premise`` (templates ``grader.infodeepseek`` and
   ``grader.infodeepseek_false_premise``);
 * :mod:`trek.graders.sealqa` — A/B/C judge (correct / incorrect / not attempted); only A
-  earns credit (template ``grader.sealqa``).
+  earns credit (template ``grader.sealqa``);
+* :mod:`trek.graders.generic` — a correct / incorrect / not attempted judge for any other
+  dataset (template ``grader.generic``).
+
+Which grader a question gets: the one named by :func:`using` for the ``with`` block (``trek
+grade --grader``), else the question's own ``grader`` field, else its ``dataset``'s.
 
 Entry points, dispatching on ``question.dataset``:
 
@@ -33,12 +38,14 @@ fails gives ``pending``; neither is ever counted as correct or incorrect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
 from trek.aio import fan_out
-from trek.graders import freshqa, infodeepseek, sealqa
+from trek.graders import freshqa, generic, infodeepseek, sealqa
 from trek.graders.common import DEFAULT_MAX_REASKS, JudgeConfig
 from trek.llm.client import LLMClient, run_sync
 from trek.types import Grade, Question
@@ -52,26 +59,48 @@ __all__ = [
     "grade",
     "grader_for",
     "grader_version",
+    "using",
     "freshqa",
+    "generic",
     "infodeepseek",
     "sealqa",
 ]
 
-#: Grader module for each dataset name used in ``Question.dataset``.
+#: Grader modules by name: one per source dataset (the name used in ``Question.dataset``) and
+#: ``generic`` for any other question set.
 GRADERS: dict[str, ModuleType] = {
     "freshqa": freshqa,
     "infodeepseek": infodeepseek,
     "sealqa": sealqa,
+    "generic": generic,
 }
+
+_forced: ContextVar[str | None] = ContextVar("trek_grader", default=None)
+
+
+@contextlib.contextmanager
+def using(name: str | None) -> Iterator[None]:
+    """Grade every question with the grader ``name`` inside the ``with`` block (``None``: each
+    question's own). Unknown names raise ``ValueError`` at once."""
+    if name is not None and name not in GRADERS:
+        raise ValueError(f"no grader named {name!r} (graders: {', '.join(sorted(GRADERS))})")
+    token = _forced.set(name)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
 
 
 def grader_for(question: Question) -> ModuleType:
-    """The grader module for ``question.dataset``; ``ValueError`` for a dataset without one."""
-    mod = GRADERS.get(question.dataset)
+    """The grader module of ``question`` (see the module docstring for the order);
+    ``ValueError`` for a question that has none."""
+    name = _forced.get() or question.grader or question.dataset
+    mod = GRADERS.get(name)
     if mod is None:
+        what = f"grader {name!r}" if (_forced.get() or question.grader) else f"no grader for dataset {name!r}"
         raise ValueError(
-            f"question {question.id!r}: no grader for dataset {question.dataset!r} "
-            f"(graders exist for {', '.join(sorted(GRADERS))})"
+            f"question {question.id!r}: {what} (graders exist for {', '.join(sorted(GRADERS))}; "
+            f"use the generic judge with `trek grade --grader generic`)"
         )
     return mod
 

@@ -3,7 +3,7 @@
 The model searches with the hosted ``web_search`` tool. Its reply holds ``web_search_call`` output
 items, whose ``action`` says what was done (``search`` with ``query``/``queries`` and, when the
 request asks for ``include=["web_search_call.action.sources"]``, the ``sources`` it read;
-``open_page``; ``find_in_page``), and message text whose ``url_citation`` annotations name the
+``open_page``; ``find_in_page``, called ``find`` in older replies), and message text whose ``url_citation`` annotations name the
 pages cited. :func:`parse_web_search_output` turns all of it into Trek records so that failure
 attribution can analyse the queries and every returned URL, not only the citations.
 
@@ -144,7 +144,7 @@ def parse_web_search_output(raw: dict[str, Any], backend: str = "openai", round:
                             action=action_index,
                         )
                     )
-            elif atype in ("open_page", "find_in_page"):
+            elif atype in ("open_page", "find_in_page", "find"):  # older logs call find_in_page "find"
                 url = action.get("url")
                 url = strip_openai_tracking(url) if isinstance(url, str) else None
                 pattern = action.get("pattern")

@@ -1,0 +1,94 @@
+"""``trek import``, ``trek validate``, ``trek schema`` and ``trek pages add``: runs from other
+agents' logs, checked against the documented trajectory schema; the work is done by
+:mod:`trek.imports`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from trek.cli import options
+from trek.types import RecordError
+
+pages_app = typer.Typer(help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
+
+
+def import_command(
+    fmt: str = typer.Argument(..., metavar="FORMAT",
+                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions or gemini."),
+    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Log files (.json, .jsonl; .eval/.json for inspect-ai)."),
+    out: Path = typer.Option(..., "--out", help="The run directory to write."),
+    questions: Path = typer.Option(None, "--questions", help="Questions file (JSONL or CSV) the records answer; "
+                                   "inspect-ai logs bring their own."),
+    mapping: str = typer.Option(None, "--map", help="Columns of the questions file: FIELD=COLUMN,... "
+                                "(fields: id, question, answers, gold_urls, effective_year, dataset, false_premise)."),
+    dataset: str = typer.Option(None, "--dataset", help="Dataset name of the questions (default: custom; "
+                                "inspect-ai: the task name)."),
+    model: str = typer.Option(None, "--model", help="The evaluated model, when the log does not name it."),
+    epoch: int = typer.Option(1, "--epoch", min=1, help="inspect-ai: the epoch to import."),
+    replace: bool = typer.Option(False, "--replace", help="Replace an existing run directory (once the import worked)."),
+) -> None:
+    """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
+
+    Records are bare provider objects matched in order to the questions, or wrappers
+    {"question_id": ..., "record": {...}}. Nothing is written unless every record imports.
+    Exit code 0 when done, 2 for bad input.
+    """
+    from trek.imports import ImportFailure, import_run, parse_mapping
+
+    with options.exit_on(ImportFailure, RecordError, ValueError):
+        report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
+                            model=model, epoch=epoch, replace=replace)
+    typer.echo(report.describe())
+
+
+def validate_command(
+    run_dir: Path = typer.Argument(..., help="A run directory."),
+) -> None:
+    """Check every file of a run directory against the trajectory schema.
+
+    Lists every problem with its file, line and field. Exit code 0 when the run is valid, 2 when not.
+    """
+    from trek.imports.schema import validate_run
+
+    problems = validate_run(run_dir)
+    for p in problems:
+        typer.echo(str(p), err=True)
+    if problems:
+        typer.echo(f"{run_dir}: {len(problems)} problem(s)", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"{run_dir}: valid")
+
+
+def schema_command(
+    out: Path = typer.Option(None, "--out", help="Write the schema here instead of printing it."),
+) -> None:
+    """Print the trajectory schema (JSON Schema) that answers.jsonl records follow."""
+    from trek.imports.schema import schema_text
+
+    text = schema_text()
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}")
+
+
+@pages_app.command("add")
+def pages_add_command(
+    run_dir: Path = typer.Argument(..., help="The run directory whose page store gets the pages."),
+    sources: list[Path] = typer.Argument(..., metavar="SOURCE...", help="Page files: .jsonl (url, text, title, date), "
+                                         ".html (trafilatura) or .txt."),
+    url: str = typer.Option(None, "--url", help="The URL of a single .html or .txt source."),
+) -> None:
+    """Load page text into RUN_DIR/pages.sqlite, so tracing needs no live fetch.
+
+    Exit code 0 when done, 2 for bad input (nothing is written then).
+    """
+    from trek.imports.page_files import add_pages, extractor
+
+    with options.exit_on(RecordError, ValueError):
+        n = add_pages(run_dir, sources, url)
+    html = any(s.suffix.lower() in (".html", ".htm") for s in sources)
+    typer.echo(f"stored {n} page(s) in {run_dir / 'pages.sqlite'}" + (f" (HTML text by {extractor()})" if html else ""))

@@ -1,0 +1,139 @@
+"""Importers: other agents' logs as Trek run directories (``trek import``).
+
+:func:`import_run` reads the input files of one format, matches their records to questions,
+turns each record into a :class:`~trek.types.Trajectory` of the documented trajectory schema
+(:mod:`trek.imports.schema`) with its ``source`` and observed ``coverage``, stores the page text
+the log carries in ``pages.sqlite``, and writes the run directory at once (``questions.jsonl``,
+``answers.jsonl``, ``run.json`` with kind ``import``), so ``trek grade`` and ``trek trace`` work
+on it unchanged. Formats (one module each):
+
+* ``openai-responses`` (:mod:`trek.imports.openai_responses`)
+* ``anthropic-messages`` (:mod:`trek.imports.anthropic_messages`)
+* ``inspect-ai`` (:mod:`trek.imports.inspect_ai`): brings its own questions
+* ``chat-completions`` (:mod:`trek.imports.chat_completions`)
+* ``gemini`` (:mod:`trek.imports.gemini`)
+
+Any failure raises :class:`~trek.imports.common.ImportFailure` (or
+:class:`~trek.types.RecordError` for a questions file) naming the file and record, before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from trek.imports import anthropic_messages, chat_completions, gemini, inspect_ai, openai_responses
+from trek.imports.common import ImportFailure, match_questions, page_rows, read_records, trajectory, write_run
+from trek.imports.questions import load_questions, parse_mapping
+from trek.types import Question, Trajectory
+
+__all__ = ["FORMATS", "ImportFailure", "ImportReport", "import_run", "load_questions", "parse_mapping"]
+
+#: The importer of each format name.
+FORMATS: dict[str, ModuleType] = {
+    "openai-responses": openai_responses,
+    "anthropic-messages": anthropic_messages,
+    "inspect-ai": inspect_ai,
+    "chat-completions": chat_completions,
+    "gemini": gemini,
+}
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_run` wrote: the run directory, its trajectories, the pages stored, the
+    samples left out (other epochs) and the coverage of the run."""
+
+    out: Path
+    trajectories: list[Trajectory]
+    pages: int
+    skipped: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def coverage(self) -> dict[str, Counter[str]]:
+        """For each coverage field, how many trajectories have each value."""
+        out: dict[str, Counter[str]] = {}
+        for t in self.trajectories:
+            for k, v in t.observed.model_dump(exclude={"notes"}).items():
+                out.setdefault(k, Counter())[v] += 1
+        return out
+
+    def describe(self) -> str:
+        n = len(self.trajectories)
+        lines = [f"imported {n} trajectories ({', '.join(f'{k} {v}' for k, v in sorted(self.statuses.items()))}) "
+                 f"and {self.pages} page(s) into {self.out}"]
+        if self.skipped:
+            lines.append(f"left out {self.skipped} sample(s) of other epochs")
+        cov = "; ".join(f"{k}: " + ", ".join(f"{v} {c}" for v, c in sorted(cnt.items()))
+                        for k, cnt in self.coverage().items())
+        lines.append(f"coverage: {cov}")
+        return "\n".join(lines)
+
+
+def import_run(
+    fmt: str,
+    files: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    questions: str | os.PathLike[str] | None = None,
+    mapping: Mapping[str, str] | None = None,
+    dataset: str | None = None,
+    model: str | None = None,
+    epoch: int = 1,
+    replace: bool = False,
+) -> ImportReport:
+    """Import ``files`` of format ``fmt`` into the run directory ``out`` (see the module docstring).
+
+    ``questions`` (with ``mapping`` and ``dataset``, see :func:`load_questions`) is required for
+    every format but ``inspect-ai``, whose samples bring their questions (a questions file
+    then replaces them, matched by sample id). ``model`` names the evaluated model when the log
+    does not (or overrides it). ``replace``: an existing run directory is replaced (only once
+    the import succeeded).
+    """
+    mod = FORMATS.get(fmt)
+    if mod is None:
+        raise ImportFailure(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if not files:
+        raise ImportFailure("no input file given")
+    qs: list[Question] | None = None
+    if questions is not None:
+        qs = load_questions(questions, mapping, dataset=dataset or "custom")
+    elif mod is not inspect_ai:
+        raise ImportFailure(f"{fmt}: give the questions file (--questions) the records answer")
+    skipped = 0
+    if mod is inspect_ai:
+        records = []
+        for f in files:
+            recs, left = inspect_ai.read(f, epoch)
+            records += recs
+            skipped += left
+        if qs is None:
+            qs = []
+            where: dict[str, str] = {}
+            for r in records:
+                q = inspect_ai.question(r, dataset)
+                if q.id in where:
+                    raise r.fail(f"question id {q.id!r} again (also in {where[q.id]})")
+                where[q.id] = r.where
+                qs.append(q)
+    else:
+        records = [r for f in files for r in read_records(f, is_item=getattr(mod, "is_item", None))]
+    by_id = {q.id: q for q in qs}
+    pairs = match_questions(records, by_id, questions)
+    trajectories = []
+    pages = []
+    for q, r in pairs:
+        parsed = mod.parse(r)
+        trajectories.append(trajectory(q, r, parsed, fmt, model))
+        pages += parsed.pages
+    rows = page_rows(pages)
+    config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
+              "epoch": epoch if mod is inspect_ai else None}
+    path = write_run(out, qs, trajectories, rows, config, replace=replace)
+    return ImportReport(out=path, trajectories=trajectories, pages=len(rows), skipped=skipped,
+                        statuses=Counter(t.status for t in trajectories))

@@ -1,0 +1,446 @@
+"""What every importer shares: reading input records, matching them to questions, turning one
+parsed record into a :class:`~trek.types.Trajectory` with honest coverage, and writing the run
+directory all at once.
+
+An importer module parses one provider record into a :class:`Parsed` (searches, opened pages,
+citations, the answer, usage, what the log hides, and the page text it carries). The rest is
+here, the same for every format:
+
+* :func:`read_records` reads ``.json`` (one record or an array of records) and ``.jsonl`` (one
+  record a line, ``.jsonl.gz`` too); a record is a bare provider object or a wrapper
+  ``{"question_id": ..., "record": {...}}``. Broken input raises :class:`ImportFailure` naming
+  the file and the line or record;
+* :func:`match_questions` pairs records with questions: wrapped records by id, bare records in
+  the order of the questions file;
+* :func:`trajectory` builds the record: ``retrieved_urls`` (search results, opened pages, cited
+  pages, in order, exact duplicates dropped), an ``answer`` step, ``source``, and ``coverage``
+  (queries and results as the parser saw them; page text and URL identity worked out from the
+  pages and URLs themselves);
+* :func:`write_run` writes ``questions.jsonl``, ``answers.jsonl``, ``run.json`` and
+  ``pages.sqlite`` into a temporary folder beside the target and renames it into place at the
+  end, so a failed import leaves no run directory (or the previous one untouched).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from trek.pages import Page, PageStore, normalize_url
+from trek.types import (
+    TRAJECTORY_SCHEMA_VERSION,
+    Citation,
+    Coverage,
+    Question,
+    RecordError,
+    RunMeta,
+    SearchCall,
+    Trajectory,
+    TrajectorySource,
+    TrajectoryStep,
+    Usage,
+    iter_json_lines,
+    utcnow,
+    write_jsonl,
+)
+
+__all__ = [
+    "ImportFailure",
+    "InputRecord",
+    "PageText",
+    "Parsed",
+    "read_records",
+    "match_questions",
+    "trajectory",
+    "page_rows",
+    "write_run",
+    "url_identity",
+    "as_dict",
+    "text_of",
+    "REDIRECT_HOSTS",
+]
+
+PageKind = Literal["full", "snippet", "encrypted"]
+#: Order of what a log can hold of a page, best first (``none``: nothing at all).
+_PAGE_RANK = {"full": 0, "snippet": 1, "encrypted": 2, "none": 3}
+
+#: Hosts whose links are redirects to the real page (Gemini / Vertex AI grounding).
+REDIRECT_HOSTS = ("vertexaisearch.cloud.google.com",)
+_URL = re.compile(r"^[a-z][a-z0-9+.\-]*://[^/\s]+", re.IGNORECASE)
+
+
+class ImportFailure(ValueError):
+    """An input file cannot be imported; the message names the file and the record."""
+
+
+@dataclass
+class InputRecord:
+    """One record of an input file: where it is, its data and the question id of its wrapper."""
+
+    file: Path
+    position: int
+    data: Any
+    question_id: str | None = None
+    unit: str = "record"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}, {self.unit} {self.position}"
+
+    def fail(self, message: str) -> ImportFailure:
+        return ImportFailure(f"{self.where}: {message}")
+
+
+@dataclass
+class PageText:
+    """What a log holds of one page: ``full`` text the agent was shown (a tool's output), a
+    ``snippet`` (cited text, a search snippet) or ``encrypted`` content (unreadable)."""
+
+    url: str
+    kind: PageKind
+    text: str = ""
+    title: str = ""
+    date: str | None = None
+
+
+@dataclass
+class Parsed:
+    """One record as an importer read it (see the module docstring). ``seen_urls``: pages the
+    log shows the agent met without tying them to a search (Gemini's grounding chunks)."""
+
+    answer: str | None = None
+    model: str | None = None
+    record_id: str | None = None
+    status: str = "ok"
+    error: str | None = None
+    searches: list[SearchCall] = field(default_factory=list)
+    steps: list[TrajectoryStep] = field(default_factory=list)
+    opened: list[str] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    seen_urls: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    queries: Literal["all", "some", "none"] = "all"
+    results: Literal["all", "cited_only", "none"] = "all"
+    url_identity: Literal["urls", "document_ids", "redirects"] | None = None
+    #: False for formats that never carry page text (coverage ``page_text`` is then ``none``).
+    has_page_text: bool = True
+    #: The model turn of the final answer (default: the last step's).
+    answer_round: int | None = None
+    notes: list[str] = field(default_factory=list)
+    pages: list[PageText] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def _json_error(path: Path, text: str, e: json.JSONDecodeError) -> ImportFailure:
+    tail = text.rstrip()
+    ends = e.pos >= len(tail) or not tail.endswith(("}", "]"))
+    why = "; the file ends in the middle of a value (truncated?)" if ends else ""
+    return ImportFailure(f"{path}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}){why}")
+
+
+def load_json(path: Path) -> Any:
+    """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ImportFailure(f"{path}: cannot be read ({e.strerror})") from None
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise ImportFailure(f"{path}: cannot be decompressed ({e})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ImportFailure(f"{path}: not UTF-8 text (a binary file?)") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _json_error(path, text, e) from None
+
+
+def _is_wrapper(obj: Any) -> bool:
+    return isinstance(obj, dict) and "record" in obj and "question_id" in obj
+
+
+def _unwrap(rec: InputRecord) -> InputRecord:
+    if not _is_wrapper(rec.data):
+        return rec
+    extra = sorted(set(rec.data) - {"question_id", "record"})
+    if extra:
+        raise rec.fail(f"a wrapper holds only 'question_id' and 'record', not {extra}")
+    qid = rec.data["question_id"]
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
+        raise rec.fail(f"field 'question_id': expected a non-empty string, got {qid!r}")
+    return InputRecord(rec.file, rec.position, rec.data["record"], str(qid), rec.unit)
+
+
+def read_records(path: str | os.PathLike[str], *, is_item: Any = None) -> list[InputRecord]:
+    """The records of one input file (see the module docstring).
+
+    A ``.json`` file holding an array is an array of records, except when ``is_item`` says
+    every element is an item of a single record (e.g. the output items of one Responses reply,
+    as the Agents SDK lists them): then the whole array is one record.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ImportFailure(f"{p}: file does not exist")
+    if p.is_dir():
+        raise ImportFailure(f"{p}: is a folder, not a file")
+    name = p.name.lower()
+    if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+        try:
+            out = [InputRecord(p, line, obj, unit="line") for line, obj in iter_json_lines(p)]
+        except RecordError as e:
+            raise ImportFailure(str(e)) from None
+    else:
+        data = load_json(p)
+        if isinstance(data, list) and not (data and is_item is not None and all(is_item(x) for x in data)):
+            out = [InputRecord(p, i, obj) for i, obj in enumerate(data, start=1)]
+        else:
+            out = [InputRecord(p, 1, data)]
+    if not out:
+        raise ImportFailure(f"{p}: holds no record")
+    return [_unwrap(r) for r in out]
+
+
+# -- matching --------------------------------------------------------------------------------------
+def match_questions(
+    records: Sequence[InputRecord], questions: Mapping[str, Question], questions_file: str | os.PathLike[str] | None
+) -> list[tuple[Question, InputRecord]]:
+    """Pair every record with its question: a wrapper's ``question_id`` names it; bare records
+    are taken in the order of the questions file, one record per question."""
+    wrapped = [r for r in records if r.question_id is not None]
+    bare = [r for r in records if r.question_id is None]
+    qfile = questions_file or "the questions file"
+    if wrapped and bare:
+        raise bare[0].fail(f"a bare record among wrapped ones (e.g. {wrapped[0].where}): wrap every record "
+                           "as {\"question_id\": ..., \"record\": ...} or none")
+    if bare:
+        if len(bare) != len(questions):
+            raise ImportFailure(
+                f"{len(bare)} record(s) in {', '.join(sorted({str(r.file) for r in bare}))} but {len(questions)} "
+                f"question(s) in {qfile}: bare records are matched to the questions in order, one each; wrap them "
+                "as {\"question_id\": ..., \"record\": ...} to import some questions only")
+        return list(zip(questions.values(), bare, strict=True))
+    seen: dict[str, InputRecord] = {}
+    out = []
+    for r in wrapped:
+        assert r.question_id is not None
+        q = questions.get(r.question_id)
+        if q is None:
+            raise r.fail(f"field 'question_id': {r.question_id!r} is not a question of {qfile}")
+        if r.question_id in seen:
+            raise r.fail(f"question {r.question_id!r} already has a record ({seen[r.question_id].where})")
+        seen[r.question_id] = r
+        out.append((q, r))
+    return out
+
+
+# -- building the trajectory -----------------------------------------------------------------------
+def url_identity(urls: Iterable[str]) -> Literal["urls", "document_ids", "redirects"]:
+    """``redirects`` when any URL is a known redirect link, ``document_ids`` when any is not a
+    URL at all, else ``urls``."""
+    kinds = set()
+    for u in urls:
+        if not _URL.match(u):
+            kinds.add("document_ids")
+        elif any(normalize_url(u).startswith(h + "/") or normalize_url(u) == h for h in REDIRECT_HOSTS):
+            kinds.add("redirects")
+    if "redirects" in kinds:
+        return "redirects"
+    return "document_ids" if kinds else "urls"
+
+
+def _dedupe(urls: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    return [u for u in urls if u and not (u in seen or seen.add(u))]
+
+
+def _page_text(urls: Sequence[str], pages: Sequence[PageText]) -> str:
+    """The least that ``pages`` hold for every URL of ``urls`` (``full`` when there is none)."""
+    best: dict[str, int] = {}
+    for p in pages:
+        k = normalize_url(p.url)
+        best[k] = min(best.get(k, 3), _PAGE_RANK[p.kind])
+    worst = max((best.get(normalize_url(u), 3) for u in urls), default=0)
+    return next(k for k, v in _PAGE_RANK.items() if v == worst)
+
+
+def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, model: str | None) -> Trajectory:
+    """The :class:`Trajectory` of one parsed record (see the module docstring)."""
+    steps = list(parsed.steps)
+    urls: list[str] = []
+    for s in steps:
+        urls.extend(s.result_urls)
+        if s.kind == "open" and s.url:
+            urls.append(s.url)
+    urls.extend(r.url for c in parsed.searches for r in c.results)
+    urls.extend(parsed.seen_urls)
+    urls.extend(c.url for c in parsed.citations)
+    retrieved = _dedupe(urls)
+    opened = _dedupe(parsed.opened)
+    if parsed.answer is not None:
+        last = max((s.round for s in steps), default=1)
+        steps.append(TrajectoryStep(kind="answer", round=parsed.answer_round or max(last, 1),
+                                    shown_chars=len(parsed.answer)))
+    coverage = Coverage(
+        queries=parsed.queries,
+        results=parsed.results,
+        page_text=_page_text(retrieved, parsed.pages) if parsed.has_page_text else "none",  # type: ignore[arg-type]
+        url_identity=parsed.url_identity or url_identity(retrieved),
+        notes=list(parsed.notes),
+    )
+    name = model or parsed.model or "unknown"
+    answer = parsed.answer.strip() if parsed.answer is not None else None
+    status = parsed.status
+    if status == "ok" and answer is None:
+        status = "no_answer"
+    return Trajectory(
+        question_id=question.id,
+        model=name,
+        system={"system": "imported", "format": fmt},
+        search_calls=parsed.searches,
+        retrieved_urls=retrieved,
+        opened_urls=opened,
+        final_answer=answer if status == "ok" else None,
+        status=status,  # type: ignore[arg-type]
+        error=parsed.error,
+        usage=parsed.usage,
+        details=parsed.details,
+        steps=steps,
+        schema_version=TRAJECTORY_SCHEMA_VERSION,
+        citations=parsed.citations,
+        source=TrajectorySource(format=fmt, file=str(rec.file), record=rec.position, record_id=parsed.record_id,
+                                model=parsed.model),
+        coverage=coverage,
+    )
+
+
+# -- pages -----------------------------------------------------------------------------------------
+#: Placeholder reason of a page the log holds only encrypted.
+ENCRYPTED_REASON = "the imported log holds this page's text only encrypted"
+_SNIPPET_JOIN = "\n\n[...]\n\n"
+
+
+def page_rows(pages: Iterable[PageText]) -> list[Page]:
+    """The page store rows of a log's pages: per URL identity the best the log holds (full text
+    over snippets over encrypted content); several snippets of one page are joined, each once."""
+    best: dict[str, list[PageText]] = {}
+    for p in pages:
+        if not p.url or (p.kind != "encrypted" and not p.text.strip()):
+            continue
+        k = normalize_url(p.url)
+        have = best.get(k)
+        if have is None or _PAGE_RANK[p.kind] < _PAGE_RANK[have[0].kind]:
+            best[k] = [p]
+        elif p.kind == have[0].kind == "snippet" and all(p.text.strip() != h.text.strip() for h in have):
+            have.append(p)
+    rows = []
+    for k, group in best.items():
+        first = group[0]
+        title = next((g.title for g in group if g.title), "")
+        date = next((g.date for g in group if g.date), None)
+        if first.kind == "encrypted":
+            rows.append(Page(url=first.url, key=k, title=title, date=date, text="", status="encrypted",
+                             source="log", error=ENCRYPTED_REASON))
+        else:
+            text = _SNIPPET_JOIN.join(g.text.strip() for g in group) if first.kind == "snippet" else first.text
+            rows.append(Page(url=first.url, key=k, title=title, date=date, text=text, status="ok",
+                             source="snippet" if first.kind == "snippet" else "log"))
+    return rows
+
+
+# -- writing ---------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _staging(out: Path, replace: bool) -> Iterator[Path]:
+    """A temporary folder beside ``out`` that becomes ``out`` when the block succeeds."""
+    if out.exists() and not out.is_dir():
+        raise ImportFailure(f"{out}: exists and is not a folder")
+    if out.exists() and any(out.iterdir()) and not replace:
+        raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_run(
+    out: str | os.PathLike[str],
+    questions: Sequence[Question],
+    trajectories: Sequence[Trajectory],
+    pages: Sequence[Page],
+    config: dict[str, Any],
+    *,
+    replace: bool = False,
+) -> Path:
+    """Write the run directory ``out`` at once (see the module docstring)."""
+    from trek import __version__, runs
+
+    target = Path(out)
+    models = sorted({t.model for t in trajectories if t.model and t.model != "unknown"})
+    with _staging(target, replace) as tmp:
+        write_jsonl(tmp / runs.QUESTIONS, questions)
+        write_jsonl(tmp / runs.ANSWERS, trajectories)
+        store = PageStore(tmp / "pages.sqlite")
+        try:
+            for p in pages:
+                store.put(p)
+        finally:
+            store.close()
+        now = utcnow()
+        runs.write_meta(tmp, RunMeta(run_id=target.name, kind="import", model=models[0] if len(models) == 1 else None,
+                                     config={**config, "system": {"system": "imported", "format": config["format"]},
+                                             "models": models, "schema_version": TRAJECTORY_SCHEMA_VERSION},
+                                     trek_version=__version__, created_at=now, updated_at=now))
+    return target
+
+
+# -- small readers shared by the formats -----------------------------------------------------------
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def text_of(value: Any) -> str:
+    """Text of a provider content value: a string, or the ``text`` of its parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(text_of(v) for v in value)
+    if isinstance(value, dict):
+        t = value.get("text")
+        return t if isinstance(t, str) else ""
+    return ""
+
+
+def get(obj: Any, *names: str) -> Any:
+    """The first of ``names`` that ``obj`` has (provider SDKs dump camelCase or snake_case)."""
+    if isinstance(obj, dict):
+        for n in names:
+            if n in obj:
+                return obj[n]
+    return None

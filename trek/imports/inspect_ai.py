@@ -1,0 +1,345 @@
+"""``inspect-ai``: inspect_ai evaluation logs (``.eval`` zips and ``.json`` logs), read with the
+standard library; inspect_ai need not be installed.
+
+A ``.eval`` file is a zip holding ``header.json`` (the eval spec; ``_journal/start.json`` in a
+log still being written) and one ``samples/<id>_epoch_<n>.json`` per sample; a ``.json`` log
+holds the spec under ``eval`` and the samples under ``samples``. Every string of a sample that
+is an ``attachment://<key>`` reference is replaced by ``sample.attachments[key]``.
+
+Each sample brings its question: ``id`` (the question id), ``input`` (a string, or messages
+whose user text is the question), ``target`` (a string or a list: the reference answers),
+``metadata.gold_urls`` and ``metadata.effective_year`` when present; the dataset is the task's
+name unless ``--dataset`` says otherwise, graded by the generic judge. With several epochs,
+one epoch is imported (``epoch``, default 1).
+
+From ``messages`` (rounds are the assistant turns):
+
+* assistant ``tool_calls`` of ``web_search`` (``arguments.query``) with the tool message that
+  answers them (``tool_call_id``): results are the ``citations`` of its text content (``url``,
+  ``title``, ``cited_text`` kept as a snippet); a content part with a single citation and no
+  cited text is that page's text (the Google provider); a plain-text output gives the URLs it
+  names; a tool ``error`` is the search's error;
+* ``web_browser_go`` (``arguments.url``) and ``web_browser_click`` on a link (its URL read
+  from the previous page's ``[id] link ... [url: ...]`` line) are opened pages, the tool output
+  their full text; other browser actions (scroll, type, back) open nothing new;
+* ``ContentToolUse`` parts (``type: tool_use``, ``tool_type: web_search``) are provider-native
+  searches: ``arguments`` and ``result`` are JSON strings holding the provider's payload
+  (OpenAI's action with ``query``/``queries``/``sources``/``url``/``pattern``; Anthropic's
+  query and result list with ``encrypted_content``, or ``web_fetch``'s document);
+* the answer is ``output.choices[0].message`` (else the last assistant message), its text
+  citations (``type: url``) the citations; a sample ``error`` makes the trajectory ``failed``.
+
+``scores`` (inspect's own grading) go to ``details.inspect_scores``; token usage is summed over
+``model_usage``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from trek.imports import anthropic_messages
+from trek.imports.common import ImportFailure, InputRecord, PageText, Parsed, as_dict, load_json
+from trek.imports.openai_responses import parse_items
+from trek.pages import strip_openai_tracking
+from trek.types import Citation, Question, SearchCall, SearchResult, TrajectoryStep, Usage
+
+NAME = "inspect-ai"
+
+_ATTACHMENT = "attachment://"
+_URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>)\]]+")
+_SAMPLE_NAME = re.compile(r"^samples/.+\.json$")
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def _resolve(value: Any, attachments: dict[str, Any], where: str) -> Any:
+    if isinstance(value, str) and value.startswith(_ATTACHMENT):
+        key = value[len(_ATTACHMENT):]
+        if key not in attachments:
+            raise ImportFailure(f"{where}: {value} is not among the sample's attachments")
+        return attachments[key]
+    if isinstance(value, list):
+        return [_resolve(v, attachments, where) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k == "attachments" else _resolve(v, attachments, where)) for k, v in value.items()}
+    return value
+
+
+def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
+    try:
+        return json.loads(z.read(name).decode("utf-8"))
+    except (ValueError, zipfile.BadZipFile, OSError) as e:
+        raise ImportFailure(f"{path}, {name}: not a readable JSON member ({e})") from None
+
+
+def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
+    """The samples of one log (attachments resolved) and how many samples of other epochs
+    were left out."""
+    p = Path(path)
+    if not p.exists():
+        raise ImportFailure(f"{p}: file does not exist")
+    if p.suffix == ".eval":
+        try:
+            z = zipfile.ZipFile(p)
+        except (zipfile.BadZipFile, OSError) as e:
+            raise ImportFailure(f"{p}: not an inspect .eval zip ({e}; truncated?)") from None
+        with z:
+            names = z.namelist()
+            head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+            spec = as_dict(_zip_json(z, head, p)).get("eval") if head else {}
+            members = sorted(n for n in names if _SAMPLE_NAME.match(n))
+            if not members:
+                raise ImportFailure(f"{p}: the log holds no samples (no samples/*.json in the zip)")
+            samples = [(n, _zip_json(z, n, p)) for n in members]
+    else:
+        data = load_json(p)
+        if not isinstance(data, dict) or "eval" not in data:
+            raise ImportFailure(f"{p}: not an inspect eval log (no 'eval' field)")
+        spec = data.get("eval")
+        if not data.get("samples"):
+            raise ImportFailure(f"{p}: the log holds no samples (field 'samples' is empty or missing)")
+        samples = [(f"sample {i}", s) for i, s in enumerate(data["samples"], start=1)]
+    out: list[InputRecord] = []
+    skipped = 0
+    for i, (name, s) in enumerate(samples, start=1):
+        if not isinstance(s, dict) or "id" not in s:
+            raise ImportFailure(f"{p}, {name}: not a sample (no 'id')")
+        if int(s.get("epoch") or 1) != epoch:
+            skipped += 1
+            continue
+        where = f"{p}, {name} (sample id {s['id']!r})"
+        s = _resolve(s, as_dict(s.get("attachments")), where)
+        out.append(InputRecord(p, i, {"sample": s, "eval": as_dict(spec), "member": name}, str(s["id"]),
+                               unit="sample"))
+    if not out:
+        raise ImportFailure(f"{p}: no sample of epoch {epoch}")
+    return out, skipped
+
+
+# -- questions -------------------------------------------------------------------------------------
+def _split(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split("|") if v.strip()]
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return []
+
+
+def _input_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    msgs = [as_dict(m) for m in value] if isinstance(value, list) else []
+    return "\n\n".join(_content_text(m.get("content")) for m in msgs if m.get("role") == "user").strip()
+
+
+def question(rec: InputRecord, dataset: str | None) -> Question:
+    s, spec = rec.data["sample"], rec.data["eval"]
+    text = _input_text(s.get("input"))
+    target = s.get("target")
+    answers = [target.strip()] if isinstance(target, str) and target.strip() else _split(target if isinstance(
+        target, list) else None)
+    if not text:
+        raise rec.fail("field 'input': the sample has no question text")
+    if not answers:
+        raise rec.fail("field 'target': the sample has no reference answer; give them in a --questions file")
+    meta = as_dict(s.get("metadata"))
+    year = meta.get("effective_year")
+    return Question(id=rec.question_id or str(s["id"]), dataset=dataset or str(spec.get("task") or "inspect"),
+                    question=text, answers=answers, gold_urls=_split(meta.get("gold_urls")),
+                    effective_year=year if isinstance(year, int) else None, grader="generic",
+                    metadata={k: v for k, v in meta.items() if k not in ("gold_urls", "effective_year")})
+
+
+# -- messages --------------------------------------------------------------------------------------
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = [as_dict(c) for c in content] if isinstance(content, list) else []
+    return "".join(str(c.get("text") or "") for c in parts if c.get("type") == "text")
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [as_dict(c) for c in content] if isinstance(content, list) else []
+
+
+def _json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _search_output(content: Any, parsed: Parsed) -> list[SearchResult]:
+    """The results a ``web_search`` tool message shows, and the page text it carries."""
+    results: list[SearchResult] = []
+    for part in _parts(content):
+        cites = [as_dict(c) for c in part.get("citations") or []]
+        urls = [c for c in cites if isinstance(c.get("url"), str) and c.get("url")]
+        for c in urls:
+            results.append(SearchResult(url=c["url"], title=str(c.get("title") or ""),
+                                        snippet=c["cited_text"] if isinstance(c.get("cited_text"), str) else ""))
+            if isinstance(c.get("cited_text"), str) and c["cited_text"].strip():
+                parsed.pages.append(PageText(url=c["url"], kind="snippet", text=c["cited_text"],
+                                             title=str(c.get("title") or "")))
+        if len(urls) == 1 and not isinstance(urls[0].get("cited_text"), str) and part.get("text"):
+            parsed.pages.append(PageText(url=urls[0]["url"], kind="full", text=str(part["text"]),
+                                         title=str(urls[0].get("title") or "")))
+        if not cites and part.get("text"):
+            found = list(dict.fromkeys(u.rstrip(".,;") for u in _URL_IN_TEXT.findall(str(part["text"]))))
+            if found:
+                parsed.note("some search results were read from the URLs named in a tool's text output")
+            results += [SearchResult(url=u) for u in found]
+    return results
+
+
+def _link_url(page: str, element: Any) -> str | None:
+    m = re.search(rf"^\s*\[{re.escape(str(element))}\] link\b[^\n]*\[url: ([^\]\s]+)\]", page, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _tool_use(part: dict[str, Any], parsed: Parsed, rnd: int) -> None:
+    """A provider-native search (``ContentToolUse``) into ``parsed``."""
+    args, result = as_dict(_json(part.get("arguments"))), _json(part.get("result"))
+    name = str(part.get("name") or "")
+    error = part.get("error") or None
+    if name in ("search", "open_page", "find_in_page", "find") or args.get("type") in ("search", "open_page",
+                                                                                      "find_in_page", "find"):
+        item = {"type": "web_search_call", "id": part.get("id"), "action": {"type": args.get("type") or name, **args},
+                "status": "failed" if error else "completed"}
+        start = len(parsed.steps)
+        parse_items([item], parsed)
+        for s in parsed.steps[start:]:
+            s.round = rnd
+        return
+    if name == "web_fetch":
+        url = args.get("url") if isinstance(args.get("url"), str) else None
+        fetched_url, title, text, ferr = anthropic_messages.fetched_page(result)
+        url = url or fetched_url
+        parsed.steps.append(TrajectoryStep(kind="open", round=rnd, tool="web_fetch", call_id=part.get("id"), url=url,
+                                           error=ferr or error))
+        if url:
+            parsed.opened.append(url)
+            if text:
+                parsed.pages.append(PageText(url=url, kind="full", text=text, title=title))
+        return
+    queries = [q for q in [args.get("query"), *(args.get("queries") or [])] if isinstance(q, str) and q.strip()]
+    if isinstance(result, list) or isinstance(result, dict) and ("error_code" in result):
+        results, rerr = anthropic_messages.search_results(result, parsed)
+    else:
+        results, rerr = [], None
+    if not queries:
+        parsed.queries = "some"
+        parsed.note(f"a native {name or 'web search'} call without a query")
+    for q in queries or [""]:
+        parsed.steps.append(TrajectoryStep(kind="search", round=rnd, tool=name or "web_search", call_id=part.get("id"),
+                                           query=q, result_urls=[r.url for r in results],
+                                           search_index=len(parsed.searches), error=rerr or error))
+        parsed.searches.append(SearchCall(query=q, backend="native", results=list(results), round=rnd,
+                                          error=rerr or error))
+    if not results and not rerr:
+        parsed.results = "cited_only"
+        parsed.note(f"the native {name or 'web search'} call's result lists no pages: only cited pages are known")
+
+
+def _citations(content: Any, parsed: Parsed) -> None:
+    for part in _parts(content):
+        for c in map(as_dict, part.get("citations") or []):
+            if c.get("type", "url") != "url" or not isinstance(c.get("url"), str) or not c.get("url"):
+                continue
+            cited = c.get("cited_text") if isinstance(c.get("cited_text"), str) else None
+            c["url"] = strip_openai_tracking(c["url"])
+            parsed.citations.append(Citation(url=c["url"], title=str(c.get("title") or ""), cited_text=cited))
+            if cited:
+                parsed.pages.append(PageText(url=c["url"], kind="snippet", text=cited, title=str(c.get("title") or "")))
+
+
+def _usage(s: dict[str, Any]) -> Usage:
+    total = Usage(cost_usd=None)
+    usages = list(as_dict(s.get("model_usage")).values()) or [as_dict(s.get("output")).get("usage")]
+    for u in map(as_dict, usages):
+        if not u:
+            continue
+        total = total + Usage(prompt_tokens=int(u.get("input_tokens") or 0),
+                              completion_tokens=int(u.get("output_tokens") or 0),
+                              cached_tokens=int(u.get("input_tokens_cache_read") or 0),
+                              reasoning_tokens=int(u.get("reasoning_tokens") or 0), cost_usd=None)
+    return total
+
+
+def parse(rec: InputRecord) -> Parsed:
+    s = rec.data["sample"]
+    spec = rec.data["eval"]
+    output = as_dict(s.get("output"))
+    parsed = Parsed(model=output.get("model") or spec.get("model"), record_id=f"{s['id']}/epoch {s.get('epoch') or 1}",
+                    usage=_usage(s))
+    messages = s.get("messages")
+    if not isinstance(messages, list):
+        raise rec.fail("field 'messages': expected a list")
+    calls: dict[str, tuple[str, dict[str, Any], int]] = {}
+    rnd = 0
+    page = ""  # the last browser page, to resolve clicks
+    last_assistant: dict[str, Any] = {}
+    for m in map(as_dict, messages):
+        role = m.get("role")
+        if role == "assistant":
+            rnd += 1
+            last_assistant = m
+            for part in _parts(m.get("content")):
+                if part.get("type") == "tool_use" and part.get("tool_type") == "web_search":
+                    _tool_use(part, parsed, rnd)
+            for c in map(as_dict, m.get("tool_calls") or []):
+                calls[str(c.get("id"))] = (str(c.get("function") or ""), as_dict(c.get("arguments")), rnd)
+        elif role == "tool":
+            fn, args, r = calls.get(str(m.get("tool_call_id")), (str(m.get("function") or ""), {}, rnd))
+            err = as_dict(m.get("error"))
+            error = f"{err.get('type') or 'error'}: {err.get('message') or ''}".strip(": ") if err else None
+            text = _content_text(m.get("content"))
+            if fn == "web_search" or (("search" in fn) and isinstance(args.get("query"), str)):
+                query = args.get("query") if isinstance(args.get("query"), str) else ""
+                if not query:
+                    parsed.queries = "some"
+                    parsed.note(f"a {fn} call without a query")
+                results = [] if error else _search_output(m.get("content"), parsed)
+                if fn != "web_search":
+                    parsed.note(f"tool {fn!r} read as a web search")
+                parsed.steps.append(TrajectoryStep(kind="search", round=r, tool=fn, call_id=m.get("tool_call_id"),
+                                                   query=query, result_urls=[x.url for x in results],
+                                                   search_index=len(parsed.searches), error=error))
+                parsed.searches.append(SearchCall(query=query, backend="inspect", results=results, round=r,
+                                                  error=error))
+            elif fn.startswith("web_browser"):
+                url = None
+                if fn == "web_browser_go":
+                    url = args.get("url") if isinstance(args.get("url"), str) else None
+                elif fn == "web_browser_click":
+                    url = _link_url(page, args.get("element_id"))
+                if url or (fn == "web_browser_go"):
+                    parsed.steps.append(TrajectoryStep(kind="open", round=r, tool=fn, call_id=m.get("tool_call_id"),
+                                                       url=url, error=error, shown_chars=len(text)))
+                    if url and not error:
+                        parsed.opened.append(url)
+                        parsed.pages.append(PageText(url=url, kind="full", text=text))
+                if text and not error:
+                    page = text
+    final = as_dict((output.get("choices") or [{}])[0]).get("message") if output.get("choices") else None
+    final = as_dict(final) or last_assistant
+    answer = _content_text(final.get("content")) if final else ""
+    if not answer and isinstance(output.get("completion"), str):
+        answer = output["completion"]
+    _citations(final.get("content"), parsed)
+    parsed.answer = answer if (answer or final) else None
+    parsed.answer_round = max(rnd, 1)
+    if s.get("error"):
+        parsed.status = "failed"
+        parsed.error = str(as_dict(s["error"]).get("message") or s["error"])
+    scores = {k: as_dict(v).get("value") for k, v in as_dict(s.get("scores")).items()}
+    if scores:
+        parsed.details["inspect_scores"] = scores
+    return parsed

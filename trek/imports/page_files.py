@@ -1,0 +1,119 @@
+"""Page text from files, without a live fetch (``trek pages add RUN SOURCE...``).
+
+A source is:
+
+* a ``.jsonl`` file, one page a line: ``url`` and ``text`` (required), ``title`` and ``date``
+  (``YYYY-MM-DD``) optional;
+* an ``.html``/``.htm`` file: text, title and date extracted with trafilatura (installed with
+  ``pip install trek[search]``; without it a plain HTML-to-text parser is used, and the summary
+  says so); its URL is ``--url``, else the page's own canonical URL (``<link rel=canonical>`` or
+  ``og:url``);
+* a ``.txt`` file (plain text): its URL is ``--url``.
+
+The pages are stored as frozen corpus pages in the run's ``pages.sqlite``, replacing whatever
+was stored under the same URL identity (snippets or encrypted content from an import, a failed
+fetch). Every problem names the file, and the line for JSONL.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from trek.pages import PageStore, extract_text
+from trek.types import Document, RecordError, iter_json_lines
+
+__all__ = ["read_sources", "add_pages", "extractor"]
+
+_CANONICAL = re.compile(
+    r"<link[^>]+rel=[\"']canonical[\"'][^>]*href=[\"']([^\"']+)|<link[^>]+href=[\"']([^\"']+)[\"'][^>]*rel=[\"']"
+    r"canonical|<meta[^>]+property=[\"']og:url[\"'][^>]*content=[\"']([^\"']+)", re.IGNORECASE)
+
+
+def extractor() -> str:
+    """``trafilatura`` when it is installed, else ``plain``."""
+    try:
+        import trafilatura  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return "plain"
+    return "trafilatura"
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise RecordError(path, None, f"cannot be read ({e.strerror})") from None
+
+
+def _date(path: Path, line: int | None, value: object) -> _dt.date | None:
+    if value in (None, ""):
+        return None
+    try:
+        return _dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        raise RecordError(path, line, f"field 'date': expected YYYY-MM-DD, got {value!r}") from None
+
+
+def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = None) -> list[Document]:
+    """The pages of ``sources`` as documents (see the module docstring)."""
+    if url and len(sources) != 1:
+        raise ValueError("--url names the page of one HTML or text file; give one source with it")
+    docs: list[Document] = []
+    for src in sources:
+        p = Path(src)
+        if not p.is_file():
+            raise RecordError(p, None, "file does not exist")
+        kind = p.suffix.lower()
+        if kind in (".jsonl", ".ndjson"):
+            for line, obj in iter_json_lines(p):
+                for f in ("url", "text"):
+                    if not isinstance(obj.get(f), str) or not obj[f].strip():
+                        raise RecordError(p, line, f"field '{f}': missing or empty")
+                extra = sorted(set(obj) - {"url", "text", "title", "date"})
+                if extra:
+                    raise RecordError(p, line, f"unknown field(s) {extra} (a page has url, text, title, date)")
+                docs.append(Document(id=f"{p.name}:{line}", url=obj["url"].strip(), title=str(obj.get("title") or ""),
+                                     date=_date(p, line, obj.get("date")), text=obj["text"], source=str(p)))
+        elif kind in (".html", ".htm"):
+            html = _text(p)
+            m = _CANONICAL.search(html)
+            page_url = url or (next(g for g in m.groups() if g) if m else None)
+            if not page_url:
+                raise RecordError(p, None, "no URL: the page names no canonical URL; give it with --url")
+            title, date, text = extract_text(html, page_url)
+            if not text.strip():
+                raise RecordError(p, None, "no text could be extracted")
+            docs.append(Document(id=p.name, url=page_url, title=title, date=_date(p, None, date), text=text,
+                                 source=str(p)))
+        elif kind == ".txt":
+            if not url:
+                raise RecordError(p, None, "no URL: give the page's URL with --url (or use a JSONL file)")
+            text = _text(p)
+            if not text.strip():
+                raise RecordError(p, None, "the file is empty")
+            docs.append(Document(id=p.name, url=url, text=text, source=str(p)))
+        else:
+            raise RecordError(p, None, f"unknown kind of page file {kind or '(no suffix)'!r}: use .jsonl, .html or .txt")
+    return docs
+
+
+def add_pages(run_dir: str | os.PathLike[str], sources: Sequence[str | os.PathLike[str]],
+              url: str | None = None) -> int:
+    """Store the pages of ``sources`` in the run's ``pages.sqlite``; returns how many were
+    written (one per URL identity). Every source is read before anything is written."""
+    from trek.stage import run_lock
+
+    rd = Path(run_dir)
+    if not rd.is_dir():
+        raise RecordError(rd, None, "run directory does not exist")
+    docs = read_sources(sources, url)
+    with run_lock(rd):
+        store = PageStore(rd / "pages.sqlite")
+        try:
+            return store.add_documents(docs)
+        finally:
+            store.close()

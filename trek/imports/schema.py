@@ -1,0 +1,180 @@
+"""The documented trajectory schema: a JSON Schema generated from Trek's records, shipped in the
+package, and :func:`validate_run`, which checks a run directory against it (``trek validate``).
+
+The schema (:data:`SCHEMA_FILE`, ``trek schema`` prints it) describes one line of
+``answers.jsonl`` (a ``Trajectory``); its ``$defs`` also hold ``Question`` (a line of
+``questions.jsonl``) and ``RunMeta`` (``run.json``), listed under ``x-trek-files``. It is
+generated from the pydantic models (:func:`schema`), so a record passes the schema exactly when
+the model accepts it; a test keeps the shipped file equal to the generated one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import models_json_schema
+
+from trek.types import TRAJECTORY_SCHEMA_VERSION, Grade, Question, RunMeta, Trajectory, iter_json_lines
+
+__all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
+
+#: The shipped JSON Schema of the trajectory schema.
+SCHEMA_FILE = Path(__file__).with_name("trajectory.schema.json")
+
+_FILES: dict[str, type[BaseModel]] = {"questions.jsonl": Question, "answers.jsonl": Trajectory}
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema document of the trajectory schema (see the module docstring)."""
+    _, defs = models_json_schema([(m, "validation") for m in (Trajectory, Question, RunMeta)],
+                                 ref_template="#/$defs/{model}")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Trek trajectory schema, version {TRAJECTORY_SCHEMA_VERSION}",
+        "description": (
+            "One line of answers.jsonl in a Trek run directory: what one system did for one question. "
+            "questions.jsonl holds Question lines and run.json a RunMeta object (see x-trek-files). "
+            "A trajectory without coverage is read as fully observed (all queries, all results, full page "
+            "text, real URLs)."),
+        "x-trek-schema-version": TRAJECTORY_SCHEMA_VERSION,
+        "x-trek-files": {"answers.jsonl": "#/$defs/Trajectory", "questions.jsonl": "#/$defs/Question",
+                         "run.json": "#/$defs/RunMeta"},
+        "$ref": "#/$defs/Trajectory",
+        "$defs": defs["$defs"],
+    }
+
+
+def schema_text() -> str:
+    """:func:`schema` as the shipped file's text (sorted keys, two-space indent, final newline)."""
+    return json.dumps(schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a run directory: the file, the line (``None`` for the whole file), the
+    field (``None`` for the whole record) and what is wrong."""
+
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file + (f", line {self.line}" if self.line is not None else "")
+        return f"{where}: " + (f"field '{self.field}': " if self.field else "") + self.message
+
+
+def _errors(path: Path, line: int | None, model: type[BaseModel], obj: Any) -> tuple[Any, list[Problem]]:
+    try:
+        return model.model_validate(obj), []
+    except ValidationError as e:
+        out = []
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err.get("loc", ())) or None
+            out.append(Problem(str(path), line, loc, err.get("msg", "invalid")))
+        return None, out
+
+
+def _records(path: Path, model: type[BaseModel], problems: list[Problem]) -> list[tuple[int, Any]]:
+    from trek.types import RecordError
+
+    out: list[tuple[int, Any]] = []
+    try:
+        for line, obj in iter_json_lines(path):
+            rec, errs = _errors(path, line, model, obj)
+            problems += errs
+            if rec is not None:
+                out.append((line, rec))
+    except RecordError as e:
+        problems.append(Problem(str(path), e.line, None, str(e).split(": ", 1)[-1]))
+    return out
+
+
+def _coverage_checks(path: Path, line: int, t: Trajectory) -> list[Problem]:
+    """Records whose contents contradict their own stated coverage."""
+    out = []
+    cov = t.coverage
+    if cov is None:
+        return out
+    if cov.queries == "all" and any(not c.query.strip() for c in t.search_calls):
+        out.append(Problem(str(path), line, "coverage.queries", "is 'all' but a search call has no query ('some')"))
+    if cov.queries == "none" and any(c.query.strip() for c in t.search_calls):
+        out.append(Problem(str(path), line, "coverage.queries", "is 'none' but search calls carry queries"))
+    if cov.results == "none" and any(c.results for c in t.search_calls):
+        out.append(Problem(str(path), line, "coverage.results", "is 'none' but search calls list results"))
+    return out
+
+
+def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Problem]:
+    """Every problem of a run directory's files (empty when it is valid).
+
+    ``questions.jsonl`` and ``answers.jsonl`` must exist; each line must be a valid record
+    (every field error of every line is listed); question ids are unique; every answer's
+    ``question_id`` is a question of the run; a trajectory's contents must not contradict its
+    stated coverage. ``run.json``, ``grades.jsonl`` and ``pages.sqlite`` are checked when present.
+    At most ``limit`` problems are listed per file (with a count of the rest).
+    """
+    rd = Path(run_dir)
+    if not rd.is_dir():
+        return [Problem(str(rd), None, None, "run directory does not exist")]
+    problems: list[Problem] = []
+    files: dict[str, list[tuple[int, Any]]] = {}
+    for name, model in _FILES.items():
+        p = rd / name
+        if not p.exists():
+            problems.append(Problem(str(p), None, None, "file does not exist"))
+            continue
+        got: list[Problem] = []
+        files[name] = _records(p, model, got)
+        problems += _capped(got, limit)
+    qids: dict[str, int] = {}
+    for line, q in files.get("questions.jsonl", []):
+        if q.id in qids:
+            problems.append(Problem(str(rd / "questions.jsonl"), line, "id",
+                                    f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
+        qids.setdefault(q.id, line)
+    extra: list[Problem] = []
+    for line, t in files.get("answers.jsonl", []):
+        if "questions.jsonl" in files and t.question_id not in qids:
+            extra.append(Problem(str(rd / "answers.jsonl"), line, "question_id",
+                                 f"{t.question_id!r} is not a question of questions.jsonl"))
+        extra += _coverage_checks(rd / "answers.jsonl", line, t)
+    problems += _capped(extra, limit)
+    meta = rd / "run.json"
+    if meta.exists():
+        try:
+            obj = json.loads(meta.read_text(encoding="utf-8"))
+        except (ValueError, OSError) as e:
+            problems.append(Problem(str(meta), None, None, f"not valid JSON ({e})"))
+        else:
+            problems += _errors(meta, None, RunMeta, obj)[1]
+    grades = rd / "grades.jsonl"
+    if grades.exists():
+        got = []
+        for line, g in _records(grades, Grade, got):
+            if qids and g.question_id not in qids:
+                got.append(Problem(str(grades), line, "question_id", f"{g.question_id!r} is not a question of "
+                                                                     "questions.jsonl"))
+        problems += _capped(got, limit)
+    pages = rd / "pages.sqlite"
+    if pages.exists():
+        try:
+            with sqlite3.connect(f"file:{pages}?mode=ro", uri=True) as conn:
+                conn.execute("SELECT key, url, text, status, source FROM pages LIMIT 1").fetchall()
+        except sqlite3.Error as e:
+            problems.append(Problem(str(pages), None, None, f"not a Trek page store ({e})"))
+    return problems
+
+
+def _capped(problems: list[Problem], limit: int) -> list[Problem]:
+    if len(problems) <= limit:
+        return problems
+    rest = len(problems) - limit
+    last = problems[limit - 1]
+    return [*problems[:limit], Problem(last.file, None, None, f"... and {rest} more problem(s) in this file")]
