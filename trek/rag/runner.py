@@ -30,12 +30,12 @@ from typing import Any
 
 from trek import runs as R
 from trek.aio import fan_out, run_closing
+from trek.contexts import Context as CtxRecord
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.llm.estimate import Estimate
 from trek.llm.usage import PriceTable
 from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
-from trek.rag.context import CtxRecord
 from trek.search.agent import is_run_fatal
 from trek.types import Question, RunMeta, Trajectory
 
@@ -128,7 +128,7 @@ def estimate_grid(
     context plus the prompt around it; low = one read of the context per answer, Rerank reading
     its top 10 only; high = one read per call), output tokens (low 1 per call, high ``max_tokens``
     or ``assume_output``) and dollars from the price table. Finished answers cost nothing."""
-    from trek.ctrl.tokens import count_tokens
+    from trek.tokens import count_tokens
 
     by_cond = _contexts_by_condition(contexts)
     size = {c.sha256: count_tokens(c.rendered) + PROMPT_TOKENS for c in contexts}
