@@ -18,6 +18,7 @@ RULES = [
     ("rag", "trek.ctrl", "the baselines read contexts, embeddings and tokens from their shared homes"),
     ("tokens.py", "trek.", "token counting is a leaf"),
     ("embeddings.py", "trek.", "the embedders are a leaf"),
+    ("paths.py", "trek.", "the default-path helper is a leaf"),
     ("contexts.py", "trek.ctrl", "the contexts record sits below the builder"),
     ("contexts.py", "trek.rag", "the contexts record sits below the baselines"),
 ]
