@@ -252,14 +252,14 @@ class _Stages:
         from trek.ctrl.build import CONTEXTS_FILE, build
         from trek.ctrl.fabrication import FabricationSettings
         from trek.ctrl.pools import from_mini, shorten
-        from trek.datasets import mini
+        from trek.datasets import load_questions
         from trek.rag import make_method
         from trek.rag.runner import run_ctrl
 
         s = self.s
         build_dir = self.root / "ctrl" / "build"
         with self.stage("ctrl build (fabrication)"):
-            ids = question_ids_by_style(mini.load().questions, s.ctrl_questions)
+            ids = question_ids_by_style(load_questions("mini"), s.ctrl_questions)
             pools = [shorten(p, s.ctrl_doc_chars) for p in from_mini(question_ids=ids)]
             fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
             result = build(pools, build_dir, client=self.client, embedder="wordllama",
@@ -292,9 +292,9 @@ class _Stages:
                 self.grade(run_dir)
 
     def all(self) -> None:
-        from trek.datasets import mini
+        from trek.datasets import load_benchmark
 
-        bench = mini.load()
+        bench = load_benchmark("mini")
         wild = self.wild(bench)
         self.trace(bench, wild)
         self.ctrl()

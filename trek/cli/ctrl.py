@@ -157,9 +157,9 @@ def discover_command(
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
         skipped: list[dict] = []
         if source == "wild":
-            from trek.datasets import wild
+            from trek.datasets import load_benchmark
 
-            bench = wild.load(data_dir)
+            bench = load_benchmark("wild", data_dir)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
             start = []
             if longseal is not None:
