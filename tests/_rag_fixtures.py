@@ -21,16 +21,18 @@ def render(docs, show_urls=True):
     return "\n\n".join(parts)
 
 
-def record(qid, condition, docs, show_urls=True):
+def record(qid, condition, docs, show_urls=True, dataset="freshqa"):
     rendered = render(docs, show_urls)
     return {
         "question_id": qid,
+        "dataset": dataset,
         "condition": condition,
         "documents": [
             {"doc_id": d.id, "role": d.role, "url": d.url if show_urls else None,
-             "date": d.date.isoformat() if d.date else None, "synthetic": False}
+             "date": d.date.isoformat() if d.date else None, "synthetic": False, "text": d.text.strip()}
             for d in docs
         ],
+        "n_distractors": sum(1 for d in docs if d.role != "gold"),
         "rendered": rendered,
         "sha256": hashlib.sha256(rendered.encode()).hexdigest(),
     }

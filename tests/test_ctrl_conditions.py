@@ -10,12 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from trek.cli import app
+from trek.contexts import Renderer, Shown, read_contexts
 from trek.ctrl import conditions as C
 from trek.ctrl.build import build
 from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
-from trek.ctrl.contexts import read_contexts
 from trek.ctrl.pools import Pool, apply_quotas, from_mini, read_pools, write_pools
-from trek.ctrl.render import Renderer, Shown
 from trek.ctrl.republication import add_republications
 from trek.ctrl.shortcuts import heuristic_scores
 from trek.types import Document, Question, RecordError
@@ -70,14 +69,15 @@ def test_incomplete_pools_are_neither_padded_nor_dropped():
 
 def test_sba_is_saa_without_urls():
     for p in [big_pool(), *map(add_republications, from_mini())]:
-        recs = {r["condition"]: r for r in C.assemble_pool(p, ("SAA", "SBA"))}
+        recs = {r.condition: r for r in C.assemble_pool(p, ("SAA", "SBA"))}
         saa, sba = recs["SAA"], recs["SBA"]
-        assert [d["doc_id"] for d in saa["documents"]] == [d["doc_id"] for d in sba["documents"]]
-        assert [d["date"] for d in saa["documents"]] == [d["date"] for d in sba["documents"]]
-        assert all(d["url"] for d in saa["documents"]) and not any(d["url"] for d in sba["documents"])
-        assert "Source URL:" in saa["rendered"] and "Source URL:" not in sba["rendered"]
-        stripped = "\n".join(x for x in saa["rendered"].split("\n") if not x.startswith("Source URL: "))
-        assert stripped == sba["rendered"]
+        assert [d.doc_id for d in saa.documents] == [d.doc_id for d in sba.documents]
+        assert [d.date for d in saa.documents] == [d.date for d in sba.documents]
+        assert [d.text for d in saa.documents] == [d.text for d in sba.documents]
+        assert all(d.url for d in saa.documents) and not any(d.url for d in sba.documents)
+        assert "Source URL:" in saa.rendered and "Source URL:" not in sba.rendered
+        stripped = "\n".join(x for x in saa.rendered.split("\n") if not x.startswith("Source URL: "))
+        assert stripped == sba.rendered
 
 
 def test_gold_positions():

@@ -13,8 +13,8 @@ from trek.aio import closing_run
 from trek.cli import app
 from trek.ctrl import fabrication as F
 from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
-from trek.ctrl.embeddings import WordLlamaEmbedder, make_embedder
 from trek.ctrl.pools import Pool, from_mini
+from trek.embeddings import WordLlamaEmbedder, make_embedder
 from trek.llm import LLMClient
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.types import Document, Question
@@ -203,7 +203,7 @@ def test_openai_compatible_embeddings_endpoint():
 
     from aiohttp import web
 
-    from trek.ctrl.embeddings import OpenAIEmbedder
+    from trek.embeddings import OpenAIEmbedder
 
     seen = []
 

@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 
 from trek import runs as R
 from trek.cli import app
+from trek.contexts import read_contexts
 from trek.grading import grade_run
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.rag import make_method
-from trek.rag.context import load_ctrl_questions, read_context_records
+from trek.rag.context import load_ctrl_questions
 from trek.rag.rerank import Rerank
 from trek.rag.runner import plan_grid, run_ctrl, run_label
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -70,7 +71,7 @@ def methods():
 
 def run(path, runs, srv, **kw):
     client = LLMClient("m", base_url=srv.base_url, api_key="k", max_retries=0, cache=runs / "llm-cache.sqlite")
-    records = read_context_records(path)
+    records = read_contexts(path)
     return run_ctrl(records, load_ctrl_questions(path.parent / "questions.jsonl"), runs, client,
                     kw.pop("methods", None) or methods(), kw.pop("conditions", MAIN), progress=False, **kw)
 
@@ -244,7 +245,7 @@ def test_estimate_bounds_the_tokens_the_grid_really_sends(ctrl, tmp_path, mini):
 
     path, qs = ctrl
     runs = tmp_path / "runs"
-    records = read_context_records(path)
+    records = read_contexts(path)
     cells = plan_grid("m", list(methods()), MAIN, runs)
     prices = PriceTable({"m": Price(input=1.0, output=2.0)})
     est = estimate_grid(cells, records, methods(), "m", prices, questions={q.id: q for q in qs}, max_tokens=300)

@@ -942,11 +942,11 @@ def test_cli_info_missing_data(tmp_path: Path) -> None:
     assert "freshqa/FreshQA_v04072025.csv" in result.output
 
 
-def test_cli_info_mini_absent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "trek.datasets.mini", None)  # makes the import fail
-    monkeypatch.delattr(sys.modules["trek.datasets"], "mini", raising=False)
+def test_cli_info_mini_absent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TREK_MINI_DIR", str(tmp_path / "nowhere"))
     result = runner.invoke(app, ["info", "--mini"])
-    assert result.exit_code == 1 and "demo benchmark is not available" in result.output
+    assert result.exit_code == 1 and "Could not load the bundled demo benchmark" in result.output
+    assert "nowhere" in result.output
 
 
 def test_cli_info_mini(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -959,7 +959,7 @@ def test_cli_info_mini(monkeypatch: pytest.MonkeyPatch) -> None:
         Document(id="m1:gold:0", url="https://example.org/g", text="t", role="gold", date="2024-05-01"),
         Document(id="m1:outdated:0", url="https://example.org/o", text="t", role="outdated"),
     ]
-    fake.load = lambda: types.SimpleNamespace(questions=qs, documents=docs)  # type: ignore[attr-defined]
+    fake.load = lambda path=None: types.SimpleNamespace(questions=qs, documents=docs)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trek.datasets.mini", fake)
     monkeypatch.setattr(sys.modules["trek.datasets"], "mini", fake, raising=False)
     result = runner.invoke(app, ["info", "--mini"])

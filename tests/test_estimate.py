@@ -13,12 +13,12 @@ from trek.llm.estimate import (
     RecordingClient,
     content_text,
     count_chat_tokens,
-    count_text_tokens,
     estimate_requests,
     is_openai_model,
 )
 from trek.llm.usage import Price, PriceTable
 from trek.testing.fake_openai import FakeOpenAIServer
+from trek.tokens import count_tokens
 
 SCRIPT = [
     {"pattern": "short", "reply": "Paris."},
@@ -28,11 +28,11 @@ PRICES = PriceTable({"gpt-4o-mini": Price(input=1.0, output=4.0)}, {"tavily": 0.
 
 
 def test_o200k_counts():
-    assert count_text_tokens("") == 0
-    assert count_text_tokens("hello world") == 2
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
     # 3 priming + per message 3 + role + content
     msgs = [{"role": "user", "content": "hello world"}]
-    assert count_chat_tokens(msgs) == 3 + 3 + count_text_tokens("user") + 2
+    assert count_chat_tokens(msgs) == 3 + 3 + count_tokens("user") + 2
     assert count_chat_tokens("hello world") == count_chat_tokens(msgs)  # Responses input string
     tools = [{"type": "function", "function": {"name": "web_search"}}]
     assert count_chat_tokens(msgs, tools) > count_chat_tokens(msgs)

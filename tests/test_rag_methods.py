@@ -5,9 +5,9 @@ import asyncio
 import pytest
 from _rag_fixtures import doc, record
 
+from trek.contexts import Context, render_documents
 from trek.llm.client import LLMClient
 from trek.rag import Direct, Filter, Rerank, Structured, make_method
-from trek.rag.context import CtxRecord, render_subset, split_rendered
 from trek.rag.filter import check_keep_shape, parse_keep_ids
 from trek.rag.structured import check_extraction_shape, evidence_text, parse_contrast, parse_extraction
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -19,7 +19,7 @@ DOCS = [doc(1, "2021-05-01", "Owner Tomas opened the bakery."),
         doc(2, "2024-06-01", "Mira now runs the bakery.\n\nShe bought it in spring.", role="gold"),
         doc(3, None, "A bakery in another town sells rye."),
         doc(4, "2019-01-01", "Old news: Petra runs the bakery.")]
-CTX = CtxRecord.model_validate(record("q1", "MND", DOCS))
+CTX = Context.model_validate(record("q1", "MND", DOCS))
 
 ANSWER_MARK = "=== DOCUMENTS ==="
 FILTER_MARK = "Decide which documents to keep"
@@ -58,15 +58,12 @@ def test_every_method_prompt_names_the_question_and_its_year():
 
 
 # -- contexts -------------------------------------------------------------------------------------
-def test_split_and_render_subset_round_trip():
-    blocks = split_rendered(CTX.rendered, 4)
-    assert blocks[1] == "Date: 2024-06-01\nSource URL: https://example.org/2\nMira now runs the bakery.\n\nShe bought it in spring."
-    assert render_subset(blocks) == CTX.rendered
-    assert render_subset([blocks[3], blocks[1]]).startswith("[Document 1]\nDate: 2019-01-01")
-    with pytest.raises(ValueError, match="expected 5 documents"):
-        split_rendered(CTX.rendered, 5)
-    with pytest.raises(ValueError, match="MND"):
-        CtxRecord.model_validate({**record("q1", "MND", DOCS), "rendered": "no headers"}).blocks()
+def test_documents_render_back_to_the_context_and_subsets_renumber():
+    assert render_documents(CTX.documents) == CTX.rendered
+    assert CTX.documents[1].text == "Mira now runs the bakery.\n\nShe bought it in spring."
+    sub = render_documents([CTX.documents[3], CTX.documents[1]])
+    assert sub.startswith("[Document 1]\nDate: 2019-01-01\nSource URL: https://example.org/4\nOld news")
+    assert "\n\n[Document 2]\nDate: 2024-06-01\n" in sub and "[Document 3]" not in sub
 
 
 # -- direct ---------------------------------------------------------------------------------------
@@ -87,16 +84,20 @@ class FixedScorer:
 
     def __init__(self, scores):
         self.scores = scores
+        self.texts = None
 
     async def ascore(self, query, texts):
-        assert "Alder Street" in query and not texts[0].startswith("Date:")
+        assert "Alder Street" in query
+        self.texts = list(texts)
         return self.scores
 
 
 def test_rerank_keeps_top_k_in_context_order_and_records_scores():
     # relevance scales to [0, 1/3, 2/3, 1]; temporal: doc2 (2024-06-01) highest; doc3 undated = mean
-    m = Rerank(scorer=FixedScorer([0.0, 1.0, 2.0, 3.0]), k=2, sigma_days=365)
+    scorer = FixedScorer([0.0, 1.0, 2.0, 3.0])
+    m = Rerank(scorer=scorer, k=2, sigma_days=365)
     out, stats = run(m, [{"any_pattern": ANSWER_MARK, "reply": "{last}"}])
+    assert scorer.texts == [d.text for d in CTX.documents]  # the document texts, no header or date line
     kept = [s["doc_id"] for s in out.details["scores"] if s["kept"]]
     assert out.details["kept_doc_ids"] == kept
     # doc4 (2019): relevance 1 x tiny weight; doc3 (undated): 2/3 x mean weight; doc2: 1/3 x ~0.92

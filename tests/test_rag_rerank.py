@@ -14,7 +14,6 @@ from trek.rag.rerank import (
     EmbeddingScorer,
     HTTPScorer,
     ScorerError,
-    block_text,
     combine_scores,
     cutoff_year,
     make_scorer,
@@ -84,10 +83,6 @@ def test_top_k_takes_highest_scores_ties_by_position_in_context_order():
     assert top_k([0.5, 0.9, 0.9, 0.1, 0.7], 3) == [1, 2, 4]
     assert top_k([1.0, 1.0, 1.0, 1.0], 2) == [0, 1]
     assert top_k([0.3, 0.1], 10) == [0, 1]
-
-
-def test_block_text_drops_meta_lines_only():
-    assert block_text("Date: 2024-01-01\nSource URL: https://a.b\nBody\nDate: not meta") == "Body\nDate: not meta"
 
 
 def test_embedding_scorer_prefers_the_topical_document():

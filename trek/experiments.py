@@ -248,18 +248,18 @@ class _Stages:
                     raise ExperimentsError(f"trace {run_dir.name}: {report.pending} case(s) pending")
 
     def ctrl(self) -> None:
+        from trek.contexts import read_contexts
         from trek.ctrl.build import CONTEXTS_FILE, build
         from trek.ctrl.fabrication import FabricationSettings
         from trek.ctrl.pools import from_mini, shorten
-        from trek.datasets import mini
+        from trek.datasets import load_questions
         from trek.rag import make_method
-        from trek.rag.context import read_context_records
         from trek.rag.runner import run_ctrl
 
         s = self.s
         build_dir = self.root / "ctrl" / "build"
         with self.stage("ctrl build (fabrication)"):
-            ids = question_ids_by_style(mini.load().questions, s.ctrl_questions)
+            ids = question_ids_by_style(load_questions("mini"), s.ctrl_questions)
             pools = [shorten(p, s.ctrl_doc_chars) for p in from_mini(question_ids=ids)]
             fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
             result = build(pools, build_dir, client=self.client, embedder="wordllama",
@@ -268,7 +268,7 @@ class _Stages:
             pending = [p.question.id for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
             if pending:
                 raise ExperimentsError(f"ctrl build: fabrication pending for {pending[:5]}")
-        contexts = read_context_records(build_dir / CONTEXTS_FILE)
+        contexts = read_contexts(build_dir / CONTEXTS_FILE, check_rendering=True)
         questions = {p.question.id: p.question for p in result.pools}
         methods = {m: make_method(m, **({"max_reasks": s.max_reasks} if m in ("filter", "structured") else {}))
                    for m in s.ctrl_methods}
@@ -292,9 +292,9 @@ class _Stages:
                 self.grade(run_dir)
 
     def all(self) -> None:
-        from trek.datasets import mini
+        from trek.datasets import load_benchmark
 
-        bench = mini.load()
+        bench = load_benchmark("mini")
         wild = self.wild(bench)
         self.trace(bench, wild)
         self.ctrl()

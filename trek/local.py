@@ -38,6 +38,7 @@ from pathlib import Path
 import httpx
 
 from trek.errors import RunFatalError
+from trek.paths import env_path
 
 __all__ = [
     "LOCAL_MODEL",
@@ -201,7 +202,7 @@ def shared_server() -> LocalServer:
     global _shared
     with _shared_lock:
         if _shared is None or _shared.proc is None or _shared.proc.poll() is not None:
-            log = Path(os.environ.get("TREK_LOCAL_LOG", "")) if os.environ.get("TREK_LOCAL_LOG") else None
+            log = env_path("TREK_LOCAL_LOG")
             _shared = LocalServer(log=log).start()
             atexit.register(_shared.stop)
         return _shared

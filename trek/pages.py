@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.llm.client import EndpointLimits
+from trek.paths import env_path
 from trek.sqlite import connect
 from trek.types import Document, utcnow
 
@@ -128,10 +129,7 @@ def truncate_head(text: str, limit: int = NON_GOLD_CHARS) -> str:
 
 def default_pages_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_PAGES`` when set, else ``<run_dir>/pages.sqlite``."""
-    env = os.environ.get("TREK_PAGES")
-    if env:
-        return Path(env)
-    return Path(run_dir or ".") / "pages.sqlite"
+    return env_path("TREK_PAGES", Path(run_dir or ".") / "pages.sqlite")
 
 
 @dataclass

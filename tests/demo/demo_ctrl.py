@@ -60,35 +60,39 @@ def _distinct_prefixes(texts: list[str], least: int = 80) -> list[int]:
     return out
 
 
-def _signature(blocks: list[str]) -> str:
+def _signature(ctx: Any) -> str:
     """A regex for one exact rendered context: each document's header and first 80 characters
-    (date, URL when shown, start of text), in order."""
-    return "(?s:.*?)".join(re.escape(f"[Document {i}]\n{b[:80]}") for i, b in enumerate(blocks, start=1))
+    after it (date, URL when shown, start of text), in order."""
+    from trek.contexts import Renderer
+
+    r, parts = Renderer(), []
+    for i, d in enumerate(ctx.documents, start=1):
+        head = f"[Document {i}]\n"
+        parts.append(re.escape((r.frame(i, d)[0] + d.text)[: len(head) + 80]))
+    return "(?s:.*?)".join(parts)
 
 
 def ctrl_script(contexts: list[dict[str, Any]], questions: dict[str, Any]) -> list[dict[str, Any]]:
     """Fake-server rules for the scripted Ctrl model (first match wins; see the module doc)."""
+    from trek.contexts import Context
     from trek.ctrl.common import is_fictitious
-    from trek.rag.context import CtxRecord
-    from trek.rag.rerank import block_text
 
     rules: list[dict[str, Any]] = []
     dated: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}  # (date, text) -> (answer, role)
     answers: dict[str, set[str]] = {}
     for raw in contexts:
-        rec = CtxRecord.model_validate(raw)
+        rec = Context.model_validate(raw)
         q = questions[rec.question_id]
-        blocks = rec.blocks()
         # filter: drop off-topic (relevance) documents and documents shown on a fictitious domain
         keep = [i for i, d in enumerate(raw["documents"], start=1)
                 if d["role"] != "relevance" and not is_fictitious(d.get("url"))]
-        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*?){_signature(blocks)}"
+        rules.append({"model": MODEL, "any_pattern": rf"{re.escape(_FILTER_MARK)}(?s:.*?){_signature(rec)}"
                       rf"(?s:.*)\nEffective year: [^\n]*\nQuestion: {re.escape(q.question)}",
                       "reply": json.dumps({"keep_document_ids": keep})})
-        for d, block in zip(raw["documents"], blocks, strict=True):
-            if d.get("date") and d.get("answer"):
-                dated.setdefault(q.id, {})[(d["date"], block_text(block))] = (d["answer"], d["role"])
-                answers.setdefault(q.id, set()).add(d["answer"])
+        for d in rec.documents:
+            if d.date and d.answer:
+                dated.setdefault(q.id, {})[(d.date, d.text)] = (d.answer, d.role)
+                answers.setdefault(q.id, set()).add(d.answer)
     for qid, by_text in dated.items():
         qtext = re.escape(questions[qid].question)
         texts = list(dict.fromkeys(t for _, t in by_text))
@@ -146,12 +150,13 @@ def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
 
 def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
     """Build, run and grade the Ctrl demo into ``out`` (rebuilt from scratch; a few seconds)."""
+    from trek.contexts import read_contexts
     from trek.ctrl.pools import from_mini
     from trek.datasets import mini
     from trek.grading import grade_run
     from trek.llm import LLMCache, LLMClient
     from trek.rag import make_method
-    from trek.rag.context import load_ctrl_questions, read_context_records
+    from trek.rag.context import load_ctrl_questions
     from trek.rag.runner import run_ctrl
     from trek.types import iter_json_lines
 
@@ -164,7 +169,7 @@ def build_demo_ctrl(out: Path, *, progress: bool = False) -> None:
         shutil.rmtree(out)
     ctx_dir, runs = out / "contexts", out / "runs"
     result = build_with_demo_fabrications(from_mini(), ctx_dir, source="mini")
-    records = read_context_records(result.contexts_path)
+    records = read_contexts(result.contexts_path)
     raw = [obj for _, obj in iter_json_lines(result.contexts_path)]
     questions = load_ctrl_questions(result.pools_path)
     conditions = list(dict.fromkeys(r.condition for r in records))

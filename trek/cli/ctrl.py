@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -92,10 +91,10 @@ def build_command(
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
         client = None
         if model:
-            from trek.llm.cache import LLMCache
+            from trek.llm.cache import LLMCache, default_cache_path
             from trek.llm.client import LLMClient
 
-            cache_path = cache or Path(os.environ.get("TREK_CACHE") or out / "llm-cache.sqlite")
+            cache_path = cache or default_cache_path(out)
             out.mkdir(parents=True, exist_ok=True)
             client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
                                max_connections=max_connections, progress=False)
@@ -145,7 +144,7 @@ def discover_command(
     from trek.ctrl import discovery as D
     from trek.ctrl.common import CtrlError
     from trek.ctrl.pools import apply_quotas, write_pools
-    from trek.llm.cache import LLMCache
+    from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import LLMClient
     from trek.pages import PageStore
     from trek.search import make_backend
@@ -154,13 +153,13 @@ def discover_command(
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
     store = PageStore(pages, fetch=fetch)
     client = LLMClient(model, base_url=base_url, progress=False,
-                       cache=LLMCache(cache or Path(os.environ.get("TREK_CACHE") or out.parent / "llm-cache.sqlite")))
+                       cache=LLMCache(cache or default_cache_path(out.parent)))
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
         skipped: list[dict] = []
         if source == "wild":
-            from trek.datasets import wild
+            from trek.datasets import load_benchmark
 
-            bench = wild.load(data_dir)
+            bench = load_benchmark("wild", data_dir)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
             start = []
             if longseal is not None:

@@ -64,11 +64,12 @@ def ctrl_run_command(
     pending or failed (run the same command again), 2 on bad input.
     """
     from trek import templates
+    from trek.contexts import read_contexts
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
     from trek.rag import make_method
-    from trek.rag.context import load_ctrl_questions, questions_beside, read_context_records
+    from trek.rag.context import load_ctrl_questions, questions_beside
     from trek.rag.rerank import make_scorer
     from trek.rag.runner import estimate_grid, grid_rows, plan_grid, run_ctrl
     from trek.types import RecordError
@@ -79,7 +80,7 @@ def ctrl_run_command(
     ):
         method_names = _split(methods)
         cond_names = _split(conditions)
-        records = read_context_records(contexts)
+        records = read_contexts(contexts, check_rendering=True)
         qpath = questions or questions_beside(contexts)
         if qpath is None:
             options.fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")

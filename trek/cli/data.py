@@ -60,11 +60,11 @@ def info_command(
     if mini:
         _info_mini()
         return
-    from trek.datasets import wild
+    from trek.datasets import load_benchmark, wild
 
     root = _resolve(data_dir)
     try:
-        bench = wild.load(root, strict=strict)
+        bench = load_benchmark("wild", root, strict=strict)
     except MissingDataError as e:
         _err_console().print(str(e), markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -131,19 +131,11 @@ def _skipped_table(rep: LoadReport) -> Table:
 
 
 def _info_mini() -> None:
-    try:
-        from trek.datasets import mini
-    except ImportError as e:
-        _err_console().print(
-            f"The bundled demo benchmark is not available (cannot import trek.datasets.mini: {e}).",
-            markup=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(1) from None
+    from trek.datasets import load_benchmark
     from trek.datasets.wild import describe_corpus
 
     try:
-        bench = mini.load()
+        bench = load_benchmark("mini")
     except Exception as e:  # the demo data belongs to another module; report whatever went wrong
         _err_console().print(
             f"Could not load the bundled demo benchmark: {type(e).__name__}: {e}",

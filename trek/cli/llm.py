@@ -35,15 +35,14 @@ def run(
     The API key comes from OPENAI_API_KEY (never a flag, so it stays out of shell history).
     Exit code 0 when every id is ok, 3 when some are pending (run again to retry them).
     """
-    import os
 
     from trek.llm.batch import check_output_path, run_batch
-    from trek.llm.cache import LLMCache
+    from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
 
-    cache_path = cache or (Path(os.environ["TREK_CACHE"]) if os.environ.get("TREK_CACHE") else out.parent / "llm-cache.sqlite")
+    cache_path = cache or default_cache_path(out.parent)
     with options.exit_on(RecordError, ValueError, FatalLLMError, OSError):
         check_output_path(out, requests)  # before the cache file is created beside it
         client = LLMClient(

@@ -26,17 +26,10 @@ def _group() -> None:
 
 
 def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], list[Any]]:
-    if which == "mini":
-        from trek.datasets.mini import load as load_mini
+    from trek.datasets import load_benchmark
 
-        bench = load_mini(data_dir) if data_dir is not None else load_mini()
-        return list(bench.questions), list(bench.documents)
-    if which == "wild":
-        from trek.datasets.wild import load as load_wild
-
-        bench = load_wild(data_dir)
-        return list(bench.questions), list(getattr(bench, "documents", []) or [])
-    raise ValueError(f"unknown question set {which!r}; choose wild or mini")
+    bench = load_benchmark(which, data_dir)
+    return list(bench.questions), list(getattr(bench, "documents", []) or [])
 
 
 @app.command("run")

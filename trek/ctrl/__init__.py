@@ -1,4 +1,6 @@
-"""TrekBench-Ctrl: pools, republication, fabrication, conditions and rendering (paper section 4, appendix D).
+"""TrekBench-Ctrl: pools, republication, fabrication and conditions (paper section 4, appendix D).
+
+The ``contexts.jsonl`` record, its reader and the renderer live in :mod:`trek.contexts`.
 
 Entry points::
 
@@ -7,9 +9,9 @@ Entry points::
     contexts = read_contexts(result.contexts_path)          # list[Context], sha256 checked
 """
 
+from trek.contexts import Context, ContextDocument, read_contexts
 from trek.ctrl.build import BuildResult, build
 from trek.ctrl.conditions import ABLATIONS, ALL_CONDITIONS, MAIN_CONDITIONS, Budgets
-from trek.ctrl.contexts import Context, ContextDocument, read_contexts
 from trek.ctrl.pools import Pool, from_longseal, from_mini, read_pools, write_pools
 
 __all__ = [

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from trek.aio import closing_run
+from trek.contexts import Renderer
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
-from trek.ctrl.embeddings import Embedder, make_embedder
 from trek.ctrl.pools import Pool, write_pools
-from trek.ctrl.render import Renderer
+from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.types import write_jsonl
 
@@ -89,15 +89,12 @@ def build(
         pend = sum(1 for p in made if p.notes.get("fabrication", {}).get("pending"))
         messages.append(f"fabrication: {n} documents for {len(made)} questions with {client.model}"
                         + (f"; {pend} questions pending (re-run to retry)" if pend else ""))
-    counter = None
-    if count_tokens:
-        from trek.ctrl.tokens import count_tokens as counter
     write_pools(out_dir / POOLS_FILE, made)
     n_ctx = 0
 
     def records():
         nonlocal n_ctx
-        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=counter):
+        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens):
             n_ctx += 1
             yield r
 

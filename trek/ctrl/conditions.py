@@ -30,16 +30,14 @@ listed in the README).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
+from trek.contexts import Context, Renderer, Shown, sha256_of
 from trek.ctrl.common import FICTITIOUS_DOMAINS, CtrlError, rng
 from trek.ctrl.pools import Pool
-from trek.ctrl.render import Renderer, Shown
+from trek.tokens import count_joined
 from trek.types import Document
 
 __all__ = [
@@ -203,11 +201,14 @@ def select(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS,
 
 
 def context_record(pool: Pool, condition: str, entries: Sequence[Entry], renderer: Renderer,
-                   count_tokens: Any = None) -> dict[str, Any]:
-    """One ``contexts.jsonl`` line (a plain dict with a fixed key order)."""
-    rendered = renderer.render([Shown(e.date, e.url, e.doc.text) for e in entries])
+                   count_tokens: bool = False) -> Context:
+    """The context of one condition; ``tokens`` is the o200k_base count of ``rendered`` when
+    ``count_tokens``, else null."""
+    shown = [Shown(e.date, e.url, e.doc.text.strip()) for e in entries]
+    pieces = renderer.pieces(shown)
+    rendered = "".join(pieces)
     docs = []
-    for e in entries:
+    for e, s in zip(entries, shown, strict=True):
         d = e.doc
         docs.append({
             "doc_id": d.id,
@@ -218,35 +219,31 @@ def context_record(pool: Pool, condition: str, entries: Sequence[Entry], rendere
             "answer": d.supports_answer,
             "original_url": e.original_url,
             "original_date": e.original_date,
+            "text": s.text,
         })
-    return {
+    return Context.model_validate({
         "question_id": pool.question.id,
         "dataset": pool.question.dataset,
         "condition": condition,
         "documents": docs,
         "n_distractors": sum(1 for e in entries if e.doc.role != "gold"),
         "rendered": rendered,
-        "sha256": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
-        "tokens": count_tokens(rendered) if count_tokens is not None else None,
-    }
+        "sha256": sha256_of(rendered),
+        "tokens": count_joined(pieces) if count_tokens else None,
+    })
 
 
 def assemble_pool(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS, *, budgets: Budgets | None = None,
-                  renderer: Renderer | None = None, count_tokens: Any = None) -> list[dict[str, Any]]:
-    """The context records of one pool, one per condition in the given order."""
+                  renderer: Renderer | None = None, count_tokens: bool = False) -> list[Context]:
+    """The contexts of one pool, one per condition in the given order."""
     r = renderer or Renderer()
     chosen = select(pool, conditions, budgets)
     return [context_record(pool, c, chosen[c], r, count_tokens) for c in conditions]
 
 
 def iter_contexts(pools: Iterable[Pool], conditions: Sequence[str] = ALL_CONDITIONS, *,
-                  budgets: Budgets | None = None, count_tokens: Any = None) -> Iterator[dict[str, Any]]:
-    """Context records for every pool (pool order) and condition (given order)."""
+                  budgets: Budgets | None = None, count_tokens: bool = False) -> Iterator[Context]:
+    """Contexts for every pool (pool order) and condition (given order)."""
     r = Renderer()
     for p in pools:
         yield from assemble_pool(p, conditions, budgets=budgets, renderer=r, count_tokens=count_tokens)
-
-
-def dumps(record: dict[str, Any]) -> str:
-    """The canonical JSON line of a record (fixed key order, UTF-8, no spaces)."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))

@@ -39,8 +39,8 @@ from trek.ctrl.common import (
     same_answer,
     slugify,
 )
-from trek.ctrl.embeddings import Embedder, cosine
 from trek.ctrl.pools import Pool
+from trek.embeddings import Embedder, cosine
 from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json, object_schema
 from trek.templates import register, render, template_version

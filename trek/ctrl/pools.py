@@ -147,9 +147,9 @@ def from_mini(
     relevance: int = RELEVANCE_TARGET,
 ) -> list[Pool]:
     """Pools from TrekBench-Mini (bundled in ``data/mini``): its gold, outdated and relevance pages."""
-    from trek.datasets import mini
+    from trek.datasets import load_benchmark
 
-    bench = mini.load(path)
+    bench = load_benchmark("mini", path)
     wanted = set(question_ids) if question_ids is not None else None
     if wanted is not None:
         unknown = wanted - {q.id for q in bench.questions}

@@ -68,7 +68,7 @@ def heuristic_scores(documents: Sequence[dict[str, Any]], references: Sequence[s
 def audit(contexts: Iterable[Any], answers: dict[str, Sequence[str]]) -> pd.DataFrame:
     """One row per context and heuristic: ``question_id, dataset, condition, heuristic, score``.
 
-    ``contexts`` are records from ``contexts.jsonl`` (dicts or :class:`trek.ctrl.contexts.Context`);
+    ``contexts`` are records from ``contexts.jsonl`` (dicts or :class:`trek.contexts.Context`);
     ``answers`` maps question id to its reference answers.
     """
     rows = []

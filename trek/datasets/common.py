@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from trek.paths import env_path
 from trek.types import Document, Question
 
 __all__ = [
@@ -50,10 +51,7 @@ DATA_DIR_ENV = "TREK_DATA_DIR"
 
 def default_data_dir() -> Path:
     """``$TREK_DATA_DIR`` when set, else ``./datasets`` under the current directory."""
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.cwd() / "datasets"
+    return env_path(DATA_DIR_ENV, Path.cwd() / "datasets")
 
 
 class DatasetError(ValueError):

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trek.paths import env_path
 from trek.types import Document, Question, read_jsonl
 
 __all__ = [
@@ -48,10 +49,7 @@ class MiniBenchmarkError(ValueError):
 
 def default_mini_dir() -> Path:
     """``$TREK_MINI_DIR`` when set and non-empty, else the bundled ``data/mini`` folder."""
-    env = os.environ.get(MINI_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    return BUNDLED_DIR
+    return env_path(MINI_DIR_ENV, BUNDLED_DIR)
 
 
 @dataclass

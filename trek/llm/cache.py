@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from trek.paths import env_path
 from trek.sqlite import connect
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
@@ -56,10 +57,7 @@ def request_key(request: dict[str, Any]) -> str:
 
 def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_CACHE`` when set, else ``<run_dir>/llm-cache.sqlite`` (run_dir defaults to cwd)."""
-    env = os.environ.get("TREK_CACHE")
-    if env:
-        return Path(env)
-    return Path(run_dir or ".") / "llm-cache.sqlite"
+    return env_path("TREK_CACHE", Path(run_dir or ".") / "llm-cache.sqlite")
 
 
 class ResponseCache:

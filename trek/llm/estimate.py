@@ -9,7 +9,7 @@ results; plus search calls). The estimate then
 * drops items whose first request is already in the response cache (they cost nothing; for a
   multi-round item a cached first turn means the item ran before and replays from the cache);
 * counts input tokens with ``o200k_base`` (the tokenizer of OpenAI's current models, offline via
-  the ``bpe-openai`` package) in OpenAI's chat format: 3 tokens per message plus its role and
+  the ``bpe-openai`` package; :mod:`trek.tokens`) in OpenAI's chat format: 3 tokens per message plus its role and
   content, 3 to prime the reply, tool definitions as their JSON. For other models the same count
   is an approximation, widened to ``[0.8, 1.25]`` times it (:data:`OTHER_TOKENIZER_BAND`);
 * bounds output tokens per call by the request's ``max_tokens`` / ``max_completion_tokens`` /
@@ -33,12 +33,12 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from trek.llm.cache import _canonical, request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.usage import usage_from_raw
+from trek.tokens import count_tokens
 
 __all__ = [
     "Assumption",
@@ -47,7 +47,6 @@ __all__ = [
     "RecordingClient",
     "content_text",
     "count_chat_tokens",
-    "count_text_tokens",
     "estimate_requests",
     "is_openai_model",
     "request_body",
@@ -62,25 +61,6 @@ def is_openai_model(model: str | None) -> bool:
     """Whether ``model`` is an OpenAI model whose tokenizer is ``o200k_base`` (counts are exact)."""
     m = (model or "").lower().rsplit("/", 1)[-1]
     return m.startswith(_OPENAI_PREFIXES) and not m.startswith(("gpt-oss", "gpt-3", "gpt-4-"))
-
-
-@lru_cache(maxsize=1)
-def _encoding() -> Any:
-    import warnings
-
-    with warnings.catch_warnings():  # the package reads its data with a deprecated importlib call
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import bpe_openai
-
-            return bpe_openai.get_encoding("o200k_base")
-        except ImportError:  # pragma: no cover - a dependency of trek
-            raise RuntimeError("token counting needs the bpe-openai package: pip install bpe-openai") from None
-
-
-def count_text_tokens(text: str) -> int:
-    """o200k_base tokens of ``text`` (special-token text counted as ordinary text)."""
-    return len(_encoding().encode(text, disallowed_special=())) if text else 0
 
 
 def content_text(content: Any) -> str:
@@ -110,16 +90,16 @@ def count_chat_tokens(messages: Sequence[dict[str, Any]] | str, tools: Sequence[
     for m in messages:
         if not isinstance(m, dict):
             continue
-        n += 3 + count_text_tokens(str(m.get("role") or m.get("type") or ""))
-        n += count_text_tokens(content_text(m.get("content", m.get("output"))))
+        n += 3 + count_tokens(str(m.get("role") or m.get("type") or ""))
+        n += count_tokens(content_text(m.get("content", m.get("output"))))
         if m.get("name"):
-            n += 1 + count_text_tokens(str(m["name"]))
+            n += 1 + count_tokens(str(m["name"]))
         if m.get("tool_calls"):
-            n += count_text_tokens(json.dumps([c.get("function", c) for c in m["tool_calls"]], ensure_ascii=False))
+            n += count_tokens(json.dumps([c.get("function", c) for c in m["tool_calls"]], ensure_ascii=False))
         if m.get("type") == "function_call":
-            n += count_text_tokens(str(m.get("name") or "") + str(m.get("arguments") or ""))
+            n += count_tokens(str(m.get("name") or "") + str(m.get("arguments") or ""))
     if tools:
-        n += count_text_tokens(json.dumps(list(tools), ensure_ascii=False))
+        n += count_tokens(json.dumps(list(tools), ensure_ascii=False))
     return n
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trek.contexts import Context
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version
-from trek.rag.context import CtxRecord
 from trek.types import Question
 
 __all__ = ["VERSION", "Direct"]
@@ -29,6 +29,6 @@ class Direct:
     def versions(self) -> dict[str, str]:
         return {"rag.direct": VERSION, "rag.answer": answer_version()}
 
-    async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
+    async def arun(self, q: Question, ctx: Context, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         out = MethodOutput(details={"documents": len(ctx.documents)})
         return await aanswer(client, q, ctx.rendered, out, params)

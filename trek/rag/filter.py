@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trek.contexts import Context, render_documents
 from trek.llm.client import LLMClient
 from trek.llm.structured import object_schema
 from trek.rag.answer import MethodOutput, aanswer, answer_version, ask_json
-from trek.rag.context import CtxRecord, render_subset
 from trek.templates import register, template_version
 from trek.types import Question
 
@@ -121,21 +121,21 @@ class Filter:
     def versions(self) -> dict[str, str]:
         return {"rag.filter": template_version("rag.filter", FILTER_PROMPT, VERSION), "rag.answer": answer_version()}
 
-    async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
-        blocks = ctx.blocks()
+    async def arun(self, q: Question, ctx: Context, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
+        docs = ctx.documents
         out, res = await ask_json(client, q, "rag.filter", FILTER_PROMPT, ctx.rendered, params, call="filter",
                                   validate=check_keep_shape, max_reasks=self.max_reasks, schema=SCHEMA)
         if res is None:
             return out
         if res.ok:
-            kept, dropped = parse_keep_ids(res.value, len(blocks))
+            kept, dropped = parse_keep_ids(res.value, len(docs))
             selection = "kept" if kept else "empty"
         else:
             kept, dropped, selection = [], {}, "unparsed"
         out.details = {
             "selection": selection,
             "kept_ids": kept,
-            "kept_doc_ids": [ctx.documents[i - 1].doc_id for i in kept],
+            "kept_doc_ids": [docs[i - 1].doc_id for i in kept],
             "dropped_ids": {k: v for k, v in dropped.items() if v},
             "filter_attempts": res.attempts,
         }
@@ -143,6 +143,6 @@ class Filter:
             out.details["fallback"] = self.empty_fallback
             if res.error:
                 out.details["filter_error"] = res.error
-            kept = list(range(1, len(blocks) + 1)) if self.empty_fallback == "all" else []
-        docs_block = ctx.rendered if len(kept) == len(blocks) else render_subset([blocks[i - 1] for i in kept])
+            kept = list(range(1, len(docs) + 1)) if self.empty_fallback == "all" else []
+        docs_block = ctx.rendered if len(kept) == len(docs) else render_documents(docs[i - 1] for i in kept)
         return await aanswer(client, q, docs_block, out, params)

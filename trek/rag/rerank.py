@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import logging
 import math
 import os
 import re
@@ -36,11 +35,11 @@ from typing import Any, Protocol
 import httpx
 import numpy as np
 
-from trek.ctrl.embeddings import WordLlamaEmbedder
+from trek.contexts import Context, render_documents
+from trek.embeddings import WordLlamaEmbedder
 from trek.llm.cache import LLMCache
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version, question_prompt
-from trek.rag.context import CtxRecord, render_subset
 from trek.templates import register, template_version
 from trek.types import Question
 
@@ -69,8 +68,6 @@ Find evidence that meets every requirement of the question.
 Question: {question}
 Time frame of the answer: {effective_year}""",
 )
-
-_META_LINE = re.compile(r"^(?:Date|Source URL): [^\n]*\n")
 
 
 # -- temporal weights --------------------------------------------------------------------------
@@ -160,15 +157,6 @@ def top_k(scores: Sequence[float], k: int) -> list[int]:
     return sorted(order[: max(k, 0)])
 
 
-def block_text(block: str) -> str:
-    """A rendered document block without its leading ``Date:`` / ``Source URL:`` lines."""
-    while True:
-        m = _META_LINE.match(block)
-        if not m:
-            return block
-        block = block[m.end():]
-
-
 # -- relevance scorers -------------------------------------------------------------------------
 class ScorerError(RuntimeError):
     """The relevance scorer failed after its retries (the question is left pending)."""
@@ -180,20 +168,9 @@ class Scorer(Protocol):
     async def ascore(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
-def _embed_quietly(embedder: Any, texts: list[str]) -> np.ndarray:
-    """Embed with ``wordllama``, undoing the ``logging.basicConfig(level=INFO)`` its import runs."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        return np.asarray(embedder.embed(texts), dtype=np.float64)
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
-
-
 class EmbeddingScorer:
     """Cosine similarity of ``wordllama`` static embeddings (the Ctrl build's offline embedder,
-    :class:`trek.ctrl.embeddings.WordLlamaEmbedder`; no network, no model call)."""
+    :class:`trek.embeddings.WordLlamaEmbedder`; no network, no model call)."""
 
     def __init__(self, dim: int = 256, memo_size: int = 50_000):
         self.dim = dim
@@ -208,7 +185,7 @@ class EmbeddingScorer:
         """Unit-length embeddings, memoized by text (a document recurs across conditions)."""
         new = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if new:
-            emb = _embed_quietly(self._embedder, new)
+            emb = self._embedder.embed(new)
             norms = np.linalg.norm(emb, axis=1)
             norms[norms == 0] = 1.0
             if len(self._memo) + len(new) > self.memo_size:
@@ -360,28 +337,28 @@ class Rerank:
         return {"rag.rerank": VERSION, "rag.rerank.query": template_version("rag.rerank.query", QUERY_PROMPT, VERSION),
                 "rag.answer": answer_version()}
 
-    async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
+    async def arun(self, q: Question, ctx: Context, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         assert self.scorer is not None
-        blocks = ctx.blocks()
+        docs = ctx.documents
         out = MethodOutput()
         query = question_prompt("rag.rerank.query", QUERY_PROMPT, q)
         try:
-            rel = await self.scorer.ascore(query, [block_text(b) for b in blocks])
+            rel = await self.scorer.ascore(query, [d.text or "" for d in docs])
         except ScorerError as e:
             return out.pending(f"relevance scorer: {e}")
         year = cutoff_year(q)
-        temporal = temporal_weights([parse_date(d.date) for d in ctx.documents], year, self.sigma_days,
+        temporal = temporal_weights([parse_date(d.date) for d in docs], year, self.sigma_days,
                                     self.after_cutoff)
         scores = combine_scores(rel, temporal, self.combine, self.alpha)
         kept = top_k(scores, self.k)
         ranks = {i: r for r, i in enumerate(sorted(range(len(scores)), key=lambda i: (-scores[i], i)), start=1)}
         out.details = {
             "cutoff": f"{year}-12-31" if year is not None else None,
-            "kept_doc_ids": [ctx.documents[i].doc_id for i in kept],
+            "kept_doc_ids": [docs[i].doc_id for i in kept],
             "scores": [
                 {"doc_id": d.doc_id, "relevance": round(float(rel[i]), 6), "temporal": round(float(temporal[i]), 6),
                  "score": round(float(scores[i]), 6), "rank": ranks[i], "kept": i in kept}
-                for i, d in enumerate(ctx.documents)
+                for i, d in enumerate(docs)
             ],
         }
-        return await aanswer(client, q, render_subset([blocks[i] for i in kept]), out, params)
+        return await aanswer(client, q, render_documents(docs[i] for i in kept), out, params)

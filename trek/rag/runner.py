@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from trek import runs as R
+from trek.contexts import Context as CtxRecord
 from trek.llm.client import LLMClient
 from trek.llm.estimate import Estimate
 from trek.llm.usage import PriceTable
 from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
-from trek.rag.context import CtxRecord
 from trek.stage import Slot, Stage, StagePlan, digest, execute, run_lock, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Question, RunMeta, Trajectory
@@ -177,7 +177,7 @@ def estimate_grid(
     context plus the prompt around it; low = one read of the context per answer, Rerank reading
     its top 10 only; high = one read per call), output tokens (low 1 per call, high ``max_tokens``
     or ``assume_output``) and dollars from the price table. Finished answers cost nothing."""
-    from trek.ctrl.tokens import count_tokens
+    from trek.tokens import count_tokens
 
     by_cond = _contexts_by_condition(contexts)
     size = {c.sha256: count_tokens(c.rendered) + PROMPT_TOKENS for c in contexts}

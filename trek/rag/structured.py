@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trek.contexts import Context
 from trek.llm.client import LLMClient
 from trek.llm.structured import object_schema
 from trek.rag.answer import MethodOutput, ask_json, question_prompt
-from trek.rag.context import CtxRecord
 from trek.templates import register, template_version
 from trek.types import Question
 
@@ -160,7 +160,7 @@ def parse_extraction(items: list[Any], n: int) -> tuple[list[dict[str, Any]], li
     return [kept[i] for i in sorted(kept)], dropped
 
 
-def evidence_text(records: list[dict[str, Any]], ctx: CtxRecord) -> str:
+def evidence_text(records: list[dict[str, Any]], ctx: Context) -> str:
     """One JSON object per line: each record with its document's displayed date and, when the
     condition shows it, source URL."""
     lines = []
@@ -215,7 +215,7 @@ class Structured:
             "rag.structured.contrast": template_version("rag.structured.contrast", CONTRAST_PROMPT, VERSION),
         }
 
-    async def arun(self, q: Question, ctx: CtxRecord, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
+    async def arun(self, q: Question, ctx: Context, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
         out, res = await ask_json(client, q, "rag.structured.extract", EXTRACT_PROMPT, ctx.rendered, params,
                                   call="extract", validate=check_extraction_shape, max_reasks=self.max_reasks,
                                   schema=extraction_schema(len(ctx.documents)))

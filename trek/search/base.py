@@ -28,6 +28,7 @@ from typing import Any
 from trek.errors import RunFatalError
 from trek.llm.cache import ResponseCache
 from trek.llm.client import EndpointLimits, run_sync, scrub
+from trek.paths import env_path
 from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage
 
@@ -80,10 +81,7 @@ class FatalSearchError(SearchError, RunFatalError):
 
 def default_search_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_SEARCH_CACHE`` when set, else ``<run_dir>/search-cache.sqlite``."""
-    env = os.environ.get("TREK_SEARCH_CACHE")
-    if env:
-        return Path(env)
-    return Path(run_dir or ".") / "search-cache.sqlite"
+    return env_path("TREK_SEARCH_CACHE", Path(run_dir or ".") / "search-cache.sqlite")
 
 
 #: Search results are cached in the one response-cache shape of Trek (keyed by the canonical

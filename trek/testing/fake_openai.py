@@ -777,9 +777,10 @@ class FakeOpenAIServer:
     def _counts(self, messages: Any, tools: Any, texts: Sequence[str], completion_text: str) -> tuple[int, int]:
         """(prompt, completion) tokens: whitespace words, or o200k_base in OpenAI's chat format."""
         if self.tokenizer == "o200k_base":
-            from trek.llm.estimate import count_chat_tokens, count_text_tokens
+            from trek.llm.estimate import count_chat_tokens
+            from trek.tokens import count_tokens
 
-            return count_chat_tokens(messages, tools), max(1, count_text_tokens(completion_text))
+            return count_chat_tokens(messages, tools), max(1, count_tokens(completion_text))
         return _count_tokens(" ".join(texts)), _count_tokens(completion_text)
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""Text embeddings for the fabrication similarity check (paper D.3: cosine >= 0.90).
+"""Text embeddings: the Ctrl fabrication similarity check (paper D.3: cosine >= 0.90) and the
+offline relevance scorer of the Rerank baseline (:class:`trek.rag.rerank.EmbeddingScorer`).
 
 Two embedders share one interface, ``embed(texts) -> numpy array (n, d)``:
 
@@ -74,7 +75,8 @@ class WordLlamaEmbedder:
         _wordllama(dim)  # load now, before any concurrent work starts
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(_wordllama(self.dim).embed(list(texts)), dtype=np.float64)
+        with _keep_root_logging():
+            return np.asarray(_wordllama(self.dim).embed(list(texts)), dtype=np.float64)
 
 
 class OpenAIEmbedder:
