@@ -105,7 +105,7 @@ def build_command(
                        republication_target=republications, fabrication_settings=settings,
                        count_tokens=tokens, source=source)
     for m in result.messages:
-        typer.echo(m)
+        typer.echo(m, err=m.startswith("warning:"))
 
 
 @app.command("audit")
