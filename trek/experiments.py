@@ -130,11 +130,14 @@ class Report:
         """Model calls of the first pass (the only one that may call the model)."""
         return sum(s.calls for s in self.stages)
 
+    def summary(self) -> str:
+        """The closing line (the stage lines were printed as each stage finished)."""
+        return (f"{self.calls} model calls, {self.passes} pass(es), {self.replies} replies in the replay log, "
+                f"{self.seconds:.1f} s; results in {self.out}")
+
     def describe(self) -> str:
-        lines = [s.line() for s in self.stages]
-        lines.append(f"{self.calls} model calls, {self.passes} pass(es), {self.replies} replies in the replay log, "
-                     f"{self.seconds:.1f} s; results in {self.out}")
-        return "\n".join(lines)
+        """Every stage line of the first pass, then :meth:`summary`."""
+        return "\n".join([*(s.line() for s in self.stages), self.summary()])
 
 
 @contextlib.contextmanager
