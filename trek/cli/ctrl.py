@@ -113,9 +113,9 @@ def audit_command(
     folder: Path = typer.Argument(..., help="A folder written by 'trek ctrl build'."),
 ) -> None:
     """Print the shortcut audit: accuracy ceilings of content-blind heuristics per condition."""
-    from trek.ctrl.reports import load_build, shortcut_table
+    from trek.report.ctrl_build import load_build, shortcut_table
 
-    built = load_build(folder)
+    built = load_build(folder.resolve())
     typer.echo(shortcut_table(built).to_string(float_format=lambda x: f"{x:.1f}"))
 
 
