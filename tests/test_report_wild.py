@@ -51,3 +51,12 @@ def test_output_folders(monkeypatch, tmp_path):
     assert output_dirs() == (tmp_path / "out" / "figures", tmp_path / "out" / "tables")
     assert output_dirs(tables_dir=str(tmp_path / "t"))[1] == tmp_path / "t"  # an explicit folder wins
     assert (tmp_path / "out" / "figures").is_dir()
+
+
+def test_paired_comparisons_need_two_runs(demo_runs):
+    from trek.report.wild import significance
+
+    with pytest.raises(ValueError, match="at least two runs, got 1"):
+        significance({"a": demo_runs["demo-lm"]})
+    table = significance({"a": demo_runs["demo-lm"], "b": demo_runs["demo-lm-read"]})
+    assert list(table.index) == ["b"] and table.loc["b", "n"] > 0

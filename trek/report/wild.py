@@ -135,6 +135,8 @@ def plot_wild_accuracy(table: pd.DataFrame, title: str) -> plt.Figure:
 def significance(runs: dict[str, Path], reference: str | None = None) -> pd.DataFrame:
     """Every run against ``reference`` (default: the first run) on the same questions:
     accuracies, difference in points, exact McNemar p and Holm-adjusted p."""
+    if len(runs) < 2:
+        raise ValueError(f"paired comparisons need at least two runs, got {len(runs)}: {list(runs)}")
     table = _runs.correctness(runs)
     ref = reference or next(iter(runs))
     if ref not in table.columns:
