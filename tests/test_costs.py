@@ -5,8 +5,9 @@ import math
 import pytest
 
 from trek import runs
-from trek.costs import cost_table, search_calls_billed
+from trek.costs import search_calls_billed
 from trek.llm.usage import Price, PriceTable
+from trek.report.costs import cost_table
 from trek.types import Grade, Question, RunMeta, SearchCall, Trajectory, Usage, write_jsonl
 
 PRICES = PriceTable({"m": Price(input=1.0, output=10.0), "judge": Price(input=0.5, output=2.0)},

@@ -67,6 +67,33 @@ def test_incomplete_pools_are_neither_padded_nor_dropped():
     assert all(counts(v) == {"gold": 1} for v in gold_only.values())
 
 
+def test_a_budget_a_pool_cannot_fill_is_named_once_with_how_many_questions():
+    full, small = big_pool(qid="s:1"), big_pool(n_hist=8, n_rel=3, n_rep=2, n_fab=0, qid="s:2")
+    lines = C.budget_shortfalls([full, small], ("OO", "OO:k=5", "OO:k=10", "OO:k=20", "MND", "SAA"))
+    assert lines == [
+        "budget OO outdated 20: 1 of 2 questions have fewer in their pool (as few as 8); "
+        "their contexts hold what the pool has",
+        "budget OO:k=10 outdated 10: 1 of 2 questions have fewer in their pool (as few as 8); "
+        "their contexts hold what the pool has",
+        "budget OO:k=20 outdated 20: 1 of 2 questions have fewer in their pool (as few as 8); "
+        "their contexts hold what the pool has",
+        "budget MND outdated 10: 1 of 2 questions have fewer in their pool (as few as 8); "
+        "their contexts hold what the pool has",
+        "budget MND relevance 10: 1 of 2 questions have fewer in their pool (as few as 3); "
+        "their contexts hold what the pool has",
+        "budget SAA republication 5: 1 of 2 questions have fewer in their pool (as few as 2); "
+        "their contexts hold what the pool has",
+        "budget SAA fabrication 5: 1 of 2 questions have fewer in their pool (as few as 0); "
+        "their contexts hold what the pool has",
+    ]
+    # SAA natural: 8 + 3 = 11 >= 10, so no line; without fabrication there is no fabrication line
+    assert not any("fabrication" in x for x in C.budget_shortfalls([small], ("SAA",), fabricated=False))
+    assert C.budget_shortfalls([full], C.ALL_CONDITIONS) == []
+    # the counts match what the contexts hold
+    chosen = C.select(small, ("OO:k=10",))["OO:k=10"]
+    assert sum(1 for e in chosen if e.doc.role != "gold") == 8
+
+
 def test_sba_is_saa_without_urls():
     for p in [big_pool(), *map(add_republications, from_mini())]:
         recs = {r.condition: r for r in C.assemble_pool(p, ("SAA", "SBA"))}

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from trek import runs as R
 from trek.cli import app
-from trek.rag import reports
 from trek.rag.context import load_ctrl_questions
 from trek.rag.runner import run_label
+from trek.report import ctrl as reports
 
 demo_ctrl, demo_runs = load_script("demo_ctrl"), load_script("demo_runs")
 

@@ -126,6 +126,24 @@ def test_make_runs_replays_the_committed_results_byte_for_byte(tmp_path):
     assert tree(tmp_path / "runs") == tree(committed)
 
 
+def test_the_command_prints_each_stage_line_once(recorded, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import trek.experiments
+    from trek.cli import app
+
+    root, report, _ = recorded
+    monkeypatch.setattr(trek.experiments, "Settings", lambda: SMALL)  # the command's settings: the small ones
+    res = CliRunner().invoke(app, ["experiments", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"),
+                                   "--replay", str(root / "runs" / REPLAY), "--replay-only", "--ctrl-questions", "1",
+                                   "--no-progress"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    for stage in report.stages:
+        assert sum(line.startswith(f"{stage.name} ") for line in lines) == 1, stage.name
+    assert lines[-1].startswith("0 model calls, 1 pass(es)")
+
+
 # -- the pieces ---------------------------------------------------------------------------------
 def test_question_ids_by_style_take_each_style_in_turn():
     from trek.datasets import mini

@@ -1,42 +1,17 @@
 import json
 import shutil
 
-import pandas as pd
 import papermill as pm
 import pytest
 
-from trek.paper import (
-    ParamsError,
-    _load_params,
-    declared_parameters,
-    demo_label,
-    repo_root,
-    run_notebook,
-    save_table,
-    to_latex,
-)
+from trek.paper import ParamsError, _load_params, declared_parameters, run_notebook
+from trek.report.paths import repo_root
 
 NOTEBOOKS = sorted((repo_root() / "notebooks").glob("*.ipynb"))
 DECLARED = {
     "tab1_wild_accuracy": ["runs", "runs_dir", "figures_dir", "tables_dir"],
     "tab10_reference_years": ["questions", "data_dir", "figures_dir", "tables_dir"],
 }
-
-
-def test_save_table_writes_csv_and_tex(tmp_path, monkeypatch):
-    manifest = tmp_path / "m.txt"
-    monkeypatch.setenv("TREK_PAPER_MANIFEST", str(manifest))
-    df = pd.DataFrame({"accuracy": [50.0, 2 / 3 * 100], "n": [4, 3]}, index=pd.Index(["a_b", "c"], name="dataset"))
-    paths = save_table(df, "tab_x", tmp_path / "tables", caption="Acc & more")
-    csv, tex = (p.read_text() for p in paths)
-    assert csv.splitlines()[0] == "dataset,accuracy,n" and "66.7" in csv
-    assert r"a\_b & 50.0 & 4 \\" in tex and r"\caption{Acc \& more}" in tex
-    assert manifest.read_text().split() == [str(p) for p in paths]
-
-
-def test_to_latex_marks_missing_values():
-    tex = to_latex(pd.DataFrame({"x": [float("nan")]}))
-    assert "--" in tex and tex.count(r"\toprule") == 1
 
 
 # -- parameters cells -----------------------------------------------------------------------
@@ -136,17 +111,10 @@ def test_runs_from_a_params_file_reach_the_table(tmp_path, demo_runs):
     assert str(tables / "tab1_wild_accuracy.csv") in written
 
 
-def test_demo_label():
-    assert demo_label(True, "Table 1").startswith("DEMO DATA")
-    assert demo_label(False, "Table 1") == "Table 1"
-
-
 def test_stored_notebook_outputs_name_no_machine_path():
     # stored outputs are compared by nbval and read by people on other machines: a repr of an
     # absolute path (e.g. the list save_table returns) must not end up in them
     import tempfile
-
-    from trek.paper import repo_root
 
     root = repo_root()
     for nb in sorted((root / "notebooks").glob("*.ipynb")):
@@ -154,16 +122,64 @@ def test_stored_notebook_outputs_name_no_machine_path():
         assert str(root) not in text and tempfile.gettempdir() + "/" not in text, nb.name
 
 
-def test_runs_title_names_model_and_question_set_and_marks_demo_runs(tmp_path, demo_runs):
-    from trek.paper import runs_title
+def _snapshot(*folders):
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for f in folders for p in sorted(f.glob("*")) if p.is_file()}
 
-    demo = runs_title("Accuracy (%)", {"x": demo_runs["demo-lm"]})
-    assert demo.startswith("DEMO DATA") and "demo-lm" in demo and "TrekBench-Mini" in demo
-    real = tmp_path / "real"
-    shutil.copytree(demo_runs["demo-lm"], real)
-    meta = json.loads((real / "run.json").read_text())
-    meta["model"], meta["config"]["benchmark"] = "Quokka-13B", "My-Set"
-    meta["config"].pop("demo", None)
-    (real / "run.json").write_text(json.dumps(meta))
-    title = runs_title("Accuracy (%)", [real])
-    assert not title.startswith("DEMO DATA") and "Quokka-13B" in title and "My-Set" in title
+
+@pytest.mark.slow
+def test_a_params_run_writes_to_build_paper_and_prints_one_quiet_line(tmp_path, demo_runs):
+    import re
+    import subprocess
+    import sys
+    import uuid
+
+    root = repo_root()
+    committed = _snapshot(root / "figures", root / "tables")
+    assert committed
+    name = f"mine-{uuid.uuid4().hex[:8]}"
+    params = tmp_path / f"{name}.yaml"
+    params.write_text(f"runs:\n  Zebra-Run-7Q: {demo_runs['demo-lm']}\n")
+    out = root / "build" / "paper" / name
+    try:
+        res = subprocess.run([sys.executable, "-m", "trek.paper", "run", "notebooks/tab1_wild_accuracy.ipynb",
+                              str(tmp_path / "executed.ipynb"), "--params", str(params)],
+                             cwd=root, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        # one line, no kernel chatter: the kernel's log is kept beside the executed notebook
+        assert re.fullmatch(r"tab1_wild_accuracy +\d+\.\d s  ok  \(4 files\)\n", res.stdout), res.stdout
+        assert res.stderr == ""
+        assert (tmp_path / "executed.log").exists()
+        assert "Zebra-Run-7Q" in (out / "tables" / "tab1_wild_accuracy.csv").read_text()
+        assert {p.name for p in (out / "figures").iterdir()} == {"tab1_wild_accuracy.pdf", "tab1_wild_accuracy.png"}
+        assert sorted((tmp_path / "executed.outputs.txt").read_text().split()) == sorted(
+            str(p) for p in [*(out / "figures").iterdir(), *(out / "tables").iterdir()])
+        # --out sends them elsewhere
+        res = subprocess.run([sys.executable, "-m", "trek.paper", "run", "notebooks/tab1_wild_accuracy.ipynb",
+                              str(tmp_path / "executed2.ipynb"), "--params", str(params), "--out", str(tmp_path / "o")],
+                             cwd=root, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0 and (tmp_path / "o" / "tables" / "tab1_wild_accuracy.tex").exists()
+    finally:
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+    assert _snapshot(root / "figures", root / "tables") == committed  # the committed outputs are untouched
+
+
+@pytest.mark.slow
+def test_a_failing_notebook_says_failed_and_shows_why(tmp_path):
+    import subprocess
+    import sys
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell("raise RuntimeError('the table is wrong')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "broken.ipynb")
+    res = subprocess.run([sys.executable, "-m", "trek.paper", "run", str(tmp_path / "broken.ipynb"),
+                          str(tmp_path / "out" / "broken.ipynb")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert res.stdout.split()[0] == "broken" and res.stdout.split()[-1] == "FAILED"
+    assert "the table is wrong" in res.stderr

@@ -1,6 +1,7 @@
-"""Table 12: tokens and dollars per configuration, read from the usage the runs recorded.
+"""Tokens and dollars of a configuration, read from the usage the runs recorded.
 
-One row per run (configuration: model x search x effort, read from ``run.json``):
+:func:`run_costs` gives one run's record (configuration: model x search x effort, read from
+``run.json``); :func:`trek.report.costs.cost_table` puts them together as Table 12:
 
 * tokens in thousands over every trajectory of the run: ``input_k`` (prompt), ``cached_input_k``
   (the part of the prompt the provider served from its prompt cache), ``output_k`` (completion,
@@ -14,23 +15,20 @@ One row per run (configuration: model x search x effort, read from ``run.json``)
   cache: the table is the cost of the configuration, not of one invocation. A native OpenAI web
   search counts once per action (one action may run several queries);
 * ``judge_usd``: the dollars recorded with the grades' judge usage (same rule for missing dollars);
-* ``total_usd`` = tokens + search + judge. A last row ``total`` sums every column.
+* ``total_usd`` = tokens + search + judge.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
 from pathlib import Path
-
-import pandas as pd
 
 from trek import runs as _runs
 from trek.llm.usage import PriceTable
 from trek.types import Trajectory, Usage
 
-__all__ = ["COST_COLUMNS", "cost_table", "load_prices", "search_calls_billed"]
+__all__ = ["COST_COLUMNS", "run_costs", "load_prices", "search_calls_billed"]
 
 COST_COLUMNS = [
     "model", "search", "effort", "questions", "input_k", "cached_input_k", "output_k", "reasoning_k",
@@ -57,7 +55,9 @@ def _dollars(u: Usage, model: str | None, prices: PriceTable) -> float:
     return math.nan if cost is None else cost
 
 
-def _one(run_dir: Path, prices: PriceTable) -> dict[str, object]:
+def run_costs(run_dir: str | os.PathLike[str], prices: PriceTable) -> dict[str, object]:
+    """The tokens and dollars of one run, keyed by :data:`COST_COLUMNS` (see the module doc)."""
+    run_dir = Path(run_dir)
     meta = _runs.read_meta(run_dir)
     system = (meta.config.get("system") if meta else None) or {}
     questions = _runs.load_questions(run_dir)
@@ -93,19 +93,3 @@ def _one(run_dir: Path, prices: PriceTable) -> dict[str, object]:
         "judge_usd": judge_usd,
         "total_usd": token_usd + search_usd + judge_usd,
     }
-
-
-def cost_table(runs: Mapping[str, str | os.PathLike[str]], prices: PriceTable | None = None) -> pd.DataFrame:
-    """Table 12 for ``{label: run directory}``: one row per run plus a ``total`` row (see the
-    module doc for every column). NaN dollars mean a model or search backend without a price."""
-    prices = prices or PriceTable.load()
-    rows = {label: _one(Path(d), prices) for label, d in runs.items()}
-    df = pd.DataFrame.from_dict(rows, orient="index", columns=COST_COLUMNS)
-    if df.empty:
-        return df
-    # dollars: an unknown price in any row leaves the total unknown (NaN), never silently lower
-    total = {c: "" if c in ("model", "search", "effort") else df[c].sum(skipna=not c.endswith("_usd"))
-             for c in COST_COLUMNS}
-    df.loc["total"] = total
-    df.index.name = "run"
-    return df

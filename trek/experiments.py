@@ -130,11 +130,14 @@ class Report:
         """Model calls of the first pass (the only one that may call the model)."""
         return sum(s.calls for s in self.stages)
 
+    def summary(self) -> str:
+        """The closing line (the stage lines were printed as each stage finished)."""
+        return (f"{self.calls} model calls, {self.passes} pass(es), {self.replies} replies in the replay log, "
+                f"{self.seconds:.1f} s; results in {self.out}")
+
     def describe(self) -> str:
-        lines = [s.line() for s in self.stages]
-        lines.append(f"{self.calls} model calls, {self.passes} pass(es), {self.replies} replies in the replay log, "
-                     f"{self.seconds:.1f} s; results in {self.out}")
-        return "\n".join(lines)
+        """Every stage line of the first pass, then :meth:`summary`."""
+        return "\n".join([*(s.line() for s in self.stages), self.summary()])
 
 
 @contextlib.contextmanager
@@ -326,17 +329,16 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
 
     import pandas as pd
 
-    from trek.analysis import judge_check
-    from trek.rag import reports as ctrl_reports
-    from trek.reports import wild_accuracy
-    from trek.trace.reports import label_shares
+    from trek.analysis import accuracy_by_run, judge_check
+    from trek.report import ctrl as ctrl_reports
+    from trek.report.trace import label_shares
 
     wild = {label: root / "wild" / label for label in WILD_SYSTEMS}
     model = runs.read_meta(next(iter(wild.values()))).model
     text = SUMMARY_INTRO.format(model=model, benchmark=BENCHMARK, replies=replies,
                                 settings=json.dumps(settings.describe(), indent=2, sort_keys=True))
     with pd.option_context("display.width", 200, "display.max_columns", 50):
-        acc = wild_accuracy(wild)
+        acc = accuracy_by_run(wild, datasets=["freshqa", "infodeepseek", "sealqa"]).round(1)
         text += "\n## Wild: accuracy (%) over all questions\n\n```\n" + acc.to_string() + "\n```\n"
         check = judge_check(wild).round({"judged_correct": 1, "mentions_answer": 1, "agreement": 1, "kappa": 2})
         text += ("\n## Wild: the judge against a plain answer-mention check\n\n"
@@ -348,7 +350,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             text += "\n## TrekTrace: share of failures per label (%)\n\n```\n" + label_shares(traced).to_string() + "\n```\n"
         ctrl_dir = root / "ctrl" / "runs"
         if ctrl_dir.is_dir():
-            df = ctrl_reports.load_ctrl(ctrl_dir)
+            df = ctrl_reports.load_ctrl(ctrl_dir.resolve())
             table = df.pivot_table(index="method", columns="condition", values="correct", aggfunc="mean") * 100
             cols = [c for c in cond.ALL_CONDITIONS if c in table.columns]
             text += ("\n## Ctrl: accuracy (%) per method and condition\n\n```\n"

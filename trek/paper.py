@@ -1,7 +1,7 @@
-"""The ``make paper`` pipeline: execute notebooks with Papermill and list what they wrote.
+"""The ``make paper`` pipeline: execute notebooks with Papermill and say what they wrote.
 
-    python -m trek.paper run notebooks/tab1_wild_accuracy.ipynb build/tab1_wild_accuracy.ipynb [--params FILE]
-    python -m trek.paper report
+    python -m trek.paper run notebooks/tab1_wild_accuracy.ipynb build/tab1_wild_accuracy.ipynb [--params FILE] [--out DIR]
+    python -m trek.paper report [--build DIR] [--files]
 
 A params file (YAML) holds values for real runs. Top-level keys apply to every notebook that
 declares that parameter; a section named after a notebook (its file stem) applies to that
@@ -10,154 +10,41 @@ section that this notebook does not declare, is an error: a misspelt ``runs`` mu
 the demo runs in the tables. Every assignment of a parameters cell must be readable by
 Papermill (checked: a second ``=`` on the line, even in a comment, hides it).
 
-Notebooks save their outputs through :func:`save_table` and :func:`trek.plots.save_figure`,
-which record every written path in ``build/<notebook>.outputs.txt``; ``report`` prints them.
+Where the outputs go: with a params file, to ``build/paper/<params file name>/{figures,tables}``
+(or ``--out DIR``), never over the committed ``figures/`` and ``tables/``, which only the
+recorded runs (no params file) write. A notebook's ``figures_dir``/``tables_dir`` parameters, when
+given, win over both. The notebook's kernel runs at the repository root, and relative paths in
+parameters are read from there (:func:`trek.report.paths.resolve`).
+
+Notebooks save through :func:`trek.report.latex.save_table` and
+:func:`trek.report.figures.save_figure`, which record every written path in
+``<build>/<notebook>.outputs.txt``. ``run`` prints one line (notebook, seconds, ok and the
+number of files written); the kernel's own log goes to ``<build>/<notebook>.log`` and is shown
+only when the notebook fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from trek.report.paths import MANIFEST_ENV, repo_root
 
-__all__ = [
-    "ParamsError", "benchmark_of", "declared_parameters", "demo_label", "paths", "record_output", "recorded_dir",
-    "repo_root", "run_notebook", "runs_title", "save_table",
-]
+__all__ = ["ParamsError", "declared_parameters", "default_out", "repo_root", "run_notebook"]
 
-_MANIFEST_ENV = "TREK_PAPER_MANIFEST"
+OUT_ENV = "TREK_PAPER_OUT"
 
 
-def repo_root() -> Path:
-    """The project folder (the parent of the ``trek`` package when installed editable), else cwd."""
-    here = Path(__file__).resolve().parents[1]
-    if (here / "pyproject.toml").exists() and (here / "notebooks").is_dir():
-        return here
-    return Path.cwd()
-
-
-def paths(figures_dir: str | None = None, tables_dir: str | None = None) -> tuple[Path, Path]:
-    """Output folders for a notebook: the given ones, else ``figures/`` and ``tables/`` at the repo root."""
-    root = repo_root()
-    f = Path(figures_dir) if figures_dir else root / "figures"
-    t = Path(tables_dir) if tables_dir else root / "tables"
-    f.mkdir(parents=True, exist_ok=True)
-    t.mkdir(parents=True, exist_ok=True)
-    return f, t
-
-
-def demo_label(is_demo: bool, title: str) -> str:
-    """Prefix a title with DEMO DATA when the numbers come from a scripted demo model."""
-    return f"DEMO DATA (not a result): {title}" if is_demo else title
-
-
-def recorded_dir(*parts: str) -> Path:
-    """The recorded runs of ``make runs`` (``data/runs`` at the repository root), or a folder in
-    it: the default input of every notebook."""
-    return repo_root().joinpath("data", "runs", *parts)
-
-
-def benchmark_of(question_ids: Iterable[str], default: str) -> str:
-    """``TrekBench-Mini`` when every id is one of the bundled benchmark's (``mini:...``), else ``default``."""
-    ids = list(question_ids)
-    return "TrekBench-Mini" if ids and all(str(q).startswith("mini:") for q in ids) else default
-
-
-def runs_title(what: str, run_dirs: Mapping[str, str | os.PathLike[str]] | Iterable[str | os.PathLike[str]],
-               benchmark: str = "TrekBench-Wild") -> str:
-    """``what`` with the models and the question set of the runs it was made from, e.g.
-    ``Accuracy (%) (SmolLM2-135M-Instruct-Q4_1; TrekBench-Mini, 36 questions)``.
-
-    The question set is the runs' recorded ``benchmark`` (``run.json`` config), else
-    :func:`benchmark_of` their questions with ``benchmark`` as the fallback. A run made with a
-    scripted demo model (``config.demo``) makes the title start with DEMO DATA.
-    """
-    from trek import runs
-
-    dirs = list(run_dirs.values()) if isinstance(run_dirs, Mapping) else list(run_dirs)
-    models: dict[str, None] = {}
-    names: dict[str, None] = {}
-    ids: set[str] = set()
-    demo = False
-    for d in dirs:
-        meta = runs.read_meta(d)
-        if meta is not None:
-            models[str(meta.model)] = None
-            demo = demo or bool(meta.config.get("demo"))
-            if meta.config.get("benchmark"):
-                names[str(meta.config["benchmark"])] = None
-        ids |= set(runs.load_questions(d))
-    data = ", ".join(names) or benchmark_of(ids, benchmark)
-    who = ", ".join(models) or "unknown model"
-    return demo_label(demo, f"{what} ({'scripted ' if demo else ''}{who}; {data}, {len(ids)} questions)")
-
-
-def record_output(path: str | os.PathLike[str]) -> None:
-    manifest = os.environ.get(_MANIFEST_ENV)
-    if manifest:
-        with open(manifest, "a", encoding="utf-8") as fh:
-            fh.write(str(Path(path)) + "\n")
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def save_table(
-    df: pd.DataFrame,
-    name: str,
-    tables_dir: str | os.PathLike[str],
-    *,
-    caption: str | None = None,
-    float_format: str = "%.1f",
-    index: bool = True,
-) -> list[Path]:
-    """Write ``<tables_dir>/<name>.csv`` and ``.tex`` (booktabs-style, no jinja2 needed)."""
-    d = Path(tables_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    csv_path, tex_path = d / f"{name}.csv", d / f"{name}.tex"
-    _atomic_write_text(csv_path, df.to_csv(index=index, float_format=float_format))
-    _atomic_write_text(tex_path, to_latex(df, caption=caption, float_format=float_format, index=index))
-    for p in (csv_path, tex_path):
-        record_output(p)
-    return [csv_path, tex_path]
-
-
-def _tex_escape(s: Any) -> str:
-    text = str(s)
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
-        text = text.replace(a, b)
-    return text
-
-
-def to_latex(df: pd.DataFrame, *, caption: str | None = None, float_format: str = "%.1f", index: bool = True) -> str:
-    """A small booktabs table renderer (pandas' own needs jinja2)."""
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return "--" if v != v else float_format % v
-        return _tex_escape(v)
-
-    cols = ([df.index.name or ""] if index else []) + [str(c) for c in df.columns]
-    lines = [r"\begin{table}[t]", r"\centering"]
-    if caption:
-        lines.append(r"\caption{" + _tex_escape(caption) + "}")
-    lines += [r"\begin{tabular}{" + "l" * (1 if index else 0) + "r" * len(df.columns) + "}", r"\toprule"]
-    lines.append(" & ".join(_tex_escape(c) for c in cols) + r" \\")
-    lines.append(r"\midrule")
-    for idx, row in df.astype(object).iterrows():
-        cells = ([_tex_escape(idx)] if index else []) + [fmt(v) for v in row.tolist()]
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    return "\n".join(lines)
+def default_out(params_file: str | os.PathLike[str] | None) -> Path | None:
+    """Where a run with ``params_file`` writes (``build/paper/<file name without suffix>`` at the
+    repository root); ``None`` without a params file (the committed ``figures/`` and ``tables/``)."""
+    return repo_root() / "build" / "paper" / Path(params_file).stem if params_file else None
 
 
 class ParamsError(SystemExit):
@@ -249,11 +136,48 @@ def _notebook_stems(folder: Path | None = None) -> set[str]:
     return {p.stem for p in (folder or repo_root() / "notebooks").glob("*.ipynb")}
 
 
-def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], params_file: str | None = None) -> list[str]:
+@contextlib.contextmanager
+def _stderr_to(log: Path) -> Iterator[None]:
+    """Send this process's file descriptor 2 (and so the kernel's, which inherits it) to ``log``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(log, "wb") as fh:
+        os.dup2(fh.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def _environ(**values: str | None) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], params_file: str | None = None,
+                 out: str | os.PathLike[str] | None = None, *, quiet: bool = False) -> list[str]:
     """Execute ``src`` into ``dst`` with Papermill; returns the paths the notebook wrote.
 
     The params file is checked against every notebook in ``src``'s folder (see
-    :func:`_load_params`): a parameter no notebook declares is an error, never dropped.
+    :func:`_load_params`): a parameter no notebook declares is an error, never dropped. Figures
+    and tables go to ``out`` (default :func:`default_out`: ``build/paper/<params name>`` with a
+    params file, the committed folders without one). With ``quiet`` the kernel's log goes to
+    ``dst`` with the suffix ``.log`` instead of this process's standard error.
     """
     import papermill as pm
 
@@ -265,53 +189,76 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
             if nb.stem not in declared:
                 declared[nb.stem] = declared_parameters(nb)
     params = _load_params(params_file, src.stem, declared)
+    target = Path(out).resolve() if out else default_out(params_file)
     manifest = dst.with_suffix(".outputs.txt")
     manifest.unlink(missing_ok=True)
-    os.environ[_MANIFEST_ENV] = str(manifest.resolve())
     tmp = dst.with_name(f".{dst.name}.tmp.ipynb")
+    log = dst.with_suffix(".log")
+    logging = _stderr_to(log) if quiet else contextlib.nullcontext()
     try:
-        pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
-                            kernel_name="python3")
+        with _environ(**{MANIFEST_ENV: str(manifest.resolve()), OUT_ENV: str(target) if target else None}), logging:
+            pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
+                                kernel_name="python3")
         os.replace(tmp, dst)
     finally:
-        os.environ.pop(_MANIFEST_ENV, None)
         tmp.unlink(missing_ok=True)
-    written = manifest.read_text().split() if manifest.exists() else []
-    return written
+    return manifest.read_text().split() if manifest.exists() else []
 
 
-def report(build: Path) -> int:
+def _shown(path: str | Path) -> Path:
+    try:
+        return Path(path).resolve().relative_to(repo_root())
+    except ValueError:
+        return Path(path)
+
+
+def report(build: Path, files: bool = False) -> int:
+    """One summary line of what the notebooks executed into ``build`` wrote (every file with ``files``)."""
     total = 0
-    for m in sorted(build.glob("*.outputs.txt")):
-        files = [line for line in m.read_text().splitlines() if line]
-        name = m.name.removesuffix(".outputs.txt")
-        print(f"{name}:")
-        for f in files:
-            try:
-                shown = Path(f).resolve().relative_to(repo_root())
-            except ValueError:
-                shown = Path(f)
-            print(f"  wrote {shown}")
-        total += len(files)
-    print(f"make paper: {total} files written by {len(list(build.glob('*.outputs.txt')))} notebooks")
+    folders: dict[str, None] = {}
+    manifests = sorted(build.glob("*.outputs.txt"))
+    for m in manifests:
+        written = [line for line in m.read_text().splitlines() if line]
+        if files:
+            print(f"{m.name.removesuffix('.outputs.txt')}:")
+        for f in written:
+            folders[str(_shown(f).parent)] = None
+            if files:
+                print(f"  wrote {_shown(f)}")
+        total += len(written)
+    where = ", ".join(sorted(folders)) or "nowhere"
+    print(f"make paper: {len(manifests)} notebooks wrote {total} files to {where}")
     return total
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m trek.paper", description="Execute Trek's notebooks.")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="execute one notebook with Papermill")
+    r = sub.add_parser("run", help="execute one notebook with Papermill (one line of output)")
     r.add_argument("src")
     r.add_argument("dst")
     r.add_argument("--params", default=None, help="YAML file of parameters (see module doc)")
-    rep = sub.add_parser("report", help="list what the executed notebooks wrote")
+    r.add_argument("--out", default=None,
+                   help="folder for figures/ and tables/ (default: build/paper/<params name> with --params, "
+                        "else the committed figures/ and tables/)")
+    rep = sub.add_parser("report", help="say what the executed notebooks wrote")
     rep.add_argument("--build", default="build")
+    rep.add_argument("--files", action="store_true", help="list every file written")
     a = ap.parse_args(argv)
-    if a.cmd == "run":
-        print(f"executing {a.src} -> {a.dst}", file=sys.stderr)
-        run_notebook(a.src, a.dst, a.params)
-    else:
-        report(Path(a.build))
+    if a.cmd == "report":
+        report(Path(a.build), a.files)
+        return
+    name, t0 = Path(a.src).stem, time.monotonic()
+    try:
+        written = run_notebook(a.src, a.dst, a.params, a.out, quiet=True)
+    except Exception as e:  # the notebook failed: say so, with the kernel's log and the error
+        log = Path(a.dst).with_suffix(".log")
+        print(f"{name:<28} {time.monotonic() - t0:6.1f} s  FAILED", flush=True)
+        if log.exists() and log.read_text(errors="replace").strip():
+            print(f"--- kernel log ({_shown(log)}) ---\n{log.read_text(errors='replace').rstrip()}", file=sys.stderr)
+        print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"{name:<28} {time.monotonic() - t0:6.1f} s  ok  ({len(written)} files)", flush=True)
 
 
 if __name__ == "__main__":

@@ -193,12 +193,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="tests/demo/demo_ctrl.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="build/demo-ctrl", help="output folder [default: build/demo-ctrl]")
     a = ap.parse_args(argv)
-    from trek.rag.reports import ctrl_micro, load_ctrl
+    from trek.report.ctrl import ctrl_micro, load_ctrl
 
     out = Path(a.out)
     build_demo_ctrl(out)
     print(f"Ctrl demo runs written to {out / 'runs'}:")
-    print(ctrl_micro(load_ctrl(out / "runs")).to_string())
+    print(ctrl_micro(load_ctrl(out.resolve() / "runs")).to_string())
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     out = Path(a.out)
     runs = build_demo_runs(out)
-    from trek.reports import wild_accuracy
+    from trek.report.wild import wild_accuracy
 
     print(f"demo runs written to {out}:")
     print(wild_accuracy(runs).to_string())

@@ -104,7 +104,7 @@ def build_command(
                        republication_target=republications, fabrication_settings=settings,
                        count_tokens=tokens, source=source)
     for m in result.messages:
-        typer.echo(m)
+        typer.echo(m, err=m.startswith("warning:"))
 
 
 @app.command("audit")
@@ -112,9 +112,9 @@ def audit_command(
     folder: Path = typer.Argument(..., help="A folder written by 'trek ctrl build'."),
 ) -> None:
     """Print the shortcut audit: accuracy ceilings of content-blind heuristics per condition."""
-    from trek.ctrl.reports import load_build, shortcut_table
+    from trek.report.ctrl_build import load_build, shortcut_table
 
-    built = load_build(folder)
+    built = load_build(folder.resolve())
     typer.echo(shortcut_table(built).to_string(float_format=lambda x: f"{x:.1f}"))
 
 

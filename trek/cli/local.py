@@ -76,4 +76,4 @@ def experiments_command(
     except (ExperimentsError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(report.describe())
+    typer.echo(report.summary())  # each stage's line was printed as it finished

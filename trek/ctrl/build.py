@@ -99,6 +99,8 @@ def build(
             yield r
 
     write_jsonl(out_dir / CONTEXTS_FILE, records())
+    messages += [f"warning: {line}" for line in
+                 cond.budget_shortfalls(made, conditions, budgets, fabricated=client is not None)]
     manifest: dict[str, Any] = {
         "source": source,
         "questions": len(made),

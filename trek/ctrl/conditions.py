@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from trek.contexts import Context, Renderer, Shown, sha256_of
@@ -51,6 +52,7 @@ __all__ = [
     "assemble_pool",
     "iter_contexts",
     "context_record",
+    "budget_shortfalls",
 ]
 
 VERSION = "ctrl.conditions/1"
@@ -198,6 +200,41 @@ def select(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS,
         out["SAA:domainswap"] = _domainswap(saa, qid)
     out["GOLD"] = _plain(gold)
     return {c: out[c] for c in conditions}
+
+
+def _budget_checks(conditions: Sequence[str], b: Budgets, fabricated: bool) -> list[tuple[str, int, Any]]:
+    """``(name, budget, documents a pool can give it)`` for every budget the ``conditions`` use."""
+    want = set(conditions)
+    hist = lambda p: len(p.role("outdated"))  # noqa: E731
+    rel = lambda p: len(p.role("relevance"))  # noqa: E731
+    checks: list[tuple[str, int, Any]] = []
+    if want & {"OO", "OO:timeswap", *(f"OO:gold={k}" for k in POSITIONS)}:
+        checks.append(("OO outdated", b.oo_historical, hist))
+    checks += [(f"OO:k={k} outdated", k, hist) for k in BUDGETS if f"OO:k={k}" in want]
+    saa = want & {"SAA", "SBA", "SAA:domainswap"}
+    if want & {"MND"} or saa:
+        checks += [("MND outdated", b.mnd_historical, hist), ("MND relevance", b.mnd_relevance, rel)]
+    if saa:
+        checks += [("SAA natural", b.saa_natural, lambda p: min(hist(p), b.mnd_historical) + min(rel(p), b.mnd_relevance)),
+                   ("SAA republication", b.saa_republication, lambda p: len(p.role("republication")))]
+        if fabricated:
+            checks.append(("SAA fabrication", b.saa_fabrication, lambda p: len(p.role("fabrication"))))
+    return checks
+
+
+def budget_shortfalls(pools: Sequence[Pool], conditions: Sequence[str] = ALL_CONDITIONS,
+                      budgets: Budgets | None = None, *, fabricated: bool = True) -> list[str]:
+    """One line per budget of ``conditions`` that some pool cannot fill, naming how many questions
+    have fewer documents than the budget (their contexts hold all they have: never padded).
+    ``fabricated=False`` leaves out the fabrication budget (fabrication did not run)."""
+    lines = []
+    for name, budget, have in _budget_checks(conditions, budgets or Budgets(), fabricated):
+        counts = [have(p) for p in pools]
+        short = [c for c in counts if c < budget]
+        if short:
+            lines.append(f"budget {name} {budget}: {len(short)} of {len(pools)} questions have fewer in their pool "
+                         f"(as few as {min(short)}); their contexts hold what the pool has")
+    return lines
 
 
 def context_record(pool: Pool, condition: str, entries: Sequence[Entry], renderer: Renderer,

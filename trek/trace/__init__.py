@@ -12,8 +12,9 @@ from the gold pages mixed with what it retrieved. Labels follow deterministicall
 * :mod:`trek.trace.labels` — the label rules (C.4);
 * :mod:`trek.trace.pipeline` — :func:`trace_run`, writing ``RUN_DIR/trace.jsonl``;
 * :mod:`trek.trace.review`, :mod:`~trek.trace.agreement`, :mod:`~trek.trace.view` — the review
-  workbook, reviewer agreement (Cohen's kappa) and the HTML case viewer;
-* :mod:`trek.trace.reports` — tables and figures for the notebooks.
+  workbook, reviewer agreement (Cohen's kappa) and the HTML case viewer.
+
+Its tables and figures (Figures 2 and 3, Table A.4.2) are in :mod:`trek.report.trace`.
 """
 
 from trek.trace.common import RoleModel

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from trek import runs
-from trek.trace import reports
+from trek.report import trace as reports
 from trek.trace.labels import LABELS
 from trek.trace.records import TraceRecord
 from trek.types import RunMeta, write_jsonl

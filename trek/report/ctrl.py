@@ -1,4 +1,4 @@
-"""Tables and figures of the Ctrl evaluation, one builder per artifact, called by the notebooks.
+"""TrekBench-Ctrl evaluation: tables and figures of ``trek ctrl run`` runs, one builder per artifact.
 
 ``tab3_ctrl_micro``       :func:`ctrl_micro` (Table 3)
 ``tab7_ctrl_full``        :func:`ctrl_by_dataset` (Table 7)
@@ -11,7 +11,10 @@ Everything starts from :func:`load_ctrl`: one row per (run, question) of every g
 (``run.json`` kind ``ctrl``) under a folder, with the run's model, method and condition. Accuracy
 is over every question of a run (only a ``correct`` grade counts, as in :mod:`trek.analysis`).
 The tests are :mod:`trek.stats`' exact McNemar, Holm and Cochran's Q through
-:func:`trek.analysis.paired_comparisons` and :func:`trek.analysis.cochran_table`.
+:func:`trek.analysis.paired_comparisons` and :func:`trek.analysis.cochran_table`; Figure 6's
+intervals are Wilson score intervals (:func:`trek.stats.wilson_ci`), and its budget axis is the
+number of distractors the contexts really hold (:func:`budget_table`), which is below the
+budget when a question's pool is smaller.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ import pandas as pd
 from trek import runs as _runs
 from trek import stats
 from trek.analysis import cochran_table, paired_comparisons
+from trek.report.figures import drawn_legend, finish
+from trek.report.palette import CONDITIONS, colours
+from trek.report.paths import recorded_dir, repo_root, resolve
+from trek.report.titles import runs_title
 
 __all__ = [
     "MAIN",
@@ -44,6 +51,8 @@ __all__ = [
     "plot_metadata_swap",
     "position_table",
     "position_pairs",
+    "CI_NOTE",
+    "context_distractors",
     "budget_table",
     "budget_cochran",
     "plot_position_budget",
@@ -55,6 +64,8 @@ POSITIONS = ("OO:gold=first", "OO:gold=1/3", "OO:gold=2/3", "OO:gold=last")
 BUDGETS = ("OO:k=5", "OO:k=10", "OO:k=15", "OO:k=20")
 SWAPS = (("OO", "OO:timeswap"), ("SAA", "SAA:domainswap"))
 GOLD = "GOLD"
+#: How Figure 6's intervals are made (for captions).
+CI_NOTE = "95% Wilson score intervals"
 
 
 def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None) -> pd.DataFrame:
@@ -63,20 +74,19 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
 
     Returns one row per (run, question): ``run``, ``model``, ``method``, ``condition`` and
     :func:`trek.runs.frame`'s columns (``question_id``, ``dataset``, ``outcome``, ``correct``, ...);
-    ``df.attrs["run_dirs"]`` maps each run label to its folder (for :func:`ctrl_title`).
+    ``df.attrs["run_dirs"]`` maps each run label to its folder (for :func:`ctrl_title`). Relative
+    paths are read from the repository root.
     """
-    from trek.paper import recorded_dir
-
     roots = [runs_dir] if runs_dir is None or isinstance(runs_dir, str | os.PathLike) else list(runs_dir)
     parts = []
     found: dict[str, Path] = {}
     for root in roots:
-        base = Path(root) if root is not None else recorded_dir("ctrl", "runs")
+        base = resolve(root) if root is not None else recorded_dir("ctrl", "runs")
         try:
             dirs = _runs.discover(base, require=_runs.GRADES)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{e} (`make runs` records the bundled Ctrl runs; grade your own with "
-                                    "`trek grade` or `trek ctrl run --judge`)") from None
+            raise FileNotFoundError(f"{e} (relative paths are read from the repository root; `make runs` records "
+                                    "the bundled Ctrl runs, `trek ctrl run --judge` makes and grades your own)") from None
         for label, d in dirs.items():
             meta = _runs.read_meta(d)
             if meta is None or meta.kind != "ctrl":
@@ -97,9 +107,7 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
 
 def ctrl_title(df: pd.DataFrame, what: str) -> str:
     """A figure or table title naming the models and the question set of the runs behind ``df``
-    (a :func:`load_ctrl` frame; see :func:`trek.paper.runs_title`)."""
-    from trek.paper import runs_title
-
+    (a :func:`load_ctrl` frame; see :func:`trek.report.titles.runs_title`)."""
     return runs_title(what, df.attrs.get("run_dirs", {}), benchmark="TrekBench-Ctrl")
 
 
@@ -212,49 +220,55 @@ def metadata_swap(df: pd.DataFrame, method: str = "direct",
 
 
 def plot_metadata_swap(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Paired bars (unswapped, swapped) per swap and model, with the McNemar p above each pair."""
+    """Paired bars (unswapped, swapped) per swap and model, each in its condition's palette
+    colour, with the McNemar p above each pair."""
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
     labels = [f"{s}\n({m})" if table.index.get_level_values(0).nunique() > 1 else s for m, s in table.index]
-    x = np.arange(len(table))
-    ax.bar(x - 0.2, table["acc_unswapped"], 0.4, label="unswapped")
-    ax.bar(x + 0.2, table["acc_swapped"], 0.4, label="metadata swapped")
-    for i, (_, r) in enumerate(table.iterrows()):
+    colour = colours("condition", [*table["unswapped"], *table.index.get_level_values("swap")])
+    for i, ((_, swapped), r) in enumerate(table.iterrows()):
+        for dx, cond, acc in ((-0.2, r["unswapped"], r["acc_unswapped"]), (0.2, swapped, r["acc_swapped"])):
+            ax.bar(i + dx, acc, 0.4, color=colour[cond], label=cond)
         top = max(r["acc_unswapped"], r["acc_swapped"])
         ax.text(i, min(top + 3, 104), f"p={r['p']:.3g}", ha="center", fontsize=7)
-    ax.set_xticks(x, labels)
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 110)
-    ax.set_title(title)
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    return fig
+    ax.set_xticks(np.arange(len(table)), labels)
+    return finish(fig, ax, title=title, ylabel="accuracy (%)", ylim=(0, 110), legend="condition", order=CONDITIONS)
 
 
 def _acc_table(df: pd.DataFrame, method: str, conditions: Sequence[str], label: str) -> pd.DataFrame:
+    """Accuracy (%) with its 95% Wilson interval, correct and n per model x condition."""
     sub = df[(df["method"] == method) & df["condition"].isin(conditions)]
     if sub.empty:
         raise ValueError(f"no {method} runs with any of {list(conditions)}")
     g = sub.groupby(["model", "condition"])["correct"]
     out = pd.DataFrame({"accuracy": g.mean().mul(100), "correct": g.sum().astype(int), "n": g.size()})
+    bounds = [stats.wilson_ci(k, n) for k, n in zip(out["correct"], out["n"], strict=True)]
+    out.insert(1, "ci_low", [100 * lo for lo, _ in bounds])
+    out.insert(2, "ci_high", [100 * hi for _, hi in bounds])
     order = [(m, c) for m in dict.fromkeys(sub["model"]) for c in conditions if (m, c) in out.index]
-    out = out.loc[order].round({"accuracy": 1})
+    out = out.loc[order].round({"accuracy": 1, "ci_low": 1, "ci_high": 1})
     out.index = out.index.set_names(["model", label])
     return out
 
 
+def _model_tables(df: pd.DataFrame, method: str, conditions: Sequence[str]):
+    """``(model, question x condition table)`` for each model with at least two of ``conditions``."""
+    for model in dict.fromkeys(df["model"]):
+        t = _table(df, model, method, conditions)
+        if t.shape[1] >= 2:
+            yield model, t
+
+
 def position_table(df: pd.DataFrame, method: str = "direct", positions: Sequence[str] = POSITIONS) -> pd.DataFrame:
-    """Figure 6 (left): accuracy (%) by gold position in OO, with correct and n."""
+    """Figure 6 (left): accuracy (%) by gold position in OO with its 95% interval, correct and n."""
     return _acc_table(df, method, positions, "position")
 
 
 def position_pairs(df: pd.DataFrame, method: str = "direct", positions: Sequence[str] = POSITIONS) -> pd.DataFrame:
     """Every pair of gold positions on the same questions, per model: exact McNemar p, Holm over the pairs."""
     rows = []
-    for model in dict.fromkeys(df["model"]):
-        t = _table(df, model, method, positions)
-        pairs = list(itertools.combinations(t.columns, 2))
+    for model, t in _model_tables(df, method, positions):
         mrows = []
-        for a, b in pairs:
+        for a, b in itertools.combinations(t.columns, 2):
             r = paired_comparisons(t[[a, b]], a).iloc[0]
             mrows.append({"model": model, "a": a, "b": b, "n": int(r["n"]), "acc_a": r["acc_ref"],
                           "acc_b": r["acc_cond"], "p": r["p"]})
@@ -264,34 +278,117 @@ def position_pairs(df: pd.DataFrame, method: str = "direct", positions: Sequence
     return pd.DataFrame(rows).set_index(["model", "a", "b"]).round({"acc_a": 1, "acc_b": 1})
 
 
-def budget_table(df: pd.DataFrame, method: str = "direct", budgets: Sequence[str] = BUDGETS) -> pd.DataFrame:
-    """Figure 6 (right): accuracy (%) by OO distractor budget, with correct and n."""
-    return _acc_table(df, method, budgets, "budget")
+def _contexts_file(run_dir: Path, named: str | None) -> Path | None:
+    """The ``contexts.jsonl`` a Ctrl run names in ``run.json`` (``config.contexts``, as it was given
+    to ``trek ctrl run``): the path itself, else read from the repository root or from a folder
+    above the run (the recorded runs name it relative to ``data/runs``)."""
+    if not named:
+        return None
+    p = Path(named).expanduser()
+    candidates = [p] if p.is_absolute() else [repo_root() / p, Path.cwd() / p, *(a / p for a in run_dir.parents)]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def context_distractors(df: pd.DataFrame, conditions: Sequence[str] = BUDGETS,
+                        contexts: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """How many distractors the context of each answer of ``conditions`` held.
+
+    Each Ctrl answer records the sha256 of the context it was made from; this looks it up in
+    ``contexts`` (a ``contexts.jsonl`` or a build folder; default: the file each run's ``run.json``
+    names). Returns one row per (run, question) with ``model``, ``condition``, ``question_id`` and
+    ``distractors``. An answer whose context is not in the file is an error (the file is not the
+    one the run read); answers without a recorded context (never attempted) are left out.
+    """
+    from trek.ctrl.build import CONTEXTS_FILE
+    from trek.ctrl.contexts import read_contexts
+
+    run_dirs: dict[str, Path] = df.attrs.get("run_dirs", {})
+    sub = df[df["condition"].isin(conditions)]
+    cache: dict[Path, dict[str, int]] = {}
+    rows = []
+    for (run, model, condition), _ in sub.groupby(["run", "model", "condition"], sort=False):
+        d = run_dirs[run]
+        if contexts is not None:
+            path = resolve(contexts)
+            path = path / CONTEXTS_FILE if path.is_dir() else path
+        else:
+            meta = _runs.read_meta(d)
+            named = meta.config.get("contexts") if meta is not None else None
+            path = _contexts_file(d, named)
+            if path is None:
+                raise FileNotFoundError(f"{d}: run.json names the contexts {named!r}, which is not found from the "
+                                        f"repository root, the working folder or a folder above the run; pass the "
+                                        "contexts.jsonl the runs read (the notebook's ctrl_contexts parameter)")
+        if path not in cache:
+            cache[path] = {c.sha256: c.n_distractors for c in read_contexts(path)}
+        for qid, t in _runs.load_answers(d).items():
+            sha = t.details.get("context_sha256")
+            if sha is None:
+                continue
+            if sha not in cache[path]:
+                raise ValueError(f"{d}: the context of {qid} ({sha[:12]}...) is not in {path}: "
+                                 "these runs were made from other contexts")
+            rows.append({"run": run, "model": model, "condition": condition, "question_id": qid,
+                         "distractors": cache[path][sha]})
+    return pd.DataFrame(rows, columns=["run", "model", "condition", "question_id", "distractors"])
+
+
+def budget_table(df: pd.DataFrame, method: str = "direct", budgets: Sequence[str] = BUDGETS,
+                 contexts: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Figure 6 (right): accuracy (%) by OO distractor budget with its 95% interval, correct and
+    n, and the distractors the contexts really hold (:func:`context_distractors`): their mean
+    ``distractors`` and range ``distractors_min`` / ``distractors_max`` over the questions. A
+    question whose pool has fewer outdated documents than the budget holds all it has."""
+    out = _acc_table(df, method, budgets, "budget")
+    held = context_distractors(df[df["method"] == method], budgets, contexts)
+    g = held.groupby(["model", "condition"])["distractors"]
+    counts = pd.DataFrame({"distractors": g.mean(), "distractors_min": g.min(), "distractors_max": g.max()})
+    counts.index = counts.index.set_names(out.index.names)
+    out = out.join(counts)
+    return out.round({"distractors": 1})
 
 
 def budget_cochran(df: pd.DataFrame, method: str = "direct", budgets: Sequence[str] = BUDGETS) -> pd.DataFrame:
     """Cochran's Q across the budgets on the questions every budget has, one row per model."""
-    parts = []
-    for model in dict.fromkeys(df["model"]):
-        t = _table(df, model, method, budgets)
-        if t.shape[1] >= 2:
-            parts.append(cochran_table(t.astype(float)).assign(model=model).set_index("model"))
+    parts = [cochran_table(t.astype(float)).assign(model=model).set_index("model")
+             for model, t in _model_tables(df, method, budgets)]
     if not parts:
         raise ValueError(f"no two budgets with {method} runs")
     return pd.concat(parts)
 
 
+def _with_interval(ax: plt.Axes, x, part: pd.DataFrame, colour: str, label: str) -> None:
+    acc = part["accuracy"].to_numpy(dtype=float)
+    err = np.vstack([acc - part["ci_low"].to_numpy(dtype=float), part["ci_high"].to_numpy(dtype=float) - acc])
+    ax.errorbar(x, acc, yerr=err, marker="o", color=colour, label=label, capsize=2, elinewidth=0.8)
+
+
 def plot_position_budget(positions: pd.DataFrame, budgets: pd.DataFrame, title: str) -> plt.Figure:
-    """Two panels: accuracy by gold position and by distractor budget, one line per model."""
+    """Two panels, one line per model with 95% Wilson intervals: accuracy by gold position, and
+    accuracy against the mean number of distractors the budget's contexts hold (where a budget is
+    more than that, the budgets behind the point are named, e.g. ``k=10, 15, 20``)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 2.8), sharey=True)
-    for ax, table, xlabel in ((left, positions, "gold position in OO"), (right, budgets, "distractors in OO")):
-        for model, part in table.groupby(level=0, sort=False):
-            names = [c.split("=", 1)[1] for c in part.index.get_level_values(1)]
-            ax.plot(names, part["accuracy"].to_numpy(), marker="o", label=model)
-        ax.set_xlabel(xlabel)
+    models = list(dict.fromkeys([*positions.index.get_level_values(0), *budgets.index.get_level_values(0)]))
+    colour = colours("model", models)
+    for model, part in positions.groupby(level=0, sort=False):
+        _with_interval(left, [c.split("=", 1)[1] for c in part.index.get_level_values(1)], part, colour[model], model)
+    for model, part in budgets.groupby(level=0, sort=False):
+        _with_interval(right, part["distractors"].to_numpy(dtype=float), part, colour[model], model)
+    by_held: dict[float, list[int]] = {}
+    for cond, held in zip(budgets.index.get_level_values(1), budgets["distractors"], strict=True):
+        by_held.setdefault(float(held), []).append(int(cond.split("=", 1)[1]))
+    for held, ks in by_held.items():  # name the budgets behind a point whose contexts hold fewer
+        if any(k != held for k in ks):
+            top = budgets.loc[budgets["distractors"] == held, "ci_high"].max()
+            right.annotate("k=" + ", ".join(str(k) for k in sorted(set(ks))), (held, top), xytext=(0, 3),
+                           textcoords="offset points", ha="center", fontsize=6)
+    right.margins(x=0.15)
+    left.set_xlabel("gold position in OO")
+    right.set_xlabel("distractors in OO (mean per context)")
+    for ax in (left, right):
         ax.set_ylim(0, 105)
-    left.set_ylabel("accuracy (%)")
-    right.legend(frameon=False, loc="lower right", fontsize=7)
-    fig.suptitle(title, fontsize=9)
+    left.set_ylabel("accuracy (%), 95% interval")
+    right.legend(*drawn_legend([left, right]), frameon=False, loc="lower right", fontsize=7)
+    fig.suptitle(f"{title}\n({CI_NOTE})", fontsize=9)
     fig.tight_layout()
     return fig

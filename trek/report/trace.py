@@ -1,4 +1,4 @@
-"""Tables and figures of traced runs, one small builder per paper artifact (called by notebooks).
+"""TrekTrace: tables and figures of traced runs, one small builder per paper artifact.
 
 * Figure 2 — :func:`label_shares` / :func:`plot_label_shares`: share of traced failures carrying
   each label, per run and dataset. Attribution is multi-label, so the shares of a row need not
@@ -23,6 +23,10 @@ import numpy as np
 import pandas as pd
 
 from trek import runs
+from trek.analysis import multilabel_prevalence_test
+from trek.report.figures import drawn_legend, grouped_bars
+from trek.report.palette import DATASETS, colours
+from trek.report.paths import find_runs, recorded_dir
 from trek.trace.labels import LABELS, POST_RETRIEVAL, UPSTREAM
 from trek.trace.pipeline import load_trace
 
@@ -44,14 +48,10 @@ def traced_runs(
     runs_map: dict[str, str] | None = None, runs_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Path]:
     """``{label: run directory}`` of traced runs: ``runs_map`` as given, else every run with a
-    ``trace.jsonl`` under ``runs_dir`` (default: the recorded Wild runs, ``data/runs/wild``)."""
-    from trek.paper import recorded_dir
-
-    root = Path(runs_dir) if runs_dir else recorded_dir("wild")
-    try:
-        return runs.discover(root, require=runs.TRACE, runs=runs_map)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e} (trace runs with `trek trace RUN_DIR`; `make runs` records the bundled ones)") from None
+    ``trace.jsonl`` under ``runs_dir`` (default: the recorded Wild runs, ``data/runs/wild``).
+    Relative paths are read from the repository root."""
+    return find_runs(runs.TRACE, runs_map, runs_dir, recorded_dir("wild"),
+                     "trace runs with `trek trace RUN_DIR`; `make runs` records the bundled ones")
 
 
 def _system(meta: runs.RunMeta | None) -> tuple[str, str]:
@@ -115,20 +115,21 @@ def label_shares(run_dirs: dict[str, Path]) -> pd.DataFrame:
 
 
 def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
-    """One panel per run: bars per label, one bar per dataset (and ``all``)."""
+    """One panel per run: a group of bars per label, one bar per dataset of the run (and ``all``),
+    each dataset in its palette colour; the legend lists every dataset drawn in any panel."""
     run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
+    colour = colours("dataset", table.index.get_level_values(1))
     fig, axes = plt.subplots(1, len(run_labels), figsize=(3.6 * len(run_labels) + 1, 3.4), squeeze=False,
                              sharey=True)
     for ax, run in zip(axes[0], run_labels, strict=True):
         sub = table.loc[run, list(LABELS)]
-        sub.T.plot(kind="bar", ax=ax, width=0.8, legend=False)
+        grouped_bars(ax, LABELS, {str(ds): row.to_numpy(dtype=float) for ds, row in sub.iterrows()}, colour)
         ax.set_title(f"{run} (n={int(table.loc[(run, 'all'), 'cases'])})", fontsize=9)
         ax.set_ylim(0, 100)
         ax.tick_params(axis="x", rotation=35, labelsize=8)
         ax.set_xlabel("")
     axes[0][0].set_ylabel("% of traced failures")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, title="dataset", frameon=False, loc="center right")
+    fig.legend(*drawn_legend(axes[0], DATASETS), title="dataset", frameon=False, loc="center right")
     fig.suptitle(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
     return fig
@@ -161,8 +162,6 @@ def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
     an upstream label, exact McNemar p over the same cases, Holm-adjusted across runs; ``n`` the
     fully traced cases, ``excluded`` the cases left out (incomplete, pending, failed). A run
     without a fully traced case has NaN statistics."""
-    from trek.analysis import multilabel_prevalence_test
-
     df = trace_frame(run_dirs)
     if df.empty:
         raise ValueError("no traced cases")

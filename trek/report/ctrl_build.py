@@ -1,4 +1,4 @@
-"""Tables and figures of TrekBench-Ctrl, one builder per artifact, called by the notebooks.
+"""TrekBench-Ctrl builds: tables and figures of a ``trek ctrl build`` folder, one builder per artifact.
 
 ``tab14_ctrl_composition``      :func:`composition_table`
 ``tab2_distraction_examples``   :func:`distraction_examples`
@@ -11,8 +11,10 @@ default; :func:`load_build` reads any folder written by ``trek ctrl build``.
 from __future__ import annotations
 
 import difflib
+import json
 import os
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,10 @@ from trek.ctrl.conditions import ALL_CONDITIONS, MAIN_CONDITIONS
 from trek.ctrl.contexts import Context, read_contexts
 from trek.ctrl.pools import Pool, read_pools
 from trek.ctrl.shortcuts import HEURISTICS, audit
+from trek.report.palette import HEURISTICS as HEURISTIC_COLOURS
+from trek.report.palette import colours
+from trek.report.paths import recorded_dir, resolve
+from trek.report.titles import benchmark_of, demo_label
 
 __all__ = [
     "Built",
@@ -39,9 +45,12 @@ __all__ = [
 
 @dataclass
 class Built:
+    """A build folder read back: its pools, its contexts and its ``build.json`` (empty when absent)."""
+
     folder: Path
     pools: list[Pool]
     contexts: list[Context]
+    manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
     def answers(self) -> dict[str, list[str]]:
@@ -49,29 +58,30 @@ class Built:
 
 
 def load_build(folder: str | os.PathLike[str]) -> Built:
-    """Read ``pools.jsonl`` and ``contexts.jsonl`` from a build folder (validated)."""
-    f = Path(folder)
-    return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE))
+    """Read ``pools.jsonl``, ``contexts.jsonl`` (validated) and ``build.json`` from a build folder
+    (a relative path is read from the repository root)."""
+    f = resolve(folder)
+    if not f.is_dir():
+        raise FileNotFoundError(f"no Ctrl build folder at {f} (relative paths are read from the repository root; "
+                                "`trek ctrl build --out DIR` writes one)")
+    manifest_path = f / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE), manifest)
 
 
 def default_build_dir() -> Path:
     """The recorded Ctrl build of ``make runs`` (``data/runs/ctrl/build``)."""
-    from trek.paper import recorded_dir
-
     return recorded_dir("ctrl", "build")
 
 
 def build_title(built: Built, what: str) -> str:
-    """``what`` with the question set and the fabrication model of a build (from ``build.json``);
-    DEMO DATA when the build was made by a scripted demo (its ``source`` says ``demo``)."""
-    import json
-
-    from trek.paper import benchmark_of, demo_label
-
-    manifest_path = built.folder / MANIFEST_FILE
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    """``what`` with the question set, and how many fabrications which model made (from the pools
+    and ``build.json``); DEMO DATA when the build was made by a scripted demo (its ``source`` says
+    ``demo``)."""
+    manifest = built.manifest
     data = benchmark_of((p.question.id for p in built.pools), "TrekBench-Ctrl")
-    fab = f"fabrications by {manifest['model']}" if manifest.get("model") else "no fabrications"
+    made = sum(len(p.role("fabrication")) for p in built.pools)
+    fab = f"{made} fabrications by {manifest['model']}" if manifest.get("model") else "no fabrications (no model)"
     demo = "demo" in str(manifest.get("source", ""))
     return demo_label(demo, f"{what} ({data}, {len(built.pools)} questions; {fab})")
 
@@ -113,12 +123,44 @@ def _excerpt(text: str, limit: int = 300) -> str:
     return t if len(t) <= limit else t[: limit - 1].rstrip() + "…"
 
 
+def _fabrication_why(built: Built, pools: list[Pool]) -> str:
+    """Why ``pools`` hold no fabrication, from ``build.json`` and the pools' fabrication notes."""
+    m = built.manifest
+    if not m:
+        return f"the build has no {MANIFEST_FILE}, so whether fabrication ran is not recorded"
+    if m.get("fabrication") != "done" or not m.get("model"):
+        return "fabrication was skipped: the build had no model (`trek ctrl build --model`)"
+    notes = [p.notes.get("fabrication") or {} for p in pools]
+    attempts = [a for n in notes for a in n.get("attempts", [])]
+    kinds = Counter(str(a.get("kind") or a.get("outcome") or "?") for a in attempts
+                    if a.get("outcome") != "accepted")
+    pending = sum(1 for n in notes if n.get("pending"))
+    why = f"{m['model']} wrote none that passed the checks"
+    if attempts:
+        how = ", ".join(f"{k} {v}" for k, v in kinds.most_common())
+        why += f" ({len(attempts)} attempts for {len(pools)} questions rejected: {how})"
+    if pending:
+        why += f"; {pending} questions still pending (run the build again)"
+    return why
+
+
+def _missing_why(built: Built, pools: list[Pool], role: str, question_id: str | None) -> str:
+    if question_id is not None and any(p.role(role) for p in built.pools):
+        return f"question {question_id} has none (other questions of the build do)"
+    if role == "fabrication":
+        return _fabrication_why(built, pools)
+    if role == "republication":
+        return "the build made none (no outdated or relevance document to republish)"
+    return f"the pools of this build hold no {role} document"
+
+
 def distraction_examples(built: Built, question_id: str | None = None) -> pd.DataFrame:
     """Table 2: one example per distractor type (outdated, relevance, republication, fabrication).
 
     Takes the first question (or ``question_id``) that has a document of the type. Fabrications
     show their edits as a diff against the gold window; a type the build lacks is listed as
-    missing with the reason (e.g. fabrication needs ``--model``).
+    missing with what happened, from ``build.json`` and the pools' notes (no model given; the
+    model's fabrications all failed the checks, and how; the pools hold none).
     """
     rows: list[dict[str, Any]] = []
     pools = [p for p in built.pools if question_id is None or p.question.id == question_id]
@@ -127,7 +169,7 @@ def distraction_examples(built: Built, question_id: str | None = None) -> pd.Dat
     for role in ("outdated", "relevance", "republication", "fabrication"):
         pool = next((p for p in pools if p.role(role)), None)
         if pool is None:
-            why = "fabrication needs a model (--model)" if role == "fabrication" else "none in this build"
+            why = _missing_why(built, pools, role, question_id)
             rows.append({"type": role, "question": "", "reference": "", "document": "", "date": "",
                          "url": "", "answer": "", "detail": f"(no example: {why})"})
             continue
@@ -165,20 +207,18 @@ def shortcut_table(built: Built, conditions: tuple[str, ...] | None = None) -> p
 
 
 def plot_shortcuts(table: pd.DataFrame, title: str):
-    """Grouped bars: one group per condition, one bar per heuristic (accuracy ceiling, %)."""
+    """Grouped bars: one group per condition, one bar per heuristic (accuracy ceiling, %) in the
+    palette's colour."""
     import matplotlib.pyplot as plt
+
+    from trek.report.figures import finish, grouped_bars
 
     data = table[list(HEURISTICS)]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(data)), 3.6))
-    data.plot.bar(ax=ax, width=0.8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("heuristic accuracy (%)")
-    ax.set_xlabel("")
-    ax.set_title(title)
-    ax.axhline(100, color="grey", lw=0.5, ls=":")
+    grouped_bars(ax, list(data.index), {h: data[h] for h in data.columns}, colours("heuristic", data.columns))
     ax.tick_params(axis="x", labelrotation=45)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
-    ax.legend(title="heuristic", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    return fig
+    ax.axhline(100, color="grey", lw=0.5, ls=":")
+    return finish(fig, ax, title=title, ylabel="heuristic accuracy (%)", ylim=(0, 105), legend="heuristic",
+                  order=HEURISTIC_COLOURS, fontsize=8)

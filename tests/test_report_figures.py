@@ -1,0 +1,133 @@
+"""One palette for every figure: each bar's colour is its name's fixed colour and its legend entry's."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.colors import to_rgba
+from matplotlib.container import BarContainer
+
+from trek import runs
+from trek.ctrl.conditions import ALL_CONDITIONS
+from trek.ctrl.shortcuts import HEURISTICS
+from trek.rag import METHODS
+from trek.report import palette, wild
+from trek.report import trace as trace_report
+from trek.trace.labels import LABELS
+from trek.trace.records import TraceRecord
+from trek.types import RunMeta, write_jsonl
+
+
+def test_the_palette_knows_every_name_and_keeps_them_apart():
+    assert set(LABELS) <= set(palette.LABELS) and set(METHODS) <= set(palette.METHODS)
+    assert set(ALL_CONDITIONS) <= set(palette.CONDITIONS) and set(HEURISTICS) <= set(palette.HEURISTICS)
+    assert set(wild.WILD_DATASETS) <= set(palette.DATASETS)
+    for kind, table in palette.KINDS.items():
+        named = {k: v for k, v in table.items() if k not in ("all", "micro", "total")}  # aggregates share a grey
+        assert len(set(named.values())) == len(named), kind
+    assert palette.DATASETS["all"] not in {palette.DATASETS[d] for d in wild.WILD_DATASETS}
+
+
+def test_unknown_names_get_distinct_spare_colours_that_do_not_depend_on_order():
+    drawn = palette.colours("dataset", ["sealqa", "my-set", "other-set"])
+    assert drawn["sealqa"] == palette.DATASETS["sealqa"]
+    assert len(set(drawn.values())) == 3 and set(drawn.values()) - {drawn["sealqa"]} <= set(palette.SPARE)
+    assert palette.colour("run", "x") == palette.colour("run", "x") in palette.SPARE
+    with pytest.raises(ValueError, match="unknown colour kind"):
+        palette.colour("colour", "x")
+
+
+def rec(qid, dataset, labels):
+    return TraceRecord(question_id=qid, dataset=dataset, question="?", answers=["a"], original_outcome="incorrect",
+                       status="done", labels=labels)
+
+
+@pytest.fixture
+def traced(tmp_path):
+    """Two traced runs with different datasets: freshqa + sealqa, and infodeepseek alone."""
+    specs = {
+        "search-then-read": [rec("1", "sealqa", ["Randomness"]), rec("2", "freshqa", ["Retrieval"]),
+                             rec("3", "sealqa", ["Distraction"])],
+        "agentic": [rec("4", "infodeepseek", ["Pre-retrieval"]), rec("5", "infodeepseek", ["Interpretation"])],
+    }
+    for order, (name, recs) in enumerate(specs.items()):
+        d = tmp_path / name
+        d.mkdir()
+        runs.write_meta(d, RunMeta(run_id=name, kind="wild", model="m",
+                                   config={"order": order, "system": {"system": "agentic", "search": "local"}}))
+        write_jsonl(d / runs.TRACE, recs)
+    return trace_report.traced_runs(runs_dir=tmp_path)
+
+
+def legend_colours(legend):
+    return {t.get_text(): to_rgba(h.get_facecolor()) for t, h in zip(legend.get_texts(), legend.legend_handles,
+                                                                     strict=True)}
+
+
+def drawn_bars(axes):
+    """{(panel, series label): facecolours of its bars} for every bar series drawn."""
+    out = {}
+    for i, ax in enumerate(axes):
+        for container in (c for c in ax.containers if isinstance(c, BarContainer)):
+            out[(i, container.get_label())] = {to_rgba(p.get_facecolor()) for p in container.patches}
+    return out
+
+
+def check_bars_match_legend_and_palette(fig, legend, kind):
+    shown = legend_colours(legend)
+    bars = drawn_bars(fig.axes)
+    assert bars, "no bars drawn"
+    assert set(shown) == {name for _, name in bars}  # the legend names exactly what is drawn
+    for (panel, name), faces in bars.items():
+        assert faces == {to_rgba(palette.colour(kind, name))}, (panel, name, faces)
+        assert shown[name] == to_rgba(palette.colour(kind, name)), name
+
+
+def test_figure2_bars_take_their_dataset_colour_in_every_panel(traced):
+    table = trace_report.label_shares(traced)
+    fig = trace_report.plot_label_shares(table, "T")
+    check_bars_match_legend_and_palette(fig, fig.legends[0], "dataset")
+    bars = drawn_bars(fig.axes)
+    # the agentic panel draws infodeepseek and all; its "all" bar is grey like the first panel's
+    assert {name for panel, name in bars if panel == 1} == {"infodeepseek", "all"}
+    assert bars[(1, "all")] == bars[(0, "all")] == {to_rgba(palette.DATASETS["all"])}
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["freshqa", "infodeepseek", "sealqa", "all"]
+
+
+def test_table1_figure_has_dataset_colours_and_interval_bars(demo_runs):
+    table = wild.wild_accuracy({"a": demo_runs["demo-lm"], "b": demo_runs["demo-lm-read"]})
+    fig = wild.plot_wild_accuracy(table, "T")
+    ax = fig.axes[0]
+    check_bars_match_legend_and_palette(fig, ax.get_legend(), "dataset")
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert bars and all(c.errorbar is not None for c in bars)  # every bar carries its 95% interval
+
+
+def test_table10_figure_uses_the_dataset_palette(mini):
+    years = wild.reference_years(mini.questions)
+    fig = wild.plot_reference_years(years, "T")
+    check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "dataset")
+
+
+def test_figure5_bars_take_their_condition_colour():
+    import pandas as pd
+
+    from trek.report import ctrl
+
+    table = pd.DataFrame({"unswapped": ["OO", "SAA"], "acc_unswapped": [75.0, 50.0], "acc_swapped": [50.0, 25.0],
+                          "p": [0.5, 1.0]},
+                         index=pd.MultiIndex.from_tuples([("m", "OO:timeswap"), ("m", "SAA:domainswap")],
+                                                         names=["model", "swap"]))
+    fig = ctrl.plot_metadata_swap(table, "T")
+    check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "condition")
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["OO", "SAA", "OO:timeswap",
+                                                                          "SAA:domainswap"]
+
+
+def test_figure4_bars_take_their_heuristic_colour():
+    import pandas as pd
+
+    from trek.report import ctrl_build
+
+    table = pd.DataFrame({h: [100.0, 20.0] for h in HEURISTICS}, index=pd.Index(["OO", "SBA"], name="condition"))
+    fig = ctrl_build.plot_shortcuts(table, "T")
+    check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "heuristic")

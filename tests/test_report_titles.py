@@ -1,0 +1,30 @@
+"""Titles name the model and question set of the runs behind a table; demo runs are marked."""
+
+import json
+import shutil
+
+from trek.report.titles import benchmark_of, demo_label, runs_title
+
+
+def test_demo_label():
+    assert demo_label(True, "Table 1").startswith("DEMO DATA")
+    assert demo_label(False, "Table 1") == "Table 1"
+
+
+def test_benchmark_of():
+    assert benchmark_of(["mini:01", "mini:02"], "X") == "TrekBench-Mini"
+    assert benchmark_of(["mini:01", "freshqa:3"], "X") == "X"
+    assert benchmark_of([], "X") == "X"
+
+
+def test_runs_title_names_model_and_question_set_and_marks_demo_runs(tmp_path, demo_runs):
+    demo = runs_title("Accuracy (%)", {"x": demo_runs["demo-lm"]})
+    assert demo.startswith("DEMO DATA") and "demo-lm" in demo and "TrekBench-Mini" in demo
+    real = tmp_path / "real"
+    shutil.copytree(demo_runs["demo-lm"], real)
+    meta = json.loads((real / "run.json").read_text())
+    meta["model"], meta["config"]["benchmark"] = "Quokka-13B", "My-Set"
+    meta["config"].pop("demo", None)
+    (real / "run.json").write_text(json.dumps(meta))
+    title = runs_title("Accuracy (%)", [real])
+    assert not title.startswith("DEMO DATA") and "Quokka-13B" in title and "My-Set" in title

@@ -1,0 +1,90 @@
+"""Where notebooks read from and write to.
+
+* :func:`repo_root` — the project folder; every relative path a notebook is given (a params file's
+  ``runs_dir: runs/full``) is read against it by :func:`resolve`, never against the kernel's
+  working folder, so a notebook opened in JupyterLab (whose kernel runs in ``notebooks/``) reads
+  the same files as ``make paper``;
+* :func:`recorded_dir` — the recorded runs of ``make runs``, the default input of every notebook;
+* :func:`output_dirs` — the folders a notebook writes its figures and tables to;
+* :func:`record_output` — every written file is listed in the manifest ``trek.paper`` reads
+  (``$TREK_PAPER_MANIFEST``), so ``make paper`` can say what each notebook wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "MANIFEST_ENV", "repo_root", "resolve", "recorded_dir", "find_runs", "output_dirs", "record_output", "write_atomic",
+]
+
+MANIFEST_ENV = "TREK_PAPER_MANIFEST"
+
+
+def repo_root() -> Path:
+    """The project folder (the parent of the ``trek`` package when installed editable), else cwd."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "pyproject.toml").exists() and (here / "notebooks").is_dir():
+        return here
+    return Path.cwd()
+
+
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself when absolute (``~`` expanded), else ``path`` under :func:`repo_root`."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else repo_root() / p
+
+
+def recorded_dir(*parts: str) -> Path:
+    """The recorded runs of ``make runs`` (``data/runs`` at the repository root), or a folder in
+    it: the default input of every notebook."""
+    return repo_root().joinpath("data", "runs", *parts)
+
+
+def find_runs(require: str, runs: Mapping[str, str | os.PathLike[str]] | None,
+              runs_dir: str | os.PathLike[str] | None, default: Path, hint: str) -> dict[str, Path]:
+    """``{label: run directory}`` (see :func:`trek.runs.discover`): ``runs`` as given, else every run
+    holding ``require`` under ``runs_dir``, else under ``default``; relative paths are read from
+    the repository root. Not found: the error names the full path tried and ``hint``."""
+    from trek import runs as _runs
+
+    root = resolve(runs_dir) if runs_dir else default
+    given = {k: resolve(v) for k, v in runs.items()} if runs else None
+    try:
+        return _runs.discover(root, require=require, runs=given)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e} (relative paths are read from the repository root; {hint})") from None
+
+
+def output_dirs(figures_dir: str | os.PathLike[str] | None = None,
+                tables_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """``(figures, tables)`` folders for a notebook, created: the given ones (see :func:`resolve`),
+    else ``$TREK_PAPER_OUT/figures`` and ``/tables`` when ``make paper`` sets that variable, else
+    ``figures/`` and ``tables/`` at the repository root."""
+    out = os.environ.get("TREK_PAPER_OUT")
+    base = resolve(out) if out else repo_root()
+    f = resolve(figures_dir) if figures_dir else base / "figures"
+    t = resolve(tables_dir) if tables_dir else base / "tables"
+    f.mkdir(parents=True, exist_ok=True)
+    t.mkdir(parents=True, exist_ok=True)
+    return f, t
+
+
+def record_output(path: str | os.PathLike[str]) -> None:
+    """Append ``path`` to the ``make paper`` manifest (when one is being kept)."""
+    manifest = os.environ.get(MANIFEST_ENV)
+    if manifest:
+        with open(manifest, "a", encoding="utf-8") as fh:
+            fh.write(str(Path(path)) + "\n")
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``path`` through a temporary file beside it, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,53 @@
+"""Titles and captions: which model and which question set a table or figure was made from.
+
+Every title of a figure or table names the models of the runs behind it and the question set
+("SmolLM2-135M-Instruct-Q4_1; TrekBench-Mini, 36 questions"); numbers made by a scripted demo
+model are marked DEMO DATA.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+__all__ = ["demo_label", "benchmark_of", "runs_title"]
+
+
+def demo_label(is_demo: bool, title: str) -> str:
+    """Prefix a title with DEMO DATA when the numbers come from a scripted demo model."""
+    return f"DEMO DATA (not a result): {title}" if is_demo else title
+
+
+def benchmark_of(question_ids: Iterable[str], default: str) -> str:
+    """``TrekBench-Mini`` when every id is one of the bundled benchmark's (``mini:...``), else ``default``."""
+    ids = list(question_ids)
+    return "TrekBench-Mini" if ids and all(str(q).startswith("mini:") for q in ids) else default
+
+
+def runs_title(what: str, run_dirs: Mapping[str, str | os.PathLike[str]] | Iterable[str | os.PathLike[str]],
+               benchmark: str = "TrekBench-Wild") -> str:
+    """``what`` with the models and the question set of the runs it was made from, e.g.
+    ``Accuracy (%) (SmolLM2-135M-Instruct-Q4_1; TrekBench-Mini, 36 questions)``.
+
+    The question set is the runs' recorded ``benchmark`` (``run.json`` config), else
+    :func:`benchmark_of` their questions with ``benchmark`` as the fallback. A run made with a
+    scripted demo model (``config.demo``) makes the title start with DEMO DATA.
+    """
+    from trek import runs
+
+    dirs = list(run_dirs.values()) if isinstance(run_dirs, Mapping) else list(run_dirs)
+    models: dict[str, None] = {}
+    names: dict[str, None] = {}
+    ids: set[str] = set()
+    demo = False
+    for d in dirs:
+        meta = runs.read_meta(d)
+        if meta is not None:
+            models[str(meta.model)] = None
+            demo = demo or bool(meta.config.get("demo"))
+            if meta.config.get("benchmark"):
+                names[str(meta.config["benchmark"])] = None
+        ids |= set(runs.load_questions(d))
+    data = ", ".join(names) or benchmark_of(ids, benchmark)
+    who = ", ".join(models) or "unknown model"
+    return demo_label(demo, f"{what} ({'scripted ' if demo else ''}{who}; {data}, {len(ids)} questions)")
