@@ -172,11 +172,12 @@ def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini, monkeyp
     args = ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods", "direct",
             "--conditions", "OO,GOLD", "--judge", JUDGE, "--max-retries", "0", "--no-progress"]
     with FakeOpenAIServer(script=script(mini, qs, fail=re.escape(qs[2].question))) as srv:
-        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url])
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--judge-base-url", srv.base_url])
     assert res.exit_code == 3, res.output
     timeouts.clear()
     with FakeOpenAIServer(script=script(mini, qs)) as srv:
-        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--timeout", "33"])
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--judge-base-url", srv.base_url,
+                                       "--timeout", "33"])
         assert res.exit_code == 0, res.output
     assert {m for m, _ in timeouts} == {"m", JUDGE} and {t for _, t in timeouts} == {33.0}
     df = R.frame(runs / run_label("m", "direct", "GOLD"))

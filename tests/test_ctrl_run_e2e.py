@@ -33,7 +33,7 @@ def test_build_run_grade_and_rerun_without_calls(built, tmp_path, mini):
     script = judge + demo_ctrl.ctrl_script(raw, questions)
     with demo_ctrl.scripted_server(script, [q.question for q in questions.values()]) as srv:
         args = ["ctrl", "run", str(built / "contexts.jsonl"), "--model", demo_ctrl.MODEL, "--base-url", srv.base_url,
-                "--runs", str(runs), "--judge", demo_runs.JUDGE, "--no-progress"]
+                "--runs", str(runs), "--judge", demo_runs.JUDGE, "--judge-base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         first = srv.stats()["requests"]

@@ -75,15 +75,15 @@ def test_batch_failures_leave_grades_pending(run_dir):
 def test_grade_dry_run_command(run_dir, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with FakeOpenAIServer(script=SCRIPT) as srv:
-        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--base-url", srv.base_url,
+        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--judge-base-url", srv.base_url,
                                      "--dry-run", "--no-progress"])
         assert r.exit_code == 0, r.output
         assert "3 calls" in r.output and "estimate:" in r.output and srv.stats()["requests"] == 0
         assert not (run_dir / "grades.jsonl").exists()
-        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--base-url", srv.base_url,
+        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--judge-base-url", srv.base_url,
                                      "--no-progress", "--confirm-above", "0"])
         assert r.exit_code == 2 and "--yes" in r.output and srv.stats()["requests"] == 0
-        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--base-url", srv.base_url,
+        r = CliRunner().invoke(app, ["grade", str(run_dir), "--judge", "gpt-4o-mini", "--judge-base-url", srv.base_url,
                                      "--no-progress", "--batch", "--batch-poll", "0.05", "--yes"])
         assert r.exit_code == 0, r.output
         assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0

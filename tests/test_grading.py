@@ -174,7 +174,7 @@ def cli() -> typer.Typer:
 
 def test_grade_command_prints_the_accuracy_table(run_dir):
     with FakeOpenAIServer(script=SCRIPT) as srv:
-        args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--judge-base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(cli(), args)
         assert res.exit_code == 0, res.output
         assert "micro" in res.output and "macro" in res.output and "freshqa" in res.output
@@ -184,9 +184,24 @@ def test_grade_command_prints_the_accuracy_table(run_dir):
         assert res.exit_code == 0 and srv.stats()["requests"] == n
 
 
+def test_the_judge_endpoint_is_judge_base_url_and_the_old_flag_warns(run_dir):
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--no-progress"]
+        res = CliRunner().invoke(cli(), [*args, "--judge-base-url", srv.base_url])
+        assert res.exit_code == 0, res.output
+        assert f"roles: judge judge-model @ {srv.base_url}" in res.output  # said before the first call
+        assert res.output.index("roles:") < res.output.index("grades (")
+        (run_dir / "grades.jsonl").unlink()
+        res = CliRunner().invoke(cli(), [*args, "--base-url", srv.base_url])
+        assert res.exit_code == 0, res.output
+        assert "--base-url is deprecated" in res.output and f"judge-model @ {srv.base_url}" in res.output
+        res = CliRunner().invoke(cli(), [*args, "--base-url", srv.base_url, "--judge-base-url", srv.base_url])
+        assert res.exit_code == 2 and "give only --judge-base-url" in res.output
+
+
 def test_grade_command_exit_codes(run_dir, tmp_path):
     with FakeOpenAIServer(script=[{"error": {"status": 500, "message": "down"}}]) as srv:
-        base = ["--judge", "judge-model", "--base-url", srv.base_url, "--no-progress", "--max-retries", "0"]
+        base = ["--judge", "judge-model", "--judge-base-url", srv.base_url, "--no-progress", "--max-retries", "0"]
         missing = tmp_path / "empty"
         missing.mkdir()
         res = CliRunner().invoke(cli(), ["grade", str(missing), *base])
@@ -213,7 +228,7 @@ def test_grade_command_exit_codes(run_dir, tmp_path):
 
 def test_grade_command_accuracy_is_over_every_question(run_dir):
     with FakeOpenAIServer(script=SCRIPT) as srv:
-        args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--judge-base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(cli(), args)
     # 3 correct (freshqa:1, freshqa:2, sealqa:1) of 6 questions; a pending and a missing answer
     micro = next(line for line in res.output.splitlines() if line.startswith("micro"))
@@ -225,7 +240,7 @@ def test_unparsed_grade_exits_3(run_dir):
     script = [{"pattern": "one letter only", "reply": "Still thinking."},
               {"pattern": "gold target", "reply": "I cannot decide."}, *SCRIPT]
     with FakeOpenAIServer(script=script) as srv:
-        args = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--judge-base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(cli(), args)
     assert res.exit_code == 3 and "1 unparsed" in res.output
 
@@ -248,7 +263,7 @@ def test_changing_a_reference_regrades_only_that_question(run_dir):
 
 def test_judge_params_are_sent_only_when_asked_and_rejections_name_the_flag(run_dir):
     with FakeOpenAIServer(script=SCRIPT) as srv:
-        base = ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url, "--no-progress"]
+        base = ["grade", str(run_dir), "--judge", "judge-model", "--judge-base-url", srv.base_url, "--no-progress"]
         res = CliRunner().invoke(cli(), base)
         assert res.exit_code == 0, res.output
         settings = [g.judge_settings for g in read_jsonl(run_dir / "grades.jsonl", Grade)]
@@ -263,7 +278,7 @@ def test_judge_params_are_sent_only_when_asked_and_rejections_name_the_flag(run_
     rejecting = [{"error": {"status": 400, "message": "Unsupported value: 'temperature' does not support 0 "
                             "with this model. Only the default (1) value is supported."}}]
     with FakeOpenAIServer(script=rejecting) as srv:
-        res = CliRunner().invoke(cli(), ["grade", str(run_dir), "--judge", "judge-model", "--base-url", srv.base_url,
+        res = CliRunner().invoke(cli(), ["grade", str(run_dir), "--judge", "judge-model", "--judge-base-url", srv.base_url,
                                          "--no-progress", "--judge-param", "temperature=0"])
     assert res.exit_code == 2
     assert "hint:" in res.output and "--judge-param temperature=0" in res.output

@@ -76,7 +76,7 @@ def test_the_readme_commands_run_as_written(tmp_path, monkeypatch):
     with FakeOpenAIServer(script=script()) as srv:
         for args in commands:
             if args[0] == "grade":
-                args = [*args, "--base-url", srv.base_url, "--no-progress"]
+                args = [*args, "--judge-base-url", srv.base_url, "--no-progress"]
             if args[0] == "trace":
                 args = [*args, "--judge-base-url", srv.base_url, "--base-url", srv.base_url, "--no-progress"]
             r = runner.invoke(app, args)

@@ -39,7 +39,7 @@ def command(stage: str, target: Path, url: str, build: Path | None = None) -> li
         return ["wild", "run", "--model", MODEL, "--base-url", url, "--run", str(target), "--questions", "mini",
                 "--search", "local", "--system", "search-then-read", *common]
     if stage == "grade":
-        return ["grade", str(target), "--judge", JUDGE, "--base-url", url, *common]
+        return ["grade", str(target), "--judge", JUDGE, "--judge-base-url", url, *common]
     if stage == "trace":
         return ["trace", str(target), "--diagnostic-judge", DIAG, "--analysis-judge", ANA, "--judge-base-url", url,
                 "--base-url", url, "--check-stale", *common]

@@ -98,6 +98,7 @@ def build_command(
             out.mkdir(parents=True, exist_ok=True)
             client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
                                max_connections=max_connections, progress=False)
+            options.say_roles({"fabricator": client})
         settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
                                        chat_params={"reasoning_effort": effort} if effort else {})
         result = build(pools, out, client=client, embedder=embedder, conditions=names,
@@ -154,6 +155,7 @@ def discover_command(
     store = PageStore(pages, fetch=fetch)
     client = LLMClient(model, base_url=base_url, progress=False,
                        cache=LLMCache(cache or default_cache_path(out.parent)))
+    options.say_roles({"discovery": client})
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
         skipped: list[dict] = []
         if source == "wild":

@@ -47,7 +47,7 @@ def ctrl_run_command(
                                        help="Filter: on an empty or unreadable selection answer from all or none."),
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
     judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
-    judge_base_url: str = typer.Option(None, "--judge-base-url", help="Endpoint of the judge (default: --base-url)."),
+    judge_base_url: str = options.JUDGE_BASE_URL,
     max_connections: int = options.MAX_CONNECTIONS,
     budget: float = options.BUDGET,
     timeout: float = options.TIMEOUT,
@@ -119,6 +119,9 @@ def ctrl_run_command(
         endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
                                      prices=PriceTable.load(prices), progress=False, timeout=timeout)
         client = endpoint(model, base_url=base_url, budget_usd=budget)
+        judge_client = endpoint(judge, base_url=judge_base_url) if judge else None
+        options.say_roles({"evaluated": client, "judge": judge_client,
+                           "rerank scorer": (scorer, rerank_base_url) if "rerank" in method_names else None})
         summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
                            progress=progress, run_config={"contexts": str(contexts)})
         options.err.print(summary.describe(), highlight=False)
@@ -126,7 +129,7 @@ def ctrl_run_command(
             from trek.grading import run_grading
 
             for rd in summary.runs:
-                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url or base_url), progress=False)
+                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url), progress=False)
                 options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
     if summary.pending or summary.failed:
         for line in summary.errors[:5]:

@@ -36,7 +36,8 @@ def grade_command(
     judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini."),
     grader: str = typer.Option(None, "--grader", help="Grade every question with this grader (generic, freshqa, "
                                "infodeepseek, sealqa) instead of each question's own."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint of the judge."),
+    judge_base_url: str = options.JUDGE_BASE_URL,
+    base_url: str = typer.Option(None, "--base-url", hidden=True, help="Deprecated here: use --judge-base-url."),
     max_connections: int = options.MAX_CONNECTIONS,
     prompts: Path = options.PROMPTS,
     max_retries: int = options.MAX_RETRIES,
@@ -55,8 +56,9 @@ def grade_command(
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
     come from the cache. The API key comes from OPENAI_API_KEY. Accuracy is over every question
     of the run (unanswered, pending and unparsed count as not correct). Exit code 0 when every
-    answered question has a decided grade, 2 for bad input, 3 while some grades are pending or
-    unparsed (run the same command again to retry pending ones).
+    answered question has a decided grade, 2 for bad input, 3 while some grades are pending, failed
+    or unparsed (run the same command again to retry pending and failed ones). The judge's endpoint
+    is --judge-base-url, as in every command (--base-url is the evaluated model's).
     """
     from trek import graders
     from trek.analysis import accuracy_by_dataset
@@ -72,7 +74,7 @@ def grade_command(
             raise RecordError(run_dir, None, "run directory does not exist")
         client = LLMClient(
             judge,
-            base_url=base_url,
+            base_url=options.deprecated_base_url("trek grade", base_url, judge_base_url),
             max_connections=max_connections,
             max_retries=max_retries,
             cache=LLMCache(default_cache_path(run_dir)),
@@ -82,6 +84,7 @@ def grade_command(
         settings = parse_judge_params(judge_param)
         if seed is not None:
             settings["seed"] = seed
+        options.say_roles({"judge": client})
         est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch.enabled,
                                assume_output=spending.assume_output, **settings)
         if not spending.proceed(est):
@@ -94,9 +97,10 @@ def grade_command(
             report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
     typer.echo(report.describe(), err=True)
     typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
-    if report.pending_grades or report.unparsed_grades:
+    if report.pending_grades or report.unparsed_grades or report.failed_grades:
         typer.echo(
-            f"not finished: {report.pending_grades} pending and {report.unparsed_grades} unparsed grade(s)",
+            f"not finished: {report.pending_grades} pending, {report.failed_grades} failed and "
+            f"{report.unparsed_grades} unparsed grade(s)",
             err=True,
         )
         raise typer.Exit(3)

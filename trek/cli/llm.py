@@ -57,6 +57,7 @@ def run(
             progress=progress,
             transport=transport,
         )
+        options.say_roles({"model": client})
         from trek.llm.batch import load_requests
         from trek.llm.estimate import estimate_requests
         from trek.llm.usage import BATCH_PRICE_FACTOR

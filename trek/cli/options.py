@@ -10,13 +10,19 @@ import inspect
 import math
 import sys
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
 BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
+#: The judges' endpoint: the same flag in trek grade, trek trace and trek ctrl run (``--base-url`` is
+#: always the evaluated model's).
+JUDGE_BASE_URL = typer.Option(
+    None, "--judge-base-url", envvar="TREK_JUDGE_BASE_URL",
+    help="OpenAI-compatible endpoint of the judge(s) (default: $OPENAI_BASE_URL, else OpenAI's).",
+)
 MAX_CONNECTIONS = typer.Option(
     None, "--max-connections", min=1, help="Model requests in flight at once (default: 16; 1 for --model local)."
 )
@@ -48,6 +54,32 @@ def fail(message: str, hint: str | None = None) -> NoReturn:
     """Print ``error: MESSAGE`` (and ``hint: HINT``) on standard error and stop with exit code 2."""
     typer.echo(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), err=True)
     raise typer.Exit(2)
+
+
+def say_roles(roles: Mapping[str, Any]) -> None:
+    """Print once, before the first call, which model at which endpoint plays each role
+    (``roles``: role name -> a client, or a ``(model, endpoint)`` pair)."""
+    from trek.llm.client import endpoint_identity
+
+    parts = []
+    for role, who in roles.items():
+        if who is None:
+            continue
+        model, url = who if isinstance(who, tuple) else (getattr(who, "model", None), getattr(who, "base_url", None))
+        parts.append(f"{role} {model or '?'} @ {endpoint_identity(url)}")
+    err.print("roles: " + "; ".join(parts), highlight=False, soft_wrap=True)
+
+
+def deprecated_base_url(command: str, base_url: str | None, judge_base_url: str | None) -> str | None:
+    """The judges' endpoint of a command that used to take it as ``--base-url`` (kept as a
+    deprecated alias with a warning; both at once is an error)."""
+    if base_url is None:
+        return judge_base_url
+    if judge_base_url is not None:
+        fail(f"in {command}, --base-url is the old name of --judge-base-url: give only --judge-base-url")
+    err.print(f"warning: in {command}, --base-url is deprecated (it names the judge's endpoint, which every "
+              "command now calls --judge-base-url); using it as --judge-base-url", highlight=False)
+    return base_url
 
 
 @contextlib.contextmanager

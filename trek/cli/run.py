@@ -168,6 +168,7 @@ def run(
             proxy["api"] = proxy_api
         backend = make_backend(search, store=store, client=client, search_client=search_client,
                                cache=SearchCache(default_search_cache_path(run_dir)), max_retries=max_retries, **proxy)
+        options.say_roles({"evaluated": client, "search proxy": search_client})
         from trek.dry_run import estimate_wild_run
 
         settings: dict[str, Any] = dict(

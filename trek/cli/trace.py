@@ -47,8 +47,7 @@ def run_command(
     judge: str = typer.Option(None, "--judge", help="Model of both judges (unless set one by one)."),
     diagnostic_judge: str = typer.Option(None, "--diagnostic-judge", help="Model that extracts and matches evidence."),
     analysis_judge: str = typer.Option(None, "--analysis-judge", help="Model that assesses queries and grades probes."),
-    judge_base_url: str = typer.Option(None, "--judge-base-url", envvar="OPENAI_BASE_URL",
-                                       help="Endpoint of both judges."),
+    judge_base_url: str = options.JUDGE_BASE_URL,
     diagnostic_base_url: str = typer.Option(None, "--diagnostic-base-url", help="Endpoint of the diagnostic judge."),
     analysis_base_url: str = typer.Option(None, "--analysis-base-url", help="Endpoint of the analysis judge."),
     model: str = typer.Option(None, "--model", help="Evaluated model for the probes (default: the run's model)."),
@@ -115,6 +114,8 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
+        options.say_roles({"evaluated": (ev.model, ev.endpoint), "diagnostic judge": (diag.model, diag.endpoint),
+                           "analysis judge": (ana.model, ana.endpoint)})
         limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)
