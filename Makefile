@@ -13,12 +13,13 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECDIR   := $(if $(OUT),$(OUT)/notebooks,build)
 EXECUTED  := $(patsubst notebooks/%.ipynb,$(EXECDIR)/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test lint runs notebooks paper lab bench local-model clean help
+.PHONY: install test check lint runs notebooks paper lab bench local-model clean help
 
 help:
 	@echo "make paper   execute every notebook on the recorded runs in data/runs -> figures/ tables/"
 	@echo "             (PARAMS=file.yaml for other runs -> build/paper/<file>/, or OUT=dir)"
 	@echo "make test    lint, unit tests and nbval over the notebooks"
+	@echo "make check   the inner loop: lint and the tests not marked slow (under 2 minutes)"
 	@echo "make bench   run the benchmarks and print their figures"
 	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
 	@echo "make lab     start JupyterLab"
@@ -49,6 +50,11 @@ notebooks: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
+
+# The inner loop: every test that takes over 3 s is marked slow and left to `make test`.
+# TREK_CHECK_DURATIONS=1 make check fails an unmarked test over the limit (tests/_durations.py).
+check: $(STAMP) lint
+	$(BIN)/python -m pytest -m "not slow" tests
 
 $(EXECDIR)/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	@$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS)) $(if $(OUT),--out $(OUT))

@@ -1,9 +1,15 @@
 """Fixtures shared by several test files."""
 
 import pytest
+from _durations import (  # noqa: F401 - TREK_CHECK_DURATIONS=1: a test over 3 s must be marked slow
+    pytest_configure,
+    pytest_runtest_makereport,
+)
 
 from trek.datasets.mini import load as load_mini
 from trek.pages import PageStore
+
+pytest_plugins = ("pytester",)
 
 
 @pytest.fixture(scope="module")

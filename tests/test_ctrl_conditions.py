@@ -157,6 +157,7 @@ def test_render_templates_can_be_overridden(tmp_path, monkeypatch):
     assert "+override." in Renderer.versions()["ctrl.render.date"]
 
 
+@pytest.mark.slow
 def test_cli_builds_mini_offline_twice_byte_identical(tmp_path, monkeypatch):
     monkeypatch.delenv("TREK_PROMPTS", raising=False)
     outs = []

@@ -198,9 +198,7 @@ def test_a_failing_endpoint_leaves_the_question_pending_not_rejected():
 
 
 def test_openai_compatible_embeddings_endpoint():
-    import asyncio
-    import threading
-
+    from _servers import LoopbackApp
     from aiohttp import web
 
     from trek.embeddings import OpenAIEmbedder
@@ -215,39 +213,12 @@ def test_openai_compatible_embeddings_endpoint():
         return web.json_response({"object": "list", "data": data, "model": body["model"],
                                   "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
-    loop = asyncio.new_event_loop()
-    box = {}
-
-    async def start():
-        app = web.Application()
-        app.router.add_post("/v1/embeddings", handler)
-        box["runner"] = web.AppRunner(app)
-        await box["runner"].setup()
-        site = web.TCPSite(box["runner"], "127.0.0.1", 0)
-        await site.start()
-        box["port"] = site._server.sockets[0].getsockname()[1]
-
-    ready = threading.Event()
-
-    def serve():
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    ready.wait(10)
-    try:
-        emb = make_embedder("openai:text-embedding-3-small", base_url=f"http://127.0.0.1:{box['port']}/v1")
+    with LoopbackApp({"/v1/embeddings": handler}) as srv:
+        emb = make_embedder("openai:text-embedding-3-small", base_url=srv.base_url)
         assert isinstance(emb, OpenAIEmbedder)
         v = emb.embed(["ab", "abcd"])
         assert v.tolist() == [[2.0, 1.0], [4.0, 1.0]]  # rows put back in input order
         assert seen[0]["model"] == "text-embedding-3-small" and seen[0]["input"] == ["ab", "abcd"]
-    finally:
-        asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(10)
     with pytest.raises(ValueError, match="unknown embedder"):
         make_embedder("bogus")
 

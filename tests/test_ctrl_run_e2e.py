@@ -25,6 +25,7 @@ def built(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_build_run_grade_and_rerun_without_calls(built, tmp_path, mini):
     raw = [json.loads(x) for x in (built / "contexts.jsonl").read_text().splitlines()]
     questions = load_ctrl_questions(built / "pools.jsonl")

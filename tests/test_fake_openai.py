@@ -10,7 +10,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -343,13 +342,19 @@ def test_fault_malformed_body_cannot_be_parsed():
     assert stats["ok_by_key"] == {}
 
 
-def test_fault_stall_exceeds_client_timeout_and_stop_is_quick():
-    server = FakeOpenAIServer(fault_rate=1.0, fault_types=["stall"], stall_seconds=20.0).start()
+def test_fault_stall_exceeds_client_timeout_and_stop_cuts_it_short():
+    # The stall (10 min) outlasts every wait below, and each step waits for an event (a client
+    # timeout, the server holding the patient request), never for how fast a loaded machine is.
+    # The two impatient requests may or may not reach the server before their clients give up,
+    # so only the patient one is counted.
+    server = FakeOpenAIServer(fault_rate=1.0, fault_types=["stall"], stall_seconds=600.0).start()
+    impatient = httpx.Timeout(60.0, read=0.3)  # only the wait for the reply is short
+    patient = [{"role": "user", "content": "I can wait."}]
     try:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(server.base_url + "/chat/completions", json=_chat_body(HELLO), timeout=0.3)
+            httpx.post(server.base_url + "/chat/completions", json=_chat_body(HELLO), timeout=impatient)
         with pytest.raises(openai.APITimeoutError):
-            _client(server, timeout=0.3).chat.completions.create(model=MODEL, messages=HELLO)
+            _client(server, timeout=impatient).chat.completions.create(model=MODEL, messages=HELLO)
 
         # leave one stalled request in flight with a patient client, then stop the server
         outcome: queue.Queue = queue.Queue()
@@ -357,25 +362,35 @@ def test_fault_stall_exceeds_client_timeout_and_stop_is_quick():
         def patient_call():
             try:
                 outcome.put(
-                    httpx.post(server.base_url + "/chat/completions", json=_chat_body(HELLO), timeout=30)
+                    httpx.post(server.base_url + "/chat/completions", json=_chat_body(patient), timeout=600)
                 )
             except httpx.HTTPError as exc:
                 outcome.put(exc)
 
-        caller = threading.Thread(target=patient_call)
+        caller = threading.Thread(target=patient_call, daemon=True)
         caller.start()
-        time.sleep(0.3)
-        assert server.stats()["faults"]["stall"] == 3
+        stats = server.wait_for(lambda s: s["stalled_by_key"].get(request_key(patient)) == 1, timeout=60)
+        assert 1 <= stats["faults"]["stall"] <= 3
     finally:
-        t_stop = time.monotonic()
-        server.stop()
-        stop_took = time.monotonic() - t_stop
-    caller.join(5)
-    assert stop_took < 10.0  # stop cuts the 20 s stall short
-    assert not caller.is_alive()
+        serving = server._thread
+        server.stop(timeout=60)
+    assert serving is not None and not serving.is_alive()  # stop returned because the server ended
+    caller.join(60)
+    assert not caller.is_alive()  # the patient call ended long before its 10-minute stall would have
     result = outcome.get_nowait()
     assert not (isinstance(result, httpx.Response) and result.status_code == 200)
-    assert server.stats()["ok_by_key"] == {}
+    assert server.stats()["ok_by_key"] == {} and server.stats()["stalled_by_key"] == {}
+
+
+def test_wait_for_returns_the_stats_that_met_the_condition_or_times_out():
+    with FakeOpenAIServer() as server:
+        with pytest.raises(TimeoutError, match=r"within 0\.05 s.*'requests': 0"):
+            server.wait_for(lambda s: s["requests"] > 0, timeout=0.05)
+        done = threading.Thread(target=lambda: _client(server).chat.completions.create(model=MODEL, messages=HELLO))
+        done.start()
+        stats = server.wait_for(lambda s: sum(s["ok_by_key"].values()) == 1, timeout=60)
+        done.join(60)
+    assert stats["requests"] == 1 and stats["ok_by_key"] == {request_key(HELLO): 1}
 
 
 def test_fault_rate_zero_never_faults_and_one_always_faults():
@@ -469,7 +484,7 @@ def test_stats_endpoint_counts(srv):
 
     srv.reset_stats()
     assert srv.stats() == {"requests": 0, "ok_by_key": {}, "faults": dict.fromkeys(FAULT_TYPES, 0),
-                           "rate_limited": 0, "batches": 0, "files": 0}
+                           "rate_limited": 0, "batches": 0, "files": 0, "stalled_by_key": {}}
 
 
 def test_concurrent_requests_with_latency():

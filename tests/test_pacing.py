@@ -144,6 +144,7 @@ def _run(srv, n, tmp_path, max_connections=8):
     return client, res
 
 
+@pytest.mark.slow
 def test_paced_run_gets_no_429s(tmp_path):
     # 10 requests per 0.5 s (20/s), 40 requests from 8 connections: unpaced, most would be 429s.
     with FakeOpenAIServer(rate_limit=(10, 0.5), latency=0.01) as srv:
@@ -155,6 +156,7 @@ def test_paced_run_gets_no_429s(tmp_path):
     assert client.limits.pacer(client.base_url).paced > 0  # it did slow down
 
 
+@pytest.mark.slow
 def test_unpaced_client_would_hit_the_limit(tmp_path, monkeypatch):
     # The same run with the pacer switched off: the limit is real and the pacing is what avoids it.
     monkeypatch.setattr(RatePacer, "reserve", lambda self, tokens=0.0: 0.0)

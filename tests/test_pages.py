@@ -142,8 +142,22 @@ def test_fingerprint_changes_with_the_corpus():
 
 
 # -- live fetching (httpx.MockTransport: no network) ----------------------------------------------
-HTML = """<html><head><title> Tram news </title><script>var x = 1;</script></head>
-<body><nav>menu</nav><h1>New stops open</h1><p>Two new stops opened on the Tideway line.</p></body></html>"""
+# A news page as sites serve it: navigation, an article with a date in its metadata and a table,
+# a footer, scripts. Its text, title and date come from trafilatura (a core dependency).
+HTML = """<!doctype html><html><head><title>Tram news | Quellbridge Courier</title>
+<meta property="article:published_time" content="2024-03-05T10:00:00Z">
+<script>var x = 1;</script><style>p { color: red }</style></head>
+<body><nav><a href="/">Home</a> <a href="/menu">menu</a> <a href="/sport">Sport</a></nav>
+<article><h1>New stops open</h1>
+<p>Two new stops opened on the Tideway line on Monday, bringing the line to fourteen stops.</p>
+<p>The transit authority said trams will run every six minutes at peak hours.</p>
+<table><tr><th>Stop</th><th>Opened</th></tr><tr><td>Gull Quay</td><td>2024</td></tr></table>
+</article><footer>Copyright Quellbridge Courier. All rights reserved.</footer>
+<script>track("page")</script></body></html>"""
+ARTICLE_LINES = [
+    "Two new stops opened on the Tideway line on Monday, bringing the line to fourteen stops.",
+    "The transit authority said trams will run every six minutes at peak hours.",
+]
 
 
 def _transport(log):
@@ -181,8 +195,12 @@ def test_fetch_extracts_text_and_caches_it(tmp_path):
     store = PageStore(tmp_path / "p.sqlite", fetch=True, transport=_transport(log))
     page = store.get("https://site.example/ok")
     assert page.available and page.source == "fetch"
-    assert page.title in ("Tram news", "New stops open")  # <title> (plain parser) or trafilatura's pick
-    assert "Two new stops opened" in page.text and "var x" not in page.text and "menu" not in page.text
+    assert (page.title, page.date) == ("New stops open", "2024-03-05")
+    lines = page.text.splitlines()
+    assert lines[: 1 + len(ARTICLE_LINES)] == ["New stops open", *ARTICLE_LINES]
+    assert "Gull Quay" in page.text  # tables are kept
+    for chrome in ("var x", "menu", "Sport", "Copyright", "track(", "color: red"):
+        assert chrome not in page.text, chrome
     assert log[0].headers["user-agent"].startswith("TrekResearchBot")
     again = store.get("http://www.site.example/ok/")
     assert again.text == page.text and len(log) == 1  # served from the store
@@ -258,3 +276,38 @@ def test_live_fetch_refuses_local_and_private_addresses(url):
     assert not page.available and "private network" in page.text and log == []
     allowed = PageStore(fetch=True, allow_private=True, transport=_transport(log)).get(url)
     assert len(log) == 1 and not allowed.available  # reached the (mock) network this time
+
+
+def test_html_text_title_and_date_are_trafilaturas():
+    import trafilatura
+
+    from trek.pages import extract_text
+
+    url = "https://site.example/ok"
+    title, date, text = extract_text(HTML, url)
+    assert text == trafilatura.extract(HTML, url=url, include_comments=False, include_tables=True)
+    meta = trafilatura.extract_metadata(HTML, default_url=url)
+    assert (title, date) == (meta.title, meta.date) == ("New stops open", "2024-03-05")
+    # no main text at all: nothing is made up from the markup; the store records why
+    assert extract_text("<html><head><title>Empty</title></head><body></body></html>", url)[2] == ""
+
+
+def test_a_page_without_text_or_that_breaks_the_extractor_is_a_remembered_failure(monkeypatch):
+    import trafilatura
+
+    empty = "<html><head><title>Empty</title></head><body><script>x()</script></body></html>"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=empty if request.url.path == "/empty" else HTML,
+                              headers={"content-type": "text/html"})
+
+    store = PageStore(fetch=True, transport=httpx.MockTransport(handler))
+    page = store.get("https://site.example/empty")
+    assert not page.available and "no text could be extracted" in page.text
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("extractor bug")
+
+    monkeypatch.setattr(trafilatura, "extract", broken)
+    page = store.get("https://site.example/broken")
+    assert not page.available and "text extraction failed: RuntimeError" in page.text

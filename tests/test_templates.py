@@ -1,3 +1,6 @@
+import functools
+import re
+
 import pytest
 
 from trek.answer_prompts import (
@@ -98,7 +101,7 @@ def test_override_with_unknown_field_is_rejected(tmp_path, use_prompts):
 def test_missing_folder_is_an_error(tmp_path, use_prompts):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         use_prompts(tmp_path / "nowhere")
-    assert template_version("x", "default {a}", "v1") == "v1"
+    assert template_version("answer.infodeepseek", ANSWER_AS_WRITTEN, "v1") == "v1"
 
 
 # -- unknown names are errors -------------------------------------------------------------------------
@@ -140,19 +143,207 @@ def test_render_of_an_unknown_name_is_an_error():
     assert render("answer.infodeepseek", question="Q?").endswith("Question: Q?\nAnswer:")
 
 
-def test_a_template_in_a_module_not_yet_imported_is_known(tmp_path, monkeypatch, use_prompts):
+def test_a_name_is_registered_once_and_passed_with_its_own_text():
     from trek import templates
 
-    mod = tmp_path / "pkg_mod.py"
-    mod.write_text('EXAMPLE_TEMPLATE = "ctrl.example"\n\ndef f():\n    return render("rag.example_prompt", "x")\n')
-    monkeypatch.setattr(templates, "_registry", dict(templates._registry))
-    monkeypatch.setattr(templates, "_scanned", False)
-    monkeypatch.setattr(templates, "__file__", str(tmp_path / "templates.py"))
-    names = known_templates()
-    assert {"ctrl.example", "rag.example_prompt"} <= set(names)
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "ctrl.example.txt").write_text("x")
-    use_prompts(tmp_path / "prompts")  # accepted: the name is declared in a source file
+    with pytest.raises(ValueError, match="registered twice"):
+        templates.register("answer.freshqa", "another text {question}")
+    assert templates.register("answer.infodeepseek", ANSWER_AS_WRITTEN) is ANSWER_AS_WRITTEN  # same text: fine
+    with pytest.raises(ValueError, match="must look like 'group.name'"):
+        templates.register("nogroup", "x")
+    # a caller cannot slip in a text or a name of its own
+    with pytest.raises(ValueError, match="'answer.freshqa': the built-in text passed differs"):
+        render("answer.freshqa", "Q: {question}", question="?")
+    with pytest.raises(UnknownTemplateError, match="'rag.not_registered'"):
+        template_version("rag.not_registered", "text", "v1")
+
+
+@pytest.mark.slow  # a fresh interpreter importing every declaring module: about 2.5 s
+def test_every_template_is_known_from_the_index_alone(tmp_path):
+    """In a fresh interpreter that imported nothing else, the index declares every template, and
+    a prompts folder may override templates of every group (trace, ctrl and rag included)."""
+    import json
+    import subprocess
+    import sys
+
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    for name in ("trace.verdict", "ctrl.render.url", "rag.answer", "grader.sealqa", "search.openai"):
+        (folder / f"{name}.txt").write_text("{question}")
+    code = (
+        "import json, sys\n"
+        "from trek import templates\n"
+        "with templates.prompts_folder(sys.argv[1]):\n"
+        "    print(json.dumps(sorted(templates.known_templates())))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == _declared_in_sources()[0] == set(known_templates())
+
+
+def test_the_index_imports_every_declaring_module_by_name():
+    from trek import templates_index
+
+    declaring = _declared_in_sources()[3]
+    assert {m.__name__ for m in templates_index.MODULES} == declaring
+
+
+def test_registered_names_are_the_names_the_code_uses():
+    registered, used, problems, _ = _declared_in_sources()
+    assert not problems
+    assert used == registered
+    assert len(registered) >= 35  # every prompt of answers, search, graders, trace, ctrl and rag
+
+
+# -- an AST walk over trek/: what is registered, and which names are used with which text -----------
+_TEMPLATE_CALLS = {"render", "template", "template_version"}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+
+
+@functools.cache
+def _declared_in_sources() -> tuple[set[str], set[str], list[str], set[str]]:
+    """``(registered, used, problems, declaring modules)`` read from Trek's sources.
+
+    *registered*: names given to ``register(...)``. *used*: names passed to ``render``,
+    ``template`` or ``template_version`` as a literal, names held by ``*TEMPLATE*`` constants, and
+    names that travel next to the built-in text registered under them
+    (``("agent.system", AGENTIC_SYSTEM_PROMPT)``, ``run(..., queries.TEMPLATE, queries.PROMPT, ...)``,
+    ``{"ctrl.x": X_PROMPT}``): every call path hands a template's name and its text on together.
+    *problems*: a name next to the text of another template, or next to a ``*PROMPT`` that is
+    not registered.
+    """
+    import ast
+    from pathlib import Path
+
+    import trek
+
+    root = Path(trek.__file__).parent
+    trees = {
+        "trek." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): ast.parse(p.read_text())
+        for p in sorted(root.rglob("*.py"))
+    }
+    trees = {k.removesuffix("."): v for k, v in trees.items()}
+
+    def aliases(tree):  # local name -> (module, attribute or None)
+        out = {}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    out[a.asname or a.name] = (node.module, a.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    out[a.asname or a.name] = (a.name, None)
+        return out
+
+    consts = {m: {} for m in trees}  # module -> {NAME: string literal}
+    for m, tree in trees.items():
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str)):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        consts[m][t.id] = node.value.value
+    imports = {m: aliases(tree) for m, tree in trees.items()}
+
+    def string(m, node):
+        """The string a name expression stands for (a literal or a module constant), else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in consts[m]:
+                return consts[m][node.id]
+            src = imports[m].get(node.id)
+            if src and src[1] is not None:
+                return consts.get(src[0], {}).get(src[1])
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            src = imports[m].get(node.value.id)
+            if src:
+                mod = src[0] if src[1] is None else f"{src[0]}.{src[1]}"
+                return consts.get(mod, {}).get(node.attr)
+        return None
+
+    def callee(node):
+        """The trek.templates function a call calls (under any alias), else None."""
+        f, m = node.func, current[0]
+        if isinstance(f, ast.Name):
+            src = imports[m].get(f.id)
+            if m == "trek.templates" and f.id in {"register", *_TEMPLATE_CALLS}:
+                return f.id
+            return src[1] if src and src[0] == "trek.templates" else None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            src = imports[m].get(f.value.id)
+            if src and (src[0] if src[1] is None else f"{src[0]}.{src[1]}") == "trek.templates":
+                return f.attr
+        return None
+
+    current = [""]  # the module being walked, for callee()
+    registered: set[str] = set()
+    declaring: set[str] = set()
+    texts: dict[tuple[str, str], set[str]] = {}  # (module, TEXT constant) -> names it is registered under
+    for m, tree in trees.items():
+        current[0] = m
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and callee(node) == "register" and node.args:
+                name = string(m, node.args[0])
+                assert name is not None, f"{m}: register() with a name that is not a constant"
+                registered.add(name)
+                declaring.add(m)
+                if len(node.args) > 1 and isinstance(node.args[1], ast.Name):
+                    texts.setdefault((m, node.args[1].id), set()).add(name)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and callee(node.value) == "register":
+                name = string(m, node.value.args[0])
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        texts.setdefault((m, t.id), set()).add(name)
+
+    def text_names(m, node):
+        """Names whose registered text ``node`` is (a text constant, or a register() call)."""
+        if isinstance(node, ast.Call) and callee(node) == "register":
+            return {string(m, node.args[0])}
+        if isinstance(node, ast.Name):
+            if (m, node.id) in texts:
+                return texts[(m, node.id)]
+            src = imports[m].get(node.id)
+            if src and src[1] is not None:
+                return texts.get((src[0], src[1]), set())
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            src = imports[m].get(node.value.id)
+            if src:
+                mod = src[0] if src[1] is None else f"{src[0]}.{src[1]}"
+                return texts.get((mod, node.attr), set())
+        return set()
+
+    used: set[str] = set()
+    problems: list[str] = []
+    for m, tree in trees.items():
+        current[0] = m
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and callee(node) in _TEMPLATE_CALLS and node.args:
+                name = string(m, node.args[0])
+                if name is not None:
+                    used.add(name)
+            if isinstance(node, ast.Call) and callee(node) == "register":
+                continue
+            pairs = []
+            if isinstance(node, ast.Call):
+                pairs = list(zip(node.args, node.args[1:], strict=False))
+            elif isinstance(node, ast.Tuple | ast.List):
+                pairs = list(zip(node.elts, node.elts[1:], strict=False))
+            elif isinstance(node, ast.Dict):
+                pairs = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+            for first, second in pairs:
+                name, owners = string(m, first), text_names(m, second)
+                if name is None or not _NAME.match(name):
+                    continue
+                if name in owners:
+                    used.add(name)
+                elif owners:
+                    problems.append(f"{m}:{first.lineno}: name {name!r} next to the text of {sorted(owners)}")
+                elif (second.id if isinstance(second, ast.Name) else getattr(second, "attr", "")).endswith("PROMPT"):
+                    problems.append(f"{m}:{first.lineno}: {name!r} used with a prompt that is not registered")
+        # a module constant that holds a template's name (``TEMPLATE = "trace.verdict"``) is a use
+        used |= {v for k, v in consts[m].items() if "TEMPLATE" in k and _NAME.match(v)}
+    return registered, used, problems, declaring
 
 
 def test_prompt_folder_is_scoped_to_its_block_and_reaches_worker_threads(tmp_path):

@@ -71,6 +71,7 @@ def dump_dom(path, tmp_path):
     return out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
 def test_in_a_headless_browser_nothing_runs_and_every_case_is_shown(tmp_path):
     # positive control: the same payloads in an unescaped page do run in this browser

@@ -8,9 +8,10 @@ commands that take it) at that folder. In Python the folder is passed explicitly
 notebook cells see the folder of the block they run in, and nothing needs resetting after). Templates use
 ``str.format`` fields such as ``{question}``; an override must use the same fields.
 
-Names are checked. A module declares its templates with :func:`register` (or, for older modules,
-a module-level ``*TEMPLATE`` constant holding the name) and is listed in
-:data:`TEMPLATE_MODULES`. A ``.txt`` file in the prompts folder whose name matches no template
+Names are checked, through one registry. A module declares each of its templates once, when it
+is imported, with :func:`register` (``PROMPT = register("grader.sealqa", "...")``);
+:mod:`trek.templates_index` imports every declaring module, and :func:`known_templates` imports
+that index before it answers. A ``.txt`` file in the prompts folder whose name matches no template
 (``grader.sealqaa.txt``) and a lookup of an unknown name (``render("no-such-name")``) raise
 :class:`UnknownTemplateError`, whose message lists the known names, instead of being ignored.
 """
@@ -18,7 +19,6 @@ a module-level ``*TEMPLATE`` constant holding the name) and is listed in
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import re
 import string
@@ -28,7 +28,6 @@ from contextvars import ContextVar
 from pathlib import Path
 
 __all__ = [
-    "TEMPLATE_MODULES",
     "UnknownTemplateError",
     "known_templates",
     "prompts_dir",
@@ -38,17 +37,6 @@ __all__ = [
     "template",
     "template_version",
 ]
-
-#: Modules that declare templates; imported before a name is judged unknown.
-TEMPLATE_MODULES = (
-    "trek.answer_prompts",
-    "trek.search.agent",
-    "trek.search.openai_search",
-    "trek.search.proxy",
-    "trek.graders.freshqa",
-    "trek.graders.infodeepseek",
-    "trek.graders.sealqa",
-)
 
 _override_dir: ContextVar[Path | None] = ContextVar("trek_prompts_folder", default=None)
 _registry: dict[str, str] = {}
@@ -64,57 +52,27 @@ class UnknownTemplateError(ValueError):
 def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str:
     """Declare template ``name`` with built-in text ``default``; returns ``default``.
 
-    ``extra_fields`` are fields the caller always fills that an override may use although the
-    built-in text does not.
+    Called at import time by the module that owns the prompt (and listed in
+    :mod:`trek.templates_index`). ``extra_fields`` are fields the caller always fills that an
+    override may use although the built-in text does not. Registering a name twice with
+    different text is an error.
     """
     if not _NAME.match(name):
         raise ValueError(f"template name {name!r} must look like 'group.name'")
+    known = _registry.get(name)
+    if known is not None and known != default:
+        raise ValueError(f"template {name!r} is registered twice with different built-in texts")
     _registry[name] = default
     if extra_fields:
         _extra_fields[name] = frozenset(extra_fields)
     return default
 
 
-_SOURCE_NAME = re.compile(
-    r"""(?:\b(?:register|render|template|template_version)\(\s*|\b\w*TEMPLATE\w*\s*=\s*)"""
-    r"""["']([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+)["']"""
-)
-_scanned = False
-
-
-def _scan_sources() -> None:
-    """Add template names written literally in Trek's own sources (``register("x.y", ...)``,
-    ``render("x.y", ...)``, ``FOO_TEMPLATE = "x.y"``), so that a module not imported yet still
-    counts as declaring its templates."""
-    global _scanned
-    if _scanned:
-        return
-    _scanned = True
-    here = Path(__file__).resolve()
-    for path in here.parent.rglob("*.py"):
-        if path == here:
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):  # pragma: no cover
-            continue
-        for name in _SOURCE_NAME.findall(text):
-            _registry.setdefault(name, "")
-
-
 def known_templates() -> dict[str, str]:
-    """Every declared template: ``{name: built-in text}`` (imports :data:`TEMPLATE_MODULES` and
-    scans Trek's sources for literal template names; the text is ``""`` for a name whose
-    module was not imported)."""
-    for mod_name in TEMPLATE_MODULES:
-        try:
-            mod = importlib.import_module(mod_name)
-        except ImportError:  # pragma: no cover - an optional module that is not there
-            continue
-        for attr, value in vars(mod).items():
-            if attr.endswith("TEMPLATE") and isinstance(value, str) and _NAME.match(value):
-                _registry.setdefault(value, "")
-    _scan_sources()
+    """Every declared template: ``{name: built-in text}`` (imports :mod:`trek.templates_index`,
+    which imports every module that registers templates)."""
+    import trek.templates_index  # noqa: F401 - its imports fill the registry
+
     return dict(_registry)
 
 
@@ -170,20 +128,20 @@ def _fields(text: str) -> set[str]:
 
 
 def _builtin(name: str, default: str | None) -> str:
-    if default is not None:
-        _registry.setdefault(name, default)
-        return default
+    """The registered text of ``name``; ``default``, when a caller passes it, must be that text."""
     text = _registry.get(name)
-    if not text:
+    if text is None:
         text = known_templates().get(name)
-    if not text:
+    if text is None:
         raise _unknown(name, "template")
+    if default is not None and default != text:
+        raise ValueError(f"template {name!r}: the built-in text passed differs from the registered one")
     return text
 
 
 def template(name: str, default: str | None = None) -> str:
-    """The text of template ``name``: the user's override file if present, else the built-in
-    (``default``, or the registered text when ``default`` is omitted).
+    """The text of template ``name``: the user's override file if present, else the registered
+    built-in (``default``, when given, must be that same text).
 
     An override that uses a field the built-in does not provide is rejected with a message
     naming the file and the field; an unknown name or override file raises

@@ -25,6 +25,7 @@ import unicodedata
 from trek.answer_prompts import year_text
 from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
+from trek.templates import register
 
 __all__ = [*GRADER_EXPORTS, "parse_evaluation", "normalize_answer", "exact_match"]
 
@@ -62,6 +63,8 @@ End your reply with exactly one line, either
 evaluation: correct
 or
 evaluation: incorrect"""
+
+register(TEMPLATE, JUDGE_PROMPT)
 
 #: How a FreshQA verdict may be written (see :mod:`trek.graders.verdict`).
 SCHEME = Scheme(

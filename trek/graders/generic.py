@@ -23,6 +23,7 @@ from __future__ import annotations
 from trek.answer_prompts import year_text
 from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
+from trek.templates import register
 
 __all__ = [*GRADER_EXPORTS, "parse_verdict"]
 
@@ -58,6 +59,7 @@ or
 verdict: incorrect
 or
 verdict: not_attempted"""
+register(TEMPLATE, JUDGE_PROMPT)
 
 #: How a generic verdict may be written (see :mod:`trek.graders.verdict`).
 SCHEME = Scheme(

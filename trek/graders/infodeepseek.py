@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
+from trek.templates import register
 from trek.types import Question
 
 __all__ = [*GRADER_EXPORTS, "FALSE_PREMISE_TEMPLATE", "FALSE_PREMISE_PROMPT", "parse_yes_no", "template_for"]
@@ -70,6 +71,9 @@ Reference answer: {reference_answer}
 Candidate answer: {candidate_answer}
 
 Is the candidate answer correct? Reply with Yes or No only."""
+
+register(TEMPLATE, JUDGE_PROMPT)
+register(FALSE_PREMISE_TEMPLATE, FALSE_PREMISE_PROMPT)
 
 #: How a Yes/No verdict may be written: ``Yes``/``No`` and their clear synonyms.
 SCHEME = Scheme(

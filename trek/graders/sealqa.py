@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
 from trek.graders.verdict import Scheme, read_verdict
+from trek.templates import register
 
 __all__ = [*GRADER_EXPORTS, "OUTCOME_BY_LETTER", "parse_letter"]
 
@@ -82,6 +83,8 @@ Reply with a single letter and nothing else:
 A = CORRECT
 B = INCORRECT
 C = NOT_ATTEMPTED"""
+
+register(TEMPLATE, JUDGE_PROMPT)
 
 OUTCOME_BY_LETTER = {"A": "correct", "B": "incorrect", "C": "not_attempted"}
 

@@ -16,7 +16,8 @@ Endpoints (each is also reachable without the ``/v1`` prefix)
 ``GET /v1/models``
     A fixed list of model objects.
 ``GET /_stats``
-    Counters, see :meth:`FakeOpenAIServer.stats`.
+    Counters, see :meth:`FakeOpenAIServer.stats` (tests wait for a state of the server with
+    :meth:`FakeOpenAIServer.wait_for` instead of sleeping).
 ``POST /_reset``
     Clears the counters and the per-key arrival history.
 
@@ -154,7 +155,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -398,11 +399,12 @@ class FakeOpenAIServer:
         self._files: dict[str, dict[str, Any]] = {}
         self._batches: dict[str, dict[str, Any]] = {}
 
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # guards the counters; notified whenever they change
         self._requests = 0
         self._ok_by_key: dict[str, int] = {}
         self._faults: dict[str, int] = dict.fromkeys(FAULT_TYPES, 0)
         self._arrivals: dict[str, int] = {}
+        self._stalled: dict[str, int] = {}  # requests held in a stall right now, by key
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -425,7 +427,9 @@ class FakeOpenAIServer:
         return f"http://{host}:{self.port}/v1"
 
     def stats(self) -> dict[str, Any]:
-        """Return ``{"requests", "ok_by_key", "faults"}`` (the same payload as ``GET /_stats``)."""
+        """The counters (the same payload as ``GET /_stats``): ``requests``, ``ok_by_key``,
+        ``faults`` (by kind), ``rate_limited``, ``batches``, ``files``, and ``stalled_by_key``,
+        the requests held in a stall right now (not a counter: :meth:`reset_stats` keeps it)."""
         with self._lock:
             return {
                 "requests": self._requests,
@@ -434,11 +438,32 @@ class FakeOpenAIServer:
                 "rate_limited": self._rate_limited,
                 "batches": len(self._batches),
                 "files": len(self._files),
+                "stalled_by_key": dict(self._stalled),
             }
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> dict[str, Any]:
+        """Block until ``predicate(stats)`` holds for the :meth:`stats` payload and return it.
+
+        For tests that must wait for something the server thread does (a request arriving, a
+        stall beginning, N answers served): the server wakes the waiter whenever a counter
+        changes, so no test needs to sleep and hope. Raises ``TimeoutError`` (with the last
+        stats) when ``timeout`` seconds pass first.
+        """
+        with self._lock:
+            if not self._lock.wait_for(lambda: predicate(self.stats()), timeout):
+                raise TimeoutError(f"fake OpenAI server: condition not met within {timeout:g} s; stats {self.stats()}")
+            return self.stats()
+
+    @contextlib.contextmanager
+    def _update(self) -> Iterator[None]:
+        """Hold the counters' lock to change them, then wake every :meth:`wait_for`."""
+        with self._lock:
+            yield
+            self._lock.notify_all()
 
     def reset_stats(self) -> None:
         """Zero all counters and forget how often each key has arrived (restarts fault sequences)."""
-        with self._lock:
+        with self._update():
             self._requests = 0
             self._ok_by_key.clear()
             self._faults = dict.fromkeys(FAULT_TYPES, 0)
@@ -624,12 +649,12 @@ class FakeOpenAIServer:
         return body
 
     def _register_arrival(self, key: str) -> str | None:
-        with self._lock:
+        with self._update():
             arrival = self._arrivals.get(key, 0)
             self._arrivals[key] = arrival + 1
         kind = self.decide_fault(key, arrival)
         if kind is not None:
-            with self._lock:
+            with self._update():
                 self._faults[kind] += 1
         return kind
 
@@ -646,7 +671,7 @@ class FakeOpenAIServer:
         now = time.monotonic()
         headers: dict[str, str] = {}
         over: list[tuple[str, float]] = []
-        with self._lock:
+        with self._update():
             fits = all(b.level(now) >= cost[k] for k, b in self._limits.items())
             for kind, b in self._limits.items():
                 if fits:
@@ -671,7 +696,7 @@ class FakeOpenAIServer:
         )
 
     def _count_ok(self, key: str) -> None:
-        with self._lock:
+        with self._update():
             self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
 
     def _pick_rule(self, model: str, texts: Sequence[str], tool_results: int) -> _Rule | None:
@@ -705,13 +730,20 @@ class FakeOpenAIServer:
             err_type="server_error",
         )
 
-    async def _stall(self) -> bool:
+    async def _stall(self, key: str) -> bool:
         """Hold the request for ``stall_seconds``; returns False if the server is shutting down."""
         assert self._stop_event is not None
+        with self._update():
+            self._stalled[key] = self._stalled.get(key, 0) + 1
         try:
             await asyncio.wait_for(self._stop_event.wait(), timeout=self.stall_seconds)
         except TimeoutError:
             return True
+        finally:
+            with self._update():
+                self._stalled[key] -= 1
+                if not self._stalled[key]:
+                    del self._stalled[key]
         return False
 
     async def _run(
@@ -727,7 +759,7 @@ class FakeOpenAIServer:
         ``validate(body)`` raises :class:`_Reject` for bad input; ``build(body, key)`` returns the
         JSON payload of a successful reply or a ready error response (scripted errors).
         """
-        with self._lock:
+        with self._update():
             self._requests += 1
         try:
             self._check_auth(request)
@@ -745,7 +777,7 @@ class FakeOpenAIServer:
             return limited
         fault = self._register_arrival(key)
         if fault == "stall":
-            if not await self._stall():
+            if not await self._stall(key):
                 return _error_response(503, "The server is shutting down.", err_type="server_error")
             transport = request.transport
             if transport is None or transport.is_closing():
@@ -990,7 +1022,7 @@ class FakeOpenAIServer:
     # ------------------------------------------------------------------ files and batches
 
     def _new_file(self, data: bytes, filename: str, purpose: str) -> dict[str, Any]:
-        with self._lock:
+        with self._update():
             fid = f"file-{_short_hash('file', len(self._files), filename, time.time())}"
             obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                    "filename": filename, "purpose": purpose, "status": "processed", "status_details": None}
@@ -1043,7 +1075,7 @@ class FakeOpenAIServer:
             return _error_response(400, "completion_window must be '24h'.", param="completion_window")
         lines = [ln for ln in self._files[fid]["data"].decode("utf-8").splitlines() if ln.strip()]
         now = int(time.time())
-        with self._lock:
+        with self._update():
             bid = f"batch_{_short_hash('batch', len(self._batches), fid, time.time())}"
             obj = {
                 "id": bid, "object": "batch", "endpoint": endpoint, "errors": None, "input_file_id": fid,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, as_bool, as_text, as_urls
 
 __all__ = [
@@ -69,6 +70,9 @@ Retrieved pages:
 "equivalent_urls": ["every retrieved URL that carries them, copied exactly from the list above"], \
 "reason": "one or two sentences a person can check"}}"""
 
+
+register(KEY_EVIDENCE_TEMPLATE, KEY_EVIDENCE_PROMPT)
+register(MATCH_TEMPLATE, MATCH_PROMPT)
 
 #: The reply shapes, sent to endpoints that enforce schemas.
 KEY_EVIDENCE_SCHEMA = object_schema({"key_evidence": "text", "gold_evidence_urls": "strings"})

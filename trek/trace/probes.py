@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.templates import register
 from trek.trace.common import REPLY_JSON, as_text, as_urls
 
 __all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "SCHEMA", "validate"]
@@ -54,6 +55,9 @@ remember or any source not listed.
 """ + _CASE_AND_PAGES + REPLY_JSON + """{{"answer": "your concrete answer", "used_urls": ["URL(s) of the pages the answer rests on"], \
 "reasoning": "one or two sentences naming the decisive evidence"}}"""
 
+
+register(GOLD_ONLY_TEMPLATE, GOLD_ONLY_PROMPT)
+register(NOISE_TEMPLATE, NOISE_PROMPT)
 
 #: The reply shape of both probes, sent to endpoints that enforce schemas.
 SCHEMA = object_schema({"answer": "text", "used_urls": "strings", "reasoning": "text"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "NO_QUERIES_REASON"]
@@ -40,6 +41,8 @@ Search queries, in the order issued:
 
 """ + REPLY_JSON + """{{"query_adequate": true or false, "reason": "two or three short sentences a person can check"}}"""
 
+
+register(TEMPLATE, PROMPT)
 
 #: The reply shape, sent to endpoints that enforce schemas.
 SCHEMA = object_schema({"query_adequate": "boolean", "reason": "text"})

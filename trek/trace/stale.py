@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
@@ -36,6 +37,8 @@ Gold pages:
 
 """ + REPLY_JSON + """{{"supports_reference": true or false, "reason": "one or two sentences a person can check"}}"""
 
+
+register(TEMPLATE, PROMPT)
 
 #: The reply shape, sent to endpoints that enforce schemas.
 SCHEMA = object_schema({"supports_reference": "boolean", "reason": "text"})

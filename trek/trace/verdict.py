@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
 
 __all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
@@ -31,6 +32,8 @@ what you believe is true now.
 
 """ + REPLY_JSON + """{{"correct": true or false, "reason": "one short sentence"}}"""
 
+
+register(TEMPLATE, PROMPT)
 
 #: The reply shape, sent to endpoints that enforce schemas.
 SCHEMA = object_schema({"correct": "boolean", "reason": "text"})
