@@ -64,6 +64,7 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_API_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 TRANSPORTS = ("httpx", "aiohttp")
 T = TypeVar("T")
 
@@ -556,21 +557,20 @@ class LLMClient:
     ) -> dict[str, Any]:
         import openai
 
+        import httpx
+
         seen = {} if seen is None else seen
-        rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
+        path = _API_PATHS.get(api)
+        if path is None:  # pragma: no cover - internal misuse
+            raise ValueError(f"unknown api {api!r}")
         try:
-            if api == "chat":
-                resp = await sdk.chat.completions.with_raw_response.create(
-                    model=body["model"], messages=body["messages"], extra_body=rest or None
-                )
-            elif api == "responses":
-                resp = await sdk.responses.with_raw_response.create(
-                    model=body["model"], input=body["input"], extra_body=rest or None
-                )
-            else:  # pragma: no cover - internal misuse
-                raise ValueError(f"unknown api {api!r}")
+            # The body goes out as the JSON it already is: the SDK's typed create() would walk
+            # every message through its parameter transform first (about a quarter of the
+            # client's CPU per request at wide fan-out) to produce the same JSON. Errors,
+            # authentication and timeouts are the SDK's as before.
+            resp = await sdk.post(path, body=body, cast_to=httpx.Response)
             seen["headers"] = getattr(resp, "headers", None)
-            text = resp.text if hasattr(resp, "text") else resp.http_response.text
+            text = resp.text
         except openai.APIStatusError as e:
             seen["headers"] = getattr(getattr(e, "response", None), "headers", None)
             seen["status"] = e.status_code
