@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trek.aio import fan_out, run_sync
-from trek.llm.cache import LLMCache, request_key
+from trek.llm.cache import LLMCache, keyed
 from trek.llm.pacing import RatePacer
 from trek.llm.usage import PriceTable, usage_from_raw
 from trek.local import LocalModelUnavailable
@@ -437,8 +437,7 @@ class LLMClient:
             await self.aclose()
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
-        creq = self.cache_request(api, body, sample)
-        key = request_key(creq)
+        key, request_text = keyed(self.cache_request(api, body, sample))
         reserved = 0.0
         if self.cache is not None:
             hit = self.cache.lookup(key)
@@ -464,7 +463,7 @@ class LLMClient:
             self._reserved_usd += est
         try:
             if self.cache is not None:
-                raw, cached = await self.cache.get(creq, lambda: self._send_with_retries(api, body))
+                raw, cached = await self.cache.fill(key, request_text, lambda: self._send_with_retries(api, body))
             else:
                 raw, cached = await self._send_with_retries(api, body), False
         except _Retryable as e:
@@ -555,9 +554,8 @@ class LLMClient:
     async def _send_once(
         self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any], seen: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        import openai
-
         import httpx
+        import openai
 
         seen = {} if seen is None else seen
         path = _API_PATHS.get(api)
