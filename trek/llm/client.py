@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from trek.aio import fan_out, run_sync
 from trek.llm.cache import LLMCache, keyed
 from trek.llm.pacing import RatePacer
-from trek.llm.usage import PriceTable, usage_from_raw
+from trek.llm.usage import PriceTable, price_factor, usage_dollars, usage_from_raw
 from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
@@ -191,8 +191,11 @@ class EndpointLimits:
 
     def pacer(self, endpoint: str) -> RatePacer:
         """The rate-limit pacer of ``endpoint`` (plain state, shared across event loops)."""
-        with self._lock:
-            return self._pacers.setdefault(endpoint, RatePacer())
+        pacer = self._pacers.get(endpoint)
+        if pacer is None:
+            with self._lock:
+                pacer = self._pacers.setdefault(endpoint, RatePacer())
+        return pacer
 
     def semaphore(self, endpoint: str, size: int) -> asyncio.Semaphore:
         """The limit of ``endpoint`` in the running event loop (created with ``size`` slots)."""
@@ -362,9 +365,6 @@ class LLMClient:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
         return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
 
-    def _price_usage(self, model: str, usage: Usage) -> Usage:
-        return usage.model_copy(update={"cost_usd": self.prices.cost(model, usage)})
-
     def _estimate_cost(self, model: str, body: dict[str, Any]) -> float:
         price = self.prices.get(model)
         if price is None:
@@ -473,18 +473,16 @@ class LLMClient:
         return self._finish(api, model, key, raw, cached=cached)
 
     def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:
-        usage = self._price_usage(model, usage_from_raw(raw))
-        factor = (raw.get("_trek") or {}).get("price_factor") if isinstance(raw, dict) else None
-        if factor is not None and usage.cost_usd is not None:  # a Batch API reply: billed at its price
-            usage = usage.model_copy(update={"cost_usd": usage.cost_usd * float(factor)})
+        usage = usage_from_raw(raw)
+        cost = usage_dollars(self.prices, model, usage, price_factor(raw))
+        usage = usage.model_copy(update={"cost_usd": cost, "cached_calls": int(cached)})
         if cached:
-            usage = usage.model_copy(update={"cached_calls": 1})
             self.cache_hits += 1
         else:
-            self.spent_usd += usage.cost_usd or 0.0
-            if usage.cost_usd is None:
+            self.spent_usd += cost or 0.0
+            if cost is None:
                 self.unpriced_calls += 1
-        self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
+        self.usage = self.usage + (usage if cost is not None else usage.model_copy(update={"cost_usd": 0.0}))
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from trek.types import Usage
 
-__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "usage_from_raw"]
+__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "price_factor", "usage_dollars", "usage_from_raw"]
 
 #: OpenAI's Batch API bills input and output tokens at half price (24 h completion window).
 BATCH_PRICE_FACTOR = 0.5
@@ -162,3 +162,23 @@ def usage_from_raw(raw: dict[str, Any]) -> Usage:
         cached_tokens=_int(u, f"{inp}_details", "cached_tokens"),
         calls=1,
     )
+
+
+def price_factor(raw: Any) -> float | None:
+    """The share of the table price a stored reply was billed at: ``0.5`` for a reply loaded
+    from the Batch API (its ``"_trek": {"price_factor"}`` stamp), ``None`` for a live call."""
+    stamp = raw.get("_trek") if isinstance(raw, dict) else None
+    factor = stamp.get("price_factor") if isinstance(stamp, dict) else None
+    return None if factor is None else float(factor)
+
+
+def usage_dollars(
+    prices: PriceTable, model: str | None, usage: Usage, factor: float | None = None
+) -> float | None:
+    """Dollars of one usage at ``model``'s table price times ``factor`` (the billed share,
+    ``None`` = full price); ``None`` when the model has no price. The one pricing rule of Trek:
+    the client prices every reply with it and :func:`recorded_dollars` re-prices records."""
+    cost = prices.cost(model, usage)
+    if cost is None:
+        return None
+    return cost if factor is None else cost * factor
