@@ -29,7 +29,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from trek.llm.client import EndpointLimits
+from trek.limits import EndpointLimits
 from trek.sqlite import connect
 from trek.types import Document, utcnow
 

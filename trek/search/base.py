@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek.limits import EndpointLimits
 from trek.llm.cache import ResponseCache
-from trek.llm.client import EndpointLimits, run_sync, scrub
+from trek.llm.client import run_sync, scrub
 from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage
 
