@@ -12,7 +12,7 @@ from typing import Any
 
 from trek.types import Usage
 
-__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "price_factor", "usage_dollars", "usage_from_raw"]
+__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "price_factor", "recorded_dollars", "usage_dollars", "usage_from_raw"]
 
 #: OpenAI's Batch API bills input and output tokens at half price (24 h completion window).
 BATCH_PRICE_FACTOR = 0.5
@@ -176,9 +176,22 @@ def usage_dollars(
     prices: PriceTable, model: str | None, usage: Usage, factor: float | None = None
 ) -> float | None:
     """Dollars of one usage at ``model``'s table price times ``factor`` (the billed share,
-    ``None`` = full price); ``None`` when the model has no price. The one pricing rule of Trek:
-    the client prices every reply with it and :func:`recorded_dollars` re-prices records."""
+    ``None`` = full price); ``None`` when the model has no price. The client prices every reply
+    with it at run time; :func:`recorded_dollars` falls back to it for records without dollars."""
     cost = prices.cost(model, usage)
     if cost is None:
         return None
     return cost if factor is None else cost * factor
+
+
+def recorded_dollars(usage: Usage, model: str | None, prices: PriceTable) -> float | None:
+    """The dollars of a usage a record holds: the one cost rule of ``trek cost`` and Table 12.
+
+    The dollars recorded with it at run time (``cost_usd``: the price then, a Batch API reply at
+    its discounted share) when the record has them; else ``model``'s price in ``prices`` now
+    (full price: a discount is not recorded apart from the dollars); ``None`` when neither is
+    known. A record's usage without a ``cost_usd`` field must be read with ``cost_usd=None``.
+    """
+    if usage.cost_usd is not None:
+        return float(usage.cost_usd)
+    return usage_dollars(prices, model, usage)
