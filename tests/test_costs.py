@@ -150,3 +150,36 @@ def test_trek_cost_and_table_12_agree_on_a_batch_graded_traced_run(tmp_path, mon
     (tmp_path / "none.json").write_text("{}")
     out = CliRunner().invoke(app, ["cost", str(d)]).output
     assert "trace.jsonl" in out and "?" not in out.split()
+
+
+def test_the_bundled_price_table_says_where_every_price_comes_from(monkeypatch):
+    import json
+    from importlib import resources
+
+    from trek.costs import load_prices
+
+    monkeypatch.delenv("TREK_PRICES", raising=False)
+
+    data = json.loads(resources.files("trek").joinpath("prices.json").read_text())
+    entries = {k: v for k, v in data.items() if not k.startswith("_") and k != "search"}
+    entries |= {f"search:{k}": v for k, v in data["search"].items() if not k.startswith("_")}
+    for name, e in entries.items():
+        assert e.get("source") and e.get("date") and isinstance(e.get("verified"), bool), name
+    # the models the paper evaluates, and its embedder, are priced (Gemini by prefix)
+    p = load_prices()
+    for model in ("gpt-5.4", "gpt-5.4-mini", "gemini-3.1-pro-preview", "claude-opus-4-6", "text-embedding-3-small"):
+        assert p.get(model) is not None, model
+    assert p.search_fee("tavily") == 0.008 and p.search_fee("openai") == 0.01 and p.search_fee("duckduckgo") == 0.0
+    assert p.get("a-model-nobody-priced") is None  # a missing price stays missing
+
+
+def test_search_fees_as_numbers_or_documented_objects(tmp_path):
+    import json
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"search": {"a": 0.5, "b": {"usd_per_call": 0.25, "source": "x"}}}))
+    p = PriceTable.load(f)
+    assert p.search_fee("a") == 0.5 and p.search_fee("b") == 0.25
+    f.write_text(json.dumps({"search": {"c": {"source": "x"}}}))
+    with pytest.raises(ValueError, match="'c' needs a 'usd_per_call'"):
+        PriceTable.load(f)

@@ -41,7 +41,9 @@ class PriceTable:
     (so ``gpt-4o-2024-08-06`` uses ``gpt-4o``). Unknown models get ``None``: tokens only.
 
     The entry ``"search"`` is not a model: it maps a search backend (``tavily``, ``openai``,
-    ``duckduckgo``, ``local``, ``proxy``) to US dollars per search call (:meth:`search_fee`).
+    ``duckduckgo``, ``local``, ``proxy``) to US dollars per search call (:meth:`search_fee`),
+    as a number or as ``{"usd_per_call": ..., "source": ..., "date": ...}``. Fields other than
+    the prices (``source``, ``date``, ``verified``, ``note``) document an entry and are not read.
     """
 
     def __init__(self, prices: dict[str, Price], search: dict[str, float] | None = None):
@@ -123,6 +125,10 @@ def _parse_search(data: Any, where: str) -> dict[str, float]:
     for name, v in spec.items():
         if name.startswith("_"):
             continue
+        if isinstance(v, dict):  # {"usd_per_call": 0.008, "source": ..., "date": ...}
+            if "usd_per_call" not in v:
+                raise ValueError(f"price table {where}: search backend '{name}' needs a 'usd_per_call' field")
+            v = v["usd_per_call"]
         try:
             fee = float(v)
         except (TypeError, ValueError):
