@@ -236,16 +236,16 @@ def test_a_wait_planned_on_an_assumed_limit_is_planned_again_when_a_reply_arrive
     assert p.tokens.sent == 200
 
 
-@pytest.mark.parametrize("start", [StartLimits(tokens=1000, window_s=0.25), None])
-def test_start_limits_keep_a_first_burst_wider_than_the_limit_from_429s(tmp_path, start):
+@pytest.mark.slow
+def test_start_limits_keep_a_first_burst_wider_than_the_limit_from_429s(tmp_path):
     # 1,000 tokens per 0.25 s: the first 16 requests of ~100 tokens do not fit. Told to start
-    # from a limit no larger than the real one, the client sends only what fits; assuming
-    # nothing, the first burst meets 429s (retried).
-    with FakeOpenAIServer(token_limit=(1000, 0.25), latency=0.02) as srv:
-        client, res = _token_run(srv, 64, tmp_path, start_limits=start)
-        stats = srv.stats()
-    assert all(r.ok for r in res)
-    if start is not None:
-        assert stats["rate_limited"] == 0
-    else:
-        assert stats["rate_limited"] >= 3
+    # from a limit no larger than the real one, the client sends only what fits until the first
+    # reply; assuming nothing, the first burst meets 429s (retried). (A server starved of CPU
+    # can count a paced burst late, hence the margin of 2.)
+    limited = {}
+    for start in (StartLimits(tokens=1000, window_s=0.25), None):
+        with FakeOpenAIServer(token_limit=(1000, 0.25), latency=0.02) as srv:
+            client, res = _token_run(srv, 64, tmp_path / str(start is None), start_limits=start)
+            limited[start is None] = srv.stats()["rate_limited"]
+        assert all(r.ok for r in res)
+    assert limited[False] <= 2 and limited[True] >= 4

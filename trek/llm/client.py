@@ -462,13 +462,19 @@ class LLMClient:
         except LocalModelUnavailable as e:  # the embedded model cannot be started: no call can succeed
             raise FatalLLMError(f"the local model is needed for a call that is not cached: {e}") from None
         pacer = self.limits.pacer(self.base_url, self.start_limits)
-        prompt, max_out = _prompt_guess(body)
+        guess: tuple[float, float | None] | None = None
 
         async def once() -> dict[str, Any]:
+            nonlocal guess
             async with st.sem:
-                # each attempt reserves what it will count against a token limit when it is
-                # about to be sent: prompt (chars / 4) plus the output cap, else the mean output so far
-                ticket = await pacer.acquire(prompt + self._output_guess(max_out, 0.0))
+                # each attempt reserves what it will count against a token limit when it is about
+                # to be sent: prompt (chars / 4) plus the output cap, else the mean output so far
+                # (nothing while the endpoint has no token limit, known or assumed)
+                tokens = 0.0
+                if pacer.tokens.remaining is not None:
+                    guess = guess or _prompt_guess(body)
+                    tokens = guess[0] + self._output_guess(guess[1], 0.0)
+                ticket = await pacer.acquire(tokens)
                 self.http_calls += 1
                 seen: dict[str, Any] = {}
                 try:
