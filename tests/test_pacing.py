@@ -135,6 +135,7 @@ def test_fake_server_sends_rate_limit_headers_and_429s_beyond_the_limit():
         assert 19.0 < parse_reset(headers[0]["x-ratelimit-reset-requests"]) <= 20.0  # one request = 20 s
         assert int(headers[3]["Retry-After"]) >= 1
         assert srv.stats()["rate_limited"] == 1
+        assert srv.stats()["admitted"] == {"requests": 3} and srv.stats()["admitted_span_s"] >= 0
 
 
 def _run(srv, n, tmp_path, max_connections=8):
