@@ -118,9 +118,9 @@ class StartLimits:
             raise ValueError(f"start limit window must be a positive number of seconds, not {self.window_s}")
 
 
-#: What Trek assumes before an endpoint's first reply: 30,000 tokens a minute (the first-tier
-#: token limit third-party listings give for GPT-4o-class models; the GPT-5 family starts
-#: higher), no request limit (the connection limit bounds a first burst of requests already).
+#: What Trek assumes before an endpoint's first reply: 30,000 tokens a minute (the first usage
+#: tier's token limit on OpenAI's GPT-5.4 pro model page; other models' first tiers are higher),
+#: no request limit (the connection limit bounds a first burst of requests already).
 DEFAULT_START_LIMITS = StartLimits(tokens=30_000)
 
 

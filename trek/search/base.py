@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek.aio import run_sync
 from trek.limits import EndpointLimits
 from trek.llm.cache import ResponseCache
-from trek.llm.client import run_sync, scrub
+from trek.llm.client import scrub
 from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage
 
