@@ -139,6 +139,10 @@ def test_trek_cost_and_table_12_agree_on_a_batch_graded_traced_run(tmp_path, mon
     table = cost_table({"r": d}, prices)
     assert table.loc["total", "total_usd"] == pytest.approx(recorded)
     assert table.loc["r", "judge_usd"] == pytest.approx(sum(g.usage.cost_usd for g in grades) + 0.0082)
+    from trek.costs import run_spend
+
+    spend = run_spend(d, prices)
+    assert spend.trace_usd == pytest.approx(0.0082) and spend.total_usd == pytest.approx(recorded)
     summary = summarize_usage(d, prices).set_index(["file", "model"])
     assert summary.loc[("TOTAL", ""), "cost_usd"] == pytest.approx(recorded)
     assert summary.loc[("trace.jsonl", "diag"), "cost_usd"] == pytest.approx(0.0075)  # by the step's model

@@ -181,7 +181,13 @@ class RunSpend:
     token_usd: float = 0.0
     search_calls: int = 0
     search_usd: float = 0.0
-    judge_usd: float = 0.0
+    grade_usd: float = 0.0  # the grades' judge
+    trace_usd: float = 0.0  # the TrekTrace records (judges and probes of the evaluated model)
+
+    @property
+    def judge_usd(self) -> float:
+        """Table 12's ``judge_usd``: grading plus TrekTrace."""
+        return self.grade_usd + self.trace_usd
 
     @property
     def total_usd(self) -> float:
@@ -217,9 +223,10 @@ def run_spend(run_dir: str | os.PathLike[str], prices: PriceTable) -> RunSpend:
             out.search_calls += search_calls_billed(rec)
     fee = prices.search_fee(search)
     out.search_usd = math.nan if fee is None else out.search_calls * fee
-    for name in (_runs.GRADES, _runs.TRACE):
-        if (rd / name).exists():
-            out.judge_usd += sum(_dollars(spends) for _, _, spends in _file_spend(rd / name, prices))
+    if (rd / _runs.GRADES).exists():
+        out.grade_usd = sum(_dollars(spends) for _, _, spends in _file_spend(rd / _runs.GRADES, prices))
+    if (rd / _runs.TRACE).exists():
+        out.trace_usd = sum(_dollars(spends) for _, _, spends in _file_spend(rd / _runs.TRACE, prices))
     return out
 
 
