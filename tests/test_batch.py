@@ -169,7 +169,7 @@ def test_cost_command(tmp_path):
     prices.write_text(json.dumps({"gpt-4o": {"input": 2.0, "output": 10.0}}))
     r = invoke("cost", str(run), "--prices", str(prices))
     assert r.exit_code == 0
-    from trek.llm.cost import summarize_usage
+    from trek.costs import summarize_usage
     from trek.llm.usage import PriceTable
 
     df = summarize_usage(run, PriceTable.load(prices)).set_index("model")
@@ -311,7 +311,7 @@ def test_unreadable_requests_file(tmp_path):
 
 
 def test_cost_prices_a_proxy_search_model_at_its_own_rate(tmp_path):
-    from trek.llm.cost import summarize_usage
+    from trek.costs import summarize_usage
     from trek.llm.usage import PriceTable
 
     run = tmp_path / "run"

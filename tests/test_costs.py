@@ -90,3 +90,101 @@ def test_the_embedded_model_is_priced_at_zero():
     p = load_prices()
     assert p.cost(MODEL_NAME, Usage(prompt_tokens=1000, completion_tokens=10)) == 0.0
     assert p.search_fee("local") == 0.0
+
+
+def test_trek_cost_and_table_12_agree_on_a_batch_graded_traced_run(tmp_path, monkeypatch):
+    # answers with recorded dollars and searches, grades made through the (fake) Batch API at
+    # half price, and a TrekTrace file: `trek cost` total == Table 12 total == what was recorded
+    from test_grading import QUESTIONS, SCRIPT
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+    from trek.costs import summarize_usage
+    from trek.grading import run_grading_batch
+    from trek.llm import LLMCache, LLMClient
+    from trek.testing.fake_openai import FakeOpenAIServer
+    from trek.trace.records import Step, TraceRecord
+    from trek.types import read_jsonl
+
+    monkeypatch.delenv("TREK_CACHE", raising=False)
+    monkeypatch.delenv("TREK_PROMPTS", raising=False)
+    prices = PriceTable({"m": Price(input=1.0, output=10.0), "gpt-4o-mini": Price(input=1.0, output=4.0),
+                         "diag": Price(input=3.0, output=15.0)}, {"tavily": 0.01})
+    d = tmp_path / "run"
+    write_jsonl(d / runs.QUESTIONS, QUESTIONS)
+    answers = [Trajectory(question_id=q.id, model="m", final_answer=a, search_calls=[_call("x")] * n,
+                          usage=Usage(prompt_tokens=1000 * n, completion_tokens=50, calls=n, cost_usd=0.0015 * n))
+               for q, a, n in zip(QUESTIONS[1:4], ["Saturn VI (Titan)", "Someone Else", "twelve"], [1, 2, 3], strict=True)]
+    write_jsonl(d / runs.ANSWERS, answers)
+    runs.write_meta(d, RunMeta(run_id="r", kind="wild", model="m",
+                               config={"system": {"system": "agentic", "search": "tavily", "effort": None}}))
+    with FakeOpenAIServer(script=SCRIPT, batch_delay=0.02) as srv:
+        judge = LLMClient("gpt-4o-mini", base_url=srv.base_url, api_key="sk-test", prices=prices, progress=False,
+                          cache=LLMCache(d / "llm-cache.sqlite"), max_retries=0)
+        run_grading_batch(d, judge, progress=False, poll_seconds=0.02)
+    grades = read_jsonl(d / runs.GRADES, Grade)
+    judged = [g for g in grades if g.usage.calls]
+    assert len(judged) == 3 and all(g.usage.cost_usd == pytest.approx(0.5 * prices.cost("gpt-4o-mini", g.usage))
+                                    for g in judged)
+    steps = [Step(name="retrieval", role="diagnostic", model="diag", endpoint="e", template="t", version="1",
+                  status="ok", usage=Usage(prompt_tokens=2000, completion_tokens=100, calls=1, cost_usd=0.0075)),
+             Step(name="gold_only", role="evaluated", model="m", endpoint="e", template="t", version="1",
+                  status="ok", usage=Usage(prompt_tokens=500, completion_tokens=20, calls=1, cost_usd=0.0007))]
+    trace = TraceRecord(question_id="freshqa:2", dataset="freshqa", question="q", answers=["Titan"],
+                        original_outcome="incorrect", status="done", steps=steps,
+                        usage=steps[0].usage + steps[1].usage)
+    write_jsonl(d / runs.TRACE, [trace])
+
+    recorded = (sum(t.usage.cost_usd for t in answers) + 6 * 0.01  # six searches at the Tavily fee
+                + sum(g.usage.cost_usd for g in grades) + trace.usage.cost_usd)
+    table = cost_table({"r": d}, prices)
+    assert table.loc["total", "total_usd"] == pytest.approx(recorded)
+    assert table.loc["r", "judge_usd"] == pytest.approx(sum(g.usage.cost_usd for g in grades) + 0.0082)
+    from trek.costs import run_spend
+
+    spend = run_spend(d, prices)
+    assert spend.trace_usd == pytest.approx(0.0082) and spend.total_usd == pytest.approx(recorded)
+    summary = summarize_usage(d, prices).set_index(["file", "model"])
+    assert summary.loc[("TOTAL", ""), "cost_usd"] == pytest.approx(recorded)
+    assert summary.loc[("trace.jsonl", "diag"), "cost_usd"] == pytest.approx(0.0075)  # by the step's model
+    assert summary.loc[("answers.jsonl", "search:tavily"), "calls"] == 6
+    full_price = sum(prices.cost("gpt-4o-mini", g.usage) for g in judged)
+    assert summary.loc[("grades.jsonl", "gpt-4o-mini"), "cost_usd"] == pytest.approx(full_price / 2)  # discount kept
+
+    monkeypatch.setenv("TREK_PRICES", str(tmp_path / "none.json"))
+    (tmp_path / "none.json").write_text("{}")
+    out = CliRunner().invoke(app, ["cost", str(d)]).output
+    assert "trace.jsonl" in out and "?" not in out.split()
+
+
+def test_the_bundled_price_table_says_where_every_price_comes_from(monkeypatch):
+    import json
+    from importlib import resources
+
+    from trek.costs import load_prices
+
+    monkeypatch.delenv("TREK_PRICES", raising=False)
+
+    data = json.loads(resources.files("trek").joinpath("prices.json").read_text())
+    entries = {k: v for k, v in data.items() if not k.startswith("_") and k != "search"}
+    entries |= {f"search:{k}": v for k, v in data["search"].items() if not k.startswith("_")}
+    for name, e in entries.items():
+        assert e.get("source") and e.get("date") and isinstance(e.get("verified"), bool), name
+    # the models the paper evaluates, and its embedder, are priced (Gemini by prefix)
+    p = load_prices()
+    for model in ("gpt-5.4", "gpt-5.4-mini", "gemini-3.1-pro-preview", "claude-opus-4-6", "text-embedding-3-small"):
+        assert p.get(model) is not None, model
+    assert p.search_fee("tavily") == 0.008 and p.search_fee("openai") == 0.01 and p.search_fee("duckduckgo") == 0.0
+    assert p.get("a-model-nobody-priced") is None  # a missing price stays missing
+
+
+def test_search_fees_as_numbers_or_documented_objects(tmp_path):
+    import json
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"search": {"a": 0.5, "b": {"usd_per_call": 0.25, "source": "x"}}}))
+    p = PriceTable.load(f)
+    assert p.search_fee("a") == 0.5 and p.search_fee("b") == 0.25
+    f.write_text(json.dumps({"search": {"c": {"source": "x"}}}))
+    with pytest.raises(ValueError, match="'c' needs a 'usd_per_call'"):
+        PriceTable.load(f)

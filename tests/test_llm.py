@@ -83,6 +83,57 @@ def test_identical_concurrent_requests_are_sent_once(srv, tmp_path):
     assert len({r.content for r in res}) == 1 and sum(not r.cached for r in res) == 1
 
 
+def test_a_reply_is_committed_before_it_is_used(srv, tmp_path):
+    # the writer thread groups commits; a reply still reaches its caller only once another
+    # connection (another process, or this one after kill -9) can read it from the file
+    path = tmp_path / "cache.sqlite"
+    c = client_for(srv, tmp_path, cache=LLMCache(path), max_connections=16)
+    unseen = []
+
+    def check(i, res):
+        conn = sqlite3.connect(path)
+        if conn.execute("SELECT 1 FROM responses WHERE key = ?", (res.key,)).fetchone() is None:
+            unseen.append(i)
+        conn.close()
+
+    res = asyncio.run(c.amap([ChatRequest(messages=[{"role": "user", "content": f"d{i}"}]) for i in range(48)],
+                             on_result=check))
+    assert all(r.ok and not r.cached for r in res) and unseen == []
+    c.cache.close()
+
+
+_KILLED_RUN = """
+import sys
+from trek.llm import ChatRequest, LLMCache, LLMClient
+c = LLMClient("fake-model", base_url=sys.argv[1], api_key="k", max_connections=8, progress=False,
+              cache=LLMCache(sys.argv[2]))
+def shown(i, res):
+    print(res.key, flush=True)
+c.map([ChatRequest(messages=[{"role": "user", "content": f"k{i}"}]) for i in range(400)], on_result=shown)
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_never_loses_a_reply_that_was_used(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "cache.sqlite"
+    with FakeOpenAIServer(latency=0.01) as s:
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, s.base_url, str(path)],
+                                stdout=subprocess.PIPE, text=True)
+        used = [proc.stdout.readline().strip() for _ in range(60)]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        answered = sum(s.stats()["ok_by_key"].values())
+    assert answered < 400, "the kill should land before the end"
+    conn = sqlite3.connect(path)
+    stored = {k for (k,) in conn.execute("SELECT key FROM responses")}
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert set(used) <= stored  # every reply the run had used is in the file
+
+
 def _writer(path: str, start: int, n: int) -> None:
     cache = LLMCache(path)
     for i in range(start, start + n):

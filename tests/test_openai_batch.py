@@ -67,6 +67,11 @@ def test_lifecycle_submit_stop_resume_partial_failure_cache(tmp_path):
         second = run_sync(submit_and_collect(reqs, client2, state, poll_seconds=0.05, progress=False))
         assert second.resumed == [batch_id] and second.submitted == 0 and second.in_running_batches == 5
         assert second.loaded == 4 and second.failed == 1 and second.waiting == 0
+        # the provider's reason, from the batch's error file, for the item it did not answer
+        assert second.failures == {fail_key: f"500: The server had an error processing your request. (batch {batch_id})"}
+        assert "The server had an error processing your request." in second.describe()
+        assert json.loads((state / BATCH_STATE).read_text())["batches"][0]["failures"] == {
+            fail_key: "500: The server had an error processing your request."}
         assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0  # no live call at all
         # 3. replies are cache hits for the live client, keyed as it keys them; the failed one is pending
         replay = RecordingClient(client2, use_cache=True)
@@ -94,6 +99,8 @@ def test_expired_batch_leaves_the_rest_pending(tmp_path):
         _, reqs = _reqs(client, 4)
         run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", poll_seconds=0.01, progress=False))
         assert run.loaded == 2 and run.failed == 2
+        assert len(run.failures) == 2 and all(r.startswith("batch_expired: This request could not be executed")
+                                              for r in run.failures.values())
         state = json.loads((tmp_path / "s" / BATCH_STATE).read_text())
         assert state["batches"][0]["status"] == "expired" and state["batches"][0]["loaded"]
 
@@ -150,3 +157,21 @@ def test_no_wait_still_loads_batches_already_done(tmp_path):
         _, reqs = _reqs(client, 2)
         run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", wait=False, progress=False))
         assert run.submitted == 2 and run.loaded == 2 and run.waiting == 0
+
+
+def test_llm_run_batch_pending_item_says_the_providers_reason(tmp_path, monkeypatch):
+    reqs = tmp_path / "requests.jsonl"
+    reqs.write_text("".join(json.dumps({"id": f"r{i}", "messages": [{"role": "user", "content": f"q {i}"}], "max_tokens": 10})
+                            + "\n" for i in range(3)))
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-key")
+    with FakeOpenAIServer(batch_delay=0.05) as srv:
+        client = LLMClient("gpt-4o-mini", base_url=srv.base_url)
+        body = request_body(client, ChatRequest(messages=[{"role": "user", "content": "q 1"}], params={"max_tokens": 10}))
+        srv.batch_fail = [request_key(client.cache_request("chat", body, 0))]
+        r = CliRunner().invoke(app, ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini",
+                                     "--base-url", srv.base_url, "--no-progress", "--batch", "--batch-poll", "0.05"])
+    lines = {x["id"]: x for x in map(json.loads, out.read_text().splitlines())}
+    assert [lines[f"r{i}"]["status"] for i in range(3)] == ["ok", "pending", "ok"], r.output
+    assert "500: The server had an error processing your request." in lines["r1"]["error"]
+    assert "sk-secret-key" not in out.read_text()

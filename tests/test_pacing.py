@@ -6,8 +6,8 @@ import urllib.request
 
 import pytest
 
+from trek.limits import RatePacer, StartLimits, format_reset, parse_reset
 from trek.llm import ChatRequest, LLMClient
-from trek.llm.pacing import RatePacer, format_reset, parse_reset
 from trek.testing.fake_openai import FakeOpenAIServer
 
 
@@ -135,6 +135,7 @@ def test_fake_server_sends_rate_limit_headers_and_429s_beyond_the_limit():
         assert 19.0 < parse_reset(headers[0]["x-ratelimit-reset-requests"]) <= 20.0  # one request = 20 s
         assert int(headers[3]["Retry-After"]) >= 1
         assert srv.stats()["rate_limited"] == 1
+        assert srv.stats()["admitted"] == {"requests": 3} and srv.stats()["admitted_span_s"] >= 0
 
 
 def _run(srv, n, tmp_path, max_connections=8):
@@ -165,3 +166,89 @@ def test_unpaced_client_would_hit_the_limit(tmp_path, monkeypatch):
         stats = srv.stats()
     assert all(r.ok for r in res)
     assert stats["rate_limited"] > 5
+
+
+def _token_run(srv, n, tmp_path, **kw):
+    client = LLMClient("gpt-4o-mini", base_url=srv.base_url, api_key="sk-test", max_connections=16,
+                       cache=tmp_path / "t.sqlite", progress=False, max_retries=8, backoff_base=0.05, **kw)
+    # ~100 tokens each as the server counts them (2 words + max_tokens): 20 fit in one bucket
+    res = client.map([ChatRequest(messages=[{"role": "user", "content": f"tokens {i}"}], params={"max_tokens": 98})
+                      for i in range(n)])
+    return client, res
+
+
+def test_token_limit_is_paced_from_a_cold_start(tmp_path):
+    # 2,000 tokens refilling every 0.25 s (8,000 tokens/s); 160 requests of 100 tokens from 16
+    # connections, starting cold: the requests queued behind the first 16 reserve their tokens
+    # when they are sent, so only the first burst can meet the limit unannounced.
+    with FakeOpenAIServer(token_limit=(2000, 0.25), latency=0.02) as srv:
+        client, res = _token_run(srv, 160, tmp_path)
+        stats = srv.stats()
+    assert all(r.ok for r in res)
+    assert sum(stats["ok_by_key"].values()) == 160
+    assert stats["rate_limited"] <= 1  # <= 1 % of 160: none past the first reply
+    pacer = client.limits.pacer(client.base_url)
+    assert pacer.paced > 0  # it did slow down
+    assert pacer.tokens.sent >= 160 * 100  # every request sent counted its tokens (the estimate is >= the server's count)
+    # the rate the server let through, on its own clock, beyond the first full bucket; the
+    # real figure is a benchmark (benchmarks/paced_run.py --token-limit), this bound only
+    # catches a pacer that stalls
+    rate = (stats["admitted"]["tokens"] - 2000) / stats["admitted_span_s"]
+    assert 0.5 * 8000 <= rate <= 1.05 * 8000
+
+
+def test_start_limits_pace_the_first_burst_until_a_reply_tells_the_real_ones():
+    clock = Clock()
+    p = RatePacer(clock, start=StartLimits(tokens=600, window_s=60))  # 600 a minute: 10 tokens/s
+    assert p.assuming and p.limited
+    assert [p.reserve(250), p.reserve(250)] == [0.0, 0.0]  # a full bucket at the start
+    assert p.reserve(250) == pytest.approx(15.0)  # 100 left, 150 short at 10 tokens/s
+    assert p.reserve(10_000) == pytest.approx((600 + 150) / 10)  # larger than the bucket: waits for a full one
+    basis = p.basis
+    p.observe({"x-ratelimit-limit-tokens": "100000", "x-ratelimit-remaining-tokens": "99000",
+               "x-ratelimit-reset-tokens": "600ms"}, (1.0, 250.0, 250.0))
+    assert not p.assuming and p.basis == basis + 1 and p.tokens.limit == 100000
+
+
+def test_a_reply_without_headers_ends_the_start_limits():
+    clock = Clock()
+    p = RatePacer(clock, start=StartLimits(requests=2, tokens=100))
+    p.reserve(80)
+    t = p.send(80)
+    assert p.reserve(80) > 0
+    p.observe({"content-type": "application/json"}, t)  # a server that says nothing of its limits
+    assert not p.assuming and not p.limited
+    assert p.reserve(10_000) == 0.0
+
+
+def test_a_wait_planned_on_an_assumed_limit_is_planned_again_when_a_reply_arrives():
+    import asyncio
+
+    async def go():
+        p = RatePacer(start=StartLimits(tokens=100, window_s=600))  # 1 token every 6 s
+        first = await p.acquire(100)
+        waiter = asyncio.create_task(p.acquire(100))  # would wait ~600 s on the assumption
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        p.observe({"x-ratelimit-limit-tokens": "1000000", "x-ratelimit-remaining-tokens": "999900",
+                   "x-ratelimit-reset-tokens": "6ms"}, first)
+        await asyncio.wait_for(waiter, 5)  # released by the real limit, not after the assumed wait
+        return p
+
+    p = asyncio.run(go())
+    assert p.tokens.sent == 200
+
+
+@pytest.mark.slow
+def test_start_limits_keep_a_first_burst_wider_than_the_limit_from_429s(tmp_path):
+    # 1,000 tokens per 0.25 s: the first 16 requests of ~100 tokens do not fit. Told to start
+    # from a limit no larger than the real one, the client sends only what fits until the first
+    # reply; assuming nothing, the first burst meets 429s (retried). (A server starved of CPU
+    # can count a paced burst late, hence the margin of 2.)
+    limited = {}
+    for start in (StartLimits(tokens=1000, window_s=0.25), None):
+        with FakeOpenAIServer(token_limit=(1000, 0.25), latency=0.02) as srv:
+            client, res = _token_run(srv, 64, tmp_path / str(start is None), start_limits=start)
+            limited[start is None] = srv.stats()["rate_limited"]
+        assert all(r.ok for r in res)
+    assert limited[False] <= 2 and limited[True] >= 4

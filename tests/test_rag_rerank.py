@@ -4,6 +4,7 @@ import asyncio
 import datetime as dt
 import json
 import math
+import time
 
 import httpx
 import numpy as np
@@ -124,7 +125,7 @@ def test_http_score_scorer_retries_then_fails_cleanly():
             return httpx.Response(503)
         return httpx.Response(200, json={"data": [{"index": 0, "score": 0.25}, {"index": 1, "score": 0.75}]})
 
-    s = HTTPScorer("rr", "http://fake/v1", api="score", transport=_transport(flaky, seen), backoff=0.0)
+    s = HTTPScorer("rr", "http://fake/v1", api="score", transport=_transport(flaky, seen), backoff_base=0.0)
     assert asyncio.run(s.ascore("q", ["a", "b"])) == [0.25, 0.75]
     assert seen[-1][0] == "/v1/score" and seen[-1][1]["text_2"] == ["a", "b"] and len(seen) == 2
 
@@ -135,6 +136,32 @@ def test_http_score_scorer_retries_then_fails_cleanly():
         lambda r, n: httpx.Response(200, json={"results": [{"index": 0, "relevance_score": 1}]}), []))
     with pytest.raises(ScorerError, match="missing"):
         asyncio.run(partial.ascore("q", ["a", "b"]))
+
+
+def test_http_scorer_waits_as_long_as_retry_after_asks():
+    # one retry policy (trek.retry): a 429 carrying Retry-After: 1 is retried no sooner than 1 s
+    # later, although the backoff alone would wait a millisecond
+    seen, at = [], []
+
+    def limited(request, n):
+        at.append(time.monotonic())
+        if n == 1:
+            return httpx.Response(429, headers={"Retry-After": "1"}, json={"error": "slow down"})
+        return httpx.Response(200, json={"results": [{"index": 0, "relevance_score": 0.5}]})
+
+    s = HTTPScorer("rr", "http://fake/v1", transport=_transport(limited, seen), backoff_base=0.001, seed=1)
+    assert asyncio.run(s.ascore("q", ["a"])) == [0.5]
+    assert len(seen) == 2 and s.calls == 2
+    assert at[1] - at[0] >= 0.95
+
+
+def test_http_scorer_gives_up_after_its_retries():
+    seen = []
+    s = HTTPScorer("rr", "http://fake/v1", transport=_transport(lambda r, n: httpx.Response(503), seen),
+                   max_retries=2, backoff_base=0.001)
+    with pytest.raises(ScorerError, match=r"failed after 3 attempts \(HTTP 503\)"):
+        asyncio.run(s.ascore("q", ["a"]))
+    assert len(seen) == 3
 
 
 def test_make_scorer_specs():

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -47,7 +48,8 @@ async def fan_out(
             bounds, e.g. the LLM client's per-endpoint connection limit).
         desc, unit: the progress bar's label and unit.
         progress: show the bar (tqdm, auto-detecting notebooks).
-        postfix: called after each job; its text is shown after the counts.
+        postfix: its text is shown after the counts; called while the bar is shown, at most
+            once per refresh interval of the bar and once at the end.
         on_result: ``on_result(index, result)`` as each job finishes (in completion order).
 
     Raises:
@@ -59,8 +61,11 @@ async def fan_out(
     results: list[Any] = [None] * len(seq)
     sem = asyncio.Semaphore(limit) if limit else None
     bar = tqdm(total=len(seq), desc=desc or None, unit=unit, disable=not progress, leave=True)
+    show_postfix = postfix is not None and not bar.disable
+    next_postfix = 0.0
 
     async def one(i: int, item: T) -> None:
+        nonlocal next_postfix
         if sem is None:
             res = await fn(item)
         else:
@@ -70,7 +75,8 @@ async def fan_out(
         if on_result is not None:
             on_result(i, res)
         bar.update(1)
-        if postfix is not None:
+        if show_postfix and (now := time.monotonic()) >= next_postfix:
+            next_postfix = now + bar.mininterval
             bar.set_postfix_str(postfix(), refresh=False)
 
     try:
@@ -80,6 +86,8 @@ async def fan_out(
     except BaseExceptionGroup as eg:
         raise _first_leaf(eg) from None
     finally:
+        if show_postfix:
+            bar.set_postfix_str(postfix(), refresh=False)
         bar.close()
     return results
 

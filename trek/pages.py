@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trek.llm.client import EndpointLimits
+from trek.limits import EndpointLimits
 from trek.paths import env_path
 from trek.sqlite import connect
 from trek.types import Document, utcnow

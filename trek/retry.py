@@ -10,6 +10,8 @@ a *pending* outcome, never into an answer.
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import datetime as _dt
 import random
 from collections.abc import Awaitable, Callable
@@ -66,9 +68,27 @@ async def retrying(
     wait: Callable[[RetryCallState], float],
 ) -> T:
     """``await fn()``, retried up to ``max_retries`` times while it raises one of ``retry_on``;
-    any other exception propagates at once; the last retryable error is re-raised as itself."""
+    any other exception propagates at once; the last retryable error is re-raised as itself.
+
+    The first attempt runs bare (most calls succeed at once, and building tenacity's machinery
+    costs a fan-out of thousands of calls measurable time); after a retryable failure tenacity
+    takes over with the same policy: ``wait`` sees the attempt numbers it would have seen."""
+    try:
+        return await fn()
+    except retry_on as e:
+        if max_retries < 1:
+            raise
+        first = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
+        first.set_exception((type(e), e, e.__traceback__))
+    await asyncio.sleep(wait(first))
+
+    def later(state: RetryCallState) -> float:  # attempt n of tenacity's loop is attempt n + 1
+        shifted = copy.copy(state)
+        shifted.attempt_number = state.attempt_number + 1
+        return wait(shifted)
+
     async for attempt in AsyncRetrying(
-        retry=retry_if_exception_type(retry_on), stop=stop_after_attempt(max_retries + 1), wait=wait, reraise=True
+        retry=retry_if_exception_type(retry_on), stop=stop_after_attempt(max_retries), wait=later, reraise=True
     ):
         with attempt:
             return await fn()

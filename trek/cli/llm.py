@@ -90,8 +90,8 @@ def cost_command(
     run_dir: Path = typer.Argument(..., help="Run directory holding JSONL records with usage."),
     prices: Path = options.PRICES,
 ) -> None:
-    """Summarize the tokens and dollars recorded in a run directory."""
-    from trek.llm.cost import summarize_usage
+    """Summarize the tokens and dollars recorded in a run directory (the rule of Table 12)."""
+    from trek.costs import summarize_usage
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
 
@@ -105,5 +105,10 @@ def cost_command(
     for c in shown.columns:
         if c not in ("file", "model", "cost_usd"):
             shown[c] = shown[c].astype(int)
-    typer.echo(f"usage in {run_dir} (dollars from the current price table; '-' = model without a price)")
+    typer.echo(f"usage in {run_dir} (dollars as recorded at run time, Batch API discount included; else from "
+               "the current price table; '-' = no price known)")
     typer.echo(shown.to_string(index=False))
+    parts = df[df["file"] != "TOTAL"]["cost_usd"]
+    if parts.isna().any():
+        typer.echo(f"the total is unknown: {int(parts.isna().sum())} row(s) without a price; the priced rows sum to "
+                   f"${parts.sum(skipna=True):.4f}")

@@ -122,8 +122,9 @@ def run(
     question: see the errors), 2 on errors that stop the run.
     """
     from trek.datasets.common import MissingDataError
+    from trek.limits import EndpointLimits
     from trek.llm.cache import LLMCache, default_cache_path
-    from trek.llm.client import EndpointLimits, FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
     from trek.pages import default_pages_path
     from trek.runner import run_system

@@ -79,7 +79,7 @@ def run_command(
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
-    from trek.llm.client import EndpointLimits
+    from trek.limits import EndpointLimits
     from trek.trace.common import RoleModel
     from trek.trace.estimate import estimate_trace
     from trek.trace.pipeline import UNKNOWN_POLICIES, evaluated_role_from_run, trace_run

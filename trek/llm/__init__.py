@@ -1,7 +1,8 @@
 """The LLM layer: one cached, concurrent, retrying OpenAI-compatible client."""
 
+from trek.limits import EndpointLimits, StartLimits
 from trek.llm.cache import LLMCache, default_cache_path, request_key
-from trek.llm.client import ChatRequest, EndpointLimits, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
+from trek.llm.client import ChatRequest, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
 from trek.llm.structured import StructuredResult, achat_json, chat_json, parse_json_lenient
 from trek.llm.usage import Price, PriceTable, usage_from_raw
 
@@ -14,6 +15,7 @@ __all__ = [
     "LLMResult",
     "Price",
     "PriceTable",
+    "StartLimits",
     "StructuredResult",
     "achat_json",
     "chat_json",

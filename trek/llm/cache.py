@@ -11,6 +11,14 @@ explicit sample index. Timeouts, concurrency, retry settings and API keys are ne
 (the client does not put them there). The provider's raw JSON reply is stored with its usage;
 entries never expire, so changing a parser never invalidates the cache.
 
+Durability: ``get`` hands a computed reply back only once the row holding it is committed, so
+a process killed at any point (``kill -9``) never loses a reply it has used or paid for beyond
+the calls still in flight. In an event loop the commit runs on a writer thread of the cache's
+own: replies that arrive together share one transaction (group commit), and the loop's thread
+spends no time in SQLite writes. Commits are durable against a killed process (the write-ahead
+log is in the operating system's hands when the commit returns); ``synchronous=NORMAL`` means a
+power cut may lose the last commits, never corrupt the file.
+
 A cache travels as a replay log: :meth:`ResponseCache.dump` writes entries as (gzipped) JSONL,
 one ``{"key", "request", "response"}`` per line sorted by key, and :meth:`ResponseCache.load`
 adds such a file to a cache. :attr:`ResponseCache.touched` holds every key read or stored since
@@ -23,6 +31,7 @@ import asyncio
 import hashlib
 import json
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -34,7 +43,7 @@ from trek.paths import env_path
 from trek.sqlite import connect
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
-__all__ = ["ResponseCache", "LLMCache", "request_key", "default_cache_path"]
+__all__ = ["ResponseCache", "LLMCache", "request_key", "keyed", "default_cache_path"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -52,7 +61,102 @@ def _canonical(obj: Any) -> str:
 
 def request_key(request: dict[str, Any]) -> str:
     """The cache key of a request: sha256 of its canonical JSON."""
-    return hashlib.sha256(_canonical(request).encode("utf-8")).hexdigest()
+    return keyed(request)[0]
+
+
+def keyed(request: dict[str, Any]) -> tuple[str, str]:
+    """``(key, canonical JSON)`` of a request: the text is what the cache stores beside the
+    reply, so a caller that needs both serialises the request once."""
+    text = _canonical(request)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), text
+
+
+_INSERT = "INSERT OR IGNORE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, ?)"
+
+
+class _GroupCommit:
+    """A writer thread with its own connection: rows queued while it commits are written in
+    the next transaction together, and each row's future is settled (on its event loop) only
+    after the commit that holds it. SQLite releases the GIL while it writes, so the event
+    loop goes on serving replies in the meantime."""
+
+    def __init__(self, path: Path, retry: Callable[[Callable[[], Any]], Any]):
+        self._path, self._retry = path, retry
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, row: tuple[str, str, str], loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> None:
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="trek-cache-writer", daemon=True)
+                    self._thread.start()
+        self._queue.put((row, loop, fut))
+
+    def close(self) -> None:
+        with self._start_lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread.join()
+                self._thread = None
+
+    def _run(self) -> None:
+        conn = connect(self._path)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                batch = [item]
+                stop = False
+                while len(batch) < 512:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stop = True
+                        break
+                    batch.append(nxt)
+                error = self._commit(conn, [(k, req, resp, time.time()) for (k, req, resp), _, _ in batch])
+                by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+                for _, loop, fut in batch:
+                    by_loop.setdefault(loop, []).append(fut)
+                for loop, futs in by_loop.items():
+                    try:
+                        loop.call_soon_threadsafe(_settle, futs, error)
+                    except RuntimeError:  # that loop is gone: nobody waits for these rows any more
+                        pass
+                if stop:
+                    return
+        finally:
+            conn.close()
+
+    def _commit(self, conn: sqlite3.Connection, rows: list[tuple[str, str, str, float]]) -> BaseException | None:
+        def write() -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_INSERT, rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+        try:
+            self._retry(write)
+        except Exception as e:  # noqa: BLE001 - handed to every caller waiting for these rows
+            return e
+        return None
+
+
+def _settle(futs: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for fut in futs:
+        if not fut.done():
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
 
 
 def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -63,9 +167,10 @@ def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
 class ResponseCache:
     """SQLite-backed response cache (``path=None``: in memory).
 
-    Each process opens its own connection; writes are single ``INSERT OR IGNORE`` statements
-    in autocommit mode, so concurrent writers never see a half-written entry and the first
-    stored reply for a key wins. Identical requests in flight in the same process are
+    Each process opens its own connection; writes are ``INSERT OR IGNORE`` statements in
+    transactions of their own (synchronous :meth:`store`) or grouped by the writer thread
+    (:meth:`get` in an event loop), so concurrent writers never see a half-written entry and the
+    first stored reply for a key wins. Identical requests in flight in the same process are
     computed once (the second caller waits for the first).
     """
 
@@ -81,6 +186,7 @@ class ResponseCache:
         except OSError as e:
             raise ValueError(f"cache {self.path} cannot be created ({e.strerror})") from None
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self._writer = _GroupCommit(self.path, self._retry_locked) if self.path is not None else None
         self.hits = 0
         self.misses = 0
         #: Keys read (found) or stored since this cache was opened.
@@ -112,15 +218,25 @@ class ResponseCache:
 
     def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         """Store a raw response; an existing entry for the same key is kept."""
-        req_s, resp_s = _canonical(request), json.dumps(response, ensure_ascii=False)
+        self._store_text(key, _canonical(request), response)
+
+    def _store_text(self, key: str, request_text: str, response: dict[str, Any]) -> None:
+        resp_s = json.dumps(response, ensure_ascii=False)
         with self._lock:
-            self._retry_locked(
-                lambda: self._conn.execute(
-                    "INSERT OR IGNORE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, ?)",
-                    (key, req_s, resp_s, time.time()),
-                )
-            )
+            self._retry_locked(lambda: self._conn.execute(_INSERT, (key, request_text, resp_s, time.time())))
             self.touched.add(key)
+
+    async def _astore(self, key: str, request_text: str, response: dict[str, Any]) -> None:
+        """:meth:`store` from an event loop: returns once the row is committed (by the writer
+        thread, together with the rows that arrived meanwhile)."""
+        if self._writer is None:  # in memory: no disk, nothing to wait for
+            self._store_text(key, request_text, response)
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._writer.submit((key, request_text, json.dumps(response, ensure_ascii=False)), loop, done)
+        await done
+        self.touched.add(key)
 
     def dump(self, path: str | os.PathLike[str], keys: Iterable[str] | None = None) -> int:
         """Write the entries of ``keys`` (default: all) to a replay log; returns how many.
@@ -177,6 +293,8 @@ class ResponseCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
         with self._lock:
             self._conn.close()
 
@@ -186,13 +304,22 @@ class ResponseCache:
     ) -> tuple[dict[str, Any], bool]:
         """Return ``(raw_response, cached)``; call ``compute()`` only on a miss.
 
-        ``compute`` raising means nothing is stored: a failed call is never cached.
+        ``compute`` raising means nothing is stored: a failed call is never cached. A computed
+        reply is returned once it is committed to the cache file.
         """
-        key = request_key(request)
+        key, text = keyed(request)
         hit = self.lookup(key)
         if hit is not None:
             self.hits += 1
             return hit, True
+        return await self.fill(key, text, compute)
+
+    async def fill(
+        self, key: str, request_text: str, compute: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> tuple[dict[str, Any], bool]:
+        """:meth:`get` for a caller that has just looked ``key`` up and missed (``key`` and
+        ``request_text`` from :func:`keyed`): joins an identical computation in flight, else
+        computes, stores (committed before it returns) and returns ``(raw_response, cached)``."""
         pending = self._inflight.get(key)
         if pending is not None:
             result = await asyncio.shield(pending)
@@ -202,13 +329,13 @@ class ResponseCache:
         self._inflight[key] = fut
         try:
             response = await compute()
+            await self._astore(key, request_text, response)
         except BaseException as e:
             if not fut.done():
                 fut.set_exception(e)
                 fut.exception()  # mark retrieved: waiters re-raise it themselves
             raise
         else:
-            self.store(key, request, response)
             self.misses += 1
             fut.set_result(response)
             return response, False

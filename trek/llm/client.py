@@ -7,7 +7,7 @@ On top of the SDK it adds what an evaluation needs:
 * a persistent response cache (:mod:`trek.llm.cache`): a second identical run makes no
   HTTP request;
 * bounded concurrency per endpoint (``max_connections``; clients given one
-  :class:`EndpointLimits` share the limit of an endpoint) and async fan-out with a progress
+  :class:`~trek.limits.EndpointLimits` share the limit of an endpoint) and async fan-out with a progress
   bar showing done/total, cache hits, tokens and dollars;
 * one retry policy (tenacity; the SDK's own retries are off so nothing retries twice):
   capped exponential backoff with jitter for 408/409/429 (honouring ``Retry-After``), 5xx,
@@ -15,7 +15,7 @@ On top of the SDK it adds what an evaluation needs:
   still fails comes back with ``status="pending"`` and its error: it is never turned into
   answer text and never cached. A 4xx that a retry cannot fix (400/401/403/404/422) raises
   :class:`FatalLLMError` at once, carrying the status code and the API's own message;
-* rate-limit pacing (:mod:`trek.llm.pacing`): the ``x-ratelimit-*`` headers of every reply
+* rate-limit pacing (:mod:`trek.limits`): the ``x-ratelimit-*`` headers of every reply
   say how much of the provider's limit is left; requests are spread at the rate the limit
   refills instead of running into 429s (``max_connections`` stays the ceiling; the progress
   bar shows the pace);
@@ -34,17 +34,15 @@ import asyncio
 import json
 import os
 import random
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trek.aio import fan_out, run_sync
 from trek.errors import FatalLLMError
-from trek.llm.cache import LLMCache, request_key
-from trek.llm.pacing import RatePacer
-from trek.llm.usage import PriceTable, usage_from_raw
+from trek.limits import DEFAULT_START_LIMITS, EndpointLimits, StartLimits
+from trek.llm.cache import LLMCache, keyed
+from trek.llm.usage import PriceTable, price_factor, usage_dollars, usage_from_raw
 from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
@@ -56,7 +54,6 @@ __all__ = [
     "LLMClient",
     "LLMResult",
     "ChatRequest",
-    "EndpointLimits",
     "FatalLLMError",
     "TRANSPORTS",
     "run_sync",
@@ -65,6 +62,7 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_API_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 TRANSPORTS = ("httpx", "aiohttp")
 T = TypeVar("T")
 
@@ -153,38 +151,6 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-class EndpointLimits:
-    """Connection limits per endpoint, shared by every client given the same object.
-
-    ``LLMClient(..., limits=shared)`` for an answering model and its judge (or a search proxy)
-    on one server keeps their requests together under one ``max_connections``: the first
-    client to call an endpoint sets its limit. A client without ``limits=`` has its own. The
-    object is owned by the caller (no module-level state); asyncio semaphores belong to one
-    event loop, so it keeps one per loop and forgets loops that are gone.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._pacers: dict[str, RatePacer] = {}
-
-    def pacer(self, endpoint: str) -> RatePacer:
-        """The rate-limit pacer of ``endpoint`` (plain state, shared across event loops)."""
-        with self._lock:
-            return self._pacers.setdefault(endpoint, RatePacer())
-
-    def semaphore(self, endpoint: str, size: int) -> asyncio.Semaphore:
-        """The limit of ``endpoint`` in the running event loop (created with ``size`` slots)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            sems = self._by_loop.setdefault(loop, {})
-            if endpoint not in sems:
-                sems[endpoint] = asyncio.Semaphore(size)
-            return sems[endpoint]
-
-
 class _LoopState:
     def __init__(self, sdk: openai.AsyncOpenAI, sem: asyncio.Semaphore):
         self.sdk = sdk
@@ -207,8 +173,13 @@ class LLMClient:
         embedded model (its server answers one request at a time, and requests one after the
         other let it reuse the prompt prefix it has just read).
     limits:
-        An :class:`EndpointLimits` shared with other clients of the same endpoint; default: a
-        limit of this client's own.
+        An :class:`~trek.limits.EndpointLimits` shared with other clients of the same endpoint;
+        default: a limit of this client's own.
+    start_limits:
+        The rate limits assumed until the endpoint's first reply tells them
+        (:class:`~trek.limits.StartLimits`; default :data:`~trek.limits.DEFAULT_START_LIMITS`,
+        30,000 tokens a minute; ``None`` assumes nothing). The first client to call an endpoint
+        of a shared ``limits`` sets them.
     timeout:
         Seconds before one HTTP attempt is abandoned (and retried).
     max_retries:
@@ -254,6 +225,7 @@ class LLMClient:
         progress: bool = True,
         seed: int | None = None,
         limits: EndpointLimits | None = None,
+        start_limits: StartLimits | None = DEFAULT_START_LIMITS,
         transport: str | None = None,
         local_server: Callable[[], Any] | None = None,
     ):
@@ -291,6 +263,7 @@ class LLMClient:
         self.progress = progress
         self._rng = random.Random(seed)
         self.limits = limits or EndpointLimits()
+        self.start_limits = start_limits
         self._states: dict[int, _LoopState] = {}
         # Running totals for this client (fresh calls only for ``spent_usd``).
         self.spent_usd = 0.0
@@ -343,9 +316,6 @@ class LLMClient:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
         return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
 
-    def _price_usage(self, model: str, usage: Usage) -> Usage:
-        return usage.model_copy(update={"cost_usd": self.prices.cost(model, usage)})
-
     def _estimate_cost(self, model: str, body: dict[str, Any]) -> float:
         price = self.prices.get(model)
         if price is None:
@@ -359,12 +329,14 @@ class LLMClient:
     def _rough_tokens(self, body: dict[str, Any], default_out: float) -> tuple[float, float]:
         """Quick (prompt, output) token guesses for a request: prompt characters / 4, and the
         output cap it sends, else the mean output so far, else ``default_out``."""
-        prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
-        max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
-        if max_out is None:
-            done = self.usage.calls - self.usage.cached_calls
-            max_out = (self.usage.completion_tokens / done) if done else default_out
-        return prompt_chars / 4, float(max_out)
+        prompt, max_out = _prompt_guess(body)
+        return prompt, self._output_guess(max_out, default_out)
+
+    def _output_guess(self, max_out: float | None, default_out: float) -> float:
+        if max_out is not None:
+            return max_out
+        done = self.usage.calls - self.usage.cached_calls
+        return (self.usage.completion_tokens / done) if done else default_out
 
     # -- single calls -----------------------------------------------------------------------
     async def achat(
@@ -418,8 +390,7 @@ class LLMClient:
             await self.aclose()
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
-        creq = self.cache_request(api, body, sample)
-        key = request_key(creq)
+        key, request_text = keyed(self.cache_request(api, body, sample))
         reserved = 0.0
         if self.cache is not None:
             hit = self.cache.lookup(key)
@@ -445,7 +416,7 @@ class LLMClient:
             self._reserved_usd += est
         try:
             if self.cache is not None:
-                raw, cached = await self.cache.get(creq, lambda: self._send_with_retries(api, body))
+                raw, cached = await self.cache.fill(key, request_text, lambda: self._send_with_retries(api, body))
             else:
                 raw, cached = await self._send_with_retries(api, body), False
         except _Retryable as e:
@@ -455,18 +426,16 @@ class LLMClient:
         return self._finish(api, model, key, raw, cached=cached)
 
     def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:
-        usage = self._price_usage(model, usage_from_raw(raw))
-        factor = (raw.get("_trek") or {}).get("price_factor") if isinstance(raw, dict) else None
-        if factor is not None and usage.cost_usd is not None:  # a Batch API reply: billed at its price
-            usage = usage.model_copy(update={"cost_usd": usage.cost_usd * float(factor)})
+        usage = usage_from_raw(raw)
+        cost = usage_dollars(self.prices, model, usage, price_factor(raw))
+        usage = usage.model_copy(update={"cost_usd": cost, "cached_calls": int(cached)})
         if cached:
-            usage = usage.model_copy(update={"cached_calls": 1})
             self.cache_hits += 1
         else:
-            self.spent_usd += usage.cost_usd or 0.0
-            if usage.cost_usd is None:
+            self.spent_usd += cost or 0.0
+            if cost is None:
                 self.unpriced_calls += 1
-        self.usage = self.usage + usage.model_copy(update={"cost_usd": usage.cost_usd or 0.0})
+        self.usage = self.usage + (usage if cost is not None else usage.model_copy(update={"cost_usd": 0.0}))
         return LLMResult(status="ok", model=model, raw=raw, cached=cached, usage=usage, key=key, api=api)
 
     async def _send_with_retries(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -474,15 +443,20 @@ class LLMClient:
             st = self._state()
         except LocalModelUnavailable as e:  # the embedded model cannot be started: no call can succeed
             raise FatalLLMError(f"the local model is needed for a call that is not cached: {e}") from None
-        pacer = self.limits.pacer(self.base_url)
-        tokens = self._token_estimate(body) if pacer.tokens.remaining is not None else 0.0
+        pacer = self.limits.pacer(self.base_url, self.start_limits)
+        guess: tuple[float, float | None] | None = None
 
         async def once() -> dict[str, Any]:
+            nonlocal guess
             async with st.sem:
-                wait = pacer.reserve(tokens)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                ticket = pacer.send(tokens)
+                # each attempt reserves what it will count against a token limit when it is about
+                # to be sent: prompt (chars / 4) plus the output cap, else the mean output so far
+                # (nothing while the endpoint has no token limit, known or assumed)
+                tokens = 0.0
+                if pacer.tokens.remaining is not None:
+                    guess = guess or _prompt_guess(body)
+                    tokens = guess[0] + self._output_guess(guess[1], 0.0)
+                ticket = await pacer.acquire(tokens)
                 self.http_calls += 1
                 seen: dict[str, Any] = {}
                 try:
@@ -498,14 +472,9 @@ class LLMClient:
         except _Retryable as e:
             raise _Retryable(f"gave up after {self.max_retries + 1} attempts: {e}") from None
 
-    def _token_estimate(self, body: dict[str, Any]) -> float:
-        """Tokens a request counts against a token rate limit: prompt (chars / 4) plus the
-        output cap (or the mean output so far)."""
-        return sum(self._rough_tokens(body, default_out=0))
-
     def pace(self) -> str:
         """The current rate-limit pace of this client's endpoint, for a progress bar."""
-        return self.limits.pacer(self.base_url).pace()
+        return self.limits.pacer(self.base_url, self.start_limits).pace()
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
         """The retryable or fatal error for an HTTP error status."""
@@ -536,23 +505,21 @@ class LLMClient:
     async def _send_once(
         self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any], seen: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        import httpx
         import openai
 
         seen = {} if seen is None else seen
-        rest = {k: v for k, v in body.items() if k not in ("model", "messages", "input")}
+        path = _API_PATHS.get(api)
+        if path is None:  # pragma: no cover - internal misuse
+            raise ValueError(f"unknown api {api!r}")
         try:
-            if api == "chat":
-                resp = await sdk.chat.completions.with_raw_response.create(
-                    model=body["model"], messages=body["messages"], extra_body=rest or None
-                )
-            elif api == "responses":
-                resp = await sdk.responses.with_raw_response.create(
-                    model=body["model"], input=body["input"], extra_body=rest or None
-                )
-            else:  # pragma: no cover - internal misuse
-                raise ValueError(f"unknown api {api!r}")
+            # The body goes out as the JSON it already is: the SDK's typed create() would walk
+            # every message through its parameter transform first (about a quarter of the
+            # client's CPU per request at wide fan-out) to produce the same JSON. Errors,
+            # authentication and timeouts are the SDK's as before.
+            resp = await sdk.post(path, body=body, cast_to=httpx.Response)
             seen["headers"] = getattr(resp, "headers", None)
-            text = resp.text if hasattr(resp, "text") else resp.http_response.text
+            text = resp.text
         except openai.APIStatusError as e:
             seen["headers"] = getattr(getattr(e, "response", None), "headers", None)
             seen["status"] = e.status_code
@@ -610,6 +577,13 @@ class LLMClient:
         for st in self._states.values():
             await st.sdk.close()
         self._states = {}
+
+
+def _prompt_guess(body: dict[str, Any]) -> tuple[float, float | None]:
+    """(prompt tokens as characters / 4, the output cap the request sends or ``None``)."""
+    prompt_chars = len(json.dumps(body.get("messages") or body.get("input") or "", ensure_ascii=False))
+    max_out = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("max_output_tokens")
+    return prompt_chars / 4, None if max_out is None else float(max_out)
 
 
 def _http_client(transport: str) -> Any:

@@ -201,20 +201,27 @@ class RecordingClient(LLMClient):
     client (same endpoint, model and prices, so cache keys match). With ``use_cache=True`` it
     answers from the real client's cache and records only what is not there (replaying replies a
     batch loaded; a dry run uses ``False`` so that a cached first step does not run the tools).
+    ``reasons`` maps a request's cache key to why it is not there (a Batch API item's reason from
+    the batch's error file): its pending result says that instead of ``error``.
     """
 
-    def __init__(self, like: LLMClient, *, use_cache: bool = False, error: str = "dry run: not sent"):
+    def __init__(self, like: LLMClient, *, use_cache: bool = False, error: str = "dry run: not sent",
+                 reasons: dict[str, str] | None = None):
         super().__init__(like.model, base_url=like.base_url, api_key="sk-dry-run",
                          cache=like.cache if use_cache else None, prices=like.prices, progress=False,
                          max_connections=like.max_connections)
         self.recorded: list[tuple[str, dict[str, Any], int]] = []
         self._error = error
+        self._reasons = dict(reasons or {})
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
-        if self.cache is not None and self.cache.lookup(request_key(self.cache_request(api, body, sample))) is not None:
+        key = request_key(self.cache_request(api, body, sample))
+        if self.cache is not None and self.cache.lookup(key) is not None:
             return await super()._call(api, model, body, sample)
         self.recorded.append((api, body, sample))
-        return LLMResult(status="pending", model=model, api=api, error=self._error)
+        reason = self._reasons.get(key)
+        error = f"the Batch API did not answer it: {reason}; run again to re-submit" if reason else self._error
+        return LLMResult(status="pending", model=model, api=api, error=error)
 
 
 def request_body(client: LLMClient, r: ChatRequest) -> dict[str, Any]:

@@ -15,7 +15,10 @@
    output file and stores each ``200`` reply in the same :class:`~trek.llm.cache.LLMCache`, keyed
    exactly as :class:`~trek.llm.client.LLMClient` keys the live request. Items in the error file,
    or missing from an expired / failed / cancelled batch, are not stored: they stay pending and
-   go into a new batch on the next run.
+   go into a new batch on the next run. Their reason is read from the batch's error file (the
+   provider's status and message, e.g. ``500: The server had an error processing your request``
+   or ``batch_expired: ...``), recorded with the batch in the state file and handed to the items'
+   pending records (:attr:`BatchRun.failures`).
 
 Every later step then reads the replies as cache hits (for the commands: a
 :class:`~trek.llm.estimate.RecordingClient` with ``use_cache=True`` replays the cache and leaves
@@ -64,6 +67,8 @@ class BatchRun:
     batch_ids: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)  # batches created by an earlier process
     errors: list[str] = field(default_factory=list)
+    #: custom_id (the request's cache key) -> why the batch did not answer it, from the provider
+    failures: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         parts = [
@@ -76,6 +81,10 @@ class BatchRun:
         if self.waiting:
             parts.append(f"{self.waiting} items still in running batches ({', '.join(self.batch_ids)}): run again later")
         parts += self.errors[:5]
+        reasons: dict[str, int] = {}
+        for reason in self.failures.values():
+            reasons[reason] = reasons.get(reason, 0) + 1
+        parts += [f"{n} item(s) not answered: {reason}" for reason, n in list(reasons.items())[:5]]
         return "\n".join(parts)
 
 
@@ -113,8 +122,23 @@ class _State:
         return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
+def _failure_reason(item: dict[str, Any]) -> str:
+    """The provider's reason for one line of a batch error (or output) file."""
+    resp = item.get("response") if isinstance(item.get("response"), dict) else {}
+    body = resp.get("body") if isinstance(resp.get("body"), dict) else {}
+    err = body.get("error") if isinstance(body.get("error"), dict) else None
+    err = err or (item.get("error") if isinstance(item.get("error"), dict) else {})
+    head = resp.get("status_code") or err.get("code") or "error"
+    message = err.get("message") or "no message"
+    return f"{head}: {message}"
+
+
 def _stamp(raw: dict[str, Any], batch_id: str) -> dict[str, Any]:
     return {**raw, "_trek": {"batch_id": batch_id, "price_factor": BATCH_PRICE_FACTOR}}
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    return [x for x in (json.loads(line) for line in text.splitlines() if line.strip()) if isinstance(x, dict)]
 
 
 async def _retrying(fn: Any, tries: int = 4) -> Any:
@@ -158,14 +182,20 @@ async def _load(sdk: openai.AsyncOpenAI, client: LLMClient, state: _State, b: di
     samples = b.get("samples") or {}
     api = _API[b["endpoint"]]
     answered: set[str] = set()
+    reasons: dict[str, str] = {}
+    if b.get("error_file_id"):
+        content = await _retrying(lambda: sdk.files.content(b["error_file_id"]))
+        for item in _json_lines(content.text):
+            if item.get("custom_id") in lines:
+                reasons[item["custom_id"]] = client._scrub(_failure_reason(item))[:500]
     if b.get("output_file_id"):
         content = await _retrying(lambda: sdk.files.content(b["output_file_id"]))
-        for raw_line in content.text.splitlines():
-            if not raw_line.strip():
-                continue
-            item = json.loads(raw_line)
+        for item in _json_lines(content.text):
             cid, resp = item.get("custom_id"), item.get("response") or {}
-            if cid not in lines or resp.get("status_code") != 200 or not isinstance(resp.get("body"), dict):
+            if cid not in lines:
+                continue
+            if resp.get("status_code") != 200 or not isinstance(resp.get("body"), dict):
+                reasons.setdefault(cid, client._scrub(_failure_reason(item))[:500])
                 continue
             body = lines[cid]["body"]
             creq = client.cache_request(api, body, int(samples.get(cid, 0)))
@@ -180,6 +210,11 @@ async def _load(sdk: openai.AsyncOpenAI, client: LLMClient, state: _State, b: di
     run.failed += len(lines) - len(answered)
     if b.get("status") == "failed":
         run.errors.append(f"{b['id']} failed validation: {json.dumps(b.get('errors'))[:300]}")
+    for cid in lines:
+        if cid not in answered and cid not in reasons:  # in neither file: the batch itself ended
+            reasons[cid] = f"the batch ended {b.get('status')} before answering it"
+    b["failures"] = {cid: r for cid, r in reasons.items() if cid not in answered}
+    run.failures.update({cid: f"{r} (batch {b['id']})" for cid, r in b["failures"].items()})
     b["loaded"] = True
     b["answered"] = len(answered)
     state.save()
@@ -339,7 +374,8 @@ async def run_openai_batch(
     br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
                                   max_wait=max_wait, progress=progress)
     replay = RecordingClient(client, use_cache=True,
-                             error="not answered by the Batch API yet (still running, failed or expired): run again")
+                             error="not answered by the Batch API yet (still running, failed or expired): run again",
+                             reasons=br.failures)
     summary = await run_batch(requests_path, out, replay)
     if br.cost_usd:
         summary.spent_usd = _spent_before(out) + br.cost_usd

@@ -12,7 +12,7 @@ from typing import Any
 
 from trek.types import Usage
 
-__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "usage_from_raw"]
+__all__ = ["BATCH_PRICE_FACTOR", "Price", "PriceTable", "price_factor", "recorded_dollars", "usage_dollars", "usage_from_raw"]
 
 #: OpenAI's Batch API bills input and output tokens at half price (24 h completion window).
 BATCH_PRICE_FACTOR = 0.5
@@ -41,7 +41,9 @@ class PriceTable:
     (so ``gpt-4o-2024-08-06`` uses ``gpt-4o``). Unknown models get ``None``: tokens only.
 
     The entry ``"search"`` is not a model: it maps a search backend (``tavily``, ``openai``,
-    ``duckduckgo``, ``local``, ``proxy``) to US dollars per search call (:meth:`search_fee`).
+    ``duckduckgo``, ``local``, ``proxy``) to US dollars per search call (:meth:`search_fee`),
+    as a number or as ``{"usd_per_call": ..., "source": ..., "date": ...}``. Fields other than
+    the prices (``source``, ``date``, ``verified``, ``note``) document an entry and are not read.
     """
 
     def __init__(self, prices: dict[str, Price], search: dict[str, float] | None = None):
@@ -123,6 +125,10 @@ def _parse_search(data: Any, where: str) -> dict[str, float]:
     for name, v in spec.items():
         if name.startswith("_"):
             continue
+        if isinstance(v, dict):  # {"usd_per_call": 0.008, "source": ..., "date": ...}
+            if "usd_per_call" not in v:
+                raise ValueError(f"price table {where}: search backend '{name}' needs a 'usd_per_call' field")
+            v = v["usd_per_call"]
         try:
             fee = float(v)
         except (TypeError, ValueError):
@@ -162,3 +168,36 @@ def usage_from_raw(raw: dict[str, Any]) -> Usage:
         cached_tokens=_int(u, f"{inp}_details", "cached_tokens"),
         calls=1,
     )
+
+
+def price_factor(raw: Any) -> float | None:
+    """The share of the table price a stored reply was billed at: ``0.5`` for a reply loaded
+    from the Batch API (its ``"_trek": {"price_factor"}`` stamp), ``None`` for a live call."""
+    stamp = raw.get("_trek") if isinstance(raw, dict) else None
+    factor = stamp.get("price_factor") if isinstance(stamp, dict) else None
+    return None if factor is None else float(factor)
+
+
+def usage_dollars(
+    prices: PriceTable, model: str | None, usage: Usage, factor: float | None = None
+) -> float | None:
+    """Dollars of one usage at ``model``'s table price times ``factor`` (the billed share,
+    ``None`` = full price); ``None`` when the model has no price. The client prices every reply
+    with it at run time; :func:`recorded_dollars` falls back to it for records without dollars."""
+    cost = prices.cost(model, usage)
+    if cost is None:
+        return None
+    return cost if factor is None else cost * factor
+
+
+def recorded_dollars(usage: Usage, model: str | None, prices: PriceTable) -> float | None:
+    """The dollars of a usage a record holds: the one cost rule of ``trek cost`` and Table 12.
+
+    The dollars recorded with it at run time (``cost_usd``: the price then, a Batch API reply at
+    its discounted share) when the record has them; else ``model``'s price in ``prices`` now
+    (full price: a discount is not recorded apart from the dollars); ``None`` when neither is
+    known. A record's usage without a ``cost_usd`` field must be read with ``cost_usd=None``.
+    """
+    if usage.cost_usd is not None:
+        return float(usage.cost_usd)
+    return usage_dollars(prices, model, usage)

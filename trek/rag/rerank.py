@@ -23,10 +23,10 @@ One model call per question (plus one scorer request per context with :class:`HT
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 import os
+import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +40,7 @@ from trek.embeddings import WordLlamaEmbedder
 from trek.llm.cache import LLMCache
 from trek.llm.client import LLMClient
 from trek.rag.answer import MethodOutput, aanswer, answer_version, question_prompt
+from trek.retry import backoff, retry_after, retrying
 from trek.templates import register, template_version
 from trek.types import Question
 
@@ -203,20 +204,31 @@ class EmbeddingScorer:
         return self.score(query, texts)
 
 
+class _TransientScorerError(Exception):
+    """A scorer failure worth retrying; ``retry_after`` is what the endpoint asked to wait."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class HTTPScorer:
     """Relevance from an OpenAI-compatible rerank endpoint (vLLM, Jina, Cohere shape).
 
     ``api="rerank"`` posts ``{"model", "query", "documents"}`` to ``BASE/rerank`` and reads
     ``results[].index`` / ``relevance_score``; ``api="score"`` posts ``{"model", "text_1",
     "text_2"}`` to ``BASE/score`` and reads ``data[].index`` / ``score``. Replies are cached in the
-    run's LLM cache (a second run sends nothing); transient failures (429, 5xx, timeouts,
-    connection errors) are retried ``max_retries`` times with exponential backoff. The key comes
+    run's LLM cache (a second run sends nothing); transient failures (408, 429, 5xx, timeouts,
+    connection errors, a body that is not JSON) are retried ``max_retries`` times by Trek's one
+    retry policy (:mod:`trek.retry`: capped, jittered exponential backoff from ``backoff_base``
+    to ``backoff_cap`` seconds, never shorter than a ``Retry-After`` the endpoint sent). The key comes
     from ``api_key``, ``$TREK_RERANK_API_KEY`` or ``$OPENAI_API_KEY`` and is never stored.
     """
 
     def __init__(self, model: str, base_url: str, *, api: str = "rerank", api_key: str | None = None,
                  cache: LLMCache | None = None, timeout: float = 120.0, max_retries: int = 4,
-                 backoff: float = 0.5, transport: httpx.AsyncBaseTransport | None = None):
+                 backoff_base: float = 0.5, backoff_cap: float = 30.0, seed: int | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None):
         if api not in ("rerank", "score"):
             raise ValueError("api must be 'rerank' or 'score'")
         self.model = model
@@ -226,7 +238,8 @@ class HTTPScorer:
         self.cache = cache
         self.timeout = timeout
         self.max_retries = max_retries
-        self.backoff = backoff
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        self._rng = random.Random(seed)
         self._key = api_key or os.environ.get("TREK_RERANK_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
         self._transport = transport
         self.calls = 0
@@ -240,27 +253,28 @@ class HTTPScorer:
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         url = f"{self.base_url}/{self.api}"
-        last = ""
         async with httpx.AsyncClient(timeout=self.timeout, transport=self._transport) as http:
-            for attempt in range(self.max_retries + 1):
-                if attempt:
-                    await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+
+            async def once() -> dict[str, Any]:
+                self.calls += 1
                 try:
-                    self.calls += 1
                     resp = await http.post(url, json=body, headers=headers)
                 except httpx.HTTPError as e:
-                    last = f"{type(e).__name__}"
-                    continue
-                if resp.status_code == 429 or resp.status_code >= 500:
-                    last = f"HTTP {resp.status_code}"
-                    continue
+                    raise _TransientScorerError(type(e).__name__) from None
+                if resp.status_code in (408, 429) or resp.status_code >= 500:
+                    raise _TransientScorerError(f"HTTP {resp.status_code}", retry_after(resp.headers))
                 if resp.status_code >= 400:
                     raise ScorerError(f"{url}: HTTP {resp.status_code}: {resp.text[:200]}")
                 try:
                     return resp.json()
                 except ValueError:
-                    last = "reply is not JSON"
-        raise ScorerError(f"{url}: failed after {self.max_retries + 1} attempts ({last})")
+                    raise _TransientScorerError("reply is not JSON") from None
+
+            try:
+                return await retrying(once, retry_on=(_TransientScorerError,), max_retries=self.max_retries,
+                                      wait=backoff(self.backoff_base, self.backoff_cap, self._rng))
+            except _TransientScorerError as e:
+                raise ScorerError(f"{url}: failed after {self.max_retries + 1} attempts ({e})") from None
 
     def _read(self, raw: dict[str, Any], n: int) -> list[float]:
         rows = raw.get("results") if self.api == "rerank" else raw.get("data")

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek.aio import run_sync
 from trek.errors import RunFatalError
+from trek.limits import EndpointLimits
 from trek.llm.cache import ResponseCache
-from trek.llm.client import EndpointLimits, run_sync, scrub
+from trek.llm.client import scrub
 from trek.paths import env_path
 from trek.retry import backoff, retrying
 from trek.types import SearchCall, SearchResult, Usage

@@ -120,7 +120,10 @@ requests that refills continuously at ``N / window_s`` per second. Every complet
 ``6m0s``); a request that finds the bucket empty is answered 429 with ``Retry-After`` and the same
 headers, and counted in ``/_stats`` as ``rate_limited``. ``token_limit=(T, window_s)`` does the
 same for tokens (``x-ratelimit-*-tokens``; a request counts its prompt tokens plus its
-``max_tokens``/``max_completion_tokens``).
+``max_tokens``/``max_completion_tokens``). ``/_stats`` also reports the units the limits let
+through (``admitted``, per kind) and the seconds between the first and the last request let
+through (``admitted_span_s``, on the server's clock), so a test can compute the rate a client
+reached without timing anything itself.
 
 Batch API
 ---------
@@ -160,8 +163,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trek.limits import format_reset
 from trek.llm.estimate import content_text
-from trek.llm.pacing import format_reset
 
 try:
     from aiohttp import web
@@ -393,6 +396,8 @@ class FakeOpenAIServer:
             kind: _LimitBucket(*spec) for kind, spec in (("requests", rate_limit), ("tokens", token_limit)) if spec
         }
         self._rate_limited = 0
+        self._admitted: dict[str, float] = dict.fromkeys(self._limits, 0.0)
+        self._admit_span: list[float] = []  # server clock of the first and the last admitted request
         self.batch_delay = float(batch_delay)
         self.batch_fail = batch_fail
         self.batch_expire = bool(batch_expire)
@@ -428,14 +433,17 @@ class FakeOpenAIServer:
 
     def stats(self) -> dict[str, Any]:
         """The counters (the same payload as ``GET /_stats``): ``requests``, ``ok_by_key``,
-        ``faults`` (by kind), ``rate_limited``, ``batches``, ``files``, and ``stalled_by_key``,
-        the requests held in a stall right now (not a counter: :meth:`reset_stats` keeps it)."""
+        ``faults`` (by kind), ``rate_limited``, ``admitted`` and ``admitted_span_s`` (what the limits
+        let through), ``batches``, ``files``, and ``stalled_by_key``, the requests held in a stall
+        right now (not a counter: :meth:`reset_stats` keeps it)."""
         with self._lock:
             return {
                 "requests": self._requests,
                 "ok_by_key": dict(self._ok_by_key),
                 "faults": dict(self._faults),
                 "rate_limited": self._rate_limited,
+                "admitted": dict(self._admitted),
+                "admitted_span_s": (self._admit_span[-1] - self._admit_span[0]) if self._admit_span else 0.0,
                 "batches": len(self._batches),
                 "files": len(self._files),
                 "stalled_by_key": dict(self._stalled),
@@ -469,6 +477,8 @@ class FakeOpenAIServer:
             self._faults = dict.fromkeys(FAULT_TYPES, 0)
             self._arrivals.clear()
             self._rate_limited = 0
+            self._admitted = dict.fromkeys(self._limits, 0.0)
+            self._admit_span = []
 
     def decide_fault(self, key: str, arrival: int) -> str | None:
         """Return the fault kind for the ``arrival``-th (0-based) request with ``key``, or None."""
@@ -676,11 +686,16 @@ class FakeOpenAIServer:
             for kind, b in self._limits.items():
                 if fits:
                     b.take(cost[kind])
+                    self._admitted[kind] += cost[kind]
                 else:
                     over.append((kind, b.wait(cost[kind], now)))
                 headers.update(b.headers(kind, now))
             if not fits:
                 self._rate_limited += 1
+            elif self._admit_span:
+                self._admit_span[1] = now
+            else:
+                self._admit_span = [now, now]
         if fits:
             return headers, None
         kind, wait = max(over, key=lambda kv: kv[1])
