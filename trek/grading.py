@@ -291,7 +291,7 @@ def run_grading_batch(
         br = run_sync(submit_and_collect(reqs, judge, rd / "openai-batch", wait=wait, poll_seconds=poll_seconds,
                                          progress=progress))
         replay = RecordingClient(
-            judge, use_cache=True,
+            judge, use_cache=True, reasons=br.failures,
             error="not answered by the Batch API yet (running, failed or expired; or a re-ask): run again",
         )
         report = run_grading(rd, replay, progress=progress, **settings)
