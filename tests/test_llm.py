@@ -466,8 +466,9 @@ def test_refused_connection_says_refused(transport):
         port = sock.getsockname()[1]
     c = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, progress=False,
                   transport=transport)
-    res = c.chat(MSG)
-    assert res.status == "pending" and "refused" in res.error and "timed out" not in res.error
+    with pytest.raises(FatalLLMError) as err:  # an endpoint that never answered stops the run
+        c.chat(MSG)
+    assert "refused" in str(err.value) and "timed out" not in str(err.value)
 
 
 @pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
@@ -485,3 +486,37 @@ def test_bad_settings_are_rejected():
     for budget in (float("nan"), -1.0):
         with pytest.raises(ValueError, match="budget"):
             LLMClient("m", budget_usd=budget)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+def test_an_endpoint_that_never_answered_stops_the_call_soon_naming_its_role():
+    import time
+
+    from trek.errors import FatalLLMError, is_run_fatal
+
+    client = LLMClient("m", base_url=f"http://127.0.0.1:{_closed_port()}/v1", max_retries=6, progress=False,
+                       unreachable_after=1.0, role="judge")
+    start = time.monotonic()
+    with pytest.raises(FatalLLMError, match=r"cannot reach the judge's endpoint http://127\.0\.0\.1:\d+/v1") as err:
+        client.chat([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start < 10  # six retries with backoff would take far longer
+    assert is_run_fatal(err.value) and "--judge-base-url" in str(err.value)
+
+
+def test_an_endpoint_that_answered_once_gets_the_usual_retries():
+    from trek.testing.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as srv:
+        client = LLMClient("m", base_url=srv.base_url, max_retries=1, progress=False, unreachable_after=0.0,
+                           backoff_base=0.01, backoff_cap=0.02)
+        assert client.chat([{"role": "user", "content": "hi"}]).ok
+        client.base_url = srv.base_url  # the same endpoint, now gone
+    res = client.chat([{"role": "user", "content": "again"}])
+    assert res.status == "pending" and "gave up after 2 attempts" in res.error

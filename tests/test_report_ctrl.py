@@ -144,7 +144,8 @@ def budget_runs(tmp_path_factory):
                                    [q.question for q in questions.values()]) as srv:
         run = CliRunner().invoke(app, ["ctrl", "run", str(built / "contexts.jsonl"), "--model", demo_ctrl.MODEL,
                                        "--base-url", srv.base_url, "--runs", str(root / "runs"), "--methods", "direct",
-                                       "--conditions", conditions, "--judge", demo_runs.JUDGE, "--no-progress"])
+                                       "--conditions", conditions, "--judge", demo_runs.JUDGE, "--judge-base-url", srv.base_url,
+                                       "--no-progress"])
         assert run.exit_code == 0, run.output
     return built, root / "runs", res
 

@@ -344,3 +344,22 @@ def test_dry_run_estimate_bounds_what_tracing_really_costs(fresh_run, mini):
     assert est.usd_low <= report.usage.cost_usd <= est.usd_high
     again = estimate_trace(fresh_run, check_stale=True, **kw)
     assert again.calls == (0, 0) and again.cached_items == cases
+
+
+def test_judges_at_an_endpoint_that_never_answers_stop_the_trace_within_seconds(fresh_run, server, monkeypatch):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", dead)  # where judges go when --judge-base-url is not given
+    start = time.monotonic()
+    res = CliRunner().invoke(app, ["trace", str(fresh_run), "--judge", DIAG, "--base-url", server.base_url,
+                                   "--no-progress"])
+    assert time.monotonic() - start < 30
+    assert res.exit_code == 2, res.output
+    assert f"judge {DIAG} @ {dead}" in res.output and f"evaluated {MODEL} @ {server.base_url}" in res.output
+    assert "cannot reach the" in res.output and "judge's endpoint" in res.output and dead in res.output
+    assert not (fresh_run / runs.TRACE).exists() or all(
+        json.loads(x)["status"] != "done" for x in (fresh_run / runs.TRACE).read_text().splitlines())

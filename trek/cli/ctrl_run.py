@@ -125,15 +125,22 @@ def ctrl_run_command(
         summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
                            progress=progress, run_config={"contexts": str(contexts)})
         options.err.print(summary.describe(), highlight=False)
+        ungraded = 0
         if judge:
             from trek.grading import run_grading
 
             for rd in summary.runs:
-                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url), progress=False)
+                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url, role="judge"), progress=False)
                 options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
+                ungraded += rep.pending_grades + rep.failed_grades
+    if ungraded:
+        options.err.print(f"{ungraded} grade(s) pending or failed: run the same command again to retry them.",
+                          highlight=False)
     if summary.pending or summary.failed:
         for line in summary.errors[:5]:
             options.err.print(f"  {line}", highlight=False)
         options.err.print(f"{summary.pending} answers pending, {summary.failed} failed: run the same command again "
                           "to retry them.", highlight=False)
+        raise typer.Exit(3)
+    if ungraded:
         raise typer.Exit(3)

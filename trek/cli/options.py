@@ -65,6 +65,8 @@ def say_roles(roles: Mapping[str, Any]) -> None:
     for role, who in roles.items():
         if who is None:
             continue
+        if not isinstance(who, tuple) and hasattr(who, "role"):
+            who.role = role  # the client names its role in its errors (an endpoint that never answers)
         model, url = who if isinstance(who, tuple) else (getattr(who, "model", None), getattr(who, "base_url", None))
         parts.append(f"{role} {model or '?'} @ {endpoint_identity(url)}")
     err.print("roles: " + "; ".join(parts), highlight=False, soft_wrap=True)

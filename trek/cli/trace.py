@@ -114,8 +114,7 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
-        options.say_roles({"evaluated": (ev.model, ev.endpoint), "diagnostic judge": (diag.model, diag.endpoint),
-                           "analysis judge": (ana.model, ana.endpoint)})
+        options.say_roles({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
         limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)

@@ -34,6 +34,8 @@ import asyncio
 import json
 import os
 import random
+import socket
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -146,9 +148,10 @@ class LLMResult:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.connect = connect  # no connection was made (refused, unknown host, connect timeout)
 
 
 class _LoopState:
@@ -206,6 +209,13 @@ class LLMClient:
         For the embedded model: what starts (or finds) its server on the first request the cache
         cannot answer; default :func:`trek.local.shared_server`. A callable that raises
         :class:`~trek.local.LocalModelUnavailable` makes a replay-only client.
+    unreachable_after:
+        Seconds: while the endpoint has never answered (any HTTP reply counts), connection
+        failures (refused, unknown host, connect timeout) are retried once a second for this
+        long, then the call raises :class:`~trek.errors.FatalLLMError` naming the endpoint (and
+        :attr:`role`), which stops a run instead of retrying for minutes. Default 8.
+    role:
+        What this client is in a command (``judge``, ``evaluated``, ...): named in its errors.
     """
 
     def __init__(
@@ -228,6 +238,8 @@ class LLMClient:
         start_limits: StartLimits | None = DEFAULT_START_LIMITS,
         transport: str | None = None,
         local_server: Callable[[], Any] | None = None,
+        unreachable_after: float = 8.0,
+        role: str | None = None,
     ):
         if max_connections is not None and max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -273,6 +285,10 @@ class LLMClient:
         self.usage = Usage()
         self.http_calls = 0
         self.cache_hits = 0
+        self.unreachable_after = unreachable_after
+        self.role = role
+        self._answered = False  # any HTTP reply from the endpoint yet (then connection errors are transient)
+        self._unreachable_since: float | None = None
 
     def spent_text(self, since_usd: float = 0.0, unpriced_before: int = 0) -> str:
         """Dollars spent on fresh calls since a point, or ``$-`` when no call had a price."""
@@ -446,7 +462,7 @@ class LLMClient:
         pacer = self.limits.pacer(self.base_url, self.start_limits)
         guess: tuple[float, float | None] | None = None
 
-        async def once() -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
             nonlocal guess
             async with st.sem:
                 # each attempt reserves what it will count against a token limit when it is about
@@ -463,6 +479,27 @@ class LLMClient:
                     return await self._send_once(st.sdk, api, body, seen)
                 finally:
                     pacer.observe(seen.get("headers"), ticket, counted=seen.get("status") != 429)
+
+        async def once() -> dict[str, Any]:
+            while True:
+                try:
+                    return await attempt()
+                except _Retryable as e:
+                    if self._answered or not e.connect:
+                        raise
+                    # the endpoint never answered: try once a second for a few seconds, then stop
+                    # the run with its address instead of retrying with backoff for minutes
+                    now = time.monotonic()
+                    self._unreachable_since = self._unreachable_since or now
+                    waited = now - self._unreachable_since
+                    if waited >= self.unreachable_after or self.max_retries == 0:
+                        who = f"the {self.role}'s endpoint" if self.role else "the endpoint"
+                        raise FatalLLMError(
+                            f"cannot reach {who} {self.base_url} (model '{body.get('model')}'): no reply "
+                            f"for {waited:.0f} s ({e}); check its base URL (--base-url for the evaluated model, "
+                            "--judge-base-url for the judges) and that the server runs"
+                        ) from None
+                    await asyncio.sleep(min(1.0, self.unreachable_after - waited))
 
         try:
             return await retrying(
@@ -518,18 +555,23 @@ class LLMClient:
             # client's CPU per request at wide fan-out) to produce the same JSON. Errors,
             # authentication and timeouts are the SDK's as before.
             resp = await sdk.post(path, body=body, cast_to=httpx.Response)
+            self._answered = True
             seen["headers"] = getattr(resp, "headers", None)
             text = resp.text
         except openai.APIStatusError as e:
+            self._answered = True
             seen["headers"] = getattr(getattr(e, "response", None), "headers", None)
             seen["status"] = e.status_code
             raise self._status_error(e, body) from None
         except openai.APIConnectionError as e:  # APITimeoutError included
             if _refused(e):  # some transports report a refused connection as a connect timeout
-                raise _Retryable(f"connection refused by {self.base_url} (is the server running?)") from None
+                raise _Retryable(f"connection refused by {self.base_url} (is the server running?)",
+                                 connect=True) from None
             if isinstance(e, openai.APITimeoutError):
-                raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
-            raise _Retryable(f"connection error to {self.base_url}: {self._scrub(_causes(e))}") from None
+                raise _Retryable(f"timed out after {self.timeout:g}s waiting for {self.base_url}",
+                                 connect=_connect_failure(e)) from None
+            raise _Retryable(f"connection error to {self.base_url}: {self._scrub(_causes(e))}",
+                             connect=_connect_failure(e)) from None
         try:
             raw = json.loads(text)
         except (json.JSONDecodeError, TypeError):
@@ -624,6 +666,23 @@ def _causes(e: BaseException) -> str:
             parts.append(text)
         cur = cur.__cause__ or cur.__context__
     return ": ".join(parts) or type(e).__name__
+
+
+def _connect_failure(e: BaseException) -> bool:
+    """True when no connection to the endpoint was made (refused, unknown host, connect timeout),
+    as opposed to a connection that broke or a reply that took too long."""
+    import httpx
+
+    cur: BaseException | None = e
+    for _ in range(10):
+        if cur is None:
+            return False
+        if isinstance(cur, httpx.ConnectError | httpx.ConnectTimeout | ConnectionRefusedError | socket.gaierror):
+            return True
+        if type(cur).__name__ in ("ClientConnectorError", "ClientConnectorDNSError"):  # aiohttp transport
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _refused(e: BaseException) -> bool:
