@@ -74,8 +74,9 @@ def trace_frame(run_dirs: dict[str, Path]) -> pd.DataFrame:
         for r in load_trace(d):
             rows.append({"run": label, "model": model, "search": search, "dataset": r.dataset,
                          "question_id": r.question_id, "status": r.status, "labels": tuple(r.labels),
+                         "lower_bound": r.evidence_lower_bound,
                          **{lab: lab in r.labels for lab in LABELS}})
-    cols = ["run", "model", "search", "dataset", "question_id", "status", "labels", *LABELS]
+    cols = ["run", "model", "search", "dataset", "question_id", "status", "labels", "lower_bound", *LABELS]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -97,6 +98,8 @@ def _shares(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out["incomplete"] = (df["status"] == "incomplete").groupby([df[k] for k in keys], sort=False).sum().astype(int)
     out["pending"] = df["status"].isin(["pending", "failed"]).groupby([df[k] for k in keys], sort=False).sum()
     out["pending"] = out["pending"].astype(int)
+    if df["lower_bound"].any():  # imported logs that show results only through citations or snippets
+        out["lower_bound"] = (done & df["lower_bound"]).groupby([df[k] for k in keys], sort=False).sum().astype(int)
     return out.reindex(g.size().index)
 
 

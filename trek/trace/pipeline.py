@@ -49,8 +49,8 @@ from trek.trace import evidence, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
 from trek.trace.labels import assign_covered
-from trek.trace.records import Step, TestRun, TraceRecord
-from trek.types import RecordError, Usage, iter_jsonl
+from trek.trace.records import Step, TestRun, TraceRecord, UrlMatch
+from trek.types import FULL_COVERAGE, RecordError, Usage, iter_jsonl
 
 __all__ = [
     "TRACE_VERSION",
@@ -133,7 +133,9 @@ def _page_state(store: PageStore, url: str) -> str | None:
 
 def _input_key(case: TraceInput, config: TraceConfig) -> str:
     q = case.question
+    cov = case.trajectory.observed
     return digest({
+        **({"coverage": cov.model_dump()} if cov != FULL_COVERAGE else {}),
         "question": [q.id, q.question, q.answers, year_text(q), q.gold_urls],
         "prediction": case.prediction,
         "queries": case.queries,
@@ -166,6 +168,9 @@ NO_RETRIEVED_TEXT = "no retrieved page text"
 UNREADABLE = "judge reply unreadable"
 PROBE_UNREADABLE = "probe reply unreadable"
 NEEDS_GOLD_ONLY = "needs the gold-only result"
+NO_QUERIES_SEEN = "queries not recorded"
+SOME_QUERIES_SEEN = "queries only partly recorded"
+NO_RESULTS_SEEN = "results not recorded"
 #: How an unreadable judgment counts: ``incomplete`` (the test did not run; default) or ``paper``
 #: (C.4 as printed: an ``unknown`` value that the rules place, Randomness as the residual).
 UNKNOWN_POLICIES = ("incomplete", "paper")
@@ -178,8 +183,17 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
     year = year_text(q) or NOT_GIVEN
     answers = join_answers(q.answers)
     gold_keys = [normalize_url(u) for u in q.gold_urls]
-    matches = url_matches(q.gold_urls, case.collection)
-    rec: dict[str, Any] = {**_case_fields(case, config, key), "url_matches": matches}
+    cov = case.trajectory.observed
+    notes: list[str] = []
+    if cov.url_identity == "urls":
+        matches = url_matches(q.gold_urls, case.collection)
+    else:  # redirect links or document ids are not the pages' URLs: the evidence judge decides
+        matches = [UrlMatch(gold_url=g) for g in q.gold_urls]
+        notes.append(f"URL identity not checked: the log's result URLs are {cov.url_identity.replace('_', ' ')}, "
+                     "not the pages' own URLs; the evidence test decides")
+    partial = cov.results == "cited_only" or cov.page_text == "snippet"
+    rec: dict[str, Any] = {**_case_fields(case, config, key), "url_matches": matches,
+                           "coverage": None if cov == FULL_COVERAGE else cov, "coverage_notes": notes}
     steps: list[Step] = []
     tests: dict[str, TestRun] = {}
 
@@ -208,17 +222,26 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
         e: bool | None
         if all(m.matched_url is not None for m in matches):
             e, rec["retrieval_basis"] = ran("retrieval", True), "url-identity"
-        elif not case.collection:
+        elif not case.collection and cov.results == "all":
             e, rec["retrieval_basis"] = ran("retrieval", False), "no-retrieved-pages"
             rec["evidence_reason"] = "No page was retrieved or opened."
+        elif not case.collection:  # the log shows no result: that is not "nothing was retrieved"
+            e, rec["retrieval_basis"] = None, "results-not-recorded"
+            tests["retrieval"] = TestRun(state="skipped", reason=NO_RESULTS_SEEN)
         else:
             missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
             e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec, tests, ran)
+            if e is False and partial:
+                rec["evidence_lower_bound"] = True
+                notes.append("evidence not found among " + ("the cited pages only" if cov.results == "cited_only"
+                             else "page snippets only") + ": the retrieval test is a lower bound")
         rec["evidence_retrieved"] = e
 
         qa: bool | None = None
         if e is True:
             tests["queries"] = TestRun(state="not_needed")
+        elif cov.queries == "none" or (cov.queries == "some" and not case.queries):
+            tests["queries"] = TestRun(state="skipped", reason=NO_QUERIES_SEEN)
         elif not case.queries:
             qa, rec["query_reason"] = ran("queries", False), queries.NO_QUERIES_REASON
         else:
@@ -230,7 +253,10 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
                            queries.validate, queries.SCHEMA)
             if st.status == "ok":
                 qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
-            ran("queries", qa)
+            if qa is False and cov.queries == "some":  # the unseen queries may have aimed right
+                tests["queries"] = TestRun(state="skipped", reason=SOME_QUERIES_SEEN)
+            else:
+                ran("queries", qa)
         rec["query_adequate"] = qa
 
         # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: not run)
@@ -411,6 +437,14 @@ class TraceReport:
         if self.incomplete:
             lines.append("incomplete (a test the case needs could not run; no label from it, not counted in "
                          "the figures): " + ", ".join(f"{k} {v}" for k, v in sorted(self.incomplete_reasons().items())))
+        seen = Counter(_coverage_text(r.coverage) for r in self.records if r.coverage is not None)
+        if seen:
+            lines.append("what the log shows (other cases: everything): "
+                         + "; ".join(f"{k}: {v} case(s)" for k, v in sorted(seen.items())))
+        bound = sum(r.evidence_lower_bound for r in self.records)
+        if bound:
+            lines.append(f"{bound} case(s) whose retrieval test is a lower bound (results seen only through "
+                         "citations or snippets)")
         counts = self.label_counts()
         if counts:
             lines.append("labels of the fully traced cases (multi-label, shares need not sum to 100%): "
@@ -431,6 +465,11 @@ class TraceReport:
             errors = sorted({r.error or "" for r in self.records if r.status == "failed"})
             lines.append(f"{self.failed} case(s) failed (e.g. {errors[0]}): run again")
         return "\n".join(lines)
+
+
+def _coverage_text(cov: Any) -> str:
+    return (f"queries {cov.queries}, results {cov.results}, page text {cov.page_text}, "
+            f"URLs {cov.url_identity.replace('_', ' ')}")
 
 
 def load_trace(run_dir: str | os.PathLike[str]) -> list[TraceRecord]:

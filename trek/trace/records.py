@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from trek.types import Record, Usage, utcnow
+from trek.types import Coverage, Record, Usage, utcnow
 
 __all__ = ["Step", "UrlMatch", "TraceRecord", "TestRun", "TESTS", "StepStatus", "Role"]
 
@@ -95,7 +95,12 @@ class TraceRecord(Record):
     labels: list[str] = Field(default_factory=list)
 
     # retrieval test
-    retrieval_basis: str | None = None  # url-identity | evidence-match | no-retrieved-pages | unknown
+    # url-identity | evidence-match | no-retrieved-pages | gold-unavailable | retrieved-unavailable |
+    # results-not-recorded | unknown
+    retrieval_basis: str | None = None
+    #: The evidence test said "not retrieved" from part of what happened (results seen only
+    #: through citations, or snippets instead of pages): a lower bound on retrieval, marked as such.
+    evidence_lower_bound: bool = False
     key_evidence: str | None = None
     retrieved_key_evidence: str | None = None
     equivalent_urls: list[str] = Field(default_factory=list)
@@ -116,6 +121,11 @@ class TraceRecord(Record):
     # optional stale-reference check (None: not run or unknown)
     stale_reference: bool | None = None
     stale_reason: str | None = None
+
+    #: What the run's log let TrekTrace observe (``None``: everything, as in Trek's own runs), and
+    #: what that changed in this case's tests, in words.
+    coverage: Coverage | None = None
+    coverage_notes: list[str] = Field(default_factory=list)
 
     steps: list[Step] = Field(default_factory=list)
     models: dict[str, str] = Field(default_factory=dict)

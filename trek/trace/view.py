@@ -76,6 +76,8 @@ def _case(run: str, r: TraceRecord) -> str:
     badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
     if r.stale_reference:
         badges += '<span class="lab stale">stale reference?</span>'
+    if r.evidence_lower_bound:
+        badges += '<span class="lab stale">retrieval: lower bound</span>'
     hits = {normalize_url(m.matched_url) for m in r.url_matches if m.matched_url}
     hits |= {normalize_url(u) for u in r.equivalent_urls}
     retrieved = "".join(
@@ -107,6 +109,9 @@ def _case(run: str, r: TraceRecord) -> str:
         ("Status", r.status + (f": {r.error}" if r.error else "")),
         ("Tests", "; ".join(f"{k}: {t.state}" + (f" ({t.reason})" if t.reason else "") for k, t in r.tests.items())
          or "-"),
+        ("What the log shows", "everything" if r.coverage is None else
+         f"queries {r.coverage.queries}, results {r.coverage.results}, page text {r.coverage.page_text}, "
+         f"URLs {r.coverage.url_identity}" + "".join(f"; {n}" for n in r.coverage_notes)),
     ]
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
