@@ -247,9 +247,9 @@ def estimate_grading(
     run_dir: str | os.PathLike[str],
     judge: LLMClient,
     *,
-    prompts_dir: str | os.PathLike[str] | None = None,
     batch: bool = False,
     assume_output: int = 4096,
+    prompts_dir: str | os.PathLike[str] | None = None,
     **settings: Any,
 ) -> Any:
     """The :class:`~trek.llm.estimate.Estimate` of grading ``run_dir`` (cache hits excluded)."""

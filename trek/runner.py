@@ -94,24 +94,14 @@ def _meta(
     return runs.new_meta(run_dir, "wild", client, previous, prompt_versions=prompt_versions, config=config)
 
 
-def system_config(
-    search_backend: SearchBackend | None,
-    system: str = "agentic",
-    effort: str | None = None,
-    *,
-    max_rounds: int = 8,
-    results_per_search: int = 5,
-    top_k: int = 5,
-    page_chars: int = AGENT_PAGE_CHARS,
-    hints: bool = False,
-    params: dict[str, Any] | None = None,
-) -> SystemConfig:
-    """The system settings of a run (``no-search`` whenever there is no search backend)."""
-    return SystemConfig(
-        system=system if search_backend is not None else "no-search", effort=effort, max_rounds=max_rounds,
-        results_per_search=results_per_search, top_k=top_k, page_chars=page_chars, hints=hints,
-        params=dict(params or {}),
-    )
+def system_config(search_backend: SearchBackend | None, system: str = "agentic", effort: str | None = None,
+                  **settings: Any) -> SystemConfig:
+    """The system settings of a run (``no-search`` whenever there is no search backend);
+    ``settings`` are :class:`~trek.search.agent.SystemConfig`'s fields (``max_rounds``, ``top_k``, ...)."""
+    params = settings.pop("params", None)
+    if params is not None:
+        settings["params"] = dict(params)
+    return SystemConfig(system=system if search_backend is not None else "no-search", effort=effort, **settings)
 
 
 class AnswerStage(Stage[Question, Trajectory]):

@@ -234,6 +234,15 @@ def is_empty_response(response: str | None) -> bool:
     return response is None or not response.strip()
 
 
+def case_fields(q: Question, response: str | None) -> dict[str, Any]:
+    """The prompt fields of a judge that reads the question, its effective year, the references
+    and the response (FreshQA's and the generic judge's templates)."""
+    from trek.answer_prompts import year_text
+
+    return {"question": q.question, "effective_year": year_text(q) or "not given",
+            "answers": join_answers(q.answers), "response": response}
+
+
 def join_answers(answers: list[str]) -> str:
     """The reference answers as one prompt field, separated by `` | ``."""
     return ANSWER_SEPARATOR.join(a.strip() for a in answers)

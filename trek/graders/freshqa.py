@@ -22,8 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from trek.answer_prompts import year_text
-from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, case_fields
 from trek.graders.verdict import Scheme, read_verdict
 from trek.templates import register
 
@@ -167,12 +166,7 @@ JUDGE = Judge(
     GRADER,
     VERSION,
     template=lambda question: (TEMPLATE, JUDGE_PROMPT),
-    fields=lambda q, response: {
-        "question": q.question,
-        "effective_year": year_text(q) or "not given",
-        "answers": join_answers(q.answers),
-        "response": response,
-    },
+    fields=case_fields,
     parse=parse_evaluation,
     reask=REASK,
     labels=("correct", "incorrect"),
