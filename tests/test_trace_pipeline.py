@@ -363,3 +363,11 @@ def test_judges_at_an_endpoint_that_never_answers_stop_the_trace_within_seconds(
     assert "cannot reach the" in res.output and "judge's endpoint" in res.output and dead in res.output
     assert not (fresh_run / runs.TRACE).exists() or all(
         json.loads(x)["status"] != "done" for x in (fresh_run / runs.TRACE).read_text().splitlines())
+
+
+def test_a_run_without_grades_says_to_grade_it_first(fresh_run, server):
+    (fresh_run / runs.GRADES).unlink()
+    res = CliRunner().invoke(app, ["trace", str(fresh_run), "--judge", DIAG, "--judge-base-url", server.base_url,
+                                   "--no-progress"])
+    assert res.exit_code == 3, res.output
+    assert "have no grade" in res.output and "trek grade" in res.output

@@ -75,7 +75,8 @@ def run_command(
     Resumable and cached: finished cases are kept, pending and failed ones retried, and replies
     come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
     reply that stayed unreadable) is incomplete: no label from that test. Exit code 0 when every
-    case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or failed.
+    case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or failed, or while
+    answered questions have no grade (run trek grade first).
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
@@ -123,6 +124,11 @@ def run_command(
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress, **limits)
     typer.echo(report.describe())
+    ungraded = report.selection.skipped.get("ungraded", 0)
+    if ungraded:
+        typer.echo(f"not finished: {ungraded} answered question(s) have no grade, so their failures are not known "
+                   f"yet: grade the run first (trek grade {run_dir} --judge MODEL), then trace it again", err=True)
+        raise typer.Exit(3)
     if report.pending or report.incomplete or report.failed:
         typer.echo(f"not finished: {report.incomplete} incomplete, {report.pending} pending and {report.failed} "
                    "failed case(s); pending and failed ones are retried by the same command, incomplete ones once "
