@@ -44,9 +44,10 @@ RUNS_FLAGS ?=
 runs: $(STAMP)
 	$(BIN)/trek experiments --out data/runs --work build/experiments $(RUNS_FLAGS)
 
-# Re-execute the notebooks in place so their stored outputs (checked by nbval) follow the code.
+# Re-execute the notebooks in place so their stored outputs (checked by nbval) follow the code;
+# one line per notebook, as make paper (kernel logs in build/notebooks/).
 notebooks: $(STAMP)
-	$(BIN)/python scripts/refresh_notebooks.py
+	@$(BIN)/python scripts/refresh_notebooks.py
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)

@@ -11,11 +11,12 @@ class LoopbackApp:
 
     ``with LoopbackApp({"/v1/embeddings": handler}) as srv: ... srv.base_url ...``: entering
     returns once the socket listens (a startup error is raised here, not lost in the thread);
-    leaving stops the server and joins the thread. Routes are POST handlers.
+    leaving stops the server and joins the thread. ``routes`` are POST handlers, ``get`` GET ones.
     """
 
-    def __init__(self, routes: dict):
+    def __init__(self, routes: dict, get: dict | None = None):
         self.routes = routes
+        self.get = get or {}
         self.port: int | None = None
 
     @property
@@ -31,6 +32,8 @@ class LoopbackApp:
             app = web.Application()
             for path, handler in self.routes.items():
                 app.router.add_post(path, handler)
+            for path, handler in self.get.items():
+                app.router.add_get(path, handler)
             self.runner = web.AppRunner(app)
             await self.runner.setup()
             site = web.TCPSite(self.runner, "127.0.0.1", 0)

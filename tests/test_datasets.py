@@ -742,7 +742,26 @@ def test_pins_take_their_paths_from_layout() -> None:
         assert "{revision}" in p.url
         if p.is_pinned:
             assert p.revision in p.resolved_url
-    assert not any(p.is_pinned for p in dl.PINS if p.dataset == "sealqa")  # documented placeholder
+    assert all(p.is_pinned for p in dl.PINS)  # every file, SealQA included, has a version to fetch
+
+
+def test_sealqa_is_pinned_to_one_hub_revision() -> None:
+    seal = [p for p in dl.PINS if p.dataset == "sealqa"]
+    assert len(seal) == 2 and {p.revision for p in seal} == {dl.SEALQA_REVISION}
+    assert len(dl.SEALQA_REVISION) == 40 and int(dl.SEALQA_REVISION, 16) >= 0
+    assert {p.resolved_url for p in seal} == {
+        f"https://huggingface.co/datasets/vtllms/sealqa/resolve/{dl.SEALQA_REVISION}/{name}"
+        for name in ("seal-hard.parquet", "seal-0.parquet")}
+    assert all(p.content_sha256 for p in seal)  # re-saved reference copies: the content decides
+
+
+def test_download_help_names_every_file_and_the_sealqa_revision() -> None:
+    result = CliRunner().invoke(app, ["download", "--help"], terminal_width=400)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for pin in dl.PINS:
+        assert pin.relpath in text
+    assert dl.SEALQA_REVISION in text and "save it as sealqa/sealqa_seal_hard.parquet" in text
 
 
 class FileServer:
@@ -830,6 +849,14 @@ def test_download_checksum_mismatch_leaves_no_file(
     assert out.status == "checksum_mismatch" and not out.ok
     assert "does not match" in out.message and pin.sha256 in out.message
     assert list(tmp_path.iterdir()) == []  # no file, no temporary file, no empty folder
+
+
+def test_a_sealqa_mismatch_says_why_and_where_to_put_the_file(tmp_path: Path, server: FileServer) -> None:
+    server.routes["/rev1/file"] = (200, b"a newer release")
+    pin = fake_pin(server.url, b"the pinned bytes", relpath="sealqa/sealqa_seal_hard.parquet", note=dl.SEALQA_NOTE)
+    out = dl.fetch(pin, tmp_path)
+    assert out.status == "checksum_mismatch" and "rewritten every few weeks" in out.message
+    assert str(tmp_path / "sealqa" / "sealqa_seal_hard.parquet") in out.message
 
 
 def test_download_accepts_content_match_with_other_bytes(tmp_path: Path, server: FileServer) -> None:

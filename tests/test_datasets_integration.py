@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +22,9 @@ from trek.datasets import load_freshqa, load_infodeepseek, load_sealqa, wild
 from trek.types import Question
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("TREK_SHARED_DATASETS") or REPO.parent / "shared" / "datasets")
+#: ``../shared/datasets`` beside a checkout, or two levels up for a worktree in ``<root>/wt/<name>``.
+_BESIDE = [base / "shared" / "datasets" for base in (REPO.parent, REPO.parent.parent)]
+SHARED = Path(os.environ.get("TREK_SHARED_DATASETS") or next((p for p in _BESIDE if p.is_dir()), _BESIDE[0]))
 
 pytestmark = [
     pytest.mark.integration,
@@ -126,13 +129,33 @@ def test_wild_summary_matches_counts() -> None:
     )
 
 
-def test_pins_match_reference_copies() -> None:
+def test_pins_match_reference_copies(tmp_path: Path) -> None:
+    checked = []
     for pin in dl.PINS:
         path = SHARED / pin.relpath
         if not path.exists():
             continue
         assert dl.file_sha256(path) == pin.sha256, pin.name
         assert dl.content_fingerprint(path) == pin.content_sha256, pin.name
+        # a copy put in place by hand is taken as the pinned version, without a request
+        (tmp_path / pin.relpath).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, tmp_path / pin.relpath)
+        assert dl.fetch(pin, tmp_path).status == "present", pin.name
+        checked.append(pin.name)
+    if not checked:
+        pytest.skip(f"no pinned file under {SHARED}")
+
+
+def test_sealqa_pin_is_the_reference_copy_the_paper_counts_come_from() -> None:
+    pins = {p.name: p for p in dl.PINS}
+    path = SHARED / pins["sealqa_seal_hard"].relpath
+    if not path.exists():
+        pytest.skip(f"no SealQA reference copy at {path}")
+    assert dl.content_fingerprint(path) == pins["sealqa_seal_hard"].content_sha256
+    assert pins["sealqa_seal_hard"].revision == dl.SEALQA_REVISION
+    questions, _ = load_sealqa(path)
+    assert len(questions) == 254
+    assert sum(q.metadata["freshness"] == "fast-changing" for q in questions) == 64
 
 
 def test_cli_info_real_files() -> None:

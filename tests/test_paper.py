@@ -183,3 +183,37 @@ def test_a_failing_notebook_says_failed_and_shows_why(tmp_path):
     assert res.returncode == 1
     assert res.stdout.split()[0] == "broken" and res.stdout.split()[-1] == "FAILED"
     assert "the table is wrong" in res.stderr
+
+
+@pytest.mark.slow
+def test_refreshing_notebooks_prints_one_line_each_and_keeps_kernel_chatter_in_logs(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    import nbformat
+
+    script = repo_root() / "scripts" / "refresh_notebooks.py"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import sys; print('to stderr', file=sys.stderr); 6 * 7")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "fine.ipynb")
+    res = subprocess.run([sys.executable, str(script), str(tmp_path / "fine.ipynb"), "--logs", str(tmp_path / "logs")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert re.fullmatch(r"fine +\d+\.\d s  ok", lines[0]) and lines[1].startswith("make notebooks: 1 notebooks")
+    assert len(lines) == 2 and res.stderr == ""  # no kernel warning on the terminal
+    assert (tmp_path / "logs" / "fine.log").exists()
+    assert nbformat.read(tmp_path / "fine.ipynb", as_version=4).cells[0].outputs[-1]["data"]["text/plain"] == "42"
+    # a failing notebook: FAILED, the error shown, the file left as it was
+    broken = nbformat.v4.new_notebook()
+    broken.cells = [nbformat.v4.new_code_cell("raise RuntimeError('the table is wrong')")]
+    broken.metadata["kernelspec"] = nb.metadata["kernelspec"]
+    nbformat.write(broken, tmp_path / "broken.ipynb")
+    before = (tmp_path / "broken.ipynb").read_bytes()
+    res = subprocess.run([sys.executable, str(script), str(tmp_path / "broken.ipynb"), "--logs", str(tmp_path / "logs")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1 and res.stdout.split()[-1] == "FAILED"
+    assert "the table is wrong" in res.stderr
+    assert (tmp_path / "broken.ipynb").read_bytes() == before

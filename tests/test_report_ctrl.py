@@ -15,7 +15,8 @@ def grid(rows):
     for (method, cond), correct in rows.items():
         for qid, ds, c in zip(QIDS, DATASETS, correct, strict=True):
             out.append({"run": f"m__{method}__{cond}", "model": "m", "method": method, "condition": cond,
-                        "question_id": qid, "dataset": ds, "correct": bool(c)})
+                        "question_id": qid, "dataset": ds, "answer_status": "ok",
+                        "outcome": "correct" if c else "incorrect", "correct": bool(c)})
     return pd.DataFrame(out)
 
 
@@ -86,6 +87,27 @@ def test_title_names_model_and_data(tmp_path):
     assert reports.ctrl_title(df, "T") == "DEMO DATA (not a result): T (scripted m; TrekBench-Mini, 2 questions)"
     df.attrs["run_dirs"] = {"d": run("d", ["q9"], benchmark="My-Set")}
     assert reports.ctrl_title(df, "T") == "T (m; My-Set, 1 questions)"
+    # a cell with answers or grades that are not final says so in the title (and so in every caption)
+    df.loc[(df["method"] == "direct") & (df["condition"] == "SAA") & (df["question_id"] == "q1"),
+           ["answer_status", "outcome"]] = ["pending", "ungraded"]
+    assert reports.ctrl_title(df, "T") == (
+        "T (m; My-Set, 1 questions); not final (counted as not correct): direct · SAA: 1 pending answer")
+
+
+def test_not_final_note_counts_every_kind_per_cell():
+    df = DF.copy()
+    assert reports.not_final_note(df) == ""
+    at = {"q1": ("pending", "ungraded"), "q2": ("failed", "ungraded"), "q3": ("ok", "pending"), "q4": ("ok", "unparsed")}
+    for qid, values in at.items():
+        df.loc[(df["method"] == "direct") & (df["condition"] == "MND") & (df["question_id"] == qid),
+               ["answer_status", "outcome"]] = list(values)
+    df.loc[(df["method"] == "filter") & (df["question_id"].isin(["q1", "q2"])), ["answer_status", "outcome"]] = [
+        "missing", "ungraded"]
+    assert reports.not_final_note(df) == (
+        "not final (counted as not correct): direct · MND: 1 pending answer, 1 failed answer, 1 ungraded answer, "
+        "1 unreadable verdict; filter · OO: 2 unanswered")
+    other = df.assign(model="m2")
+    assert reports.not_final_note(pd.concat([df, other])).count("m2 direct · MND") == 1  # models named when several
 
 
 # -- Table 2's reasons and Figure 6's real distractor counts, on real builds --------------------

@@ -8,9 +8,10 @@ import pytest
 
 from trek import runs
 from trek.report import trace as reports
+from trek.trace import records
 from trek.trace.labels import LABELS
 from trek.trace.records import TraceRecord
-from trek.types import RunMeta, write_jsonl
+from trek.types import Question, RunMeta, write_jsonl
 
 
 def rec(qid, labels, dataset="freshqa", status="done"):
@@ -107,3 +108,58 @@ def test_a_run_without_any_fully_traced_case_gives_no_number(tmp_path):
     pv = reports.post_vs_upstream({"r": d})
     assert pv.loc["r", "n"] == 0 and pv.loc["r", "excluded"] == 2
     assert pv[["post_pct", "upstream_pct", "p", "p_holm"]].isna().all().all()
+
+
+def _with_tests(r: TraceRecord, **skipped: str) -> TraceRecord:
+    r.tests = {name: records.TestRun(state="skipped", reason=why) for name, why in skipped.items()}
+    return r
+
+
+def _run_with_left_out_cases(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir(parents=True)
+    runs.write_meta(d, RunMeta(run_id="r", kind="wild", model="m", config={"system": {"system": "agentic"}}))
+    write_jsonl(d / runs.QUESTIONS, [Question(id=str(i), dataset="freshqa", question=f"Q{i}?", answers=["a"])
+                                     for i in range(1, 9)])
+    write_jsonl(d / runs.TRACE, [
+        rec("1", ["Distraction"]), rec("2", ["Pre-retrieval"]),
+        _with_tests(rec("3", [], status="incomplete"), gold_only="no gold page", noise="needs the gold-only result"),
+        _with_tests(rec("4", ["Retrieval"], status="incomplete"), gold_only="no gold page"),
+        rec("5", [], status="pending"), rec("6", [], status="failed"),
+    ])
+    return d
+
+
+def test_coverage_note_says_what_the_numbers_are_over_and_what_is_left_out(tmp_path, traced):
+    d = _run_with_left_out_cases(tmp_path / "mine")
+    assert reports.coverage_note({"r": d}) == (
+        "n=2 fully traced; 2 incomplete (no gold page: 2, needs the gold-only result: 1), 2 pending left out")
+    assert reports.coverage_note(reports.traced_runs(runs_dir=traced)) == "n=5 fully traced; 1 pending left out"
+    only = {"m2": traced / "m2-search"}
+    assert reports.coverage_note(only) == "n=2 fully traced; none left out"
+    write_jsonl(d / runs.TRACE, [rec("1", ["Distraction"]),
+                                 _with_tests(rec("3", [], status="incomplete"), gold_only="no gold page")])
+    assert reports.coverage_note({"r": d}) == "n=1 fully traced; 1 incomplete (no gold page) left out"
+    # the panels and rows of Figures 2 and 3 say it too
+    t = reports.label_shares({"r": _run_with_left_out_cases(tmp_path / "again")})
+    fig = reports.plot_label_shares(t, "T")
+    assert fig.axes[0].get_title() == "r (n=2, 4 left out)"
+    ms = reports.model_search_labels({"r": tmp_path / "again" / "r"})
+    fig = reports.plot_model_search(ms, "T")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m · none (agentic) (n=2, 4 left out)"]
+
+
+@pytest.mark.slow
+def test_the_trektrace_notebooks_state_the_excluded_count(tmp_path):
+    from trek.paper import run_notebook
+    from trek.report.paths import repo_root
+
+    d = _run_with_left_out_cases(tmp_path)
+    params = tmp_path / "p.yaml"
+    params.write_text(f"runs:\n  Left-Out-Run: {d}\n")
+    note = "n=2 fully traced; 2 incomplete (no gold page: 2, needs the gold-only result: 1), 2 pending left out"
+    for name in ("fig2_trektrace", "fig3_model_search", "tabA42_post_vs_upstream"):
+        run_notebook(repo_root() / "notebooks" / f"{name}.ipynb", tmp_path / f"{name}.ipynb", str(params),
+                     tmp_path / "out", quiet=True)
+        tex = (tmp_path / "out" / "tables" / f"{name}.tex").read_text()
+        assert note in tex.replace("\n", " "), (name, tex)

@@ -36,7 +36,7 @@ from typing import Any
 
 from trek.report.paths import MANIFEST_ENV, repo_root
 
-__all__ = ["ParamsError", "declared_parameters", "default_out", "repo_root", "run_notebook"]
+__all__ = ["ParamsError", "declared_parameters", "default_out", "repo_root", "run_notebook", "stderr_to"]
 
 OUT_ENV = "TREK_PAPER_OUT"
 
@@ -137,7 +137,7 @@ def _notebook_stems(folder: Path | None = None) -> set[str]:
 
 
 @contextlib.contextmanager
-def _stderr_to(log: Path) -> Iterator[None]:
+def stderr_to(log: Path) -> Iterator[None]:
     """Send this process's file descriptor 2 (and so the kernel's, which inherits it) to ``log``."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -194,7 +194,7 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
     manifest.unlink(missing_ok=True)
     tmp = dst.with_name(f".{dst.name}.tmp.ipynb")
     log = dst.with_suffix(".log")
-    logging = _stderr_to(log) if quiet else contextlib.nullcontext()
+    logging = stderr_to(log) if quiet else contextlib.nullcontext()
     try:
         with _environ(**{MANIFEST_ENV: str(manifest.resolve()), OUT_ENV: str(target) if target else None}), logging:
             pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,

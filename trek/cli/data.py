@@ -169,7 +169,26 @@ def _info_mini() -> None:
     out.print(dt)
 
 
-@app.command("download")
+def _download_help() -> str:
+    from trek.datasets.download import PINS, SEALQA_REVISION
+
+    places = "\n\n".join(f"{p.relpath}: {p.source.description}" for p in PINS)
+    return (
+        "Fetch the source files from their official homes at pinned versions.\n\n"
+        "A file is written only once its sha256 (or content checksum) matches the pin, the copy "
+        "this project was checked against; an existing file that does not match is left alone "
+        "(--force replaces it). When the network is unavailable or a file does not match, nothing "
+        "is written and the command prints where to put each file by hand. The files, under the "
+        f"data directory:\n\n{places}\n\n"
+        f"SealQA comes from revision {SEALQA_REVISION} of the Hugging Face dataset vtllms/sealqa, "
+        "whose files are rewritten every few weeks. When that revision's seal-hard.parquet does not "
+        "match, download the one you want to use and save it as sealqa/sealqa_seal_hard.parquet "
+        "under the data directory: the loaders read any seal_hard parquet file there, and `trek "
+        "data info` shows its counts beside the paper's (64 fast-changing questions)."
+    )
+
+
+@app.command("download", help=_download_help())
 def download_command(
     data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
     only: list[str] = typer.Option(
@@ -179,11 +198,6 @@ def download_command(
     ),
     force: bool = typer.Option(False, "--force", help="Replace files that exist but do not match the pins."),
 ) -> None:
-    """Fetch the source files from their official homes at pinned versions.
-
-    A file is written only once its sha256 (or content checksum) matches the pin. When the
-    network is unavailable the command prints where to put each file by hand.
-    """
     from trek.datasets import download
 
     root = _resolve(data_dir)

@@ -36,6 +36,7 @@ from trek.datasets.common import LAYOUT, SourceLayout
 
 __all__ = [
     "UNPINNED",
+    "SEALQA_REVISION",
     "Pin",
     "PINS",
     "DownloadOutcome",
@@ -71,6 +72,8 @@ class Pin:
     sha256: str
     content_sha256: str | None
     home: str
+    #: Said when a downloaded file does not match (e.g. why the source may have changed).
+    note: str = ""
 
     @property
     def relpath(self) -> str:
@@ -100,13 +103,23 @@ class Pin:
 #   same content as the reference copy (checked against a public code index, not by download).
 # * FreshQA: the id of the Google Sheet the FreshQA README lists as "FreshQA April 7, 2025"; the
 #   CSV export of that sheet is expected to equal the reference copy.
-# * SealQA: the Hub revision of vtllms/sealqa holding the reference version is NOT known here
-#   (no network when this was written). Until a maintainer replaces UNPINNED with the 40-hex
-#   revision whose seal-hard.parquet / seal-0.parquet match the content checksums below, those two
-#   files are not downloaded; copy them by hand instead. (A public note mentions revision
-#   7cbbae5f8f6ce1178d540b32d56dd06c593716dd of the dataset, but whether it matches our copies
-#   is unverified, so it is not used.)
+# * SealQA: revision 7cbbae5f8f6ce1178d540b32d56dd06c593716dd of the Hub dataset vtllms/sealqa,
+#   the repository's head on 2026-05-19 according to a public record of a Hub metadata check
+#   (files seal-0.parquet, seal-hard.parquet, longseal.parquet; seal-0.parquet 27,069 bytes, sha256
+#   f9ffe13e542a2f05d05c448cd9575f9f5abfa5cd7442b16f5c6a021495ddfe8c). The authors rewrite these
+#   files every few weeks (answers change), and our reference copies were re-saved to parquet
+#   (their dataset card announces the update of April 5, 2026), so their bytes cannot match the
+#   Hub's and only the content checksum can. Whether the content at this revision equals them
+#   could not be checked here (no download from this machine): `trek data download` checks it,
+#   and on a mismatch writes nothing and prints where to put a copy by hand. The reference copies'
+#   checksums are verified by tests/test_datasets_integration.py wherever they are available.
 # =============================================================================================
+SEALQA_REVISION = "7cbbae5f8f6ce1178d540b32d56dd06c593716dd"
+SEALQA_NOTE = (
+    "SealQA's files on the Hub are rewritten every few weeks; the copy this project was checked "
+    "against (seal_hard: 254 rows, 64 of them fast-changing) may sit at another revision."
+)
+
 PINS: tuple[Pin, ...] = (
     Pin(
         name="freshqa",
@@ -130,19 +143,21 @@ PINS: tuple[Pin, ...] = (
         name="sealqa_seal_hard",
         source=LAYOUT["sealqa"],
         url="https://huggingface.co/datasets/vtllms/sealqa/resolve/{revision}/seal-hard.parquet",
-        revision=UNPINNED,
+        revision=SEALQA_REVISION,
         sha256="90ff86b63b62bf3ee114ff3c84d7a8ce2ade8a3c176076ed500bdc9b0f6ebbc5",
         content_sha256="7af348594b3ce7366c0907d63a3c9b17d39a1645a80f160673b1ed38c1fabfd7",
         home="https://huggingface.co/datasets/vtllms/sealqa (config seal_hard, file seal-hard.parquet)",
+        note=SEALQA_NOTE,
     ),
     Pin(
         name="sealqa_seal_0",
         source=LAYOUT["sealqa_seal_0"],
         url="https://huggingface.co/datasets/vtllms/sealqa/resolve/{revision}/seal-0.parquet",
-        revision=UNPINNED,
+        revision=SEALQA_REVISION,
         sha256="1de122f87081e0f36dd92a3ff54fb6d7b02a41398d86c9c8b7c08e7bab83f131",
         content_sha256="2109ea27635bec06fcc82c769db977b46f5dfad57ee5df054c8569af3be48ef5",
         home="https://huggingface.co/datasets/vtllms/sealqa (config seal_0, file seal-0.parquet)",
+        note=SEALQA_NOTE,
     ),
 )
 
@@ -302,11 +317,12 @@ def fetch(pin: Pin, data_dir: str | os.PathLike[str], *, force: bool = False) ->
         for d in new_dirs:  # do not leave empty folders behind after a failure
             if d.is_dir() and not any(d.iterdir()):
                 d.rmdir()
+    note = f" {pin.note}" if pin.note else ""
     return DownloadOutcome(
         pin,
         target,
         "checksum_mismatch",
-        f"downloaded {url} but it does not match the pinned version: {how}. Nothing was written. {hint}",
+        f"downloaded {url} but it does not match the pinned version: {how}. Nothing was written.{note} {hint}",
     )
 
 

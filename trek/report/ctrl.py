@@ -14,7 +14,8 @@ The tests are :mod:`trek.stats`' exact McNemar, Holm and Cochran's Q through
 :func:`trek.analysis.paired_comparisons` and :func:`trek.analysis.cochran_table`; Figure 6's
 intervals are Wilson score intervals (:func:`trek.stats.wilson_ci`), and its budget axis is the
 number of distractors the contexts really hold (:func:`budget_table`), which is below the
-budget when a question's pool is smaller.
+budget when a question's pool is smaller. Every title (:func:`ctrl_title`) names the cells whose
+answers or grades are not final (:func:`not_final_note`): they count as not correct.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "SWAPS",
     "load_ctrl",
     "ctrl_title",
+    "not_final_note",
     "ctrl_micro",
     "ctrl_by_dataset",
     "ctrl_vs_oo",
@@ -107,8 +109,47 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
 
 def ctrl_title(df: pd.DataFrame, what: str) -> str:
     """A figure or table title naming the models and the question set of the runs behind ``df``
-    (a :func:`load_ctrl` frame; see :func:`trek.report.titles.runs_title`)."""
-    return runs_title(what, df.attrs.get("run_dirs", {}), benchmark="TrekBench-Ctrl")
+    (a :func:`load_ctrl` frame; see :func:`trek.report.titles.runs_title`), followed by
+    :func:`not_final_note` when some cell has answers or grades that are not final."""
+    title = runs_title(what, df.attrs.get("run_dirs", {}), benchmark="TrekBench-Ctrl")
+    note = not_final_note(df)
+    return f"{title}; {note}" if note else title
+
+
+#: What :func:`not_final_note` counts: (column, values, how a count of them is written).
+_NOT_FINAL = (
+    ("answer_status", ("pending",), "pending answer"),
+    ("answer_status", ("failed",), "failed answer"),
+    ("answer_status", ("missing",), "unanswered"),
+    ("outcome", ("pending", "ungraded"), "ungraded answer"),
+    ("outcome", ("unparsed",), "unreadable verdict"),
+)
+
+
+def not_final_note(df: pd.DataFrame) -> str:
+    """The cells (model, method, condition) of a :func:`load_ctrl` frame holding answers or grades
+    that are not final, and how many of each, e.g. ``not final (counted as not correct): direct ·
+    SAA: 2 pending answers, 1 failed answer``; ``""`` when every answer and grade is final.
+
+    Not final: a pending, failed or missing answer; a pending or missing grade; a verdict the
+    judge's reply did not give (``unparsed``). Accuracy counts them all as not correct (over every
+    question), so a table or figure with such a cell must say so. The model is named only when the
+    frame holds several.
+    """
+    several = df["model"].nunique() > 1
+    cells = []
+    for (model, method, condition), part in df.groupby(["model", "method", "condition"], sort=False):
+        counts = []
+        answered = part["answer_status"].isin(("ok", "no_answer"))
+        for column, values, what in _NOT_FINAL:
+            rows = part[column].isin(values) & (answered if column == "outcome" else True)
+            n = int(rows.sum())
+            if n:
+                counts.append(f"{n} {what}{'s' if n > 1 and what != 'unanswered' else ''}")
+        if counts:
+            who = f"{model} " if several else ""
+            cells.append(f"{who}{method} · {condition}: {', '.join(counts)}")
+    return f"not final (counted as not correct): {'; '.join(cells)}" if cells else ""
 
 
 def _methods(df: pd.DataFrame) -> list[str]:

@@ -9,8 +9,9 @@
   with an upstream label, exact McNemar over the same cases and Holm across runs
   (:func:`trek.analysis.multilabel_prevalence_test`).
 
-Only finished (``done``) records count; the ``cases`` column gives the denominators and
-``pending`` how many traced cases are still waiting for a call.
+Only fully traced (``done``) records count; the ``cases`` column gives the denominators,
+``incomplete`` and ``pending`` the cases left out, and :func:`coverage_note` says the same in words
+for every title and caption ("n=7 fully traced; 2 incomplete (no gold page) left out").
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from trek.trace.pipeline import load_trace
 
 __all__ = [
     "MULTI_LABEL_NOTE",
+    "coverage_note",
     "traced_runs",
     "trace_frame",
     "label_shares",
@@ -52,6 +54,36 @@ def traced_runs(
     Relative paths are read from the repository root."""
     return find_runs(runs.TRACE, runs_map, runs_dir, recorded_dir("wild"),
                      "trace runs with `trek trace RUN_DIR`; `make runs` records the bundled ones")
+
+
+def coverage_note(run_dirs: dict[str, Path]) -> str:
+    """What the numbers of a TrekTrace table or figure are over and what they leave out, for its
+    title or caption: ``n=7 fully traced; 2 incomplete (no gold page), 1 pending left out``, or
+    ``n=7 fully traced; none left out``.
+
+    ``n`` counts the fully traced (``done``) cases of all ``run_dirs``; incomplete cases are listed
+    with the reasons their tests could not run (a case can have several), pending and failed
+    cases (a call still to make or that was refused) as ``pending``.
+    """
+    done = incomplete = pending = 0
+    reasons: dict[str, int] = {}
+    for d in run_dirs.values():
+        for r in load_trace(d):
+            if r.status == "done":
+                done += 1
+            elif r.status == "incomplete":
+                incomplete += 1
+                for why in dict.fromkeys(r.skipped.values()):
+                    reasons[why] = reasons.get(why, 0) + 1
+            else:
+                pending += 1
+    left = []
+    if incomplete:
+        why = ", ".join(k if v == incomplete and len(reasons) == 1 else f"{k}: {v}" for k, v in reasons.items())
+        left.append(f"{incomplete} incomplete" + (f" ({why})" if why else ""))
+    if pending:
+        left.append(f"{pending} pending")
+    return f"n={done} fully traced; " + (f"{', '.join(left)} left out" if left else "none left out")
 
 
 def _system(meta: runs.RunMeta | None) -> tuple[str, str]:
@@ -117,6 +149,12 @@ def label_shares(run_dirs: dict[str, Path]) -> pd.DataFrame:
     return pd.concat(blocks)
 
 
+def _n(row: pd.Series) -> str:
+    """``n=3`` (fully traced cases), with ``, 2 left out`` when cases were left out."""
+    left = int(row["incomplete"]) + int(row["pending"])
+    return f"n={int(row['cases'])}" + (f", {left} left out" if left else "")
+
+
 def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
     """One panel per run: a group of bars per label, one bar per dataset of the run (and ``all``),
     each dataset in its palette colour; the legend lists every dataset drawn in any panel."""
@@ -127,7 +165,7 @@ def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
     for ax, run in zip(axes[0], run_labels, strict=True):
         sub = table.loc[run, list(LABELS)]
         grouped_bars(ax, LABELS, {str(ds): row.to_numpy(dtype=float) for ds, row in sub.iterrows()}, colour)
-        ax.set_title(f"{run} (n={int(table.loc[(run, 'all'), 'cases'])})", fontsize=9)
+        ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])})", fontsize=9)
         ax.set_ylim(0, 100)
         ax.tick_params(axis="x", rotation=35, labelsize=8)
         ax.set_xlabel("")
@@ -149,7 +187,7 @@ def plot_model_search(table: pd.DataFrame, title: str) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(body) + 1.8))
     im = ax.imshow(body.to_numpy(dtype=float), vmin=0, vmax=100, cmap="Reds", aspect="auto")
     ax.set_xticks(np.arange(len(LABELS)), labels=list(LABELS), rotation=25, ha="right")
-    rows = [f"{m} · {s} (n={int(n)})" for (m, s), n in zip(body.index, table["cases"], strict=True)]
+    rows = [f"{m} · {s} ({_n(row)})" for (m, s), row in table.iterrows()]
     ax.set_yticks(np.arange(len(body)), labels=rows)
     for (i, j), v in np.ndenumerate(body.to_numpy(dtype=float)):
         ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8, color="white" if v > 60 else "black")
