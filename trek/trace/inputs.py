@@ -64,8 +64,12 @@ def url_matches(gold_urls: Sequence[str], collection: Sequence[str]) -> list[Url
     return [UrlMatch(gold_url=g, matched_url=by_key.get(normalize_url(g))) for g in gold_urls]
 
 
-def noise_context(collection: Sequence[str], gold_urls: Sequence[str]) -> list[str]:
-    """The gold-plus-noise context: the collection, then the gold URLs whose identity is not in it."""
+def noise_context(collection: Sequence[str], gold_urls: Sequence[str], *, equivalent: bool = False) -> list[str]:
+    """The gold-plus-noise context (paper §3.1): the retrieved collection as it is when it holds the
+    gold evidence or its equivalent (``equivalent``: the evidence test found it on other pages);
+    otherwise the collection followed by the gold URLs whose identity is not in it."""
+    if equivalent:
+        return list(collection)
     keys = {normalize_url(u) for u in collection}
     extra = []
     for g in gold_urls:

@@ -271,7 +271,8 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
             tests["gold_only"] = TestRun(state="skipped", reason=NO_GOLD_PAGE)
         rec["gold_only_correct"] = g
         if g is True:
-            ctx = noise_context(case.collection, q.gold_urls)
+            ctx = noise_context(case.collection, q.gold_urls,
+                                equivalent=e is True and rec.get("retrieval_basis") == "evidence-match")
             rec["noise_context"] = ctx
             rec["noise_was_run"] = True
             pages = await fetch_pages(config.store, ctx)
