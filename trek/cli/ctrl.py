@@ -72,6 +72,9 @@ def build_command(
     max_connections: int = options.MAX_CONNECTIONS,
     prompts: Path = options.PROMPTS,
     tokens: bool = typer.Option(True, "--tokens/--no-tokens", help="Count o200k_base tokens of each context."),
+    show_urls: str = typer.Option("cued", "--show-urls",
+                                  help="Where source URLs are shown: 'cued' (the paper: only SAA and "
+                                       "SAA:domainswap) or 'all' (every condition but SBA)."),
 ) -> None:
     """Build pools and frozen contexts (every condition and ablation) into OUT."""
     from trek import templates
@@ -82,6 +85,8 @@ def build_command(
 
     if source not in SOURCES:
         raise typer.BadParameter(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if show_urls not in cond.SHOW_URLS:
+        raise typer.BadParameter(f"--show-urls must be one of {', '.join(cond.SHOW_URLS)}, got {show_urls!r}")
     names = tuple(c.strip() for c in conditions.split(",") if c.strip())
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
@@ -103,7 +108,7 @@ def build_command(
                                        chat_params={"reasoning_effort": effort} if effort else {})
         result = build(pools, out, client=client, embedder=embedder, conditions=names,
                        republication_target=republications, fabrication_settings=settings,
-                       count_tokens=tokens, source=source)
+                       count_tokens=tokens, source=source, show_urls=show_urls)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
 

@@ -21,6 +21,7 @@ from trek.aio import closing_run
 from trek.contexts import Renderer
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
+from trek.ctrl.common import CtrlError
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
@@ -69,8 +70,14 @@ def build(
     fabrication_settings: fabrication.FabricationSettings | None = None,
     count_tokens: bool = True,
     source: str = "pools",
+    show_urls: str = "cued",
 ) -> BuildResult:
-    """Add republications (and fabrications with a client), then write the three files to ``out``."""
+    """Add republications (and fabrications with a client), then write the three files to ``out``.
+
+    ``show_urls``: ``"cued"`` (the paper: source URLs only in the domain-cued conditions) or
+    ``"all"`` (every condition but SBA); see :func:`trek.ctrl.conditions.shows_urls`."""
+    if show_urls not in cond.SHOW_URLS:
+        raise CtrlError(f"show_urls must be one of {', '.join(cond.SHOW_URLS)}, not {show_urls!r}")
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
@@ -94,7 +101,8 @@ def build(
 
     def records():
         nonlocal n_ctx
-        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens):
+        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens,
+                                    show_urls=show_urls):
             n_ctx += 1
             yield r
 
@@ -111,6 +119,8 @@ def build(
         "documents": {r: sum(len(p.role(r)) for p in made)
                       for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
         "budgets": vars(budgets or cond.Budgets()),
+        "show_urls": show_urls,
+        "url_conditions": [c for c in conditions if cond.shows_urls(c, show_urls)],
         "versions": {
             "conditions": cond.VERSION,
             "republication": republication.VERSION,
