@@ -66,7 +66,10 @@ def build_command(
     republications: int = typer.Option(5, "--republications", min=0, help="Republication documents per question."),
     fabrications: int = typer.Option(5, "--fabrications", min=0, help="Fabrication documents per question."),
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fabrication attempts per slot (retries with feedback)."),
-    min_similarity: float = typer.Option(0.90, "--min-similarity", help="Embedding similarity floor for fabrications."),
+    min_similarity: float = typer.Option(None, "--min-similarity",
+                                         help="Embedding similarity floor for fabrications (default: calibrated per "
+                                              "embedder: 0.90 for openai:text-embedding-3-small as in the paper, "
+                                              "0.89 for wordllama; see 'trek ctrl calibrate')."),
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with fabrication calls (e.g. high)."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or OUT/llm-cache.sqlite)."),
     max_connections: int = options.MAX_CONNECTIONS,
@@ -111,6 +114,50 @@ def build_command(
                        count_tokens=tokens, source=source, show_urls=show_urls)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
+
+
+@app.command("calibrate")
+def calibrate_command(
+    embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
+    base_url: str = typer.Option(None, "--base-url", help="Embeddings endpoint for openai:MODEL "
+                                 "(default: $OPENAI_BASE_URL, else OpenAI)."),
+    thresholds: str = typer.Option("0.80,0.85,0.89,0.90,0.95", "--thresholds",
+                                   help="Comma-separated thresholds to report the separation at."),
+    reference_unrelated: float = typer.Option(None, "--reference-unrelated",
+                                              help="text-embedding-3-small's median similarity of unrelated "
+                                                   "pairs on this set, when measured (default: the published 0.20)."),
+    set_file: Path = typer.Option(None, "--set", help="Another calibration set in the same JSON shape."),
+    json_out: Path = typer.Option(None, "--json", help="Also write every pair's similarity to this JSON file."),
+) -> None:
+    """What a fabrication similarity threshold separates for an embedder: one-span edits vs rewrites."""
+    import json
+
+    import openai
+
+    from trek.ctrl import calibration as K
+    from trek.ctrl.common import CtrlError
+    from trek.embeddings import make_embedder
+
+    try:
+        ts = [float(x) for x in thresholds.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--thresholds: numbers separated by commas, got {thresholds!r}") from None
+    if not ts or any(not 0 < t <= 1 for t in ts):
+        raise typer.BadParameter(f"--thresholds: each in (0, 1], got {thresholds!r}")
+    if reference_unrelated is not None and not -1 <= reference_unrelated < K.PAPER_THRESHOLD:
+        raise typer.BadParameter(f"--reference-unrelated must be below {K.PAPER_THRESHOLD}, got {reference_unrelated}")
+    with options.exit_on(CtrlError, ValueError, openai.OpenAIError):
+        pairs = K.load_pairs(set_file)
+        emb = make_embedder(embedder, base_url=base_url)
+        result = K.calibrate(emb, ts, pairs=pairs, reference_unrelated=reference_unrelated)
+    typer.echo(result.report())
+    default, why = K.default_min_similarity(result.embedder)
+    typer.echo(f"  default threshold for {result.embedder}: {default:.2f} ({why})")
+    if json_out is not None:
+        from trek.ctrl.build import _atomic_text
+
+        _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
 
 
 @app.command("audit")

@@ -21,6 +21,7 @@ from trek.aio import closing_run
 from trek.contexts import Renderer
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
+from trek.ctrl.calibration import default_min_similarity
 from trek.ctrl.common import CtrlError
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
@@ -85,11 +86,16 @@ def build(
     made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
             for p in base]
     fab_state = "skipped"
+    fab_info: dict[str, Any] = {"embedder": None, "min_similarity": None, "min_similarity_source": None}
     if client is None:
         messages.append("fabrication skipped: no model given (pass --model to add fabrication distractors)")
     else:
         emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
-        settings = fabrication_settings or fabrication.FabricationSettings()
+        given = fabrication_settings or fabrication.FabricationSettings()
+        settings = fabrication.resolve_settings(given, emb)
+        why = "given" if given.min_similarity is not None else default_min_similarity(emb.name)[1]
+        fab_info = {"embedder": emb.name, "min_similarity": settings.min_similarity, "min_similarity_source": why}
+        messages.append(f"fabrication similarity threshold {settings.min_similarity:.2f} with {emb.name} ({why})")
         made = closing_run(fabrication.afabricate_pools(made, client, emb, settings), client)
         fab_state = "done"
         n = sum(len(p.role("fabrication")) for p in made)
@@ -116,6 +122,7 @@ def build(
         "contexts": n_ctx,
         "fabrication": fab_state,
         "model": client.model if client is not None else None,
+        "fabrication_similarity": fab_info,
         "documents": {r: sum(len(p.role(r)) for p in made)
                       for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
         "budgets": vars(budgets or cond.Budgets()),
