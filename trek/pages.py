@@ -509,23 +509,16 @@ def extract_text(html: str, url: str) -> tuple[str, str | None, str]:
     """``(title, date, text)`` of an HTML page, all three from trafilatura (a core dependency, so
     a page reads the same whatever extras are installed): the main text with tables and without
     comments or navigation, and the title and publication date (``YYYY-MM-DD``) of its metadata.
+    The date comes from the markup (meta tags, structured data, ``<time>``, date elements), the URL
+    or a full date in the text; htmldate's extensive search is off, so a year the text merely
+    mentions ("the 2019 season") never becomes a date (it would be read as 1 January of that
+    year). An undated page gets ``None`` (Ctrl discovery then tries its date-only recovery step).
     ``text`` is ``""`` when trafilatura finds no main text; an error inside trafilatura is raised.
     """
     import trafilatura  # imported on the first fetch: it pulls in lxml and htmldate
 
     text = trafilatura.extract(html, url=url, include_comments=False, include_tables=True) or ""
-    meta = trafilatura.extract_metadata(html, default_url=url)
+    meta = trafilatura.extract_metadata(html, default_url=url, extensive=False)
     title = (meta.title if meta is not None else None) or ""
     date = (meta.date if meta is not None else None) or None
-    return title, date, text
-    try:
-        extracted = trafilatura.extract(html, url=url, include_comments=False, include_tables=True)
-        meta = trafilatura.extract_metadata(html, default_url=url)
-    except Exception:  # noqa: BLE001 - extractor bugs must not stop a run
-        return title, date, text
-    if extracted and extracted.strip():
-        text = extracted
-    if meta is not None:
-        title = getattr(meta, "title", None) or title
-        date = getattr(meta, "date", None) or None
     return title, date, text
