@@ -19,6 +19,7 @@ the path; path case and the query string are kept.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import os
 import re
@@ -45,6 +46,7 @@ __all__ = [
     "truncate_head",
     "default_pages_path",
     "extract_text",
+    "shared_ssl_context",
 ]
 
 #: Head-truncation limits of TrekTrace's judges (paper appendix C.5): non-gold and gold pages.
@@ -423,7 +425,8 @@ class PageStore:
             return _placeholder(url, "refused: a local or private network address")
         self.fetches += 1
         try:
-            async with httpx.AsyncClient(**self._http) as http, http.stream("GET", target) as resp:
+            http_args = self._http if "transport" in self._http else {**self._http, "verify": shared_ssl_context()}
+            async with httpx.AsyncClient(**http_args) as http, http.stream("GET", target) as resp:
                 status = resp.status_code
                 if status >= 400:
                     reason = f"HTTP {status}"
@@ -479,6 +482,16 @@ class PageStore:
         )
         self.put(page)
         return _as_unavailable(page)
+
+
+@functools.lru_cache(maxsize=1)
+def shared_ssl_context() -> Any:
+    """One TLS context for every live fetch and search request of the process (httpx's default
+    verification: certifi's roots, ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set). Building one loads
+    the certificate file (about 30 ms), which each new ``httpx.AsyncClient`` would otherwise do."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _is_private_host(host: str) -> bool:
