@@ -115,6 +115,11 @@ def build(
     write_jsonl(out_dir / CONTEXTS_FILE, records())
     messages += [f"warning: {line}" for line in
                  cond.budget_shortfalls(made, conditions, budgets, fabricated=client is not None)]
+    flagged = [p.question.id for p in made if p.notes.get("gold_check", {}).get("status") == "flagged"]
+    if flagged:
+        messages.append(f"warning: {len(flagged)} question(s) flagged by discovery's gold check (no gold page states "
+                        f"the reference answer; built as they are): {', '.join(flagged[:10])}"
+                        + (" ..." if len(flagged) > 10 else ""))
     manifest: dict[str, Any] = {
         "source": source,
         "questions": len(made),
@@ -123,6 +128,7 @@ def build(
         "fabrication": fab_state,
         "model": client.model if client is not None else None,
         "fabrication_similarity": fab_info,
+        "gold_check_flagged": flagged,
         "documents": {r: sum(len(p.role(r)) for p in made)
                       for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
         "budgets": vars(budgets or cond.Budgets()),
