@@ -41,8 +41,9 @@ def test_documents_carry_what_the_model_was_shown(built):
 
 
 def test_a_subset_is_rendered_renumbered_with_its_own_dates_and_urls(built):
-    ctx = next(c for c in read_contexts(built.contexts_path) if c.condition == "OO")
+    ctx = next(c for c in read_contexts(built.contexts_path) if c.condition == "SAA")  # shows URLs
     a, b = ctx.documents[-1], ctx.documents[0]
+    assert a.url
     text = render_documents([a, b])
     assert text.startswith("[Document 1]\n" + (f"Date: {a.date}\n" if a.date else "") + f"Source URL: {a.url}\n")
     assert text.endswith(b.text) and "[Document 3]" not in text

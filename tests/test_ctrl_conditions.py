@@ -263,3 +263,41 @@ def test_cli_prompts_folder_overrides_rendering_and_rejects_unknown_names(tmp_pa
     (folder / "ctrl.render.dat.txt").write_text("x")
     res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b")])
     assert res.exit_code == 2 and "ctrl.render.dat" in res.output
+
+
+def test_urls_are_shown_only_in_the_domain_cued_conditions_by_default():
+    p = big_pool()
+    cued = C.select(p)
+    shown = {c for c, entries in cued.items() if any(e.url for e in entries)}
+    assert shown == {"SAA", "SAA:domainswap"}
+    assert all(e.url for c in shown for e in cued[c])
+    everywhere = C.select(p, show_urls="all")
+    assert {c for c, entries in everywhere.items() if all(e.url for e in entries)} == set(C.ALL_CONDITIONS) - {"SBA"}
+    assert not any(e.url for e in everywhere["SBA"])
+    # the same documents, dates and order either way: only the URL line differs
+    for c in C.ALL_CONDITIONS:
+        assert [(e.doc.id, e.date) for e in cued[c]] == [(e.doc.id, e.date) for e in everywhere[c]]
+    oo = {r.condition: r for r in C.assemble_pool(p, ("OO", "MND", "GOLD", "SAA"))}
+    assert "Source URL:" in oo["SAA"].rendered
+    assert not any("Source URL:" in oo[c].rendered for c in ("OO", "MND", "GOLD"))
+    with pytest.raises(ValueError, match="show_urls must be one of cued, all"):
+        C.select(p, show_urls="some")
+
+
+def test_build_records_the_url_policy_and_the_cli_takes_it(tmp_path):
+    pools = [add_republications(p) for p in from_mini(question_ids=["mini:01"])]
+    build(pools, tmp_path / "cued", conditions=("OO", "SAA", "SBA"), count_tokens=False)
+    manifest = json.loads((tmp_path / "cued" / "build.json").read_text())
+    assert manifest["show_urls"] == "cued" and manifest["url_conditions"] == ["SAA"]
+    res = CliRunner().invoke(app, ["ctrl", "build", "--source", "mini", "--out", str(tmp_path / "all"),
+                                   "--questions", "mini:01", "--conditions", "OO,SBA", "--no-tokens",
+                                   "--show-urls", "all"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "all" / "build.json").read_text())
+    assert manifest["show_urls"] == "all" and manifest["url_conditions"] == ["OO"]
+    oo = next(c for c in read_contexts(tmp_path / "all" / "contexts.jsonl") if c.condition == "OO")
+    assert all(d.url for d in oo.documents)
+    res = CliRunner().invoke(app, ["ctrl", "build", "--source", "mini", "--out", str(tmp_path / "bad"),
+                                   "--show-urls", "none"])
+    assert res.exit_code != 0 and "--show-urls must be one of cued, all" in res.output
+    assert not (tmp_path / "bad").exists()

@@ -13,7 +13,7 @@ from trek.aio import closing_run
 from trek.cli import app
 from trek.ctrl import fabrication as F
 from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
-from trek.ctrl.pools import Pool, from_mini
+from trek.ctrl.pools import Pool, from_mini, read_pools
 from trek.embeddings import WordLlamaEmbedder, make_embedder
 from trek.llm import LLMClient
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -181,6 +181,12 @@ def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         assert "fabrication: 1 documents" in res.output and "skipped" not in res.output
+        assert "fabrication similarity threshold 0.89 with wordllama-256 (calibrated" in res.output
+        manifest = json.loads((out / "build.json").read_text())
+        assert manifest["fabrication_similarity"]["min_similarity"] == 0.89
+        assert manifest["fabrication_similarity"]["embedder"] == "wordllama-256"
+        (pool,) = read_pools(out / "pools.jsonl")
+        assert pool.notes["fabrication"]["min_similarity"] == 0.89
         first = (out / "contexts.jsonl").read_bytes()
         res = CliRunner().invoke(app, args)  # second build: answered from the cache, same bytes
         assert res.exit_code == 0 and (out / "contexts.jsonl").read_bytes() == first

@@ -286,8 +286,16 @@ def test_html_text_title_and_date_are_trafilaturas():
     url = "https://site.example/ok"
     title, date, text = extract_text(HTML, url)
     assert text == trafilatura.extract(HTML, url=url, include_comments=False, include_tables=True)
-    meta = trafilatura.extract_metadata(HTML, default_url=url)
+    meta = trafilatura.extract_metadata(HTML, default_url=url, extensive=False)
     assert (title, date) == (meta.title, meta.date) == ("New stops open", "2024-03-05")
+    # a year the text only mentions is no date (htmldate's extensive search would make it 1 January)
+    body = "<p>" + "The club met and talked about the season ahead in some detail. " * 6 + "</p>"
+    mentions = f"<html><head><title>News</title></head><body><article>{body}<p>They won the 2019 title.</p></article></body></html>"
+    assert extract_text(mentions, url)[1] is None
+    assert trafilatura.extract_metadata(mentions, default_url=url).date == "2019-01-01"
+    dated = mentions.replace("They won", "Posted 05.03.2019. They won")
+    assert extract_text(dated, url)[1] == "2019-03-05"
+    assert extract_text(mentions, "https://site.example/news/2021/04/09/club")[1] == "2021-04-09"
     # no main text at all: nothing is made up from the markup; the store records why
     assert extract_text("<html><head><title>Empty</title></head><body></body></html>", url)[2] == ""
 

@@ -91,6 +91,9 @@ class Settings:
     ctrl_doc_chars: int = 160
     ctrl_budgets: cond.Budgets = field(default_factory=lambda: cond.Budgets(
         oo_historical=4, mnd_historical=2, mnd_relevance=2, saa_natural=2, saa_republication=1, saa_fabrication=1))
+    #: Where Ctrl contexts show source URLs: ``all`` (every condition but SBA), as when these runs
+    #: were recorded; ``trek ctrl build`` defaults to the paper's ``cued`` (SAA only).
+    ctrl_show_urls: str = "all"
     #: Keywords of :class:`trek.ctrl.fabrication.FabricationSettings`.
     fabrication: dict[str, Any] = field(default_factory=lambda: {"target": 1, "max_attempts": 2})
     #: The baselines on the main conditions (Gold-only is Direct on GOLD), and Direct on every ablation.
@@ -267,7 +270,7 @@ class _Stages:
             fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
             result = build(pools, build_dir, client=self.client, embedder="wordllama",
                            conditions=(*s.ctrl_conditions, *s.ctrl_ablations), budgets=s.ctrl_budgets,
-                           fabrication_settings=fab, source="mini")
+                           fabrication_settings=fab, source="mini", show_urls=s.ctrl_show_urls)
             pending = [p.question.id for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
             if pending:
                 raise ExperimentsError(f"ctrl build: fabrication pending for {pending[:5]}")

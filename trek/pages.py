@@ -19,6 +19,7 @@ the path; path case and the query string are kept.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import os
 import re
@@ -45,6 +46,7 @@ __all__ = [
     "truncate_head",
     "default_pages_path",
     "extract_text",
+    "shared_ssl_context",
 ]
 
 #: Head-truncation limits of TrekTrace's judges (paper appendix C.5): non-gold and gold pages.
@@ -423,7 +425,8 @@ class PageStore:
             return _placeholder(url, "refused: a local or private network address")
         self.fetches += 1
         try:
-            async with httpx.AsyncClient(**self._http) as http, http.stream("GET", target) as resp:
+            http_args = self._http if "transport" in self._http else {**self._http, "verify": shared_ssl_context()}
+            async with httpx.AsyncClient(**http_args) as http, http.stream("GET", target) as resp:
                 status = resp.status_code
                 if status >= 400:
                     reason = f"HTTP {status}"
@@ -481,6 +484,16 @@ class PageStore:
         return _as_unavailable(page)
 
 
+@functools.lru_cache(maxsize=1)
+def shared_ssl_context() -> Any:
+    """One TLS context for every live fetch and search request of the process (httpx's default
+    verification: certifi's roots, ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set). Building one loads
+    the certificate file (about 30 ms), which each new ``httpx.AsyncClient`` would otherwise do."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _is_private_host(host: str) -> bool:
     """True for ``localhost`` and IP literals that are loopback, private, link-local or reserved."""
     import ipaddress
@@ -509,23 +522,16 @@ def extract_text(html: str, url: str) -> tuple[str, str | None, str]:
     """``(title, date, text)`` of an HTML page, all three from trafilatura (a core dependency, so
     a page reads the same whatever extras are installed): the main text with tables and without
     comments or navigation, and the title and publication date (``YYYY-MM-DD``) of its metadata.
+    The date comes from the markup (meta tags, structured data, ``<time>``, date elements), the URL
+    or a full date in the text; htmldate's extensive search is off, so a year the text merely
+    mentions ("the 2019 season") never becomes a date (it would be read as 1 January of that
+    year). An undated page gets ``None`` (Ctrl discovery then tries its date-only recovery step).
     ``text`` is ``""`` when trafilatura finds no main text; an error inside trafilatura is raised.
     """
     import trafilatura  # imported on the first fetch: it pulls in lxml and htmldate
 
     text = trafilatura.extract(html, url=url, include_comments=False, include_tables=True) or ""
-    meta = trafilatura.extract_metadata(html, default_url=url)
+    meta = trafilatura.extract_metadata(html, default_url=url, extensive=False)
     title = (meta.title if meta is not None else None) or ""
     date = (meta.date if meta is not None else None) or None
-    return title, date, text
-    try:
-        extracted = trafilatura.extract(html, url=url, include_comments=False, include_tables=True)
-        meta = trafilatura.extract_metadata(html, default_url=url)
-    except Exception:  # noqa: BLE001 - extractor bugs must not stop a run
-        return title, date, text
-    if extracted and extracted.strip():
-        text = extracted
-    if meta is not None:
-        title = getattr(meta, "title", None) or title
-        date = getattr(meta, "date", None) or None
     return title, date, text

@@ -66,12 +66,18 @@ def build_command(
     republications: int = typer.Option(5, "--republications", min=0, help="Republication documents per question."),
     fabrications: int = typer.Option(5, "--fabrications", min=0, help="Fabrication documents per question."),
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fabrication attempts per slot (retries with feedback)."),
-    min_similarity: float = typer.Option(0.90, "--min-similarity", help="Embedding similarity floor for fabrications."),
+    min_similarity: float = typer.Option(None, "--min-similarity",
+                                         help="Embedding similarity floor for fabrications (default: calibrated per "
+                                              "embedder: 0.90 for openai:text-embedding-3-small as in the paper, "
+                                              "0.89 for wordllama; see 'trek ctrl calibrate')."),
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with fabrication calls (e.g. high)."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or OUT/llm-cache.sqlite)."),
     max_connections: int = options.MAX_CONNECTIONS,
     prompts: Path = options.PROMPTS,
     tokens: bool = typer.Option(True, "--tokens/--no-tokens", help="Count o200k_base tokens of each context."),
+    show_urls: str = typer.Option("cued", "--show-urls",
+                                  help="Where source URLs are shown: 'cued' (the paper: only SAA and "
+                                       "SAA:domainswap) or 'all' (every condition but SBA)."),
 ) -> None:
     """Build pools and frozen contexts (every condition and ablation) into OUT."""
     from trek import templates
@@ -82,6 +88,8 @@ def build_command(
 
     if source not in SOURCES:
         raise typer.BadParameter(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if show_urls not in cond.SHOW_URLS:
+        raise typer.BadParameter(f"--show-urls must be one of {', '.join(cond.SHOW_URLS)}, got {show_urls!r}")
     names = tuple(c.strip() for c in conditions.split(",") if c.strip())
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
@@ -103,9 +111,53 @@ def build_command(
                                        chat_params={"reasoning_effort": effort} if effort else {})
         result = build(pools, out, client=client, embedder=embedder, conditions=names,
                        republication_target=republications, fabrication_settings=settings,
-                       count_tokens=tokens, source=source)
+                       count_tokens=tokens, source=source, show_urls=show_urls)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
+
+
+@app.command("calibrate")
+def calibrate_command(
+    embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
+    base_url: str = typer.Option(None, "--base-url", help="Embeddings endpoint for openai:MODEL "
+                                 "(default: $OPENAI_BASE_URL, else OpenAI)."),
+    thresholds: str = typer.Option("0.80,0.85,0.89,0.90,0.95", "--thresholds",
+                                   help="Comma-separated thresholds to report the separation at."),
+    reference_unrelated: float = typer.Option(None, "--reference-unrelated",
+                                              help="text-embedding-3-small's median similarity of unrelated "
+                                                   "pairs on this set, when measured (default: the published 0.20)."),
+    set_file: Path = typer.Option(None, "--set", help="Another calibration set in the same JSON shape."),
+    json_out: Path = typer.Option(None, "--json", help="Also write every pair's similarity to this JSON file."),
+) -> None:
+    """What a fabrication similarity threshold separates for an embedder: one-span edits vs rewrites."""
+    import json
+
+    import openai
+
+    from trek.ctrl import calibration as K
+    from trek.ctrl.common import CtrlError
+    from trek.embeddings import make_embedder
+
+    try:
+        ts = [float(x) for x in thresholds.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--thresholds: numbers separated by commas, got {thresholds!r}") from None
+    if not ts or any(not 0 < t <= 1 for t in ts):
+        raise typer.BadParameter(f"--thresholds: each in (0, 1], got {thresholds!r}")
+    if reference_unrelated is not None and not -1 <= reference_unrelated < K.PAPER_THRESHOLD:
+        raise typer.BadParameter(f"--reference-unrelated must be below {K.PAPER_THRESHOLD}, got {reference_unrelated}")
+    with options.exit_on(CtrlError, ValueError, openai.OpenAIError):
+        pairs = K.load_pairs(set_file)
+        emb = make_embedder(embedder, base_url=base_url)
+        result = K.calibrate(emb, ts, pairs=pairs, reference_unrelated=reference_unrelated)
+    typer.echo(result.report())
+    default, why = K.default_min_similarity(result.embedder)
+    typer.echo(f"  default threshold for {result.embedder}: {default:.2f} ({why})")
+    if json_out is not None:
+        from trek.ctrl.build import _atomic_text
+
+        _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
 
 
 @app.command("audit")
@@ -122,11 +174,15 @@ def audit_command(
 @app.command("discover")
 def discover_command(
     source: str = typer.Option("wild", "--source", help="Questions and starting pools: wild, mini, longseal, pools."),
-    out: Path = typer.Option(..., "--out", "-o", help="pools.jsonl to write (then: trek ctrl build --source pools)."),
+    out: Path = typer.Option(..., "--out", "-o", help="pools.jsonl to write (then: trek ctrl build --source pools); "
+                             "a report goes beside it (NAME.report.json)."),
     model: str = typer.Option(..., "--model", "-m", help="Model that proposes queries and verifies pages."),
     search: str = typer.Option("local", "--search", help="Search backend: local, tavily, duckduckgo, proxy:MODEL."),
     pages: Path = typer.Option(None, "--pages", help="Page store SQLite file (default: in memory)."),
     fetch: bool = typer.Option(False, "--fetch/--no-fetch", help="Fetch pages that are not in the page store."),
+    fetch_private: bool = typer.Option(False, "--fetch-private",
+                                       help="Also fetch addresses on this machine or a private network (a local "
+                                            "web archive); off by default, since the URLs come from a model."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Source datasets for --source wild (default: $TREK_DATA_DIR)."),
     mini_dir: Path = typer.Option(None, "--mini-dir", help="TrekBench-Mini folder (default: bundled data/mini)."),
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet: SealQA pools for wild/longseal."),
@@ -135,59 +191,79 @@ def discover_command(
     base_url: str = options.BASE_URL,
     historical: int = typer.Option(20, "--historical", min=0, help="Historical documents wanted per question."),
     relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
+    check_gold: bool = typer.Option(True, "--check-gold/--no-check-gold",
+                                    help="Check that gold pages still state the reference answer (else flag)."),
+    recover_dates: bool = typer.Option(True, "--recover-dates/--no-recover-dates",
+                                       help="Date undated documents from their cached pages (one call each)."),
     cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or next to --out)."),
     prompts: Path = options.PROMPTS,
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with discovery calls."),
 ) -> None:
-    """Discover outdated and relevance distractors with a search backend and a model; write pools."""
+    """Discover outdated and relevance distractors with a search backend and a model; write pools.
+
+    Exit code 3 when a question was left out (no usable gold page) or is pending (re-run)."""
+    import json
+
     from trek import templates
     from trek.aio import closing_run, run_sync
     from trek.ctrl import discovery as D
+    from trek.ctrl.build import _atomic_text
     from trek.ctrl.common import CtrlError
     from trek.ctrl.pools import apply_quotas, write_pools
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import LLMClient
     from trek.pages import PageStore
-    from trek.search import make_backend
+    from trek.search import SearchError, default_search_cache_path, make_backend
     from trek.types import RecordError
 
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
-    store = PageStore(pages, fetch=fetch)
+    store = PageStore(pages, fetch=fetch, allow_private=fetch_private)
     client = LLMClient(model, base_url=base_url, progress=False,
                        cache=LLMCache(cache or default_cache_path(out.parent)))
     options.say_roles({"discovery": client})
-    with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
+    with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError),
+          templates.prompts_folder(prompts)):
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark
 
             bench = load_benchmark("wild", data_dir)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
-            start = []
+            if qids is not None and len(qs) < len(set(qids)):
+                raise CtrlError(f"--questions: not in TrekBench-Wild: {sorted(set(qids) - {q.id for q in qs})}")
+            seal = []
             if longseal is not None:
                 from trek.ctrl.pools import from_longseal
 
-                by_text = {p.question.id: p for p in from_longseal(longseal, historical=historical, relevance=relevance)}
-                start = [by_text[q.id] for q in qs if q.id in by_text]
-            have = {p.question.id for p in start}
-            fetched, skipped = run_sync(D.agold_pools([q for q in qs if q.id not in have], store))
-            start += fetched
+                seal = from_longseal(longseal, historical=historical, relevance=relevance)
+            start, skipped = run_sync(D.awild_start_pools(qs, store, seal))
         else:
             start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-        for p in start:
-            store.add_documents(p.documents)
-        backend = make_backend(search, store=store, client=client)
+            for p in start:
+                store.add_documents(p.documents)
+        backend = make_backend(search, store=store, client=client, cache=default_search_cache_path(out.parent))
         if backend is None:
             raise CtrlError("discovery needs a search backend (--search)")
-        settings = D.DiscoverySettings(historical=historical, relevance=relevance,
+        settings = D.DiscoverySettings(historical=historical, relevance=relevance, check_gold=check_gold,
+                                       recover_dates=recover_dates,
                                        chat_params={"reasoning_effort": effort} if effort else {})
         found = closing_run(D.adiscover_pools(start, client, backend, store, settings), client)
         found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
         write_pools(out, found)
+        report = D.discovery_report(found, skipped)
+        report_path = out.with_name(f"{out.stem}.report.json")
+        _atomic_text(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     for s in skipped:
-        typer.echo(f"skipped {s['question_id']}: {s['reason']}")
+        typer.echo(f"skipped {s['question_id']}: {s['reason']}", err=True)
+    for qid in report["flagged"]:
+        typer.echo(f"flagged {qid}: no gold page states the reference answer (kept; review it)", err=True)
     added_o = sum(p.notes["discovery"]["outdated_added"] for p in found)
     added_r = sum(p.notes["discovery"]["relevance_added"] for p in found)
-    pend = sum(1 for p in found if p.notes["discovery"]["pending"])
+    pend = report["pending"]
     typer.echo(f"discovered {added_o} outdated and {added_r} relevance documents for {len(found)} questions"
-               + (f"; {pend} pending (re-run to retry)" if pend else "") + f"; wrote {out}")
+               f"; {report['dates_recovered']} dates recovered"
+               + (f"; {len(report['flagged'])} flagged" if report["flagged"] else "")
+               + (f"; {len(skipped)} left out" if skipped else "")
+               + (f"; {len(pend)} pending (re-run to retry)" if pend else "") + f"; wrote {out} and {report_path}")
+    if skipped or pend:
+        raise typer.Exit(3)

@@ -21,6 +21,8 @@ from trek.aio import closing_run
 from trek.contexts import Renderer
 from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
+from trek.ctrl.calibration import default_min_similarity
+from trek.ctrl.common import CtrlError
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
@@ -69,8 +71,14 @@ def build(
     fabrication_settings: fabrication.FabricationSettings | None = None,
     count_tokens: bool = True,
     source: str = "pools",
+    show_urls: str = "cued",
 ) -> BuildResult:
-    """Add republications (and fabrications with a client), then write the three files to ``out``."""
+    """Add republications (and fabrications with a client), then write the three files to ``out``.
+
+    ``show_urls``: ``"cued"`` (the paper: source URLs only in the domain-cued conditions) or
+    ``"all"`` (every condition but SBA); see :func:`trek.ctrl.conditions.shows_urls`."""
+    if show_urls not in cond.SHOW_URLS:
+        raise CtrlError(f"show_urls must be one of {', '.join(cond.SHOW_URLS)}, not {show_urls!r}")
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
@@ -78,11 +86,16 @@ def build(
     made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
             for p in base]
     fab_state = "skipped"
+    fab_info: dict[str, Any] = {"embedder": None, "min_similarity": None, "min_similarity_source": None}
     if client is None:
         messages.append("fabrication skipped: no model given (pass --model to add fabrication distractors)")
     else:
         emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
-        settings = fabrication_settings or fabrication.FabricationSettings()
+        given = fabrication_settings or fabrication.FabricationSettings()
+        settings = fabrication.resolve_settings(given, emb)
+        why = "given" if given.min_similarity is not None else default_min_similarity(emb.name)[1]
+        fab_info = {"embedder": emb.name, "min_similarity": settings.min_similarity, "min_similarity_source": why}
+        messages.append(f"fabrication similarity threshold {settings.min_similarity:.2f} with {emb.name} ({why})")
         made = closing_run(fabrication.afabricate_pools(made, client, emb, settings), client)
         fab_state = "done"
         n = sum(len(p.role("fabrication")) for p in made)
@@ -94,13 +107,19 @@ def build(
 
     def records():
         nonlocal n_ctx
-        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens):
+        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens,
+                                    show_urls=show_urls):
             n_ctx += 1
             yield r
 
     write_jsonl(out_dir / CONTEXTS_FILE, records())
     messages += [f"warning: {line}" for line in
                  cond.budget_shortfalls(made, conditions, budgets, fabricated=client is not None)]
+    flagged = [p.question.id for p in made if p.notes.get("gold_check", {}).get("status") == "flagged"]
+    if flagged:
+        messages.append(f"warning: {len(flagged)} question(s) flagged by discovery's gold check (no gold page states "
+                        f"the reference answer; built as they are): {', '.join(flagged[:10])}"
+                        + (" ..." if len(flagged) > 10 else ""))
     manifest: dict[str, Any] = {
         "source": source,
         "questions": len(made),
@@ -108,9 +127,13 @@ def build(
         "contexts": n_ctx,
         "fabrication": fab_state,
         "model": client.model if client is not None else None,
+        "fabrication_similarity": fab_info,
+        "gold_check_flagged": flagged,
         "documents": {r: sum(len(p.role(r)) for p in made)
                       for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
         "budgets": vars(budgets or cond.Budgets()),
+        "show_urls": show_urls,
+        "url_conditions": [c for c in conditions if cond.shows_urls(c, show_urls)],
         "versions": {
             "conditions": cond.VERSION,
             "republication": republication.VERSION,

@@ -23,9 +23,12 @@ Ablations (further conditions):
     first) shown on that gold document's real domain; content unchanged
 
 Sampling and order are pure functions of (question id, condition) through :func:`trek.ctrl.common.rng`.
-Incomplete pools use what exists: never padded, never dropped. URLs are shown in every condition
-except ``SBA`` (the paper specifies visibility only for SAA and SBA; the others show them, a choice
-listed in the README).
+Incomplete pools use what exists: never padded, never dropped.
+
+Source URLs (``show_urls``): by default (``"cued"``) only the domain-cued condition shows them, as
+the paper does (D.4): ``SAA`` and its ablation ``SAA:domainswap``, whose point is the domain shown;
+every other condition renders index, date and text. ``"all"`` shows them everywhere except ``SBA``
+(what Trek did before; the recorded runs of ``make runs`` keep it).
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ __all__ = [
     "iter_contexts",
     "context_record",
     "budget_shortfalls",
+    "SHOW_URLS",
+    "CUED_CONDITIONS",
+    "shows_urls",
 ]
 
 VERSION = "ctrl.conditions/1"
@@ -66,6 +72,19 @@ ABLATIONS = (
     "SAA:domainswap",
 )
 ALL_CONDITIONS = (*MAIN_CONDITIONS, *ABLATIONS)
+#: Where source URLs are shown: ``cued`` (the paper: only the domain-cued conditions) or ``all``.
+SHOW_URLS = ("cued", "all")
+#: The domain-cued conditions: the only ones that show source URLs under ``show_urls="cued"``.
+CUED_CONDITIONS = ("SAA", "SAA:domainswap")
+
+
+def shows_urls(condition: str, show_urls: str = "cued") -> bool:
+    """Whether ``condition`` displays source URLs under the ``show_urls`` policy (:data:`SHOW_URLS`)."""
+    if show_urls not in SHOW_URLS:
+        raise CtrlError(f"show_urls must be one of {', '.join(SHOW_URLS)}, not {show_urls!r}")
+    if condition == "SBA":
+        return False
+    return show_urls == "all" or condition in CUED_CONDITIONS
 
 
 @dataclass(frozen=True)
@@ -155,10 +174,17 @@ def _domainswap(order: list[Document], qid: str) -> list[Entry]:
     return entries
 
 
+def _hide_urls(entries: list[Entry]) -> list[Entry]:
+    return [Entry(e.doc, e.date, None, e.original_date, None) for e in entries]
+
+
 def select(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS,
-           budgets: Budgets | None = None) -> dict[str, list[Entry]]:
-    """The displayed documents of each condition for one pool, in context order."""
+           budgets: Budgets | None = None, *, show_urls: str = "cued") -> dict[str, list[Entry]]:
+    """The displayed documents of each condition for one pool, in context order; source URLs
+    only where :func:`shows_urls` says so."""
     b = budgets or Budgets()
+    if show_urls not in SHOW_URLS:
+        raise CtrlError(f"show_urls must be one of {', '.join(SHOW_URLS)}, not {show_urls!r}")
     unknown = [c for c in conditions if c not in ALL_CONDITIONS]
     if unknown:
         raise CtrlError(f"unknown condition(s) {unknown}; known: {list(ALL_CONDITIONS)}")
@@ -199,7 +225,7 @@ def select(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS,
     if "SAA:domainswap" in want:
         out["SAA:domainswap"] = _domainswap(saa, qid)
     out["GOLD"] = _plain(gold)
-    return {c: out[c] for c in conditions}
+    return {c: out[c] if shows_urls(c, show_urls) else _hide_urls(out[c]) for c in conditions}
 
 
 def _budget_checks(conditions: Sequence[str], b: Budgets, fabricated: bool) -> list[tuple[str, int, Any]]:
@@ -271,16 +297,19 @@ def context_record(pool: Pool, condition: str, entries: Sequence[Entry], rendere
 
 
 def assemble_pool(pool: Pool, conditions: Sequence[str] = ALL_CONDITIONS, *, budgets: Budgets | None = None,
-                  renderer: Renderer | None = None, count_tokens: bool = False) -> list[Context]:
+                  renderer: Renderer | None = None, count_tokens: bool = False,
+                  show_urls: str = "cued") -> list[Context]:
     """The contexts of one pool, one per condition in the given order."""
     r = renderer or Renderer()
-    chosen = select(pool, conditions, budgets)
+    chosen = select(pool, conditions, budgets, show_urls=show_urls)
     return [context_record(pool, c, chosen[c], r, count_tokens) for c in conditions]
 
 
 def iter_contexts(pools: Iterable[Pool], conditions: Sequence[str] = ALL_CONDITIONS, *,
-                  budgets: Budgets | None = None, count_tokens: bool = False) -> Iterator[Context]:
+                  budgets: Budgets | None = None, count_tokens: bool = False,
+                  show_urls: str = "cued") -> Iterator[Context]:
     """Contexts for every pool (pool order) and condition (given order)."""
     r = Renderer()
     for p in pools:
-        yield from assemble_pool(p, conditions, budgets=budgets, renderer=r, count_tokens=count_tokens)
+        yield from assemble_pool(p, conditions, budgets=budgets, renderer=r, count_tokens=count_tokens,
+                                 show_urls=show_urls)

@@ -17,6 +17,26 @@ For questions without supplied pools (FreshQA, InfoDeepSeek) and to fill shortag
 
 Quotas (20 historical, 10 relevance) are enforced by code. Every model prompt is a named,
 overridable template; every decision (query, URL, verdict, reason) is kept in ``notes['discovery']``.
+
+Around these two steps, per question (:func:`adiscover_pool`):
+
+* **Gold check** (``check_gold``): every gold document must still state a reference answer. A page
+  that names it (:func:`states_answer`: the normalized answer as whole words of the normalized
+  text) passes without a call; otherwise the model is asked, and its "yes" counts only with a
+  quote found verbatim in the page. A question none of whose gold pages passes is **flagged**
+  (``notes['gold_check']['status'] == 'flagged'``), never dropped: reference answers are carried
+  over as the paper does, and the flag tells the researcher which to review.
+* **Date-only recovery** (``recover_dates``, paper D.5): an undated gold, outdated or relevance
+  document gets a date from a separate call that reads the cached page (from the page store; no
+  new fetch) and must quote the words that give the date, found verbatim in the page or its URL;
+  the semantic verifier is not run again. Gold dates are recovered first (they set the anchor);
+  after discovery, a discovered document whose recovered date breaks its kind's date rule is
+  removed (recorded). ``metadata['date_source']`` says ``recovered`` for such a date.
+
+:func:`awild_start_pools` makes the starting pools of TrekBench-Wild questions: LongSeal's gold and
+outdated snapshots for the SealQA questions a user-supplied LongSeal file holds (matched by id),
+every other question from its reference URLs fetched into the page store. :func:`discovery_report`
+summarizes a run per question (start, gold check, documents per role, recovered dates, pending).
 """
 
 from __future__ import annotations
@@ -28,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trek.aio import fan_out
-from trek.ctrl.common import same_answer
+from trek.ctrl.common import normalize_answer, same_answer
 from trek.ctrl.fabrication import window_length
 from trek.ctrl.pools import HISTORICAL_TARGET, RELEVANCE_TARGET, Pool
 from trek.llm.client import LLMClient
@@ -43,9 +63,12 @@ __all__ = [
     "TEMPORAL_STRATEGIES",
     "RELEVANCE_STRATEGIES",
     "DiscoverySettings",
+    "states_answer",
     "agold_pools",
+    "awild_start_pools",
     "adiscover_pool",
     "adiscover_pools",
+    "discovery_report",
 ]
 
 VERSION = "ctrl.discovery/1"
@@ -149,6 +172,47 @@ Reply with JSON only:
 )
 
 
+GOLD_CHECK_PROMPT = register(
+    "ctrl.discovery.gold_check",
+    """\
+Check one reference page of a question about a fact that changes over time.
+
+Question: {question}
+Reference answer(s) as of {reference_year}: {answers}
+
+Page:
+<<<
+{page}
+>>>
+
+Does this page, as it reads now, state one of the reference answers to the question (in any
+wording)? If it does, copy the sentence that states it exactly as it appears in the page.
+
+Reply with JSON only:
+{{"states_answer": true or false, "quote": "<the exact sentence, or null>", "reason": "<one sentence>"}}""",
+)
+
+DATE_PROMPT = register(
+    "ctrl.discovery.date_only",
+    """\
+Find the publication date of one web page.
+
+URL: {url}
+Title: {title}
+
+Page:
+<<<
+{page}
+>>>
+
+Give the date only when the page or its URL shows it (a byline, a dateline, a "posted on" or
+"updated" line, a date in the address). Copy the words that show it exactly as they appear.
+
+Reply with JSON only:
+{{"date": "YYYY-MM-DD or null", "evidence": "<the exact words that give the date, or null>"}}""",
+)
+
+
 @dataclass
 class DiscoverySettings:
     historical: int = HISTORICAL_TARGET
@@ -159,6 +223,9 @@ class DiscoverySettings:
     results_per_query: int = 5
     max_verifications: int = 60  # per question and kind: caps the cost of one question
     page_chars: int = 12000  # head of a page shown to the verifier
+    check_gold: bool = True  # gold pages must still state a reference answer (else the question is flagged)
+    recover_dates: bool = True  # the date-only step for undated documents (paper D.5)
+    date_chars: int = 6000  # head of a cached page shown to the date-only step
     chat_params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -168,8 +235,37 @@ def prompt_versions() -> dict[str, str]:
         "ctrl.discovery.temporal_verify": TEMPORAL_VERIFY_PROMPT,
         "ctrl.discovery.relevance_queries": RELEVANCE_QUERIES_PROMPT,
         "ctrl.discovery.relevance_verify": RELEVANCE_VERIFY_PROMPT,
+        "ctrl.discovery.gold_check": GOLD_CHECK_PROMPT,
+        "ctrl.discovery.date_only": DATE_PROMPT,
     }
     return {n: template_version(n, t, VERSION) for n, t in names.items()}
+
+
+def _words(text: str) -> str:
+    return f" {normalize_answer(text)} "
+
+
+def states_answer(text: str, answers: Sequence[str]) -> str | None:
+    """The first reference answer ``text`` names as whole words after :func:`normalize_answer`
+    (case, accents, punctuation and a leading article ignored), else None."""
+    hay = _words(text)
+    for a in answers:
+        needle = normalize_answer(a)
+        if needle and f" {needle} " in hay:
+            return a
+    return None
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _verbatim(quote: Any, *texts: str) -> bool:
+    """``quote`` (whitespace and case aside) occurs in one of ``texts``."""
+    if not isinstance(quote, str) or len(quote.strip()) < 4:
+        return False
+    q = _squash(quote)
+    return any(q in _squash(t) for t in texts)
 
 
 def _date(page: Page) -> dt.date | None:
@@ -196,10 +292,14 @@ async def agold_pools(questions: Sequence[Question], store: PageStore) -> tuple[
             docs.append(Document(
                 id=f"{q.id}:gold:{i}", url=u, title=p.title, date=_date(p), text=p.text, question_id=q.id,
                 role="gold", supports_answer=q.answers[0], source=p.source,
-                metadata={"origin": "discovery", "policy": "reference_url", "synthetic": False},
+                metadata={"origin": "discovery", "policy": "reference_url", "synthetic": False,
+                          "date_source": "page" if p.date else None},
             ))
+        missing = [{"url": u, "reason": p.error or p.status} for u, p in zip(q.gold_urls, pages, strict=True)
+                   if not p.available]
         if docs:
-            pools.append(Pool(question=q, documents=docs, origin="discovery"))
+            notes = {"start": "reference_urls", **({"gold_unavailable": missing} if missing else {})}
+            pools.append(Pool(question=q, documents=docs, origin="discovery", notes=notes))
         else:
             reasons = [p.error or p.status for p in pages]
             skipped.append({"question_id": q.id, "reason": f"no usable gold page ({'; '.join(map(str, reasons))})"})
@@ -374,32 +474,144 @@ async def _relevance(run: _Run) -> list[Document]:
     return [d.model_copy(update={"id": f"{q.id}:relevance:d{i}"}) for i, d in enumerate(chosen, start=1)]
 
 
+async def _check_gold(run: _Run) -> dict[str, Any]:
+    """Whether each gold document still states a reference answer (module doc)."""
+    q, s = run.q, run.s
+    pages = []
+    for d in run.pool.gold:
+        entry: dict[str, Any] = {"doc_id": d.id, "url": d.url}
+        named = states_answer(d.text, q.answers)
+        if named is not None:
+            pages.append({**entry, "status": "states_answer", "method": "text", "answer": named})
+            continue
+        v = await run.ask("ctrl.discovery.gold_check", GOLD_CHECK_PROMPT, page=d.text[: s.page_chars])
+        if v is None:
+            pages.append({**entry, "status": "unchecked", "method": "model", "reason": "unparsed reply"})
+        elif v.get("states_answer") is True and _verbatim(v.get("quote"), d.text):
+            pages.append({**entry, "status": "states_answer", "method": "model", "quote": v.get("quote")})
+        elif v.get("states_answer") is True:
+            pages.append({**entry, "status": "not_stated", "method": "model",
+                          "reason": "the model said yes but its quote is not in the page"})
+        else:
+            pages.append({**entry, "status": "not_stated", "method": "model", "reason": v.get("reason")})
+    ok = any(x["status"] == "states_answer" for x in pages)
+    out: dict[str, Any] = {"status": "ok" if ok else "flagged", "pages": pages}
+    if not ok:
+        out["reason"] = "no gold page states a reference answer"
+    return out
+
+
+def _parse_iso(value: Any) -> dt.date | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.date.fromisoformat(value.strip()[:10]) if len(value.strip()) >= 10 else None
+    except ValueError:
+        return None
+
+
+async def _recover_dates(run: _Run, docs: list[Document]) -> list[Document]:
+    """``docs`` with dates recovered where the date-only step finds one (others unchanged)."""
+    out = []
+    for d in docs:
+        if d.date is not None or d.metadata.get("synthetic"):
+            out.append(d)
+            continue
+        page = run.store.lookup(d.url)
+        text = page.text if page is not None and page.status == "ok" and page.text.strip() else d.text
+        title = (page.title if page is not None else "") or d.title or ""
+        entry: dict[str, Any] = {"kind": "date", "doc_id": d.id, "url": d.url,
+                                 "cached": page is not None and page.status == "ok"}
+        v = await run.ask("ctrl.discovery.date_only", DATE_PROMPT, url=d.url, title=title,
+                          page=text[: run.s.date_chars])
+        when = _parse_iso((v or {}).get("date"))
+        if when is None:
+            run.log.append({**entry, "outcome": "none", "reason": "no date given" if v else "unparsed"})
+            out.append(d)
+            continue
+        evidence = (v or {}).get("evidence")
+        if not _verbatim(evidence, text, d.url):
+            run.log.append({**entry, "outcome": "rejected", "date": when.isoformat(),
+                            "reason": "the evidence is not in the page or its URL"})
+            out.append(d)
+            continue
+        run.log.append({**entry, "outcome": "recovered", "date": when.isoformat(), "evidence": evidence})
+        meta = {**d.metadata, "date_source": "recovered", "date_evidence": evidence}
+        out.append(d.model_copy(update={"date": when, "metadata": meta}))
+    return out
+
+
+def _date_rule(run: _Run, docs: list[Document]) -> list[Document]:
+    """Discovered documents whose recovered date breaks their kind's date rule are removed."""
+    anchor = run.pool.anchor_date()
+    year = run.q.effective_year or (anchor.year if anchor else None)
+    kept = []
+    for d in docs:
+        recovered = d.metadata.get("date_source") == "recovered" and d.metadata.get("origin") == "discovery"
+        why = None
+        if recovered and d.date is not None and anchor is not None:
+            if d.role == "outdated" and d.date >= anchor:
+                why = f"recovered date {d.date} is not before {anchor}"
+            elif d.role == "relevance" and d.date <= anchor:
+                why = f"recovered date {d.date} is not after {anchor}"
+            elif d.role == "relevance" and year is not None and d.date.year > year + 1:
+                why = f"recovered date {d.date} is after {year + 1}"
+        if why:
+            run.log.append({"kind": "date", "doc_id": d.id, "url": d.url, "outcome": "removed", "reason": why})
+        else:
+            kept.append(d)
+    return kept
+
+
 async def adiscover_pool(pool: Pool, client: LLMClient, backend: SearchBackend, store: PageStore,
                          settings: DiscoverySettings | None = None) -> Pool:
-    """The pool with discovered outdated and relevance documents added up to the quotas."""
+    """The pool with discovered outdated and relevance documents added up to the quotas, after the
+    gold check and with undated documents dated by the date-only step (module doc)."""
     s = settings or DiscoverySettings()
     run = _Run(pool, client, backend, store, s)
     run.seen.update(normalize_url(d.url) for d in pool.documents)
     pending = None
     temporal: list[Document] = []
     relevance: list[Document] = []
+    gold_check: dict[str, Any] | None = None
+    start = list(pool.documents)
     try:
+        if s.check_gold:
+            gold_check = await _check_gold(run)
+        if s.recover_dates:
+            golds = await _recover_dates(run, pool.gold)
+            by_id = {d.id: d for d in golds}
+            start = [by_id.get(d.id, d) for d in start]
+            run.pool = pool.model_copy(update={"documents": start})
         temporal = await _temporal(run)
         relevance = await _relevance(run)
+        if s.recover_dates:
+            others = [d for d in start if d.role != "gold"] + temporal + relevance
+            dated = {d.id: d for d in await _recover_dates(run, others)}
+            kept = {d.id for d in _date_rule(run, list(dated.values()))}
+            start = [dated.get(d.id, d) for d in start if d.role == "gold" or d.id in kept]
+            temporal = [dated[d.id] for d in temporal if d.id in kept]
+            relevance = [dated[d.id] for d in relevance if d.id in kept]
     except _Pending as p:
         pending = str(p)
     notes = dict(pool.notes)
+    if gold_check is not None:
+        notes["gold_check"] = gold_check
+    dates = [e for e in run.log if e.get("kind") == "date"]
     notes["discovery"] = {
         "outdated_added": len(temporal),
         "relevance_added": len(relevance),
         "targets": {"outdated": s.historical, "relevance": s.relevance},
+        "dates_recovered": sum(e["outcome"] == "recovered" for e in dates),
+        "dates_not_recovered": sum(e["outcome"] in ("none", "rejected") for e in dates),
+        "removed_by_recovered_date": sum(e["outcome"] == "removed" for e in dates),
         "model": client.model,
         "backend": backend.name,
         "prompts": prompt_versions(),
         "pending": pending,
         "log": run.log,
     }
-    return pool.model_copy(update={"documents": [*pool.documents, *temporal, *relevance], "notes": notes})
+    return pool.model_copy(update={"documents": [*start, *temporal, *relevance], "notes": notes})
 
 
 async def adiscover_pools(pools: Sequence[Pool], client: LLMClient, backend: SearchBackend, store: PageStore,
@@ -407,3 +619,67 @@ async def adiscover_pools(pools: Sequence[Pool], client: LLMClient, backend: Sea
     """:func:`adiscover_pool` for every pool, concurrently."""
     return await fan_out(pools, lambda p: adiscover_pool(p, client, backend, store, settings),
                          desc="ctrl discovery", unit="question", progress=client.progress)
+
+
+async def awild_start_pools(questions: Sequence[Question], store: PageStore,
+                            longseal: Sequence[Pool] = ()) -> tuple[list[Pool], list[dict[str, Any]]]:
+    """Starting pools for TrekBench-Wild questions, in question order, and the questions left out.
+
+    A question with a pool in ``longseal`` (:func:`trek.ctrl.pools.from_longseal`, same ids) starts
+    from LongSeal's gold and outdated snapshots (the question record is the Wild one); every other
+    question from its reference URLs (:func:`agold_pools`). Every starting document is put into
+    ``store``, so later steps read the same pages. Left out: questions without a usable gold page,
+    each with the reason.
+    """
+    by_id = {p.question.id: p for p in longseal}
+    from_seal = {}
+    for q in questions:
+        if q.id in by_id:
+            p = by_id[q.id]
+            notes = {**p.notes, "start": "longseal"}
+            from_seal[q.id] = p.model_copy(update={"question": q, "notes": notes})
+    fetched, skipped = await agold_pools([q for q in questions if q.id not in from_seal], store)
+    made = {p.question.id: p for p in fetched}
+    for p in from_seal.values():
+        if not p.gold:
+            skipped.append({"question_id": p.question.id, "reason": "the LongSeal row has no gold document"})
+    out = []
+    for q in questions:
+        p = from_seal.get(q.id) or made.get(q.id)
+        if p is not None and p.gold:
+            store.add_documents(d for d in p.documents if d.url not in store)
+            out.append(p)
+    order = {q.id: i for i, q in enumerate(questions)}
+    skipped.sort(key=lambda x: order.get(x["question_id"], len(order)))
+    return out, skipped
+
+
+def discovery_report(pools: Sequence[Pool], skipped: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Per question: where its pool started, the gold check, documents per role, dates recovered,
+    shortages and whether it is pending; and the totals. ``skipped`` lists questions left out."""
+    rows = []
+    for p in pools:
+        disc = p.notes.get("discovery", {})
+        check = p.notes.get("gold_check", {})
+        rows.append({
+            "question_id": p.question.id,
+            "dataset": p.question.dataset,
+            "start": p.notes.get("start", p.origin),
+            "gold_check": check.get("status", "not run"),
+            "documents": {r: len(p.role(r)) for r in ("gold", "outdated", "relevance")},
+            "dated": {r: sum(1 for d in p.role(r) if d.date is not None) for r in ("gold", "outdated", "relevance")},
+            "dates_recovered": disc.get("dates_recovered", 0),
+            "shortage": p.notes.get("shortage", {}),
+            "pending": disc.get("pending"),
+            "gold_unavailable": p.notes.get("gold_unavailable", []),
+        })
+    return {
+        "questions": len(rows) + len(skipped),
+        "pools": len(rows),
+        "skipped": list(skipped),
+        "flagged": [r["question_id"] for r in rows if r["gold_check"] == "flagged"],
+        "pending": [r["question_id"] for r in rows if r["pending"]],
+        "documents": {r: sum(x["documents"][r] for x in rows) for r in ("gold", "outdated", "relevance")},
+        "dates_recovered": sum(r["dates_recovered"] for r in rows),
+        "per_question": rows,
+    }

@@ -11,7 +11,9 @@ Three model calls per candidate, each a named, overridable prompt template:
 Between 2 and 3, code applies the edits and checks them (:func:`check_candidate`): every ``find``
 matches exactly one span of the window, the edits do not overlap, the text changes, the declared
 answer differs from every reference answer, and the embedding similarity of the edited window to
-the original is at least ``min_similarity`` (0.90). A rejected candidate is retried with the
+the original is at least ``min_similarity`` (the paper: 0.90 with text-embedding-3-small; by
+default the threshold calibrated for the embedder in use,
+:func:`trek.ctrl.calibration.default_min_similarity`). A rejected candidate is retried with the
 recorded reason as feedback, up to ``max_attempts`` times per slot; up to ``target`` (5)
 fabrications are made per question. Every attempt and its outcome is kept in the pool's notes.
 
@@ -24,12 +26,14 @@ and needs no locate call. Fabrication keeps the gold document's date.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from trek.aio import fan_out
+from trek.ctrl.calibration import default_min_similarity
 from trek.ctrl.common import (
     FICTITIOUS_DOMAINS,
     CtrlError,
@@ -59,6 +63,7 @@ __all__ = [
     "check_candidate",
     "afabricate_pool",
     "afabricate_pools",
+    "resolve_settings",
 ]
 
 VERSION = "ctrl.fabrication/1"
@@ -180,7 +185,8 @@ class FabricationSettings:
 
     target: int = 5
     max_attempts: int = 3
-    min_similarity: float = 0.90
+    #: None: the embedder's calibrated default (:func:`trek.ctrl.calibration.default_min_similarity`).
+    min_similarity: float | None = None
     min_window: int = MIN_WINDOW
     max_window: int = MAX_WINDOW
     default_window: int = DEFAULT_WINDOW
@@ -431,10 +437,17 @@ def _document(ctx: _Ctx, slot: int, gold: Document, lo: int, hi: int, edited: st
     )
 
 
+def resolve_settings(settings: FabricationSettings, embedder: Embedder) -> FabricationSettings:
+    """``settings`` with ``min_similarity`` set: as given, else the embedder's calibrated default."""
+    if settings.min_similarity is not None:
+        return settings
+    return dataclasses.replace(settings, min_similarity=default_min_similarity(embedder.name)[0])
+
+
 async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
                           settings: FabricationSettings | None = None) -> Pool:
     """The pool with up to ``settings.target`` fabrication documents (existing ones replaced)."""
-    s = settings or FabricationSettings()
+    s = resolve_settings(settings or FabricationSettings(), embedder)
     if not pool.gold:
         raise CtrlError(f"question {pool.question.id!r}: no gold document to fabricate from")
     ctx = _Ctx(client, embedder, s, pool)
@@ -458,6 +471,8 @@ async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
         "model": client.model,
         "embedder": embedder.name,
         "min_similarity": s.min_similarity,
+        "min_similarity_source": ("given" if settings is not None and settings.min_similarity is not None
+                                  else default_min_similarity(embedder.name)[1]),
         "prompts": prompt_versions(),
         "pending": pending,
         "attempts": log,

@@ -75,6 +75,10 @@ class TavilySearch(SearchBackend):
         kwargs: dict[str, Any] = {"timeout": self.timeout}
         if self._transport is not None:
             kwargs["transport"] = self._transport
+        else:
+            from trek.pages import shared_ssl_context
+
+            kwargs["verify"] = shared_ssl_context()
         try:
             async with httpx.AsyncClient(**kwargs) as http:
                 resp = await http.post(f"{self.base_url}/search", json=body, headers=headers)
