@@ -26,6 +26,7 @@ from trek.graders import agrade, agrade_many, grader_for, grader_version
 from trek.graders.common import JudgeConfig, is_empty_response, make_grade
 from trek.llm.cache import default_cache_path
 from trek.llm.client import LLMClient
+from trek.llm.ledger import ledger_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Grade, Question, RecordError, Trajectory
@@ -134,6 +135,9 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
         g = await agrade(q, t.final_answer, self.judge, **self.settings)
         return g.model_copy(update={"input_key": key})
 
+    def llm_clients(self) -> list[LLMClient]:
+        return [self.judge]
+
     def failure(self, item: tuple[Question, Trajectory], key: str, error: str) -> Grade:
         q, t = item
         return make_grade(q, t.final_answer, outcome="failed", method="none", grader=grader_for(q).GRADER,
@@ -190,7 +194,8 @@ async def arun_grading(
         plan = _plan(rd)
         stage = GradeStage(rd, judge, settings)
         tally = await execute(stage, plan.items, outputs=[rd / runs.GRADES], limit=judge.max_connections,
-                              progress=progress, checkpoint_seconds=checkpoint_seconds)
+                              progress=progress, checkpoint_seconds=checkpoint_seconds,
+                              ledger=ledger_path(rd / runs.GRADES))
     return GradingReport(
         grades=tally.of(rd / runs.GRADES),
         kept=tally.kept,

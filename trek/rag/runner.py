@@ -35,7 +35,8 @@ from trek.stage import Slot, Stage, StagePlan, digest, execute, run_lock, synchr
 from trek.stage import plan as stage_plan
 from trek.types import Question, RunMeta, Trajectory
 
-__all__ = ["Cell", "CtrlStage", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
+__all__ = ["Cell", "CtrlStage", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "grid_ledger", "arun_ctrl",
+           "run_ctrl", "KIND"]
 
 KIND = "ctrl"
 GOLD = "GOLD"
@@ -131,6 +132,9 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
     def postfix(self) -> str:
         return self.tally.dollars() if self.tally is not None else ""
 
+    def llm_clients(self) -> list[LLMClient | None]:
+        return [self.client]
+
 
 def _jobs(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]],
           questions: Mapping[str, Question]) -> list[tuple[Cell, Question, CtxRecord]]:
@@ -162,6 +166,12 @@ def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Map
         rows.append({"run": cell.run_dir.name, "method": cell.method, "condition": cell.condition, "questions": n,
                      "to_answer": t, "calls": t * m.calls})
     return rows
+
+
+def grid_ledger(runs_root: str | os.PathLike[str]) -> Path:
+    """The spend ledger of a grid (every run directory under ``runs_root``, and the judge that
+    ``trek ctrl run --judge`` grades them with): ``RUNS/.ctrl.spend``."""
+    return Path(runs_root) / ".ctrl.spend"
 
 
 #: Tokens of a baseline prompt around the documents (instructions, question), for estimates.
@@ -293,7 +303,7 @@ async def arun_ctrl(
         try:
             tally = await execute(stage, jobs, outputs=[c.run_dir / R.ANSWERS for c in cells],
                                   limit=client.max_connections, progress=progress,
-                                  checkpoint_seconds=checkpoint_seconds)
+                                  checkpoint_seconds=checkpoint_seconds, ledger=grid_ledger(runs_root))
         finally:
             summary.settle()
             summary.scorer_calls = sum(getattr(s, "calls", 0) for s in scorers.values()) - scorer0
