@@ -22,7 +22,7 @@ def run(
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file (default: $TREK_CACHE or llm-cache.sqlite next to --out)."),
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
-    budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
+    budget: float = options.BUDGET,
     prices: Path = options.PRICES,
     progress: bool = options.PROGRESS,
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
@@ -36,7 +36,7 @@ def run(
     Exit code 0 when every id is ok, 3 when some are pending (run again to retry them).
     """
 
-    from trek.llm.batch import check_output_path, run_batch
+    from trek.llm.batch import _ledger, check_output_path, run_batch
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
@@ -54,6 +54,7 @@ def run(
             cache=LLMCache(cache_path),
             prices=PriceTable.load(prices),
             budget_usd=budget,
+            assume_output=spending.assume_output,
             progress=progress,
             transport=transport,
         )
@@ -66,7 +67,7 @@ def run(
             [it.request for it in load_requests(requests, default_model=model)], client, label="trek llm run",
             price_factor=BATCH_PRICE_FACTOR if batch.enabled else 1.0, assume_output=spending.assume_output,
         )
-        if not spending.proceed(est, budget):
+        if not spending.proceed(est, budget, ledger=_ledger(out)):
             return
         if batch.enabled:
             from trek.llm.openai_batch import run_openai_batch

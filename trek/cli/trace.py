@@ -55,7 +55,7 @@ def run_command(
     check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
-    budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    budget: float = options.BUDGET,
     unknown: str = typer.Option("incomplete", "--unknown-judgments",
                                 help="How a judgment that stays unreadable counts: incomplete (the test did not "
                                 "run; the case gets no label from it) or paper (an unknown value placed by the "
@@ -74,12 +74,15 @@ def run_command(
 
     Resumable and cached: finished cases are kept, pending and failed ones retried, and replies
     come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
-    reply that stayed unreadable) is incomplete: no label from that test. Exit code 0 when every
+    reply that stayed unreadable) is incomplete: no label from that test. --budget is a ceiling
+    over every invocation on the run, all roles together (RUN_DIR/.trace.jsonl.spend). Exit code 0 when every
     case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or failed.
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.limits import EndpointLimits
+    from trek.llm.ledger import ledger_path
+    from trek.runs import TRACE
     from trek.trace.common import RoleModel
     from trek.trace.estimate import estimate_trace
     from trek.trace.pipeline import UNKNOWN_POLICIES, evaluated_role_from_run, trace_run
@@ -102,7 +105,8 @@ def run_command(
 
         def client(m: str, url: str | None) -> LLMClient:
             return LLMClient(m, base_url=url, cache=cache, max_connections=max_connections,
-                             max_retries=max_retries, progress=False, limits=limits)
+                             max_retries=max_retries, progress=False, limits=limits,
+                             assume_output=spending.assume_output)
 
         diag = RoleModel("diagnostic", client(diag_model, diagnostic_base_url or judge_base_url), diag_model,
                          dict(params))
@@ -114,11 +118,12 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
+        ev.client.assume_output = spending.assume_output
         options.say_roles({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
         limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)
-        if not spending.proceed(est, budget):
+        if not spending.proceed(est, budget, ledger=ledger_path(run_dir / TRACE)):
             return
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress, **limits)

@@ -289,7 +289,7 @@ class LLMClient:
         self.budget_usd = budget_usd
         self.assume_output = int(assume_output)
         self.ledger = ledger if ledger is not None else (
-            SpendLedger(None, budget_usd, assume_output=assume_output) if budget_usd is not None else None)
+            SpendLedger(None, budget_usd) if budget_usd is not None else None)
         self.progress = progress
         self._rng = random.Random(seed)
         self.limits = limits or EndpointLimits()
@@ -348,10 +348,10 @@ class LLMClient:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
         return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
 
-    def worst_cost(self, model: str, body: dict[str, Any], price: Price, assume_output: int | None = None) -> float:
+    def worst_cost(self, model: str, body: dict[str, Any], price: Price) -> float:
         """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
         1.25 for a model with another tokenizer) at the input price plus its output cap (else
-        ``assume_output``, default :attr:`assume_output`) at the output price."""
+        :attr:`assume_output`) at the output price."""
         from trek.llm.estimate import OTHER_TOKENIZER_BAND, count_chat_tokens, is_openai_model
 
         prompt = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
@@ -360,7 +360,7 @@ class LLMClient:
         if not is_openai_model(model):
             prompt *= OTHER_TOKENIZER_BAND[1]
         _, cap = _prompt_guess(body)
-        out = cap if cap is not None else (assume_output or self.assume_output)
+        out = cap if cap is not None else self.assume_output
         return (prompt * price.input + out * price.output) / 1e6
 
     def _output_guess(self, max_out: float | None, default_out: float) -> float:
@@ -438,7 +438,7 @@ class LLMClient:
         async def send() -> dict[str, Any]:
             if ledger is None or price is None:  # nothing to record: no ledger, or no price
                 return await self._send_with_retries(api, body)
-            hold = await ledger.reserve(self.worst_cost(model, body, price, ledger.assume_output), model)
+            hold = await ledger.reserve(self.worst_cost(model, body, price), model)
             try:
                 raw = await self._send_with_retries(api, body)
             except asyncio.CancelledError:

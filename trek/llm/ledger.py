@@ -26,8 +26,8 @@ so a run served from the cache, or on a model without a price, writes none.
 The worst case of a call is its prompt tokens (o200k_base in OpenAI's chat format, times 1.25
 for other models' tokenizers: :data:`trek.llm.estimate.OTHER_TOKENIZER_BAND`) at the input price
 plus its output cap (``max_tokens`` / ``max_completion_tokens`` / ``max_output_tokens``) at the
-output price, or :attr:`SpendLedger.assume_output` tokens (default 4,096, ``--assume-output``)
-for a request that sends no cap.
+output price, or the client's ``assume_output`` tokens (default 4,096, ``--assume-output``) for
+a request that sends no cap (:meth:`trek.llm.client.LLMClient.worst_cost`).
 """
 
 from __future__ import annotations
@@ -126,16 +126,11 @@ class SpendLedger:
     """Dollars spent against one budget by any number of clients (see the module docstring).
 
     ``path``: the ledger file (``None``: this process only); ``budget_usd``: the ceiling on the
-    ledger's total (``None``: record only); ``assume_output``: output tokens of the worst case of
-    a request without an output cap.
+    ledger's total (``None``: record only).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, budget_usd: float | None = None,
-                 *, assume_output: int = DEFAULT_ASSUME_OUTPUT):
+    def __init__(self, path: str | os.PathLike[str] | None = None, budget_usd: float | None = None):
         self.budget_usd = check_budget(budget_usd)
-        if assume_output < 1:
-            raise ValueError("assume_output must be at least 1 token")
-        self.assume_output = int(assume_output)
         self.path = Path(path) if path is not None else None
         #: Dollars recorded by earlier invocations (the file's total when the ledger was opened).
         self.before_usd = read_ledger(self.path) if self.path is not None else 0.0
@@ -255,7 +250,6 @@ def _wake(fut: asyncio.Future[None]) -> None:
 @contextlib.contextmanager
 def spending(
     clients: Iterable[Any], path: str | os.PathLike[str] | None, budget_usd: float | None = None,
-    *, assume_output: int | None = None,
 ) -> Iterator[SpendLedger]:
     """Give ``clients`` one :class:`SpendLedger` at ``path`` for the block, then take it back.
 
@@ -273,9 +267,7 @@ def spending(
         if budget_usd is None:
             budgets = [c.budget_usd for c in unique if getattr(c, "budget_usd", None) is not None]
             budget_usd = min(budgets) if budgets else None
-        if assume_output is None:
-            assume_output = min((c.assume_output for c in unique), default=DEFAULT_ASSUME_OUTPUT)
-        ledger, own = SpendLedger(path, budget_usd, assume_output=assume_output), True
+        ledger, own = SpendLedger(path, budget_usd), True
     previous = [(c, c.ledger) for c in unique]
     for c in unique:
         c.ledger = ledger
