@@ -75,8 +75,11 @@ def estimate_wild_run(
     """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``;
     ``settings`` are those of :func:`trek.runner.system_config`."""
     cfg = system_config(backend, system, effort, **settings)
-    # the run's own rule decides what it keeps (a changed model, setting or prompt re-answers)
-    keeps = AnswerStage(Path(run_dir), SearchSystem(client, backend, store, cfg), client, runs.Tally())
+    # the run's own rules: it refuses another model or system in the directory, and keeps a final
+    # answer only while its input key is unchanged (a changed prompt version re-answers)
+    real = SearchSystem(client, backend, store, cfg)
+    runs.check_identity(run_dir, runs.read_meta(run_dir), client.model or "", real.system_dict())
+    keeps = AnswerStage(Path(run_dir), real, client, runs.Tally())
     todo = plan(keeps, questions).todo
     rec = RecordingClient(client)
     max_rounds, top_k, page_chars = cfg.max_rounds, cfg.top_k, cfg.page_chars

@@ -76,7 +76,9 @@ class GradingReport:
         if self.unparsed_grades:
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column)")
         if self.pending_grades:
-            parts.append(f"{self.pending_grades} pending (judge call failed): run again to retry them")
+            errors = sorted({g.error or "" for g in self.grades if g.outcome == "pending"})
+            why = f", e.g. {errors[0]!r}" if errors and errors[0] else ""
+            parts.append(f"{self.pending_grades} pending (judge call failed or not sent{why}): run again to retry them")
         if self.failed_grades:
             errors = sorted({g.error or "" for g in self.grades if g.outcome == "failed"})
             parts.append(f"{self.failed_grades} failed (internal error, e.g. {errors[0]!r}): run again to retry them")

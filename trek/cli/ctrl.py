@@ -82,7 +82,8 @@ def build_command(
     """Build pools and frozen contexts (every condition and ablation) into OUT.
 
     With --model, fabrication spends on model calls: --dry-run estimates them and writes nothing,
-    and --budget is a ceiling over every build into OUT (recorded in OUT/.build.spend)."""
+    and --budget is a ceiling over every build into OUT (recorded in OUT/.build.spend). Exit code
+    3 when a question's fabrication is left pending (a failed call, or the budget): run again."""
     from trek import templates
     from trek.ctrl.build import build
     from trek.ctrl.common import CtrlError
@@ -131,6 +132,10 @@ def build_command(
                            count_tokens=tokens, source=source)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
+    pending = [p.notes["fabrication"]["pending"] for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
+    if pending:  # a call failed or the budget stopped it: the same command resumes (from the cache)
+        typer.echo(f"{len(pending)} question(s) pending, e.g. {pending[0]}", err=True)
+        raise typer.Exit(3)
 
 
 @app.command("audit")
@@ -171,7 +176,8 @@ def discover_command(
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
     --dry-run estimates the model calls and searches and writes nothing; --budget is a ceiling on
-    the model calls over every discovery into OUT (recorded in .<OUT name>.spend beside it)."""
+    the model calls over every discovery into OUT (recorded in .<OUT name>.spend beside it). Exit
+    code 3 when questions are left pending (a failed call, or the budget): run again."""
     from trek import templates
     from trek.aio import closing_run, run_sync
     from trek.ctrl import discovery as D
@@ -240,3 +246,7 @@ def discover_command(
     pend = sum(1 for p in found if p.notes["discovery"]["pending"])
     typer.echo(f"discovered {added_o} outdated and {added_r} relevance documents for {len(found)} questions"
                + (f"; {pend} pending (re-run to retry)" if pend else "") + f"; wrote {out}")
+    if pend:  # a call failed or the budget stopped it
+        why = next(p.notes["discovery"]["pending"] for p in found if p.notes["discovery"]["pending"])
+        typer.echo(f"pending, e.g.: {why}", err=True)
+        raise typer.Exit(3)

@@ -83,7 +83,12 @@ def run(
                           + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
                           highlight=False)
     if summary.pending:
-        options.err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
+        from trek.types import iter_json_lines
+
+        why = next((o.get("error") for _, o in iter_json_lines(out) if o.get("status") == "pending" and o.get("error")),
+                   None)
+        options.err.print(f"{summary.pending} ids are pending" + (f" (e.g. {why})" if why else "")
+                          + ": run the same command again to retry them.", highlight=False)
         raise typer.Exit(3)
 
 

@@ -1,0 +1,270 @@
+"""A budget is a ceiling across invocations, for every command that spends.
+
+Each command runs three times under one ``--budget`` against the scripted fake server of the
+offline demo (prices from a ``--prices`` file). The spend is measured twice, independently of the
+command's own accounting: the ledger it keeps (the dollars it recorded) and the bill, i.e. every
+reply the server sent priced at the table (each reply is stored once in the response cache; the
+server's request count checks that none is missing). Three invocations together stay within the
+budget; the first is stopped by it (exit 3, "budget cap"); a fourth with room finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from _scripts import load_script
+from typer.testing import CliRunner
+
+from trek import runs
+from trek.cli import app
+from trek.costs import summarize_usage
+from trek.ctrl.pools import from_mini, write_pools
+from trek.datasets import mini
+from trek.llm.ledger import read_ledger
+from trek.llm.usage import PriceTable, price_factor, usage_from_raw
+from trek.pages import PageStore
+from trek.report.costs import cost_table
+from trek.testing.fake_openai import FakeOpenAIServer
+
+MODEL, JUDGE, DIAG, ANA = "demo-lm", "demo-judge", "demo-diagnostic-judge", "demo-analysis-judge"
+FABRICATOR, FINDER = "scripted-demo", "fake-model"
+RATE = 100.0  # dollars per million tokens, in and out: a demo call costs cents
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for var in [k for k in os.environ if k.startswith(("OPENAI_", "TREK_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+@pytest.fixture(scope="module")
+def prices(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("prices") / "prices.json"
+    p.write_text(json.dumps({m: {"input": RATE, "output": RATE} for m in (MODEL, JUDGE, DIAG, ANA, FABRICATOR, FINDER)}))
+    return p
+
+
+@pytest.fixture(scope="module")
+def server():
+    bench = mini.load()
+    script = (load_script("demo_runs").demo_script(bench.questions, bench)
+              + load_script("demo_trace").demo_trace_script(bench, MODEL))
+    with FakeOpenAIServer(script=script) as srv:
+        yield srv
+
+
+def bill(cache: Path, table: PriceTable) -> tuple[float, int]:
+    """(dollars, replies) of every reply stored in a response cache, priced at the table."""
+    if not cache.exists():
+        return 0.0, 0
+    con = sqlite3.connect(cache)
+    try:
+        rows = con.execute("SELECT request, response FROM responses").fetchall()
+    finally:
+        con.close()
+    total = 0.0
+    for req, resp in rows:
+        raw = json.loads(resp)
+        total += table.cost(json.loads(req)["body"]["model"], usage_from_raw(raw)) * (price_factor(raw) or 1.0)
+    return total, len(rows)
+
+
+def invoke(args: list[str]):
+    return CliRunner().invoke(app, args)
+
+
+def three_under_one_budget(srv, args, budget, ledger: Path, cache: Path, prices: Path) -> dict:
+    """Run ``args --budget B`` three times; check the ceiling; then once with room. Returns figures."""
+    table = PriceTable.load(prices)
+    bill0, rows0 = bill(cache, table)
+    srv.reset_stats()
+    results = []
+    for _ in range(3):
+        r = invoke([*args, "--budget", str(budget), "--prices", str(prices), "--assume-output", "64", "--yes"])
+        results.append(r)
+        assert r.exit_code in (0, 3), r.output
+    spent = read_ledger(ledger)
+    paid, rows = bill(cache, table)
+    assert srv.stats()["requests"] == rows - rows0  # every reply the server sent is priced
+    assert results[0].exit_code == 3 and "budget cap" in results[0].output, results[0].output
+    assert spent <= budget and paid - bill0 <= budget + 1e-9
+    assert spent == pytest.approx(paid - bill0)  # the ledger recorded what the server billed
+    assert spent > 0.25 * budget  # the budget was used, not refused wholesale
+    room = invoke([*args, "--budget", str(budget * 100), "--prices", str(prices), "--assume-output", "64", "--yes"])
+    assert room.exit_code == 0, room.output
+    return {"budget": budget, "spent": spent, "total": read_ledger(ledger), "requests": srv.stats()["requests"]}
+
+
+@pytest.fixture(scope="module")
+def wild(server, prices, tmp_path_factory):
+    """Answered (three invocations under a budget, then with room), graded and traced likewise."""
+    run = tmp_path_factory.mktemp("wild") / "run"
+    out = {}
+    wild_args = ["wild", "run", "--model", MODEL, "--base-url", server.base_url, "--run", str(run), "--questions",
+                 "mini", "--search", "local", "--system", "search-then-read", "--limit", "12", "--no-progress"]
+    out["wild"] = three_under_one_budget(server, wild_args, 0.5, run / ".answers.jsonl.spend",
+                                         run / "llm-cache.sqlite", prices)
+    grade_args = ["grade", str(run), "--judge", JUDGE, "--judge-base-url", server.base_url, "--no-progress",
+                  "--max-connections", "4"]
+    out["grade"] = three_under_one_budget(server, grade_args, 0.12, run / ".grades.jsonl.spend",
+                                          run / "llm-cache.sqlite", prices)
+    trace_args = ["trace", str(run), "--diagnostic-judge", DIAG, "--analysis-judge", ANA, "--judge-base-url",
+                  server.base_url, "--base-url", server.base_url, "--no-progress"]
+    out["trace"] = three_under_one_budget(server, trace_args, 1.0, run / ".trace.jsonl.spend",
+                                          run / "llm-cache.sqlite", prices)
+    return run, out
+
+
+@pytest.mark.parametrize("stage", ["wild", "grade", "trace"])
+def test_wild_grade_and_trace_spend_at_most_their_budget_over_three_invocations(wild, stage):
+    _, figures = wild
+    f = figures[stage]
+    assert f["spent"] <= f["budget"]
+
+
+def test_trek_cost_is_every_stages_records_and_table_12(wild, prices):
+    run, _ = wild
+    table = PriceTable.load(prices)
+    recorded = 0.0
+    for name in (runs.ANSWERS, runs.GRADES, runs.TRACE):
+        for line in (run / name).read_text().splitlines():
+            rec = json.loads(line)
+            steps = rec.get("steps") or []
+            usages = [s["usage"] for s in steps] if steps and all("usage" in s for s in steps) else [rec.get("usage") or {}]
+            recorded += sum(u.get("cost_usd") or 0.0 for u in usages)
+    summary = summarize_usage(run, table)
+    total = summary.loc[summary["file"] == "TOTAL", "cost_usd"].item()
+    assert total > 0 and total == pytest.approx(recorded)
+    assert cost_table({"r": run}, table).loc["total", "total_usd"] == pytest.approx(total)
+    r = invoke(["cost", str(run), "--prices", str(prices)])
+    assert r.exit_code == 0 and f"${total:.4f}" in r.output
+
+
+def test_llm_run(server, prices, tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    req.write_text("".join(json.dumps({"id": f"r{i}", "model": JUDGE, "max_tokens": 20, "messages": [
+        {"role": "user", "content": f"question number {i} " + "about the weather " * 20}]}) + "\n" for i in range(12)))
+    args = ["llm", "run", str(req), "--out", str(out), "--base-url", server.base_url, "--no-progress"]
+    three_under_one_budget(server, args, 0.04, tmp_path / ".out.jsonl.spend", tmp_path / "llm-cache.sqlite", prices)
+
+
+@pytest.fixture(scope="module")
+def ctrl_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ctrl") / "build"
+    r = invoke(["ctrl", "build", "--source", "mini", "--out", str(out), "--conditions", "OO,GOLD", "--no-tokens"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_ctrl_run_with_its_judge(ctrl_build, prices, tmp_path):
+    from trek.contexts import read_contexts
+    from trek.rag.context import load_ctrl_questions
+    from trek.types import iter_json_lines
+
+    demo_ctrl, demo_runs = load_script("demo_ctrl"), load_script("demo_runs")
+    raw = [obj for _, obj in iter_json_lines(ctrl_build / "contexts.jsonl")]
+    questions = load_ctrl_questions(ctrl_build / "pools.jsonl")
+    bench = mini.load()
+    judge_rules = [r for r in demo_runs.demo_script(bench.questions, bench) if r.get("model") == JUDGE]
+    assert read_contexts(ctrl_build / "contexts.jsonl")
+    runs_dir = tmp_path / "grid"
+    with demo_ctrl.scripted_server(judge_rules + demo_ctrl.ctrl_script(raw, questions),
+                                   [q.question for q in questions.values()]) as srv:
+        args = ["ctrl", "run", str(ctrl_build / "contexts.jsonl"), "--model", MODEL, "--base-url", srv.base_url,
+                "--runs", str(runs_dir), "--methods", "direct", "--conditions", "OO,GOLD", "--judge", JUDGE,
+                "--judge-base-url", srv.base_url, "--no-progress"]
+        f = three_under_one_budget(srv, args, 0.6, runs_dir / ".ctrl.spend", runs_dir / "llm-cache.sqlite", prices)
+    judged = sum(1 for d in runs_dir.iterdir() if (d / runs.GRADES).exists())
+    assert judged == 2 and f["total"] > f["budget"]  # the judge graded both runs, inside the grid's ledger
+
+
+def test_ctrl_build_with_a_model(prices, tmp_path):
+    ids = ["mini:01", "mini:02", "mini:03", "mini:04", "mini:05", "mini:06"]
+    script = load_script("demo_ctrl_build").demo_script(from_mini(question_ids=ids), target=2)
+    out = tmp_path / "build"
+    with FakeOpenAIServer(script=script) as srv:
+        args = ["ctrl", "build", "--source", "mini", "--questions", ",".join(ids), "--out", str(out), "--model",
+                FABRICATOR, "--base-url", srv.base_url, "--fabrications", "2", "--attempts", "1", "--conditions", "SAA",
+                "--no-tokens"]
+        three_under_one_budget(srv, args, 0.15, out / ".build.spend", out / "llm-cache.sqlite", prices)
+    pools = [json.loads(x) for x in (out / "pools.jsonl").read_text().splitlines()]
+    assert all(not p["notes"]["fabrication"]["pending"] for p in pools)
+
+
+def test_ctrl_discover(prices, tmp_path):
+    from test_ctrl_discovery import SCRIPT
+
+    pools = from_mini(question_ids=["mini:01", "mini:02", "mini:03", "mini:04"])
+    start = write_pools(tmp_path / "start.jsonl", [p.model_copy(update={"documents": p.gold}) for p in pools])
+    pages = tmp_path / "pages.sqlite"
+    store = PageStore(pages)
+    store.add_documents([d for p in from_mini() for d in p.documents])
+    store.close()
+    out = tmp_path / "pools.jsonl"
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        args = ["ctrl", "discover", "--source", "pools", "--pools", str(start), "--pages", str(pages), "--model",
+                FINDER, "--base-url", srv.base_url, "--search", "local", "--out", str(out), "--historical", "4",
+                "--relevance", "2"]
+        three_under_one_budget(srv, args, 0.3, tmp_path / ".pools.jsonl.spend", tmp_path / "llm-cache.sqlite", prices)
+
+
+# -- bad budgets ---------------------------------------------------------------------------------
+COMMANDS = {
+    "wild run": ["wild", "run", "--model", "m", "--run", "r", "--questions", "mini"],
+    "grade": ["grade", "r", "--judge", "j"],
+    "trace": ["trace", "r", "--judge", "j"],
+    "ctrl run": ["ctrl", "run", "c.jsonl", "--model", "m", "--runs", "g"],
+    "ctrl build": ["ctrl", "build", "--out", "o", "--model", "m"],
+    "ctrl discover": ["ctrl", "discover", "--out", "o.jsonl", "--model", "m"],
+    "llm run": ["llm", "run", "q.jsonl", "--out", "o.jsonl"],
+}
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "five"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_bad_budgets_are_refused_by_every_command(command, value, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke([*COMMANDS[command], "--budget", value])
+    assert r.exit_code == 2 and "--budget" in r.output, r.output
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+# -- dry runs see what the run will do -----------------------------------------------------------
+def calls(output: str) -> str:
+    """The "-> N calls" part of an estimate's first line (``0`` when nothing would be sent)."""
+    line = next(x for x in output.splitlines() if "already done or in the cache" in x)
+    return line.split("-> ")[1].split(" calls")[0]
+
+
+def test_dry_runs_follow_the_stages_rule_for_what_is_kept(wild, server, prices, tmp_path, monkeypatch):
+    run, _ = wild
+    common = ["--prices", str(prices), "--dry-run", "--no-progress"]
+    wild_args = ["wild", "run", "--model", MODEL, "--base-url", server.base_url, "--run", str(run), "--questions",
+                 "mini", "--search", "local", "--system", "search-then-read", "--limit", "12", *common]
+    grade_args = ["grade", str(run), "--judge", JUDGE, "--judge-base-url", server.base_url, *common]
+    trace_args = ["trace", str(run), "--diagnostic-judge", DIAG, "--analysis-judge", ANA, "--judge-base-url",
+                  server.base_url, "--base-url", server.base_url, *common]
+    before = server.stats()["requests"]
+    for args in (wild_args, grade_args, trace_args):
+        r = invoke(args)
+        assert r.exit_code == 0 and calls(r.output) == "0", r.output  # everything is kept
+    # a changed prompt template re-answers every question: the dry run says so (it used to count
+    # the final answers as done whatever their input key)
+    (tmp_path / "agent.read_context.txt").write_text("Pages:\n{documents}\n\n{question_prompt}\n")
+    monkeypatch.setenv("TREK_PROMPTS", str(tmp_path))
+    r = invoke(wild_args)
+    assert r.exit_code == 0 and calls(r.output) == "12", r.output
+    monkeypatch.delenv("TREK_PROMPTS")
+    r = invoke([*grade_args[:3], "other-judge", *grade_args[4:]])  # another judge re-grades
+    assert r.exit_code == 0 and calls(r.output) not in ("0", "0 - 0"), r.output
+    r = invoke([*trace_args[:5], "other-judge", *trace_args[6:]])  # another analysis judge re-traces
+    assert r.exit_code == 0 and "8 items, 0 already done" in r.output, r.output
+    # another model is refused by the dry run as by the run itself
+    r = invoke([*wild_args[:3], "other-model", *wild_args[4:]])
+    assert r.exit_code == 2 and "holds a run of model 'demo-lm'" in r.output
+    assert server.stats()["requests"] == before and read_ledger(run / ".answers.jsonl.spend") > 0
