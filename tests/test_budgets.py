@@ -268,3 +268,110 @@ def test_dry_runs_follow_the_stages_rule_for_what_is_kept(wild, server, prices, 
     r = invoke([*wild_args[:3], "other-model", *wild_args[4:]])
     assert r.exit_code == 2 and "holds a run of model 'demo-lm'" in r.output
     assert server.stats()["requests"] == before and read_ledger(run / ".answers.jsonl.spend") > 0
+
+
+# -- kill -9 --------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_kill_mid_flight_does_not_reopen_the_budget(tmp_path, prices):
+    """``trek llm run`` killed with calls in flight, then resumed twice under the same budget: what
+    the server served (every request that arrived, at its price) stays within the budget."""
+    import signal
+    import subprocess
+    import sys
+
+    from trek.testing.fake_openai import _count_tokens
+
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    prompts = [f"question {i:03d} " + "about the weather " * 30 for i in range(40)]
+    req.write_text("".join(json.dumps({"id": f"r{i}", "model": JUDGE, "max_tokens": 20, "messages": [
+        {"role": "user", "content": p}]}) + "\n" for i, p in enumerate(prompts)))
+    per_call = (_count_tokens(prompts[0]) + 3) * RATE / 1e6  # every reply: the prompt's words + 3 ("fake answer <hash>")
+    assert {_count_tokens(p) for p in prompts} == {_count_tokens(prompts[0])}
+    budget = 20 * per_call
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))} | {"OPENAI_API_KEY": "sk"}
+    with FakeOpenAIServer(latency=0.5) as srv:
+        args = [sys.executable, "-m", "trek.cli", "llm", "run", str(req), "--out", str(out), "--base-url",
+                srv.base_url, "--budget", str(budget), "--prices", str(prices), "--no-progress", "--max-connections",
+                "8", "--yes"]
+        p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        srv.wait_for(lambda s: s["requests"] >= 12, timeout=120)  # the second wave is in flight
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=60)
+        killed_at = srv.stats()["requests"]
+        held = read_ledger(tmp_path / ".out.jsonl.spend")
+        assert held >= killed_at * per_call  # calls cut off in flight count at their worst case
+        for _ in range(2):
+            r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 3 and "budget cap" in r.stderr, r.stderr
+        served = srv.stats()["requests"]
+    assert served * per_call <= budget + 1e-12
+    assert read_ledger(tmp_path / ".out.jsonl.spend") <= budget
+
+
+def test_grading_through_the_batch_api_keeps_to_the_budget(tmp_path, monkeypatch):
+    from test_grading import QUESTIONS, SCRIPT, trajectories
+
+    from trek.grading import run_grading_batch
+    from trek.llm import LLMCache, LLMClient
+    from trek.llm.usage import Price
+    from trek.types import write_jsonl
+
+    d = tmp_path / "run"
+    write_jsonl(d / runs.QUESTIONS, QUESTIONS)
+    write_jsonl(d / runs.ANSWERS, trajectories())
+    table = PriceTable({"judge-model": Price(input=RATE, output=RATE)})
+    with FakeOpenAIServer(script=SCRIPT, batch_delay=0.02) as srv:
+        def judge(budget):
+            return LLMClient("judge-model", base_url=srv.base_url, prices=table, budget_usd=budget, progress=False,
+                             cache=LLMCache(d / "llm-cache.sqlite"), assume_output=64, max_retries=0)
+
+        with pytest.raises(ValueError, match="the batch may cost up to"):  # 3 judge calls, ~$0.01 each at worst
+            run_grading_batch(d, judge(0.005), progress=False, poll_seconds=0.02)
+        assert srv.stats()["batches"] == 0
+        report, br = run_grading_batch(d, judge(1.0), progress=False, poll_seconds=0.02)
+    ledger = read_ledger(d / ".grades.jsonl.spend")
+    assert br.cost_usd > 0 and ledger == pytest.approx(br.cost_usd)  # the batch's half-price bill
+    assert ledger == pytest.approx(sum(g.usage.cost_usd or 0.0 for g in report.grades))
+
+
+def test_ctrl_run_dry_run_estimates_the_judge(ctrl_build, prices, tmp_path):
+    args = ["ctrl", "run", str(ctrl_build / "contexts.jsonl"), "--model", MODEL, "--runs", str(tmp_path / "g"),
+            "--methods", "direct", "--conditions", "OO", "--prices", str(prices), "--dry-run"]
+    alone = invoke(args)
+    judged = invoke([*args, "--judge", JUDGE])
+    assert alone.exit_code == 0 and judged.exit_code == 0, judged.output
+    assert "judge: answers to make (demo-judge): 36 items, 0 already done or in the cache -> 36 calls" in judged.output
+    assert "judge" not in alone.output.split("roles")[0].replace("--judge", "")
+    high = lambda out: float(out.strip().splitlines()[-1].split("$")[-1])  # noqa: E731 - "total: $lo - $hi"
+    assert high(judged.output) > float(alone.output.split("estimate:")[1].split("$")[2].split()[0])
+    assert not (tmp_path / "g").exists()  # a dry run writes nothing
+
+
+def test_trek_cost_lists_the_ledgers(wild, prices):
+    run, _ = wild
+    r = invoke(["cost", str(run), "--prices", str(prices)])
+    line = next(x for x in r.output.splitlines() if x.startswith("billed"))
+    for name in (".answers.jsonl.spend", ".grades.jsonl.spend", ".trace.jsonl.spend"):
+        assert f"{name} ${read_ledger(run / name):.4f}" in line
+
+
+def test_ctrl_build_and_discover_dry_runs_send_and_write_nothing(prices, tmp_path):
+    from test_ctrl_discovery import SCRIPT
+
+    ids = ["mini:01", "mini:02", "mini:03"]
+    start = write_pools(tmp_path / "start.jsonl", [p.model_copy(update={"documents": p.gold})
+                                                   for p in from_mini(question_ids=ids)])
+    before = sorted(tmp_path.iterdir())
+    with FakeOpenAIServer(script=SCRIPT) as srv:
+        build = invoke(["ctrl", "build", "--source", "mini", "--questions", ",".join(ids), "--out",
+                        str(tmp_path / "b"), "--model", FABRICATOR, "--base-url", srv.base_url, "--fabrications", "2",
+                        "--attempts", "3", "--prices", str(prices), "--dry-run"])
+        found = invoke(["ctrl", "discover", "--source", "pools", "--pools", str(start), "--model", FINDER,
+                        "--base-url", srv.base_url, "--search", "local", "--out", str(tmp_path / "p.jsonl"),
+                        "--prices", str(prices), "--dry-run"])
+        assert srv.stats()["requests"] == 0
+    assert build.exit_code == 0 and found.exit_code == 0, build.output + found.output
+    assert "trek ctrl build (fabrication) (scripted-demo): 3 items, 0 already done or in the cache -> 12 - 54 calls" \
+        in build.output  # 2 slots x (edit + verify) up to 2 slots x 3 attempts x (locate + edit + verify)
+    assert "trek ctrl discover (fake-model): 3 items, 0 already done or in the cache -> 3 - 396 calls" in found.output
+    assert sorted(tmp_path.iterdir()) == before

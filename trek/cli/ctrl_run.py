@@ -95,8 +95,10 @@ def ctrl_run_command(
         if qpath is None:
             options.fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
         qs = load_ctrl_questions(qpath)
-        runs.mkdir(parents=True, exist_ok=True)
-        cache = LLMCache(default_cache_path(runs))
+        cache_path = default_cache_path(runs)
+        if not spending.dry_run:
+            runs.mkdir(parents=True, exist_ok=True)
+        cache = LLMCache(cache_path) if not spending.dry_run or cache_path.exists() else None  # a dry run writes nothing
         settings: dict[str, dict[str, Any]] = {
             "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
                        "after_cutoff": after_cutoff},

@@ -114,6 +114,13 @@ def cost_command(
     typer.echo(f"usage in {run_dir} (dollars as recorded at run time, Batch API discount included; else from "
                "the current price table; '-' = no price known)")
     typer.echo(shown.to_string(index=False))
+    ledgers = sorted(run_dir.rglob(".*.spend"))
+    if ledgers:
+        from trek.llm.ledger import read_ledger
+
+        with options.exit_on(RecordError):
+            billed = ", ".join(f"{p.relative_to(run_dir)} ${read_ledger(p):.4f}" for p in ledgers)
+        typer.echo(f"billed (the spend ledgers: fresh calls only, what --budget counts): {billed}")
     parts = df[df["file"] != "TOTAL"]["cost_usd"]
     if parts.isna().any():
         typer.echo(f"the total is unknown: {int(parts.isna().sum())} row(s) without a price; the priced rows sum to "

@@ -432,7 +432,7 @@ class LLMClient:
         if ledger is not None and ledger.budget_usd is not None and price is None:
             raise FatalLLMError(
                 f"a budget is set but model '{model}' has no price in the price table; "
-                "add it (TREK_PRICES or --prices) or drop the budget"
+                "add it (TREK_PRICES or --prices; a model on your own server can be priced at 0) or drop the budget"
             )
 
         async def send() -> dict[str, Any]:
