@@ -120,6 +120,7 @@ def wild(server, prices, tmp_path_factory):
     return run, out
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 @pytest.mark.parametrize("stage", ["wild", "grade", "trace"])
 def test_wild_grade_and_trace_spend_at_most_their_budget_over_three_invocations(wild, stage):
     _, figures = wild
@@ -127,6 +128,7 @@ def test_wild_grade_and_trace_spend_at_most_their_budget_over_three_invocations(
     assert f["spent"] <= f["budget"]
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_trek_cost_is_every_stages_records_and_table_12(wild, prices):
     run, _ = wild
     table = PriceTable.load(prices)
@@ -145,12 +147,13 @@ def test_trek_cost_is_every_stages_records_and_table_12(wild, prices):
     assert r.exit_code == 0 and f"${total:.4f}" in r.output
 
 
-def test_llm_run(server, prices, tmp_path):
+def test_llm_run(prices, tmp_path):
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     req.write_text("".join(json.dumps({"id": f"r{i}", "model": JUDGE, "max_tokens": 20, "messages": [
         {"role": "user", "content": f"question number {i} " + "about the weather " * 20}]}) + "\n" for i in range(12)))
-    args = ["llm", "run", str(req), "--out", str(out), "--base-url", server.base_url, "--no-progress"]
-    three_under_one_budget(server, args, 0.04, tmp_path / ".out.jsonl.spend", tmp_path / "llm-cache.sqlite", prices)
+    with FakeOpenAIServer() as srv:
+        args = ["llm", "run", str(req), "--out", str(out), "--base-url", srv.base_url, "--no-progress"]
+        three_under_one_budget(srv, args, 0.04, tmp_path / ".out.jsonl.spend", tmp_path / "llm-cache.sqlite", prices)
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +164,7 @@ def ctrl_build(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_ctrl_run_with_its_judge(ctrl_build, prices, tmp_path):
     from trek.contexts import read_contexts
     from trek.rag.context import load_ctrl_questions
@@ -183,6 +187,7 @@ def test_ctrl_run_with_its_judge(ctrl_build, prices, tmp_path):
     assert judged == 2 and f["total"] > f["budget"]  # the judge graded both runs, inside the grid's ledger
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_ctrl_build_with_a_model(prices, tmp_path):
     ids = ["mini:01", "mini:02", "mini:03", "mini:04", "mini:05", "mini:06"]
     script = load_script("demo_ctrl_build").demo_script(from_mini(question_ids=ids), target=2)
@@ -196,6 +201,7 @@ def test_ctrl_build_with_a_model(prices, tmp_path):
     assert all(not p["notes"]["fabrication"]["pending"] for p in pools)
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_ctrl_discover(prices, tmp_path):
     from test_ctrl_discovery import SCRIPT
 
@@ -241,6 +247,7 @@ def calls(output: str) -> str:
     return line.split("-> ")[1].split(" calls")[0]
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_dry_runs_follow_the_stages_rule_for_what_is_kept(wild, server, prices, tmp_path, monkeypatch):
     run, _ = wild
     common = ["--prices", str(prices), "--dry-run", "--no-progress"]
@@ -347,6 +354,7 @@ def test_ctrl_run_dry_run_estimates_the_judge(ctrl_build, prices, tmp_path):
     assert not (tmp_path / "g").exists()  # a dry run writes nothing
 
 
+@pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_trek_cost_lists_the_ledgers(wild, prices):
     run, _ = wild
     r = invoke(["cost", str(run), "--prices", str(prices)])
