@@ -229,7 +229,7 @@ def test_cli_budget_stops_issuing_calls_and_leaves_answers_pending(ctrl, tmp_pat
     prices.write_text(json.dumps({"m": {"input": 1000.0, "output": 1000.0}}))  # dollars per 1M tokens
     runs = tmp_path / "r"
     args = ["ctrl", "run", str(path), "--model", "m", "--runs", str(runs), "--methods", "direct,filter",
-            "--conditions", "OO", "--prices", str(prices), "--budget", "5", "--no-progress"]
+            "--conditions", "OO", "--prices", str(prices), "--budget", "12", "--no-progress"]
     with FakeOpenAIServer(script=script(mini, qs)) as srv:
         res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--max-connections", "1"])
         spent = srv.stats()["requests"]

@@ -290,7 +290,8 @@ def test_price_table_prefix_and_user_file(tmp_path, monkeypatch):
 
 
 def test_budget_stops_new_calls(srv, tmp_path):
-    # a real call costs a few dollars at these prices; the estimate (chars/4 + max_tokens) ~ $11
+    # a real call costs a few dollars at these prices; its worst case (o200k prompt tokens x 1.25 for a
+    # model with another tokenizer, plus max_tokens) ~ $13
     prices = PriceTable({"fake-model": Price(input=1e6, output=1e6)})
     c = client_for(srv, tmp_path, prices=prices, budget_usd=20.0, max_connections=1)
     res = c.map([ChatRequest(messages=[{"role": "user", "content": f"q{i}"}], params={"max_tokens": 1}) for i in range(10)])

@@ -11,6 +11,7 @@ from trek.cli import app
 from trek.llm import ChatRequest, LLMCache, LLMClient
 from trek.llm.cache import request_key
 from trek.llm.estimate import RecordingClient, request_body
+from trek.llm.ledger import read_ledger
 from trek.llm.openai_batch import BATCH_STATE, submit_and_collect
 from trek.llm.usage import Price, PriceTable
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -127,12 +128,13 @@ def test_llm_run_batch_twice(tmp_path, monkeypatch):
         lines = [json.loads(x) for x in out.read_text().splitlines()]
         assert [x["status"] for x in lines] == ["ok"] * 4 and all(x["cached"] for x in lines)
         assert (tmp_path / ".out.jsonl.batches" / BATCH_STATE).exists()
-        spent = json.loads((tmp_path / ".out.jsonl.spent.json").read_text())["spent_usd"]
+        spent = read_ledger(tmp_path / ".out.jsonl.spend")
         assert spent == pytest.approx(sum(x["usage"]["cost_usd"] for x in lines)) and spent > 0
         r = CliRunner().invoke(app, args)
         assert r.exit_code == 0, r.output
         assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0
         assert "sk-secret-key" not in r.output
+        assert read_ledger(tmp_path / ".out.jsonl.spend") == pytest.approx(spent)  # loaded once, counted once
 
 
 def test_a_batch_created_but_not_recorded_is_adopted_not_resubmitted(tmp_path):

@@ -205,10 +205,15 @@ def test_failed_call_leaves_the_case_pending_then_resumes(fresh_run, server, min
     assert again.kept == len(EXPECTED) - 1 and again.traced == 1
 
 
-def test_budget_stops_new_calls(fresh_run, server):
+def test_budget_stops_new_calls(fresh_run, server, tmp_path, monkeypatch):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({m: {"input": 1.0, "output": 1.0} for m in (DIAG, ANA, MODEL)}))
+    monkeypatch.setenv("TREK_PRICES", str(prices))  # a budget needs a price for every role's model
+    before = server.stats()["requests"]
     report = trace_run(fresh_run, **roles(server, fresh_run), budget_usd=0.0, progress=False)
     assert report.pending == len(EXPECTED)
     assert all("budget" in r.error for r in report.records)
+    assert server.stats()["requests"] == before
 
 
 def test_collection_is_search_results_then_opened_urls_without_duplicates():

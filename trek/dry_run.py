@@ -16,8 +16,10 @@ those the run would send, and nothing is sent), then applies the system's
   ``max_rounds`` (or ``--assume-rounds``) searches inside it, the results they bring billed as up
   to 1,000 input tokens each.
 
-Questions already final in the run directory are left out, and so are those whose first request
-is in the run's cache (they replay from it).
+Questions the run would keep are left out, by the run's own rule (:func:`trek.stage.plan` with
+:class:`~trek.runner.AnswerStage`: a final answer whose input key, i.e. question, model, system
+settings and prompt version, is unchanged), and so are those whose first request is in the run's
+cache (they replay from it).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from trek.aio import fan_out, run_sync
 from trek.llm.client import LLMClient
 from trek.llm.estimate import Assumption, Estimate, RecordingClient, estimate_requests
 from trek.pages import PageStore
-from trek.runner import FINAL_STATUSES, system_config
+from trek.runner import AnswerStage, system_config
 from trek.search.agent import SearchSystem
 from trek.search.base import SearchBackend, SearchOutcome
+from trek.stage import plan
 from trek.types import Question, SearchCall, Trajectory
 
 __all__ = ["NATIVE_SEARCH_INPUT_TOKENS", "estimate_wild_run"]
@@ -71,11 +74,14 @@ def estimate_wild_run(
 ) -> Estimate:
     """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``;
     ``settings`` are those of :func:`trek.runner.system_config`."""
-    answers = runs.load_answers(run_dir) if Path(run_dir).is_dir() else {}
-    done = {qid for qid, t in answers.items() if t.status in FINAL_STATUSES}
-    todo = [q for q in questions if q.id not in done]
-    rec = RecordingClient(client)
     cfg = system_config(backend, system, effort, **settings)
+    # the run's own rules: it refuses another model or system in the directory, and keeps a final
+    # answer only while its input key is unchanged (a changed prompt version re-answers)
+    real = SearchSystem(client, backend, store, cfg)
+    runs.check_identity(run_dir, runs.read_meta(run_dir), client.model or "", real.system_dict())
+    keeps = AnswerStage(Path(run_dir), real, client, runs.Tally())
+    todo = plan(keeps, questions).todo
+    rec = RecordingClient(client)
     max_rounds, top_k, page_chars = cfg.max_rounds, cfg.top_k, cfg.page_chars
     sys_ = SearchSystem(rec, _NoResults(backend) if cfg.system == "search-then-read" and backend else backend,
                         store, cfg)

@@ -26,6 +26,7 @@ from trek.graders import agrade, agrade_many, grader_for, grader_version
 from trek.graders.common import JudgeConfig, is_empty_response, make_grade
 from trek.llm.cache import default_cache_path
 from trek.llm.client import LLMClient
+from trek.llm.ledger import ledger_path, spending
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Grade, Question, RecordError, Trajectory
@@ -75,7 +76,9 @@ class GradingReport:
         if self.unparsed_grades:
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column)")
         if self.pending_grades:
-            parts.append(f"{self.pending_grades} pending (judge call failed): run again to retry them")
+            errors = sorted({g.error or "" for g in self.grades if g.outcome == "pending"})
+            why = f", e.g. {errors[0]!r}" if errors and errors[0] else ""
+            parts.append(f"{self.pending_grades} pending (judge call failed or not sent{why}): run again to retry them")
         if self.failed_grades:
             errors = sorted({g.error or "" for g in self.grades if g.outcome == "failed"})
             parts.append(f"{self.failed_grades} failed (internal error, e.g. {errors[0]!r}): run again to retry them")
@@ -134,6 +137,9 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
         g = await agrade(q, t.final_answer, self.judge, **self.settings)
         return g.model_copy(update={"input_key": key})
 
+    def llm_clients(self) -> list[LLMClient]:
+        return [self.judge]
+
     def failure(self, item: tuple[Question, Trajectory], key: str, error: str) -> Grade:
         q, t = item
         return make_grade(q, t.final_answer, outcome="failed", method="none", grader=grader_for(q).GRADER,
@@ -190,7 +196,8 @@ async def arun_grading(
         plan = _plan(rd)
         stage = GradeStage(rd, judge, settings)
         tally = await execute(stage, plan.items, outputs=[rd / runs.GRADES], limit=judge.max_connections,
-                              progress=progress, checkpoint_seconds=checkpoint_seconds)
+                              progress=progress, checkpoint_seconds=checkpoint_seconds,
+                              ledger=ledger_path(rd / runs.GRADES))
     return GradingReport(
         grades=tally.of(rd / runs.GRADES),
         kept=tally.kept,
@@ -286,16 +293,39 @@ def run_grading_batch(
     from trek.llm.openai_batch import submit_and_collect
 
     rd = Path(run_dir)
+    ledger = ledger_path(rd / runs.GRADES)
     with _grading_context(rd, judge, prompts_dir):
         reqs = judge_requests(rd, judge, use_cache=True, **settings)
+        _check_batch_budget(reqs, judge, ledger)
         br = run_sync(submit_and_collect(reqs, judge, rd / "openai-batch", wait=wait, poll_seconds=poll_seconds,
                                          progress=progress))
+        if br.cost_usd:
+            with spending([judge], ledger) as led:
+                led.record(br.cost_usd, judge.model)
         replay = RecordingClient(
             judge, use_cache=True, reasons=br.failures,
             error="not answered by the Batch API yet (running, failed or expired; or a re-ask): run again",
         )
         report = run_grading(rd, replay, progress=progress, **settings)
     return report, br
+
+
+def _check_batch_budget(reqs: list[tuple[str, dict[str, Any], int]], judge: LLMClient, ledger: Path) -> None:
+    """Refuse (``ValueError``) a batch whose worst case would pass what is left of the judge's budget."""
+    from trek.llm.estimate import estimate_requests
+    from trek.llm.ledger import read_ledger
+    from trek.llm.usage import BATCH_PRICE_FACTOR
+
+    budget = judge.ledger.budget_usd if judge.ledger is not None else judge.budget_usd
+    if budget is None or not reqs:
+        return
+    before = judge.ledger.total_usd if judge.ledger is not None and judge.ledger.path else read_ledger(ledger)
+    high = estimate_requests(reqs, judge, price_factor=BATCH_PRICE_FACTOR, assume_output=judge.assume_output).usd_high
+    if before + high > budget:
+        raise ValueError(
+            f"--budget ${budget:.2f}: the batch may cost up to ${high:.4f} at the batch price (${before:.4f} spent "
+            f"before, {ledger}); raise the budget, grade without --batch (calls stop at the budget), or grade fewer"
+        )
 
 
 def grade_run(

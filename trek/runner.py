@@ -27,6 +27,7 @@ from typing import Any
 
 from trek import runs
 from trek.llm.client import LLMClient
+from trek.llm.ledger import ledger_path
 from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import SearchSystem, SystemConfig
 from trek.search.base import SearchBackend
@@ -139,6 +140,11 @@ class AnswerStage(Stage[Question, Trajectory]):
     def postfix(self) -> str:
         return self.tally.dollars()
 
+    def llm_clients(self) -> list[Any]:
+        # the evaluated model and the backend's own model (a proxy search model; OpenAI's search
+        # is the evaluated model itself): one budget for both
+        return [self.client, getattr(self.system.backend, "client", None)]
+
 
 async def arun_system(
     questions: Sequence[Question],
@@ -190,7 +196,7 @@ async def arun_system(
         try:
             tally = await execute(stage, questions, outputs=[root / runs.ANSWERS],
                                   limit=max_concurrent_questions or client.max_connections, progress=progress,
-                                  checkpoint_seconds=checkpoint_seconds)
+                                  checkpoint_seconds=checkpoint_seconds, ledger=ledger_path(root / runs.ANSWERS))
         finally:
             summary.settle()
             extra["last_invocation"] = {

@@ -29,6 +29,11 @@ defines only its own logic by subclassing :class:`Stage`:
   run after the checkpoint;
 * **the run lock**: every run directory written is locked for the duration
   (:func:`run_lock`); a second writer gets an error naming the holder's process id;
+* **the spend ledger**: with ``ledger=PATH`` the stage's clients (:meth:`Stage.llm_clients`) record
+  every fresh call in one :class:`~trek.llm.ledger.SpendLedger` at ``PATH`` (usually
+  ``.<records file>.spend`` beside the records), whose budget (``budget_usd``, else the
+  clients' own) is a ceiling over every invocation of the stage: a resumed run spends only
+  what is left (an outer command's ledger, already held by a client, is kept);
 * **the tally** (:class:`StageTally`): records kept, made now, by status, and their errors.
 
 Clients: :func:`borrowed_cache` gives clients without a response cache the run's cache for the
@@ -142,6 +147,10 @@ class Stage(Generic[I, R]):
         """Extra text for the progress bar (e.g. dollars spent so far)."""
         return ""
 
+    def llm_clients(self) -> Sequence[Any]:
+        """The LLM clients the stage spends through (they share the stage's spend ledger)."""
+        return ()
+
     def load(self, path: Path) -> dict[str, R]:
         """The records already in ``path`` by id (a later line for the same id wins)."""
         if not path.exists():
@@ -224,20 +233,28 @@ async def execute(
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
     lock: bool = True,
+    ledger: str | os.PathLike[str] | None = None,
+    budget_usd: float | None = None,
 ) -> StageTally[R]:
     """Run ``stage`` over ``items`` (see the module docstring) and return its tally.
 
     ``outputs`` names record files the stage owns even when no item maps to them (they are
     written, possibly empty, at the end). ``limit``: at most this many items in flight.
     ``lock``: take the run lock of every run directory written (callers that already hold it
-    may pass ``False``; the lock is re-entrant within a process anyway).
+    may pass ``False``; the lock is re-entrant within a process anyway). ``ledger``: the spend
+    ledger file of the stage's clients, with ``budget_usd`` (default: the clients' own budget)
+    as its ceiling over every invocation (see the module docstring); ``None``: none.
     """
+    from trek.llm.ledger import spending
+
     outputs = [Path(p) for p in outputs]
     dirs = sorted({p.parent for p in outputs} | {stage.slot(it).path.parent for it in items})
     with contextlib.ExitStack() as stack:
         if lock:
             for d in dirs:
                 stack.enter_context(run_lock(d))
+        if ledger is not None:
+            stack.enter_context(spending(stage.llm_clients(), ledger, budget_usd))
         p_ = plan(stage, items, outputs)
         files, slots, todo = p_.files, p_.slots, p_.jobs
         current: dict[Path, dict[str, R]] = {p: dict(recs) for p, recs in p_.previous.items()}

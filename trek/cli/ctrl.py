@@ -13,6 +13,8 @@ app = typer.Typer(help="TrekBench-Ctrl: distractor pools, synthetic distractors 
                   no_args_is_help=True)
 
 SOURCES = ("mini", "longseal", "pools", "wild")
+#: The spend ledger of `trek ctrl build --model` in its OUT folder (fabrication calls).
+BUILD_LEDGER = ".build.spend"
 
 
 def _pools(source: str, mini_dir: Path | None, longseal: Path | None, pools_file: Path | None,
@@ -49,6 +51,7 @@ def _all_pools(source: str, mini_dir: Path | None, longseal: Path | None, pools_
 
 
 @app.command("build")
+@options.grouped
 def build_command(
     source: str = typer.Option("mini", "--source", help=f"Where pools come from: {', '.join(SOURCES)}."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for pools.jsonl, contexts.jsonl and build.json."),
@@ -78,12 +81,21 @@ def build_command(
     show_urls: str = typer.Option("cued", "--show-urls",
                                   help="Where source URLs are shown: 'cued' (the paper: only SAA and "
                                        "SAA:domainswap) or 'all' (every condition but SBA)."),
+    prices: Path = options.PRICES,
+    budget: float = options.BUDGET,
+    spending: options.Spending = options.GROUP,
 ) -> None:
-    """Build pools and frozen contexts (every condition and ablation) into OUT."""
+    """Build pools and frozen contexts (every condition and ablation) into OUT.
+
+    With --model, fabrication spends on model calls: --dry-run estimates them and writes nothing,
+    and --budget is a ceiling over every build into OUT (recorded in OUT/.build.spend). Exit code
+    3 when a question's fabrication is left pending (a failed call, or the budget): run again."""
     from trek import templates
     from trek.ctrl.build import build
     from trek.ctrl.common import CtrlError
     from trek.ctrl.fabrication import FabricationSettings
+    from trek.llm.client import FatalLLMError
+    from trek.llm.ledger import spending as ledger_for
     from trek.types import RecordError
 
     if source not in SOURCES:
@@ -94,26 +106,44 @@ def build_command(
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
         raise typer.BadParameter(f"unknown condition(s) {bad}; known: {', '.join(cond.ALL_CONDITIONS)}")
-    with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
+    with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, FatalLLMError), \
+            templates.prompts_folder(prompts):
         qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
-        client = None
-        if model:
-            from trek.llm.cache import LLMCache, default_cache_path
-            from trek.llm.client import LLMClient
-
-            cache_path = cache or default_cache_path(out)
-            out.mkdir(parents=True, exist_ok=True)
-            client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
-                               max_connections=max_connections, progress=False)
-            options.say_roles({"fabricator": client})
         settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
                                        chat_params={"reasoning_effort": effort} if effort else {})
-        result = build(pools, out, client=client, embedder=embedder, conditions=names,
-                       republication_target=republications, fabrication_settings=settings,
-                       count_tokens=tokens, source=source, show_urls=show_urls)
+        client = None
+        ledger = out / BUILD_LEDGER
+        if model:
+            from trek.ctrl.estimate import estimate_fabrication
+            from trek.llm.cache import LLMCache, default_cache_path
+            from trek.llm.client import LLMClient
+            from trek.llm.usage import PriceTable
+
+            cache_path = cache or default_cache_path(out)
+            if not spending.dry_run:
+                out.mkdir(parents=True, exist_ok=True)
+            client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path) if cache_path.exists() or
+                               not spending.dry_run else None, max_connections=max_connections, progress=False,
+                               prices=PriceTable.load(prices), budget_usd=budget,
+                               assume_output=spending.assume_output)
+            est = estimate_fabrication(pools, client, settings, assume_output=spending.assume_output)
+            if not spending.proceed(est, budget, ledger=ledger):
+                return
+            options.say_roles({"fabricator": client})
+        elif spending.dry_run:
+            typer.echo("no --model: fabrication is skipped, no model call would be made")
+            return
+        with ledger_for([client], ledger):
+            result = build(pools, out, client=client, embedder=embedder, conditions=names,
+                           republication_target=republications, fabrication_settings=settings,
+                           count_tokens=tokens, source=source, show_urls=show_urls)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
+    pending = [p.notes["fabrication"]["pending"] for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
+    if pending:  # a call failed or the budget stopped it: the same command resumes (from the cache)
+        typer.echo(f"{len(pending)} question(s) pending, e.g. {pending[0]}", err=True)
+        raise typer.Exit(3)
 
 
 @app.command("calibrate")
@@ -172,6 +202,7 @@ def audit_command(
 
 
 @app.command("discover")
+@options.grouped
 def discover_command(
     source: str = typer.Option("wild", "--source", help="Questions and starting pools: wild, mini, longseal, pools."),
     out: Path = typer.Option(..., "--out", "-o", help="pools.jsonl to write (then: trek ctrl build --source pools); "
@@ -198,10 +229,16 @@ def discover_command(
     cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or next to --out)."),
     prompts: Path = options.PROMPTS,
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with discovery calls."),
+    prices: Path = options.PRICES,
+    budget: float = options.BUDGET,
+    spending: options.Spending = options.GROUP,
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
-    Exit code 3 when a question was left out (no usable gold page) or is pending (re-run)."""
+    --dry-run estimates the model calls and searches and writes nothing; --budget is a ceiling on
+    the model calls over every discovery into OUT (recorded in .<OUT name>.spend beside it). Exit
+    code 3 when a question was left out (no usable gold page) or is pending (a failed call, or the
+    budget): run again."""
     import json
 
     from trek import templates
@@ -209,20 +246,27 @@ def discover_command(
     from trek.ctrl import discovery as D
     from trek.ctrl.build import _atomic_text
     from trek.ctrl.common import CtrlError
-    from trek.ctrl.pools import apply_quotas, write_pools
+    from trek.ctrl.estimate import estimate_discovery
+    from trek.ctrl.pools import Pool, apply_quotas, write_pools
     from trek.llm.cache import LLMCache, default_cache_path
-    from trek.llm.client import LLMClient
+    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.ledger import ledger_path
+    from trek.llm.ledger import spending as ledger_for
+    from trek.llm.usage import PriceTable
     from trek.pages import PageStore
     from trek.search import SearchError, default_search_cache_path, make_backend
     from trek.types import RecordError
 
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
-    store = PageStore(pages, fetch=fetch, allow_private=fetch_private)
-    client = LLMClient(model, base_url=base_url, progress=False,
-                       cache=LLMCache(cache or default_cache_path(out.parent)))
-    options.say_roles({"discovery": client})
-    with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError),
+    with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
+        # a dry run reads and writes no page store and fetches nothing
+        store = PageStore(None, fetch=False) if spending.dry_run else \
+            PageStore(pages, fetch=fetch, allow_private=fetch_private)
+        cache_path = cache or default_cache_path(out.parent)
+        client = LLMClient(model, base_url=base_url, progress=False, prices=PriceTable.load(prices),
+                           budget_usd=budget, assume_output=spending.assume_output,
+                           cache=LLMCache(cache_path) if cache_path.exists() or not spending.dry_run else None)
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark
@@ -236,18 +280,28 @@ def discover_command(
                 from trek.ctrl.pools import from_longseal
 
                 seal = from_longseal(longseal, historical=historical, relevance=relevance)
-            start, skipped = run_sync(D.awild_start_pools(qs, store, seal))
+            if spending.dry_run:  # no page is fetched: each question counts with the pool it starts from
+                by_id = {p.question.id: p for p in seal}
+                start = [by_id.get(q.id) or Pool(question=q, documents=[]) for q in qs]
+            else:
+                start, skipped = run_sync(D.awild_start_pools(qs, store, seal))
         else:
             start = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
             for p in start:
                 store.add_documents(p.documents)
-        backend = make_backend(search, store=store, client=client, cache=default_search_cache_path(out.parent))
+        backend = make_backend(search, store=store, client=client,
+                               cache=None if spending.dry_run else default_search_cache_path(out.parent))
         if backend is None:
             raise CtrlError("discovery needs a search backend (--search)")
         settings = D.DiscoverySettings(historical=historical, relevance=relevance, check_gold=check_gold,
                                        recover_dates=recover_dates,
                                        chat_params={"reasoning_effort": effort} if effort else {})
-        found = closing_run(D.adiscover_pools(start, client, backend, store, settings), client)
+        est = estimate_discovery(start, client, backend, store, settings, assume_output=spending.assume_output)
+        if not spending.proceed(est, budget, ledger=ledger_path(out)):
+            return
+        options.say_roles({"discovery": client})
+        with ledger_for([client], ledger_path(out)):
+            found = closing_run(D.adiscover_pools(start, client, backend, store, settings), client)
         found = [apply_quotas(p, historical=historical, relevance=relevance) for p in found]
         write_pools(out, found)
         report = D.discovery_report(found, skipped)
@@ -265,5 +319,9 @@ def discover_command(
                + (f"; {len(report['flagged'])} flagged" if report["flagged"] else "")
                + (f"; {len(skipped)} left out" if skipped else "")
                + (f"; {len(pend)} pending (re-run to retry)" if pend else "") + f"; wrote {out} and {report_path}")
+    if pend:  # a call failed or the budget stopped it
+        why = next((p.notes["discovery"]["pending"] for p in found if p.notes["discovery"]["pending"]), None)
+        if why:
+            typer.echo(f"pending, e.g.: {why}", err=True)
     if skipped or pend:
         raise typer.Exit(3)

@@ -20,6 +20,7 @@ def _split(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+@options.grouped
 def ctrl_run_command(
     contexts: Path = typer.Argument(..., help="contexts.jsonl written by `trek ctrl build`."),
     model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
@@ -54,24 +55,33 @@ def ctrl_run_command(
     max_retries: int = options.MAX_RETRIES,
     prices: Path = options.PRICES,
     prompts: Path = options.PROMPTS,
-    dry_run: bool = options.DRY_RUN,
+    spending: options.Spending = options.GROUP,
     progress: bool = options.PROGRESS,
 ) -> None:
     """Run the Ctrl baselines on frozen contexts and record one standard run per (model, method, condition).
 
     Model calls per question: direct 1, rerank 1, filter 2, structured 2 (plus re-asks of unreadable
-    replies); gold-only is direct on GOLD. Exit code 0 when every answer is in, 3 when some are
-    pending or failed (run the same command again), 2 on bad input.
+    replies); gold-only is direct on GOLD. --budget is one ceiling for the model and the judge
+    over every invocation on RUNS (recorded in RUNS/.ctrl.spend). Exit code 0 when every answer
+    is in, 3 when some are pending or failed (run the same command again), 2 on bad input.
     """
     from trek import templates
     from trek.contexts import read_contexts
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
     from trek.rag import make_method
     from trek.rag.context import load_ctrl_questions, questions_beside
     from trek.rag.rerank import make_scorer
-    from trek.rag.runner import estimate_grid, grid_rows, plan_grid, run_ctrl
+    from trek.rag.runner import (
+        estimate_grid,
+        estimate_grid_grading,
+        grid_ledger,
+        grid_rows,
+        plan_grid,
+        run_ctrl,
+    )
     from trek.types import RecordError
 
     with (
@@ -85,8 +95,10 @@ def ctrl_run_command(
         if qpath is None:
             options.fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
         qs = load_ctrl_questions(qpath)
-        runs.mkdir(parents=True, exist_ok=True)
-        cache = LLMCache(default_cache_path(runs))
+        cache_path = default_cache_path(runs)
+        if not spending.dry_run:
+            runs.mkdir(parents=True, exist_ok=True)
+        cache = LLMCache(cache_path) if not spending.dry_run or cache_path.exists() else None  # a dry run writes nothing
         settings: dict[str, dict[str, Any]] = {
             "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
                        "after_cutoff": after_cutoff},
@@ -104,7 +116,19 @@ def ctrl_run_command(
             params["temperature"] = temperature
         if max_tokens is not None:
             params["max_completion_tokens"] = max_tokens
-        if dry_run:
+        # the judge shares the connection, retry, timeout, cache and price settings of the model
+        prices_table = PriceTable.load(prices)
+        endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
+                                     prices=prices_table, progress=False, timeout=timeout,
+                                     assume_output=spending.assume_output)
+        client = endpoint(model, base_url=base_url, budget_usd=budget)
+        judge_client = endpoint(judge, base_url=judge_base_url, role="judge") if judge else None
+        est = estimate_grid(cells, records, built, model, prices_table, questions=qs, params=params,
+                            max_tokens=max_tokens, assume_output=spending.assume_output)
+        if judge_client is not None:
+            est = est + estimate_grid_grading(cells, records, built, model, judge_client, questions=qs, params=params,
+                                              answer_tokens=max_tokens or spending.assume_output)
+        if spending.dry_run:
             rows = grid_rows(cells, records, built, qs, model, params)
             for r in rows:
                 typer.echo(f"{r['run']:<60} {r['questions']:>5} questions {r['to_answer']:>5} to answer "
@@ -112,27 +136,24 @@ def ctrl_run_command(
             total = sum(r["calls"] for r in rows)
             typer.echo(f"{len(rows)} runs, {sum(r['to_answer'] for r in rows)} answers to make, {total} model calls "
                        f"(re-asks of unreadable replies not counted; cached calls send nothing)")
-            typer.echo(estimate_grid(cells, records, built, model, PriceTable.load(prices), questions=qs,
-                                     params=params, max_tokens=max_tokens).describe())
+        if not spending.proceed(est, budget, ledger=grid_ledger(runs)):
             return
-        # the judge shares the connection, retry, timeout, cache and price settings of the model
-        endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
-                                     prices=PriceTable.load(prices), progress=False, timeout=timeout)
-        client = endpoint(model, base_url=base_url, budget_usd=budget)
-        judge_client = endpoint(judge, base_url=judge_base_url) if judge else None
         options.say_roles({"evaluated": client, "judge": judge_client,
                            "rerank scorer": (scorer, rerank_base_url) if "rerank" in method_names else None})
-        summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
-                           progress=progress, run_config={"contexts": str(contexts)})
-        options.err.print(summary.describe(), highlight=False)
         ungraded = 0
-        if judge:
-            from trek.grading import run_grading
+        # one ledger and one budget for the model and the judge, over every invocation on RUNS
+        with ledger_for([client, judge_client], grid_ledger(runs)):
+            summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params,
+                               all_methods_on_gold=all_on_gold, progress=progress,
+                               run_config={"contexts": str(contexts)})
+            options.err.print(summary.describe(), highlight=False)
+            if judge_client is not None:
+                from trek.grading import run_grading
 
-            for rd in summary.runs:
-                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url, role="judge"), progress=False)
-                options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
-                ungraded += rep.pending_grades + rep.failed_grades
+                for rd in summary.runs:
+                    rep = run_grading(rd, judge_client, progress=False)
+                    options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
+                    ungraded += rep.pending_grades + rep.failed_grades
     if ungraded:
         options.err.print(f"{ungraded} grade(s) pending or failed: run the same command again to retry them.",
                           highlight=False)

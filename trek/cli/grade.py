@@ -44,6 +44,7 @@ def grade_command(
     seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
     judge_param: list[str] = options.JUDGE_PARAM,
     progress: bool = options.PROGRESS,
+    budget: float = options.BUDGET,
     spending: options.Spending = options.GROUP,
     batch: options.Batch = options.GROUP,
     prices: Path = options.PRICES,
@@ -54,7 +55,8 @@ def grade_command(
     (correct / incorrect / not attempted) when their `grader` says so, or with --grader generic.
 
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
-    come from the cache. The API key comes from OPENAI_API_KEY. Accuracy is over every question
+    come from the cache. --budget is a ceiling over every invocation on the run (the judge's
+    spend is recorded in RUN_DIR/.grades.jsonl.spend). The API key comes from OPENAI_API_KEY. Accuracy is over every question
     of the run (unanswered, pending and unparsed count as not correct). Exit code 0 when every
     answered question has a decided grade, 2 for bad input, 3 while some grades are pending, failed
     or unparsed (run the same command again to retry pending and failed ones). The judge's endpoint
@@ -63,7 +65,9 @@ def grade_command(
     from trek import graders
     from trek.analysis import accuracy_by_dataset
     from trek.llm.client import FatalLLMError
+    from trek.llm.ledger import ledger_path
     from trek.llm.usage import PriceTable
+    from trek.runs import GRADES
 
     def hint(message: str) -> str | None:
         return explain_unsupported_parameter(message, sources={"seed": "--seed"})
@@ -80,6 +84,8 @@ def grade_command(
             cache=LLMCache(default_cache_path(run_dir)),
             progress=progress,
             prices=PriceTable.load(prices),
+            budget_usd=budget,
+            assume_output=spending.assume_output,
         )
         settings = parse_judge_params(judge_param)
         if seed is not None:
@@ -87,7 +93,7 @@ def grade_command(
         options.say_roles({"judge": client})
         est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch.enabled,
                                assume_output=spending.assume_output, **settings)
-        if not spending.proceed(est):
+        if not spending.proceed(est, budget, ledger=ledger_path(run_dir / GRADES)):
             return
         if batch.enabled:
             report, br = run_grading_batch(run_dir, client, prompts_dir=prompts, progress=progress,

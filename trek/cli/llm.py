@@ -22,7 +22,7 @@ def run(
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file (default: $TREK_CACHE or llm-cache.sqlite next to --out)."),
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
-    budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
+    budget: float = options.BUDGET,
     prices: Path = options.PRICES,
     progress: bool = options.PROGRESS,
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",
@@ -36,7 +36,7 @@ def run(
     Exit code 0 when every id is ok, 3 when some are pending (run again to retry them).
     """
 
-    from trek.llm.batch import check_output_path, run_batch
+    from trek.llm.batch import _ledger, check_output_path, run_batch
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
@@ -54,6 +54,7 @@ def run(
             cache=LLMCache(cache_path),
             prices=PriceTable.load(prices),
             budget_usd=budget,
+            assume_output=spending.assume_output,
             progress=progress,
             transport=transport,
         )
@@ -66,7 +67,7 @@ def run(
             [it.request for it in load_requests(requests, default_model=model)], client, label="trek llm run",
             price_factor=BATCH_PRICE_FACTOR if batch.enabled else 1.0, assume_output=spending.assume_output,
         )
-        if not spending.proceed(est, budget):
+        if not spending.proceed(est, budget, ledger=_ledger(out)):
             return
         if batch.enabled:
             from trek.llm.openai_batch import run_openai_batch
@@ -82,7 +83,12 @@ def run(
                           + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
                           highlight=False)
     if summary.pending:
-        options.err.print(f"{summary.pending} ids are pending: run the same command again to retry them.", highlight=False)
+        from trek.types import iter_json_lines
+
+        why = next((o.get("error") for _, o in iter_json_lines(out) if o.get("status") == "pending" and o.get("error")),
+                   None)
+        options.err.print(f"{summary.pending} ids are pending" + (f" (e.g. {why})" if why else "")
+                          + ": run the same command again to retry them.", highlight=False)
         raise typer.Exit(3)
 
 
@@ -108,6 +114,13 @@ def cost_command(
     typer.echo(f"usage in {run_dir} (dollars as recorded at run time, Batch API discount included; else from "
                "the current price table; '-' = no price known)")
     typer.echo(shown.to_string(index=False))
+    ledgers = sorted(run_dir.rglob(".*.spend"))
+    if ledgers:
+        from trek.llm.ledger import read_ledger
+
+        with options.exit_on(RecordError):
+            billed = ", ".join(f"{p.relative_to(run_dir)} ${read_ledger(p):.4f}" for p in ledgers)
+        typer.echo(f"billed (the spend ledgers: fresh calls only, what --budget counts): {billed}")
     parts = df[df["file"] != "TOTAL"]["cost_usd"]
     if parts.isna().any():
         typer.echo(f"the total is unknown: {int(parts.isna().sum())} row(s) without a price; the priced rows sum to "

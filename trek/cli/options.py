@@ -28,7 +28,23 @@ MAX_CONNECTIONS = typer.Option(
 )
 MAX_RETRIES = typer.Option(6, "--max-retries", min=0, help="Retries of a failing call before it is left pending.")
 TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt.")
-BUDGET = typer.Option(None, "--budget", help="Stop issuing model calls before this many US dollars are spent.")
+
+
+def _budget(value: float | None) -> float | None:
+    """``--budget``: a finite number of US dollars >= 0 (NaN, infinite and negative are refused)."""
+    from trek.llm.ledger import check_budget
+
+    try:
+        return check_budget(value)
+    except ValueError:
+        raise typer.BadParameter(f"must be a finite number of US dollars, 0 or more (got {value})") from None
+
+
+BUDGET = typer.Option(
+    None, "--budget", callback=_budget,
+    help="Ceiling in US dollars on this command's model calls for its output, over every invocation (resumes "
+    "included; recorded in a .<output>.spend ledger): a call whose worst-case price would pass it is not sent.",
+)
 PRICES = typer.Option(None, "--prices", help="Price table JSON merged over the bundled one (default: $TREK_PRICES).")
 PROMPTS = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of prompt template overrides.")
 PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
@@ -133,14 +149,29 @@ class Spending:
     yes: bool = YES
     assume_output: int = ASSUME_OUTPUT
 
-    def proceed(self, estimate: Any, budget: float | None = None) -> bool:
+    def proceed(self, estimate: Any, budget: float | None = None, ledger: Any = None) -> bool:
         """False after printing the estimate (``--dry-run``); otherwise True once the run may start.
 
         A run whose high estimate passes ``--confirm-above`` asks first (``--yes`` does not). A
         ``--budget`` is taken as the answer: the run cannot spend more than it, so there is no
         question (a note says when the high estimate passes the budget). Without a terminal to ask
         on, the command stops (exit 2) and says to pass ``--yes``; a "no" stops it with exit 1.
+        ``ledger``: the command's spend ledger file; with a budget, what earlier invocations spent
+        is said, and the estimate is compared with what is left.
         """
+        left = budget
+        if ledger is not None:
+            from trek.llm.ledger import read_ledger
+
+            before = read_ledger(ledger)
+            if budget is not None:
+                left = max(0.0, budget - before)
+                note = (f"budget ${budget:.4f}: ${before:.4f} spent by earlier invocations ({ledger}), "
+                        f"${left:.4f} left")
+            else:
+                note = f"spent by earlier invocations: ${before:.4f} ({ledger})" if before else ""
+            if note:
+                (typer.echo if self.dry_run else lambda t: err.print(t, highlight=False))(note)
         if self.dry_run:
             typer.echo(estimate.describe())
             return False
@@ -148,10 +179,10 @@ class Spending:
         if math.isnan(high):  # a model without a price: nothing to compare with --confirm-above
             err.print("note: no dollar estimate (a model has no price in the price table); not asking", highlight=False)
             return True
-        if budget is not None:
-            if high > budget:
-                err.print(f"note: the estimate reaches ${high:.2f}, above --budget ${budget:.2f}: calls stop at the "
-                          "budget and the rest stay pending", highlight=False)
+        if left is not None:
+            if high > left:
+                err.print(f"note: the estimate reaches ${high:.2f}, above the ${left:.2f} left of --budget: calls "
+                          "stop at the budget and the rest stay pending", highlight=False)
             return True
         if self.yes or high <= self.confirm_above:
             return True

@@ -125,9 +125,11 @@ def run(
     from trek.limits import EndpointLimits
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.ledger import ledger_path
     from trek.llm.usage import PriceTable
     from trek.pages import default_pages_path
     from trek.runner import run_system
+    from trek.runs import ANSWERS
     from trek.search import make_backend
     from trek.search.base import FatalSearchError, SearchCache, default_search_cache_path
 
@@ -150,7 +152,7 @@ def run(
         endpoint = functools.partial(
             LLMClient, max_connections=max_connections, timeout=timeout, max_retries=max_retries,
             prices=PriceTable.load(prices), cache=LLMCache(default_cache_path(run_dir)), progress=False,
-            limits=EndpointLimits(),
+            limits=EndpointLimits(), assume_output=assume_output,
         )
         client = endpoint(model, base_url=base_url, budget_usd=budget)
         if fetch is None:
@@ -178,7 +180,8 @@ def run(
         )
         est = estimate_wild_run(qs, run_dir, client, backend, assume_rounds=assume_rounds,
                                 assume_output=assume_output, **settings)
-        if not options.Spending(dry_run, confirm_above, yes, assume_output).proceed(est, budget):
+        spend = options.Spending(dry_run, confirm_above, yes, assume_output)
+        if not spend.proceed(est, budget, ledger=ledger_path(run_dir / ANSWERS)):
             return
         run_config = {"question_set": questions, "fetch": fetch}
         if search_client is not None:

@@ -55,7 +55,8 @@ def run_command(
     check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
-    budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    budget: float = options.BUDGET,
+    prices: Path = options.PRICES,
     unknown: str = typer.Option("incomplete", "--unknown-judgments",
                                 help="How a judgment that stays unreadable counts: incomplete (the test did not "
                                 "run; the case gets no label from it) or paper (an unknown value placed by the "
@@ -74,13 +75,17 @@ def run_command(
 
     Resumable and cached: finished cases are kept, pending and failed ones retried, and replies
     come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
-    reply that stayed unreadable) is incomplete: no label from that test. Exit code 0 when every
+    reply that stayed unreadable) is incomplete: no label from that test. --budget is a ceiling
+    over every invocation on the run, all roles together (RUN_DIR/.trace.jsonl.spend). Exit code 0 when every
     case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or failed, or while
     answered questions have no grade (run trek grade first).
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.limits import EndpointLimits
+    from trek.llm.ledger import ledger_path
+    from trek.llm.usage import PriceTable
+    from trek.runs import TRACE
     from trek.trace.common import RoleModel
     from trek.trace.estimate import estimate_trace
     from trek.trace.pipeline import UNKNOWN_POLICIES, evaluated_role_from_run, trace_run
@@ -99,11 +104,13 @@ def run_command(
             raise RecordError(run_dir, None, "run directory does not exist")
         params = parse_judge_params(judge_param)
         cache = LLMCache(default_cache_path(run_dir))
+        table = PriceTable.load(prices)
         limits = EndpointLimits()  # roles on one server share its connection limit
 
         def client(m: str, url: str | None) -> LLMClient:
             return LLMClient(m, base_url=url, cache=cache, max_connections=max_connections,
-                             max_retries=max_retries, progress=False, limits=limits)
+                             max_retries=max_retries, progress=False, limits=limits,
+                             assume_output=spending.assume_output, prices=table)
 
         diag = RoleModel("diagnostic", client(diag_model, diagnostic_base_url or judge_base_url), diag_model,
                          dict(params))
@@ -115,11 +122,12 @@ def run_command(
                 ev.client = client(ev.model, base_url)
         else:
             ev = evaluated_role_from_run(run_dir)
+        ev.client.assume_output, ev.client.prices = spending.assume_output, table
         options.say_roles({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
         limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)
-        if not spending.proceed(est, budget):
+        if not spending.proceed(est, budget, ledger=ledger_path(run_dir / TRACE)):
             return
         report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
                            check_stale=check_stale, budget_usd=budget, progress=progress, **limits)
@@ -130,6 +138,9 @@ def run_command(
                    f"yet: grade the run first (trek grade {run_dir} --judge MODEL), then trace it again", err=True)
         raise typer.Exit(3)
     if report.pending or report.incomplete or report.failed:
+        reasons = sorted({r.error for r in report.records if r.status in ("pending", "failed") and r.error})
+        if reasons:
+            typer.echo(f"why not finished, e.g.: {reasons[0]}", err=True)
         typer.echo(f"not finished: {report.incomplete} incomplete, {report.pending} pending and {report.failed} "
                    "failed case(s); pending and failed ones are retried by the same command, incomplete ones once "
                    "their pages are there (trek trace --fetch, or pages added to the run's page store)", err=True)

@@ -19,8 +19,10 @@ run; the operating system releases it when a process dies); and an output holdin
 that the requests file no longer lists. The previous output is streamed: only an index of
 ids is held in memory, kept lines are copied from the file.
 
-A budget caps the spend recorded for one output across resumes: the dollars of fresh calls
-are added up in ``.<out>.spent.json`` beside it (ignored when the output does not exist).
+A budget caps the spend recorded for one output across resumes: every fresh call is recorded
+in the spend ledger ``.<out>.spend`` beside it (:mod:`trek.llm.ledger`: reserved at its worst
+case before it is sent, settled with its price), so a resumed run spends only what is left,
+also after a ``kill -9``. Delete the ledger to start a new budget for the same output.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from typing import IO, Any
 
 from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
+from trek.llm.ledger import ledger_path, spending
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
@@ -190,20 +192,19 @@ def check_output_path(out: Path, requests_path: Path | None = None) -> None:
 
 
 def _ledger(out: Path) -> Path:
-    return out.with_name(f".{out.name}.spent.json")
-
-
-def _spent_before(out: Path) -> float:
-    led = _ledger(out)
-    if not out.exists() or not led.exists():
-        return 0.0
-    try:
-        spent = float(json.loads(led.read_text(encoding="utf-8"))["spent_usd"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise BatchError(f"{led} (the spend recorded for {out.name}) is unreadable; fix or delete it") from None
-    if not math.isfinite(spent) or spent < 0:
-        raise BatchError(f"{led}: spent_usd must be a non-negative number")
-    return spent
+    """The spend ledger of an output (an older ``.<out>.spent.json`` total is carried into it)."""
+    led = ledger_path(out)
+    legacy = out.with_name(f".{out.name}.spent.json")
+    if legacy.exists() and not led.exists():
+        try:
+            spent = float(json.loads(legacy.read_text(encoding="utf-8"))["spent_usd"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise BatchError(f"{legacy} (the spend recorded for {out.name}) is unreadable; fix or delete it") from None
+        if not spent >= 0:
+            raise BatchError(f"{legacy}: spent_usd must be a non-negative number")
+        led.write_text(json.dumps({"spent": "carried over", "usd": spent}) + "\n", encoding="utf-8")
+        legacy.unlink()
+    return led
 
 
 def _item_key(client: LLMClient, item: BatchItem) -> str:
@@ -262,7 +263,6 @@ async def _run(
             f"{out} holds {len(orphans)} answered ids that the requests file no longer lists ({shown}); "
             "put them back in the requests file, or write to a new --out"
         )
-    spent_before = _spent_before(out)
     kept_ids: set[str] = set()
     todo: list[BatchItem] = []
     for it in items:
@@ -273,8 +273,6 @@ async def _run(
             todo.append(it)
     new: dict[str, dict[str, Any]] = {}
     order = [it.id for it in items]
-    spent0, prior0 = client.spent_usd, client.prior_spend_usd
-    client.prior_spend_usd = prior0 + spent_before  # counted against client.budget_usd
     last_write = time.monotonic()
 
     def lines() -> Iterator[dict[str, Any]]:
@@ -286,8 +284,6 @@ async def _run(
 
     def checkpoint() -> None:
         write_jsonl(out, lines())
-        spent = spent_before + client.spent_usd - spent0
-        _write_text(_ledger(out), json.dumps({"spent_usd": spent}) + "\n")
 
     def on_result(i: int, res: LLMResult) -> None:
         nonlocal last_write
@@ -298,12 +294,12 @@ async def _run(
             last_write = now
 
     calls0, hits0 = client.http_calls, client.cache_hits
-    try:
-        await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result)
-    finally:
-        checkpoint()
-        client.prior_spend_usd = prior0
-        await client.aclose()
+    with spending([client], _ledger(out)) as ledger:
+        try:
+            await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result)
+        finally:
+            checkpoint()
+            await client.aclose()
     n_ok = len(kept_ids) + sum(1 for line in new.values() if line["status"] == "ok")
     return BatchSummary(
         total=len(items),
@@ -313,12 +309,5 @@ async def _run(
         http_calls=client.http_calls - calls0,
         cache_hits=client.cache_hits - hits0,
         out=out,
-        spent_usd=spent_before + client.spent_usd - spent0,
+        spent_usd=ledger.total_usd,
     )
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Replace a small text file atomically."""
-    tmp = path.with_name(f"{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

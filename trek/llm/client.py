@@ -21,8 +21,10 @@ On top of the SDK it adds what an evaluation needs:
   bar shows the pace);
 * the HTTP transport is a parameter (``transport="httpx"``, the SDK default, or ``"aiohttp"``
   with the ``trek[aiohttp]`` extra; ``$TREK_HTTP_TRANSPORT`` sets the default);
-* token usage on every result and dollars from the price table; an optional budget cap that
-  stops issuing calls before it would be exceeded.
+* token usage on every result and dollars from the price table; spending recorded in a
+  :class:`~trek.llm.ledger.SpendLedger` (durable when a command gives its clients one) whose
+  budget is a ceiling: every fresh call reserves its worst-case price before it is sent and
+  settles with the actual price, and a call whose worst case does not fit is not sent.
 
 The API key is read from the environment (or passed in) and is never written to the cache,
 a result, a log or an error message.
@@ -44,7 +46,8 @@ from trek.aio import fan_out, run_sync
 from trek.errors import FatalLLMError
 from trek.limits import DEFAULT_START_LIMITS, EndpointLimits, StartLimits
 from trek.llm.cache import LLMCache, keyed
-from trek.llm.usage import PriceTable, price_factor, usage_dollars, usage_from_raw
+from trek.llm.ledger import DEFAULT_ASSUME_OUTPUT, OverBudget, SpendLedger, check_budget
+from trek.llm.usage import Price, PriceTable, price_factor, usage_dollars, usage_from_raw
 from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
 from trek.types import Usage
@@ -199,8 +202,17 @@ class LLMClient:
     prices:
         A :class:`PriceTable` (default: the bundled table plus ``$TREK_PRICES``).
     budget_usd:
-        Stop issuing new calls once spent plus the estimated cost of the next call would pass
-        this many dollars; calls not issued come back ``pending``.
+        A ceiling in dollars on this client's fresh calls (this process only; a command makes
+        it durable over invocations with :func:`trek.llm.ledger.spending`): a call is sent only
+        when its worst-case price fits beside what is spent and reserved by calls in flight;
+        one that can never fit comes back ``pending`` with the reason.
+    ledger:
+        The :class:`~trek.llm.ledger.SpendLedger` this client records its spend in (shared with
+        other clients; its budget applies to all of them). Default: one of its own when
+        ``budget_usd`` is set, else none.
+    assume_output:
+        Output tokens of a call's worst case when the request sends no output cap (default
+        4,096, as ``--assume-output``).
     progress:
         Show a progress bar in :meth:`amap`.
     seed:
@@ -232,6 +244,8 @@ class LLMClient:
         cache: LLMCache | str | os.PathLike[str] | None = None,
         prices: PriceTable | None = None,
         budget_usd: float | None = None,
+        ledger: SpendLedger | None = None,
+        assume_output: int = DEFAULT_ASSUME_OUTPUT,
         progress: bool = True,
         seed: int | None = None,
         limits: EndpointLimits | None = None,
@@ -245,8 +259,9 @@ class LLMClient:
             raise ValueError("max_connections must be at least 1")
         if max_retries < 0:
             raise ValueError("max_retries must be at least 0")
-        if budget_usd is not None and not budget_usd >= 0:  # also rejects NaN
-            raise ValueError(f"budget must be a non-negative number of dollars, not {budget_usd}")
+        check_budget(budget_usd)
+        if assume_output < 1:
+            raise ValueError("assume_output must be at least 1 token")
         self.transport = transport or os.environ.get("TREK_HTTP_TRANSPORT") or "httpx"
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}")
@@ -272,6 +287,9 @@ class LLMClient:
         self.cache = LLMCache(cache) if isinstance(cache, str | os.PathLike) else cache
         self.prices = prices or PriceTable.load()
         self.budget_usd = budget_usd
+        self.assume_output = int(assume_output)
+        self.ledger = ledger if ledger is not None else (
+            SpendLedger(None, budget_usd) if budget_usd is not None else None)
         self.progress = progress
         self._rng = random.Random(seed)
         self.limits = limits or EndpointLimits()
@@ -279,9 +297,7 @@ class LLMClient:
         self._states: dict[int, _LoopState] = {}
         # Running totals for this client (fresh calls only for ``spent_usd``).
         self.spent_usd = 0.0
-        self.prior_spend_usd = 0.0  # spent before this client (e.g. earlier runs), counted against the budget
         self.unpriced_calls = 0  # fresh calls to a model without a price (tokens only)
-        self._reserved_usd = 0.0
         self.usage = Usage()
         self.http_calls = 0
         self.cache_hits = 0
@@ -332,21 +348,20 @@ class LLMClient:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
         return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
 
-    def _estimate_cost(self, model: str, body: dict[str, Any]) -> float:
-        price = self.prices.get(model)
-        if price is None:
-            raise FatalLLMError(
-                f"a budget is set but model '{model}' has no price in the price table; "
-                "add it (TREK_PRICES or --prices) or drop the budget"
-            )
-        prompt, max_out = self._rough_tokens(body, default_out=1024)
-        return (prompt * price.input + max_out * price.output) / 1e6
+    def worst_cost(self, model: str, body: dict[str, Any], price: Price) -> float:
+        """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
+        1.25 for a model with another tokenizer) at the input price plus its output cap (else
+        :attr:`assume_output`) at the output price."""
+        from trek.llm.estimate import OTHER_TOKENIZER_BAND, count_chat_tokens, is_openai_model
 
-    def _rough_tokens(self, body: dict[str, Any], default_out: float) -> tuple[float, float]:
-        """Quick (prompt, output) token guesses for a request: prompt characters / 4, and the
-        output cap it sends, else the mean output so far, else ``default_out``."""
-        prompt, max_out = _prompt_guess(body)
-        return prompt, self._output_guess(max_out, default_out)
+        prompt = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
+        if body.get("instructions"):
+            prompt += count_chat_tokens([{"role": "system", "content": str(body["instructions"])}])
+        if not is_openai_model(model):
+            prompt *= OTHER_TOKENIZER_BAND[1]
+        _, cap = _prompt_guess(body)
+        out = cap if cap is not None else self.assume_output
+        return (prompt * price.input + out * price.output) / 1e6
 
     def _output_guess(self, max_out: float | None, default_out: float) -> float:
         if max_out is not None:
@@ -407,38 +422,43 @@ class LLMClient:
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
         key, request_text = keyed(self.cache_request(api, body, sample))
-        reserved = 0.0
         if self.cache is not None:
             hit = self.cache.lookup(key)
             if hit is not None:
                 self.cache.hits += 1
                 return self._finish(api, model, key, hit, cached=True)
-        if self.budget_usd is not None:
-            est = self._estimate_cost(model, body)
-            spent = self.prior_spend_usd + self.spent_usd
-            if spent + self._reserved_usd + est > self.budget_usd:
-                earlier = f", ${self.prior_spend_usd:.4f} of it in earlier runs" if self.prior_spend_usd else ""
-                return LLMResult(
-                    status="pending",
-                    model=model,
-                    key=key,
-                    api=api,
-                    error=(
-                        f"budget cap ${self.budget_usd:.2f} reached (spent ${spent:.4f}{earlier}); "
-                        "raise the budget and run again to continue"
-                    ),
-                )
-            reserved = est
-            self._reserved_usd += est
+        ledger = self.ledger
+        price = self.prices.get(model) if ledger is not None else None
+        if ledger is not None and ledger.budget_usd is not None and price is None:
+            raise FatalLLMError(
+                f"a budget is set but model '{model}' has no price in the price table; "
+                "add it (TREK_PRICES or --prices; a model on your own server can be priced at 0) or drop the budget"
+            )
+
+        async def send() -> dict[str, Any]:
+            if ledger is None or price is None:  # nothing to record: no ledger, or no price
+                return await self._send_with_retries(api, body)
+            hold = await ledger.reserve(self.worst_cost(model, body, price), model)
+            try:
+                raw = await self._send_with_retries(api, body)
+            except asyncio.CancelledError:
+                ledger.settle(hold, hold.usd)  # cut off in flight: it may have been billed
+                raise
+            except BaseException:
+                ledger.settle(hold, 0.0)  # an error reply is not billed
+                raise
+            ledger.settle(hold, usage_dollars(self.prices, model, usage_from_raw(raw), price_factor(raw)) or 0.0)
+            return raw
+
         try:
             if self.cache is not None:
-                raw, cached = await self.cache.fill(key, request_text, lambda: self._send_with_retries(api, body))
+                raw, cached = await self.cache.fill(key, request_text, send)
             else:
-                raw, cached = await self._send_with_retries(api, body), False
+                raw, cached = await send(), False
         except _Retryable as e:
             return LLMResult(status="pending", model=model, key=key, api=api, error=self._scrub(str(e)))
-        finally:
-            self._reserved_usd -= reserved
+        except OverBudget as e:
+            return LLMResult(status="pending", model=model, key=key, api=api, error=str(e))
         return self._finish(api, model, key, raw, cached=cached)
 
     def _finish(self, api: str, model: str, key: str, raw: dict[str, Any], *, cached: bool) -> LLMResult:

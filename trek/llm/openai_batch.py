@@ -346,23 +346,17 @@ async def run_openai_batch(
     The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
     cache, the output is written by :func:`trek.llm.batch.run_batch` replaying the cache (no live
     call); ids not answered by a batch come out ``pending``. The batch-priced dollars of the
-    replies loaded are added to the output's spend record (``--budget``).
+    replies loaded are added to the output's spend ledger (``--budget``).
     """
-    from trek.llm.batch import (
-        _ledger,
-        _spent_before,
-        _write_text,
-        check_output_path,
-        load_requests,
-        run_batch,
-    )
+    from trek.llm.batch import _ledger, check_output_path, load_requests, run_batch
     from trek.llm.estimate import RecordingClient, estimate_requests, request_body
+    from trek.llm.ledger import read_ledger, spending
 
     out = Path(out_path)
     check_output_path(out, Path(requests_path))
     items = load_requests(requests_path, default_model=client.model)
     reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
-    spent_before = _spent_before(out)
+    spent_before = read_ledger(_ledger(out))
     if client.budget_usd is not None:
         est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
         if spent_before + est.usd_high > client.budget_usd:
@@ -376,9 +370,9 @@ async def run_openai_batch(
     replay = RecordingClient(client, use_cache=True,
                              error="not answered by the Batch API yet (still running, failed or expired): run again",
                              reasons=br.failures)
-    summary = await run_batch(requests_path, out, replay)
     if br.cost_usd:
-        summary.spent_usd = _spent_before(out) + br.cost_usd
-        _write_text(_ledger(out), json.dumps({"spent_usd": summary.spent_usd}) + "\n")
+        with spending([], _ledger(out)) as ledger:
+            ledger.record(br.cost_usd, client.model)
+    summary = await run_batch(requests_path, out, replay)
     summary.batch = br  # type: ignore[attr-defined]
     return summary

@@ -35,7 +35,8 @@ from trek.stage import Slot, Stage, StagePlan, digest, execute, run_lock, synchr
 from trek.stage import plan as stage_plan
 from trek.types import Question, RunMeta, Trajectory
 
-__all__ = ["Cell", "CtrlStage", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "arun_ctrl", "run_ctrl", "KIND"]
+__all__ = ["Cell", "CtrlStage", "CtrlRunSummary", "run_label", "plan_grid", "grid_rows", "grid_ledger", "estimate_grid",
+           "estimate_grid_grading", "arun_ctrl", "run_ctrl", "KIND"]
 
 KIND = "ctrl"
 GOLD = "GOLD"
@@ -131,6 +132,9 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
     def postfix(self) -> str:
         return self.tally.dollars() if self.tally is not None else ""
 
+    def llm_clients(self) -> list[LLMClient | None]:
+        return [self.client]
+
 
 def _jobs(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]],
           questions: Mapping[str, Question]) -> list[tuple[Cell, Question, CtxRecord]]:
@@ -162,6 +166,12 @@ def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Map
         rows.append({"run": cell.run_dir.name, "method": cell.method, "condition": cell.condition, "questions": n,
                      "to_answer": t, "calls": t * m.calls})
     return rows
+
+
+def grid_ledger(runs_root: str | os.PathLike[str]) -> Path:
+    """The spend ledger of a grid (every run directory under ``runs_root``, and the judge that
+    ``trek ctrl run --judge`` grades them with): ``RUNS/.ctrl.spend``."""
+    return Path(runs_root) / ".ctrl.spend"
 
 
 #: Tokens of a baseline prompt around the documents (instructions, question), for estimates.
@@ -200,6 +210,40 @@ def estimate_grid(
         notes.append(f"model {model!r} has no price in the price table (--prices)")
     return Estimate(label="trek ctrl run", model=model, items=items, cached_items=cached, calls=(calls, calls),
                     input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd, notes=notes)
+
+
+#: The stand-in answer a dry run grades for an answer the grid has yet to make.
+PLACEHOLDER_ANSWER = "(the answer the run will make)"
+
+
+def estimate_grid_grading(
+    cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method], model: str,
+    judge: LLMClient, *, questions: Mapping[str, Question], params: dict[str, Any] | None = None,
+    answer_tokens: int = 4096, **settings: Any,
+) -> Estimate:
+    """The ``--dry-run`` estimate of grading the grid afterwards (``trek ctrl run --judge``), by
+    grading's own rule: the first judge request of every answer already in a cell whose grade
+    would not be kept (:func:`trek.grading.judge_requests`), plus one judge call per answer the
+    grid has yet to make, its prompt built with a stand-in answer and allowed ``answer_tokens``
+    more input tokens (the answer's output cap). Cached judge calls cost nothing."""
+    from trek.aio import run_sync
+    from trek.graders import agrade_many
+    from trek.grading import judge_requests
+    from trek.llm.estimate import Assumption, RecordingClient, estimate_requests
+
+    made: list[tuple[str, dict[str, Any], int]] = []
+    for cell in cells:
+        if (cell.run_dir / R.ANSWERS).exists() and (cell.run_dir / R.QUESTIONS).exists():
+            made += judge_requests(cell.run_dir, judge, **settings)
+    todo = _grid_plan(cells, _contexts_by_condition(contexts), methods, questions, model, dict(params or {})).todo
+    rec = RecordingClient(judge)
+    if todo:
+        run_sync(agrade_many([(q, PLACEHOLDER_ANSWER) for _, q, _ in todo], rec, progress=False, **settings))
+    once = "one judge call per answer (the re-asks of an unreadable verdict, rare, are not counted)"
+    return (estimate_requests(made, judge, label="judge: answers in the runs", assumption=Assumption(once))
+            + estimate_requests(rec.recorded, judge, label="judge: answers to make", assumption=Assumption(
+                f"{once}; each prompt holds an answer of up to {answer_tokens:,} tokens",
+                extra_input=(0, answer_tokens))))
 
 
 @dataclass
@@ -293,7 +337,7 @@ async def arun_ctrl(
         try:
             tally = await execute(stage, jobs, outputs=[c.run_dir / R.ANSWERS for c in cells],
                                   limit=client.max_connections, progress=progress,
-                                  checkpoint_seconds=checkpoint_seconds)
+                                  checkpoint_seconds=checkpoint_seconds, ledger=grid_ledger(runs_root))
         finally:
             summary.settle()
             summary.scorer_calls = sum(getattr(s, "calls", 0) for s in scorers.values()) - scorer0

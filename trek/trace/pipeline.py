@@ -43,6 +43,7 @@ from trek.answer_prompts import year_text
 from trek.graders.common import join_answers
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
+from trek.llm.ledger import ledger_path
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.trace import evidence, probes, queries, stale, verdict
@@ -530,6 +531,9 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
     def failure(self, case: TraceInput, key: str, error: str) -> TraceRecord:
         return TraceRecord(**_case_fields(case, self.config, key), status="failed", error=error)
 
+    def llm_clients(self) -> Sequence[LLMClient]:
+        return self.clients
+
     def postfix(self) -> str:
         spent = sum(c.spent_usd for c in self.clients)
         hits = sum(c.cache_hits for c in self.clients) - self.hits0
@@ -559,7 +563,8 @@ async def atrace_run(
     ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
     store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
     the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call.
-    ``budget_usd`` is a soft cap on the dollars of fresh calls of all roles together.
+    ``budget_usd`` is a ceiling on the dollars of fresh calls of all roles together, over every
+    invocation on ``run_dir`` (the spend ledger ``.trace.jsonl.spend``; see :mod:`trek.llm.ledger`).
     ``gold_chars`` / ``other_chars`` cut the pages shown to every role (defaults: the paper's
     50,000 and 3,500 characters). ``unknown``: how a judgment that stays unreadable counts,
     ``incomplete`` (the test did not run, the case is incomplete; default) or ``paper`` (an
@@ -586,13 +591,14 @@ async def atrace_run(
     hits0 = sum(c.cache_hits for c in unique)
     try:
         with borrowed_cache(unique, default_cache_path(rd)):
-            config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale,
-                                 Budget(budget_usd, clients) if budget_usd is not None else None, gold_chars,
+            # the budget is the stage's spend ledger (.trace.jsonl.spend): a ceiling over all invocations
+            config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
                                  other_chars, unknown)
             selection = select_cases(rd, outcomes)
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,
-                                  progress=progress, checkpoint_seconds=checkpoint_seconds)
+                                  progress=progress, checkpoint_seconds=checkpoint_seconds,
+                                  ledger=ledger_path(rd / runs.TRACE), budget_usd=budget_usd)
     finally:
         if own_evaluated:
             await evaluated.client.aclose()
