@@ -24,6 +24,7 @@ from trek.ctrl import fabrication, republication
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
+from trek.outputs import atomic_write
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -51,9 +52,7 @@ class BuildResult:
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def build(

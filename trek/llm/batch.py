@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
+from trek.outputs import atomic_write
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
@@ -319,6 +320,4 @@ async def _run(
 
 def _write_text(path: Path, text: str) -> None:
     """Replace a small text file atomically."""
-    tmp = path.with_name(f"{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text)

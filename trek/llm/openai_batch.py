@@ -109,10 +109,9 @@ class _State:
                                  "--base-url or another run folder")
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps({"endpoint": self.endpoint, "batches": self.batches}, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        from trek.outputs import atomic_write
+
+        atomic_write(self.path, json.dumps({"endpoint": self.endpoint, "batches": self.batches}, indent=1) + "\n")
 
     def active(self) -> list[dict[str, Any]]:
         return [b for b in self.batches if not b.get("loaded")]
