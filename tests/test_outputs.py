@@ -129,8 +129,8 @@ def test_check_out_refuses_inputs_and_run_records(tmp_path):
         check_out(tmp_path / "x" / ".." / "req.jsonl", reads=[req])
     for name in ("grades.jsonl", "trace.jsonl", "run.json", "llm-cache.sqlite"):
         with pytest.raises(OutputError, match="records of"):
-            check_out(run / name, reads=[run])
-    assert check_out(run / "trace.html", reads=[run]) == run / "trace.html"
+            check_out(run / name, runs=[run])
+    assert check_out(run / "trace.html", runs=[run]) == run / "trace.html"
     assert check_out(tmp_path / "new" / "deep.jsonl", reads=[req]) == tmp_path / "new" / "deep.jsonl"
 
 

@@ -96,15 +96,16 @@ def _is_run_file(name: str) -> bool:
 
 
 def check_out(
-    path: PathLike, *, reads: Iterable[PathLike | None] = (), option: str = "--out",
-    example: str | None = None,
+    path: PathLike, *, reads: Iterable[PathLike | None] = (), runs: Iterable[PathLike | None] = (),
+    option: str = "--out", example: str | None = None,
 ) -> Path:
     """Refuse ``path`` as a file output unless it is a regular file (or missing) that the command
     does not read; returns it as a :class:`~pathlib.Path`.
 
-    ``reads``: the files the command reads, and folders it reads as runs (inside those, every
-    record file of the run is refused: ``*.jsonl``, ``*.json``, ``*.sqlite``, the lock).
-    ``example``: a file name to suggest when ``path`` is a folder.
+    ``reads``: the files the command reads (``None`` entries are ignored). ``runs``: the run
+    directories it reads; inside those, every record file of the run is refused (``*.jsonl``,
+    ``*.json``, ``*.sqlite``, the lock). ``example``: a file name to suggest when ``path`` is a
+    folder.
     """
     p = Path(path)
     st = _stat(p)
@@ -117,16 +118,13 @@ def check_out(
             raise OutputError(p, f"{option} is {kind}, not a regular file; Trek writes a new file and renames it into "
                               "place, which would replace it: give the path of a file")
     for r in reads:
-        if r is None:
-            continue
-        rp = Path(r)
-        if rp.is_dir():
-            if p.parent.exists() and _same(p.parent, rp) and _is_run_file(p.name):
-                raise OutputError(p, f"{option} is one of the records of {rp}, which this command reads; "
-                                  "writing it would destroy them: give a path outside the run's record files")
-        elif _same(p, rp):
-            raise OutputError(p, f"{option} is {rp}, a file this command reads; writing it would destroy it: "
+        if r is not None and _same(p, Path(r)):
+            raise OutputError(p, f"{option} is {r}, a file this command reads; writing it would destroy it: "
                               "give another path")
+    for r in runs:
+        if r is not None and p.parent.exists() and _same(p.parent, Path(r)) and _is_run_file(p.name):
+            raise OutputError(p, f"{option} is one of the records of {r}, which this command reads; "
+                              "writing it would destroy them: give a path outside the run's record files")
     if st is None:
         anc = next((a for a in p.parents if a.exists()), None)
         if anc is not None and not anc.is_dir():
@@ -146,9 +144,8 @@ def check_folder_out(path: PathLike, *, reads: Iterable[PathLike | None] = (), o
         anc = next((a for a in p.parents if a.exists()), None)
         if anc is not None and not anc.is_dir():
             raise OutputError(p, f"cannot be created: {anc} is a file, not a folder")
-    file_reads = [r for r in reads if r is not None and not Path(r).is_dir()]
     for name in writes:
-        check_out(p / name, reads=file_reads, option=f"{option} (its {name})")
+        check_out(p / name, reads=reads, option=f"{option} (its {name})")
     return p
 
 

@@ -98,8 +98,10 @@ class ChatRequest:
 class LLMResult:
     """The outcome of one call.
 
-    ``status`` is ``ok`` (``raw`` holds the provider's JSON) or ``pending`` (the call failed
-    after its retries or was not issued because of the budget; ``error`` says why).
+    ``status`` is ``ok`` (``raw`` holds the provider's JSON), ``pending`` (the call failed
+    after its retries or was not issued because of the budget; ``error`` says why) or, from
+    :meth:`LLMClient.amap` with ``alone=True``, ``failed`` (the endpoint rejected this request
+    alone, e.g. a message too long for the model; ``error`` holds its reason).
     """
 
     status: str
@@ -588,16 +590,27 @@ class LLMClient:
         *,
         desc: str = "llm",
         on_result: Callable[[int, LLMResult], None] | None = None,
+        alone: bool = False,
     ) -> list[LLMResult]:
         """Run chat requests concurrently (bounded by ``max_connections``), in input order.
 
-        ``on_result(index, result)`` is called as each one finishes (for checkpointing).
+        ``on_result(index, result)`` is called as each one finishes (for checkpointing). With
+        ``alone``, a request the endpoint rejects for itself alone (a :class:`FatalLLMError`
+        that :func:`trek.errors.is_run_fatal` does not call fatal: a 400 for an over-long
+        message, a 413) comes back ``failed`` and the others go on; otherwise it stops them all.
         """
+        from trek.errors import is_run_fatal
+
         hits = 0
 
         async def one(r: ChatRequest) -> LLMResult:
             nonlocal hits
-            res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+            try:
+                res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+            except FatalLLMError as e:
+                if not alone or is_run_fatal(e):
+                    raise
+                return LLMResult(status="failed", model=r.model or self.model or "", error=str(e))
             hits += res.cached
             return res
 
@@ -652,6 +665,10 @@ def _shape_problem(api: str, raw: Any) -> str | None:
         return "no choices"
     if not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
         return "the first choice has no message"
+    msg = choices[0]["message"]
+    if msg.get("content") is None and not msg.get("tool_calls") and not msg.get("function_call") \
+            and not msg.get("refusal"):
+        return "the message has no text (content is null) and no tool call"
     return None
 
 

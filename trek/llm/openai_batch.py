@@ -339,8 +339,12 @@ async def run_openai_batch(
     poll_seconds: float = 30.0,
     max_wait: float | None = None,
     progress: bool = True,
+    items: list[Any] | None = None,
 ) -> Any:
     """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
+
+    ``items``: the requests as :func:`trek.llm.batch.load_requests` read them (default: read
+    the file here; a file is read once, so a pipe works).
 
     The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
     cache, the output is written by :func:`trek.llm.batch.run_batch` replaying the cache (no live
@@ -358,8 +362,9 @@ async def run_openai_batch(
     from trek.llm.estimate import RecordingClient, estimate_requests, request_body
 
     out = Path(out_path)
-    check_output_path(out, Path(requests_path))
-    items = load_requests(requests_path, default_model=client.model)
+    check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
+    if items is None:
+        items = load_requests(requests_path, default_model=client.model)
     reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
     spent_before = _spent_before(out)
     if client.budget_usd is not None:
@@ -375,7 +380,7 @@ async def run_openai_batch(
     replay = RecordingClient(client, use_cache=True,
                              error="not answered by the Batch API yet (still running, failed or expired): run again",
                              reasons=br.failures)
-    summary = await run_batch(requests_path, out, replay)
+    summary = await run_batch(requests_path, out, replay, items=items)
     if br.cost_usd:
         summary.spent_usd = _spent_before(out) + br.cost_usd
         _write_text(_ledger(out), json.dumps({"spent_usd": summary.spent_usd}) + "\n")

@@ -194,7 +194,7 @@ def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     from openpyxl import Workbook
 
     rd = Path(run_dir)
-    path = check_out(Path(out) if out else rd / "review.xlsx", reads=[rd], example="review.xlsx")
+    path = check_out(Path(out) if out else rd / "review.xlsx", runs=[rd], example="review.xlsx")
     records = load_trace(rd)
     if not records:
         raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")

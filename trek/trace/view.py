@@ -153,7 +153,7 @@ def write_view(run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
     """Write the viewer for one or more traced runs (default ``<first run>/trace.html``)."""
     if not run_dirs:
         raise ValueError("give at least one traced run directory")
-    path = check_out(Path(out) if out else Path(run_dirs[0]) / "trace.html", reads=run_dirs, example="trace.html")
+    path = check_out(Path(out) if out else Path(run_dirs[0]) / "trace.html", runs=run_dirs, example="trace.html")
     items: list[tuple[str, TraceRecord]] = []
     for d in run_dirs:
         recs = load_trace(d)
