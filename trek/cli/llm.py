@@ -22,7 +22,7 @@ def run(
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file (default: $TREK_CACHE or llm-cache.sqlite next to --out)."),
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
-    budget: float = typer.Option(None, "--budget", help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
+    budget: float = typer.Option(None, "--budget", callback=options.NON_NEGATIVE, help="Cap in US dollars on the fresh calls made for this --out, over all runs (resumes included)."),
     prices: Path = options.PRICES,
     progress: bool = options.PROGRESS,
     transport: str = typer.Option("httpx", "--transport", envvar="TREK_HTTP_TRANSPORT",

@@ -85,7 +85,7 @@ def run(
         "or in conflict). Off by default: the paper's systems got none.",
     ),
     fetch_timeout: float = typer.Option(
-        20.0, "--fetch-timeout", min=0.1, help="Seconds per live page fetch."
+        20.0, "--fetch-timeout", callback=options.number(0.1), help="Seconds per live page fetch."
     ),
     search_base_url: str = typer.Option(
         None,

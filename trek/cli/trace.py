@@ -55,7 +55,7 @@ def run_command(
     check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
                                      "the reference (listed first for review)."),
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
-    budget: float = typer.Option(None, "--budget", min=0, help="Stop starting calls after this many dollars."),
+    budget: float = typer.Option(None, "--budget", callback=options.NON_NEGATIVE, help="Stop starting calls after this many dollars."),
     unknown: str = typer.Option("incomplete", "--unknown-judgments",
                                 help="How a judgment that stays unreadable counts: incomplete (the test did not "
                                 "run; the case gets no label from it) or paper (an unknown value placed by the "

@@ -247,6 +247,8 @@ class LLMClient:
             raise ValueError("max_connections must be at least 1")
         if max_retries < 0:
             raise ValueError("max_retries must be at least 0")
+        if not timeout > 0 or timeout == float("inf"):  # also rejects NaN: every call would time out
+            raise ValueError(f"timeout must be a finite number of seconds above 0, not {timeout}")
         if budget_usd is not None and not budget_usd >= 0:  # also rejects NaN
             raise ValueError(f"budget must be a non-negative number of dollars, not {budget_usd}")
         self.transport = transport or os.environ.get("TREK_HTTP_TRANSPORT") or "httpx"
