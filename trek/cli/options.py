@@ -122,12 +122,30 @@ def deprecated_base_url(command: str, base_url: str | None, judge_base_url: str 
     return base_url
 
 
+def always_clear() -> tuple[type[Exception], ...]:
+    """Errors every command reports as ``error: ...`` (exit 2), whatever it lists: a bad record
+    file (:class:`~trek.types.RecordError`), an output that must not or cannot be written
+    (:class:`~trek.outputs.OutputError`), a run directory another process is writing
+    (:class:`~trek.stage.RunLockedError`), and errors that stop a run as a whole
+    (:class:`~trek.errors.RunFatalError`: a full disk under a cache, a search backend without a
+    key, a local model that cannot start)."""
+    from trek.errors import RunFatalError
+    from trek.outputs import OutputError
+    from trek.stage import RunLockedError
+    from trek.types import RecordError
+
+    return (RecordError, OutputError, RunLockedError, RunFatalError)
+
+
 @contextlib.contextmanager
 def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda message: None) -> Iterator[None]:
-    """Turn any of ``errors`` raised inside into :func:`fail` (with ``hint(message)``), not a traceback."""
+    """Turn any of ``errors`` (and of :func:`always_clear`) raised inside into :func:`fail`
+    (with ``hint(message)``), not a traceback."""
     try:
         yield
-    except errors as e:
+    except Exception as e:
+        if not isinstance(e, errors + always_clear()):
+            raise
         fail(str(e), hint(str(e)))
 
 
