@@ -255,3 +255,79 @@ def test_agreement_on_files_that_are_not_review_workbooks(traced, tmp_path):
         assert str(path) in r.output and ("workbook" in r.output or "folder" in r.output), r.output
         assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert read_jsonl(traced / runs.TRACE, TraceRecord)  # untouched
+
+
+# -- trek ctrl build / run / discover / audit ---------------------------------------------------------
+def test_ctrl_build_out_must_be_a_folder_it_can_write(tmp_path, read_only, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    for out, why in [(tmp_path / "file", "--out must be a folder; this is a file"),
+                     (tmp_path / "file" / "sub", "is a file, not a folder")]:
+        r = trek("ctrl", "build", "--out", out, "--no-tokens", "--questions", "mini:01")
+        assert r.exit_code == 2 and why in r.output, r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert (tmp_path / "file").read_text() == "x"
+    r = trek("ctrl", "build", "--out", read_only, "--no-tokens", "--questions", "mini:01")
+    assert r.exit_code == 2 and "cannot be written (Permission denied)" in r.output, r.output
+    assert leftovers(read_only) == []
+    out = tmp_path / "build"
+    assert trek("ctrl", "build", "--out", out, "--no-tokens", "--questions", "mini:01").exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    r = trek("ctrl", "build", "--out", out, "--no-tokens", "--questions", "mini:01,mini:02")
+    assert r.exit_code == 2 and "cannot be written (no space left on the device)" in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before and leftovers(out) == []
+
+
+def test_ctrl_build_never_writes_over_the_pools_it_reads(tmp_path):
+    out = tmp_path / "build"
+    assert trek("ctrl", "build", "--out", out, "--no-tokens", "--questions", "mini:01").exit_code == 0
+    pools = (out / "pools.jsonl").read_bytes()
+    r = trek("ctrl", "build", "--source", "pools", "--pools", out / "pools.jsonl", "--out", out, "--no-tokens")
+    assert r.exit_code == 2 and "a file this command reads" in r.output, r.output
+    assert (out / "pools.jsonl").read_bytes() == pools
+    r = trek("ctrl", "build", "--source", "pools", "--pools", out / "pools.jsonl", "--out", tmp_path / "b2",
+             "--no-tokens")
+    assert r.exit_code == 0, r.output
+
+
+def test_ctrl_build_with_a_rejected_key_is_a_clear_error(tmp_path, monkeypatch):
+    from trek.testing.fake_openai import FakeOpenAIServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "wrong")
+    with FakeOpenAIServer(require_key="right") as srv:
+        r = trek("ctrl", "build", "--out", tmp_path / "b", "--no-tokens", "--questions", "mini:01",
+                 "--model", "m", "--base-url", srv.base_url)
+    assert r.exit_code == 2 and "401 from" in r.output and "check the API key" in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert "wrong" not in r.output
+
+
+def test_ctrl_run_runs_must_be_a_folder(tmp_path):
+    build = tmp_path / "build"
+    assert trek("ctrl", "build", "--out", build, "--no-tokens", "--questions", "mini:01").exit_code == 0
+    (tmp_path / "file").write_text("x")
+    for runs_, why in [(tmp_path / "file", "--runs must be a folder"), (tmp_path / "file" / "g", "is a file")]:
+        r = trek("ctrl", "run", build / "contexts.jsonl", "--model", "m", "--runs", runs_,
+                 "--base-url", "http://127.0.0.1:9/v1", "--no-progress")
+        assert r.exit_code == 2 and why in r.output, r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def test_ctrl_discover_out_is_not_the_pools_it_extends(tmp_path):
+    build = tmp_path / "build"
+    assert trek("ctrl", "build", "--out", build, "--no-tokens", "--questions", "mini:01").exit_code == 0
+    pools = build / "pools.jsonl"
+    before = pools.read_bytes()
+    for out, why in [(pools, "a file this command reads"), (build, "is a folder"), ("/dev/null", "is a device")]:
+        r = trek("ctrl", "discover", "--source", "pools", "--pools", pools, "--out", out, "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1")
+        assert r.exit_code == 2 and why in r.output, r.output
+    assert pools.read_bytes() == before
+
+
+def test_ctrl_audit_of_a_missing_folder(tmp_path):
+    r = trek("ctrl", "audit", tmp_path / "nothing")
+    assert r.exit_code == 2 and "no Ctrl build folder" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)

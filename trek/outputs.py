@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["OutputError", "check_out", "check_folder_out", "atomic_write", "RUN_FILE_SUFFIXES"]
+__all__ = ["OutputError", "check_out", "check_folder_out", "make_folder", "atomic_write", "RUN_FILE_SUFFIXES"]
 
 PathLike = str | os.PathLike[str]
 
@@ -146,6 +146,22 @@ def check_folder_out(path: PathLike, *, reads: Iterable[PathLike | None] = (), o
             raise OutputError(p, f"cannot be created: {anc} is a file, not a folder")
     for name in writes:
         check_out(p / name, reads=reads, option=f"{option} (its {name})")
+    return p
+
+
+def make_folder(path: PathLike, option: str = "--out") -> Path:
+    """Create the folder ``path`` (and its parents) or raise :class:`OutputError` saying why not
+    (it is a file, it lies under a file, the parent cannot be written)."""
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OutputError(p, f"{option} must be a folder; this is {_kind(st.st_mode) or 'a file'}")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(p, f"cannot be created: {_file_parent(p / 'x')} is a file, not a folder") from None
+    except OSError as e:
+        raise OutputError(p, f"cannot be created ({_reason(e)})") from None
     return p
 
 

@@ -87,7 +87,11 @@ def build_command(
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
         raise typer.BadParameter(f"unknown condition(s) {bad}; known: {', '.join(cond.ALL_CONDITIONS)}")
+    from trek.ctrl.build import CONTEXTS_FILE, MANIFEST_FILE, POOLS_FILE
+    from trek.outputs import check_folder_out, make_folder
+
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
+        check_folder_out(out, reads=[pools_file, longseal, cache], writes=[POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE])
         qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
         client = None
@@ -96,7 +100,7 @@ def build_command(
             from trek.llm.client import LLMClient
 
             cache_path = cache or default_cache_path(out)
-            out.mkdir(parents=True, exist_ok=True)
+            make_folder(out)
             client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path),
                                max_connections=max_connections, progress=False)
             options.say_roles({"fabricator": client})
@@ -116,8 +120,10 @@ def audit_command(
     """Print the shortcut audit: accuracy ceilings of content-blind heuristics per condition."""
     from trek.report.ctrl_build import load_build, shortcut_table
 
-    built = load_build(folder.resolve())
-    typer.echo(shortcut_table(built).to_string(float_format=lambda x: f"{x:.1f}"))
+    with options.exit_on(FileNotFoundError, ValueError):
+        built = load_build(folder.resolve())
+        table = shortcut_table(built)
+    typer.echo(table.to_string(float_format=lambda x: f"{x:.1f}"))
 
 
 @app.command("discover")
@@ -148,14 +154,17 @@ def discover_command(
     from trek.ctrl.pools import apply_quotas, write_pools
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import LLMClient
+    from trek.outputs import check_out
     from trek.pages import PageStore
     from trek.search import make_backend
     from trek.types import RecordError
 
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
-    store = PageStore(pages, fetch=fetch)
-    client = LLMClient(model, base_url=base_url, progress=False,
-                       cache=LLMCache(cache or default_cache_path(out.parent)))
+    with options.exit_on(ValueError):
+        cache = cache or default_cache_path(out.parent)
+        check_out(out, reads=[pools_file, longseal, pages, cache], example="pools.jsonl")
+        store = PageStore(pages, fetch=fetch)
+        client = LLMClient(model, base_url=base_url, progress=False, cache=LLMCache(cache))
     options.say_roles({"discovery": client})
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(prompts):
         skipped: list[dict] = []

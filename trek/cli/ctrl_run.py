@@ -78,6 +78,9 @@ def ctrl_run_command(
         options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
         templates.prompts_folder(prompts),
     ):
+        from trek.outputs import check_folder_out, make_folder
+
+        check_folder_out(runs, option="--runs")
         method_names = _split(methods)
         cond_names = _split(conditions)
         records = read_contexts(contexts, check_rendering=True)
@@ -85,7 +88,7 @@ def ctrl_run_command(
         if qpath is None:
             options.fail(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
         qs = load_ctrl_questions(qpath)
-        runs.mkdir(parents=True, exist_ok=True)
+        make_folder(runs, "--runs")
         cache = LLMCache(default_cache_path(runs))
         settings: dict[str, dict[str, Any]] = {
             "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,

@@ -126,15 +126,16 @@ def always_clear() -> tuple[type[Exception], ...]:
     """Errors every command reports as ``error: ...`` (exit 2), whatever it lists: a bad record
     file (:class:`~trek.types.RecordError`), an output that must not or cannot be written
     (:class:`~trek.outputs.OutputError`), a run directory another process is writing
-    (:class:`~trek.stage.RunLockedError`), and errors that stop a run as a whole
-    (:class:`~trek.errors.RunFatalError`: a full disk under a cache, a search backend without a
-    key, a local model that cannot start)."""
-    from trek.errors import RunFatalError
+    (:class:`~trek.stage.RunLockedError`), an endpoint's refusal that no retry can fix
+    (:class:`~trek.errors.FatalLLMError`: a rejected key, an unknown model) and errors that stop a
+    run as a whole (:class:`~trek.errors.RunFatalError`: a full disk under a cache, a search
+    backend without a key, a local model that cannot start)."""
+    from trek.errors import FatalLLMError, RunFatalError
     from trek.outputs import OutputError
     from trek.stage import RunLockedError
     from trek.types import RecordError
 
-    return (RecordError, OutputError, RunLockedError, RunFatalError)
+    return (RecordError, OutputError, RunLockedError, RunFatalError, FatalLLMError)
 
 
 @contextlib.contextmanager

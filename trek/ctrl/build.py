@@ -24,7 +24,7 @@ from trek.ctrl import fabrication, republication
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
-from trek.outputs import atomic_write
+from trek.outputs import atomic_write, make_folder
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -70,8 +70,7 @@ def build(
     source: str = "pools",
 ) -> BuildResult:
     """Add republications (and fabrications with a client), then write the three files to ``out``."""
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(out)
     messages: list[str] = []
     base = [p.without_synthetic() for p in pools]
     made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
