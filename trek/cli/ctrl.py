@@ -145,6 +145,9 @@ def discover_command(
     cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or next to --out)."),
     prompts: Path = options.PROMPTS,
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with discovery calls."),
+    allow_partial: bool = typer.Option(False, "--allow-partial",
+                                       help="--source wild: go on when a source file holds fewer questions than the "
+                                       "paper's benchmark (without it that is an error)."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools."""
     from trek import templates
@@ -170,8 +173,15 @@ def discover_command(
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark
+            from trek.datasets.wild import IncompleteDataError, check_complete
 
             bench = load_benchmark("wild", data_dir)
+            try:
+                check_complete(bench)
+            except IncompleteDataError as e:
+                if not allow_partial:
+                    raise
+                options.err.print(f"warning: {e}", highlight=False)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
             start = []
             if longseal is not None:
