@@ -277,7 +277,7 @@ async def submit_and_collect(
             })
             state.save()  # recorded before the upload: a crash after it resumes, never re-sends
             run.submitted += len(chunk)
-    sdk = openai.AsyncOpenAI(base_url=client.base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout)
+    sdk = openai.AsyncOpenAI(base_url=client.request_base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout)
     try:
         for b in state.active():
             await _submit(sdk, state, b)
