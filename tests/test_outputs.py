@@ -331,3 +331,31 @@ def test_ctrl_audit_of_a_missing_folder(tmp_path):
     r = trek("ctrl", "audit", tmp_path / "nothing")
     assert r.exit_code == 2 and "no Ctrl build folder" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+# -- every file a command writes follows the umask ----------------------------------------------------
+def test_run_files_of_wild_run_and_import_follow_the_umask(tmp_path, monkeypatch):
+    from trek.imports import import_run, parse_mapping
+    from trek.testing.fake_openai import FakeOpenAIServer
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    for var in ("TREK_CACHE", "TREK_SEARCH_CACHE", "TREK_PAGES", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    old = os.umask(0o022)
+    try:
+        with FakeOpenAIServer() as srv:
+            r = trek("wild", "run", "--model", "m", "--base-url", srv.base_url, "--run", tmp_path / "wild",
+                     "--questions", "mini", "--search", "none", "--limit", "2", "--no-progress")
+            assert r.exit_code == 0, r.output
+        import_run("chat-completions", [ex / "chat-completions.jsonl"], tmp_path / "imported",
+                   questions=ex / "questions.csv",
+                   mapping=parse_mapping("id=qid,question=text,answers=gold,gold_urls=sources,effective_year=year"))
+    finally:
+        os.umask(old)
+    for run in (tmp_path / "wild", tmp_path / "imported"):
+        assert stat.S_IMODE(run.stat().st_mode) == 0o755, run
+        files = [p for p in run.iterdir() if p.is_file() and p.suffix in (".jsonl", ".json")]
+        assert files
+        for p in files:
+            assert stat.S_IMODE(p.stat().st_mode) == 0o644, p

@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["OutputError", "check_out", "check_folder_out", "make_folder", "atomic_write", "RUN_FILE_SUFFIXES"]
+__all__ = ["OutputError", "check_out", "check_folder_out", "make_folder", "folder_mode", "atomic_write",
+           "RUN_FILE_SUFFIXES"]
 
 PathLike = str | os.PathLike[str]
 
@@ -147,6 +148,13 @@ def check_folder_out(path: PathLike, *, reads: Iterable[PathLike | None] = (), o
     for name in writes:
         check_out(p / name, reads=reads, option=f"{option} (its {name})")
     return p
+
+
+def folder_mode() -> int:
+    """The mode a new folder gets from the umask (``0o755`` under the usual ``022``)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o777 & ~mask
 
 
 def make_folder(path: PathLike, option: str = "--out") -> Path:
