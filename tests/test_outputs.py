@@ -359,3 +359,13 @@ def test_run_files_of_wild_run_and_import_follow_the_umask(tmp_path, monkeypatch
         assert files
         for p in files:
             assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
+
+
+def test_schema_out_follows_the_output_rule(tmp_path, fifo):
+    (tmp_path / "folder").mkdir()
+    for out, why in [(tmp_path / "folder", "is a folder"), ("/dev/full", "is a device"), (fifo, "is a pipe")]:
+        r = trek("schema", "--out", out)
+        assert r.exit_code == 2 and why in r.output, r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    r = trek("schema", "--out", tmp_path / "s.json")
+    assert r.exit_code == 0 and (tmp_path / "s.json").read_text().startswith("{")
