@@ -369,3 +369,11 @@ def test_schema_out_follows_the_output_rule(tmp_path, fifo):
         assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     r = trek("schema", "--out", tmp_path / "s.json")
     assert r.exit_code == 0 and (tmp_path / "s.json").read_text().startswith("{")
+
+
+def test_wild_run_run_must_be_a_folder(tmp_path):
+    (tmp_path / "file").write_text("x")
+    r = trek("wild", "run", "--model", "m", "--run", tmp_path / "file", "--questions", "mini", "--search", "none",
+             "--base-url", "http://127.0.0.1:9/v1", "--no-progress")
+    assert r.exit_code == 2 and "--run must be a folder" in r.output, r.output
+    assert (tmp_path / "file").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
