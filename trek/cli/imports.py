@@ -66,7 +66,6 @@ def schema_command(
 ) -> None:
     """Print the trajectory schema (JSON Schema) that answers.jsonl records follow."""
     from trek.imports.schema import schema_text
-
     from trek.outputs import atomic_write, check_out
 
     text = schema_text()
