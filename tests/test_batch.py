@@ -92,7 +92,7 @@ def test_pending_ids_are_retried_on_next_run(tmp_path):
         ({"messages": [{"role": "user", "content": "x"}]}, "line 2: field 'id'"),
         ({"id": "a", "messages": [{"role": "user", "content": "x"}]}, "line 2: field 'id': duplicate id 'a' (first on line 1)"),
         ({"id": "b", "messages": []}, "line 2: field 'messages'"),
-        ({"id": "b", "messages": [{"role": "robot", "content": "x"}]}, "line 2: field 'messages.0.role'"),
+        ({"id": "b", "messages": [{"role": "robot", "content": "x"}]}, "line 2: id 'b': field 'messages.0.role'"),
         ({"id": "b", "messages": [{"role": "user", "content": "x"}], "stream": True}, "line 2: field 'stream'"),
     ],
 )
@@ -270,7 +270,7 @@ def test_unusable_out_and_cache_are_refused_before_any_call(tmp_path):
     (tmp_path / "a-file").write_text("x")
     cases = [
         ((tmp_path / "folder",), "is a folder"),
-        ((tmp_path / "a-file" / "out.jsonl",), "cannot create the folder"),
+        ((tmp_path / "a-file" / "out.jsonl",), "is a file, not a folder"),
         ((tmp_path / "o.jsonl", "--cache", str(tmp_path / "folder")), "is a folder"),
         ((tmp_path / "o.jsonl", "--cache", str(garbage)), "SQLite"),
     ]
@@ -328,3 +328,84 @@ def test_cost_prices_a_proxy_search_model_at_its_own_rate(tmp_path):
     assert df.loc["cheap-search", "prompt_tokens"] == 400_000
     assert df.loc["gpt-4o", "cost_usd"] == pytest.approx(1.2) and df.loc["cheap-search", "cost_usd"] == pytest.approx(0.2)
     assert df.loc["", "cost_usd"] == pytest.approx(1.4)  # the TOTAL row
+
+
+# -- bad input and faults (the output rule, input read once, request fields, one id failing alone) -----
+def test_requests_from_a_pipe_are_read_once(tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    write_requests(req, 4)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))}
+    with FakeOpenAIServer() as srv:
+        p = subprocess.run([sys.executable, "-m", "trek.cli", "llm", "run", "/dev/stdin", "--out", str(out),
+                            "--model", "fm", "--base-url", srv.base_url, "--no-progress"],
+                           input=req.read_text(), capture_output=True, text=True, env={**env, "OPENAI_API_KEY": "k"},
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "4 ids: 4 ok" in " ".join(p.stderr.split())
+        assert srv.stats()["requests"] == 4
+    assert [x["id"] for x in read_out(out)] == ["r0", "r1", "r2", "r3"]
+
+
+def test_devices_pipes_and_run_inputs_are_refused_as_out(tmp_path):
+    req = tmp_path / "req.jsonl"
+    write_requests(req, 2)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1, "output": 1}}))
+    cases = [
+        (("/dev/full",), "is a device"),  # it used to be read as an earlier output, without end
+        ((fifo,), "is a pipe"),
+        ((tmp_path / "c.sqlite", "--cache", str(tmp_path / "c.sqlite")), "a file this command reads"),
+        ((prices, "--prices", str(prices)), "a file this command reads"),
+    ]
+    with FakeOpenAIServer() as srv:
+        for (out, *extra), expected in cases:
+            code, msg = run_cli(tmp_path, srv, req, out, *extra)
+            assert code == 2 and expected in msg, msg
+        assert srv.stats()["requests"] == 0
+    import stat
+
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and stat.S_ISFIFO(fifo.stat().st_mode)
+    assert json.loads(prices.read_text()) == {"fake-model": {"input": 1, "output": 1}}
+
+
+@pytest.mark.parametrize("line, expected", [
+    ({"messages": [{"role": "user", "content": 5}]}, "field 'messages.0.content': must be text or a list of parts"),
+    ({"messages": [{"role": "user", "content": None}]}, "field 'messages.0.content': must be text, not null"),
+    ({"messages": [{"role": "user", "content": [7]}]}, "field 'messages.0.content': part 0 must be an object"),
+    ({"temperature": "hot"}, "field 'temperature': must be a number from 0 to 2, got 'hot'"),
+    ({"temperature": 3}, "field 'temperature': must be a number from 0 to 2"),
+    ({"top_p": -0.1}, "field 'top_p'"),
+    ({"max_tokens": -5}, "field 'max_tokens': must be a whole number of tokens, at least 1, got -5"),
+    ({"max_completion_tokens": 2.5}, "field 'max_completion_tokens'"),
+    ({"seed": "x"}, "field 'seed'"),
+])
+def test_request_fields_are_checked_before_any_call(tmp_path, line, expected):
+    req = tmp_path / "req.jsonl"
+    good = {"id": "ok-1", "messages": [{"role": "user", "content": "fine"}]}
+    bad = {**good, "id": "bad-2", **line}
+    req.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with FakeOpenAIServer() as srv:
+        code, msg = run_cli(tmp_path, srv, req, tmp_path / "o.jsonl")
+        assert srv.stats()["requests"] == 0
+    assert code == 2 and "req.jsonl, line 2: id 'bad-2':" in msg and expected in msg, msg
+
+
+def test_an_oversized_message_fails_alone_named_by_file_line_and_id(tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    rows = [{"id": "a", "messages": [{"role": "user", "content": "short one"}]},
+            {"id": "huge", "messages": [{"role": "user", "content": "word " * 240_000}]},  # 1,200,000 characters
+            {"id": "c", "messages": [{"role": "user", "content": "short two"}]}]
+    req.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer() as srv:  # its body limit (1 MB) answers 413, as an endpoint refuses a too-long prompt
+        code, msg = run_cli(tmp_path, srv, req, out)
+        assert code == 4, msg
+        assert "req.jsonl, line 2, id 'huge': 413" in msg and "1 failed" in msg
+        lines = {x["id"]: x for x in read_out(out)}
+        assert lines["a"]["status"] == lines["c"]["status"] == "ok"
+        assert lines["huge"]["status"] == "failed" and "line 2, id 'huge'" in lines["huge"]["error"]
+        assert lines["huge"]["content"] is None
+        n = srv.stats()["requests"]
+        code, _ = run_cli(tmp_path, srv, req, out)  # a re-run keeps the answers and tries the failed id again
+        assert code == 4 and srv.stats()["requests"] == n + 1

@@ -81,3 +81,55 @@ def test_proceed_prints_on_dry_run_and_asks_above_the_threshold():
     assert go is True and "no dollar estimate" in text
     est = SimpleNamespace(usd_high=100.0, describe=lambda: "")
     assert options.Spending(False, 5.0, False, 1).proceed(est, budget=200.0)  # a budget is the answer
+
+
+# -- every numeric option: finite and in range, through one validator --------------------------------
+def test_check_number_names_the_setting_range_and_value():
+    import math
+
+    import pytest
+
+    assert options.check_number("--x", 0.5, 0, 1) == 0.5 and options.check_number("--x", None, 0) is None
+    assert options.check_number("--x", 0, 0, 1) == 0
+    for value, shown in [(math.nan, "nan"), (math.inf, "inf"), (-1, "-1"), (2, "2")]:
+        with pytest.raises(ValueError, match=f"^--x must be a finite number at least 0 and at most 1, not {shown}$"):
+            options.check_number("--x", value, 0, 1)
+    with pytest.raises(ValueError, match="above 0, not 0"):
+        options.check_number("--timeout", 0, 0, low_open=True)
+
+
+def _numeric_cases(tmp: str):
+    llm = ["llm", "run", f"{tmp}/req.jsonl", "--out", f"{tmp}/o.jsonl", "--model", "m"]
+    wild = ["wild", "run", "--model", "m", "--run", f"{tmp}/run", "--questions", "mini"]
+    ctrl_run = ["ctrl", "run", f"{tmp}/contexts.jsonl", "--model", "m", "--runs", f"{tmp}/grid"]
+    trace = ["trace", "run", f"{tmp}/run", "--judge", "j"]
+    grade = ["grade", f"{tmp}/run", "--judge", "j"]
+    build = ["ctrl", "build", "--out", f"{tmp}/build"]
+    return [
+        (llm, "--timeout", "0"), (llm, "--timeout", "-5"), (llm, "--timeout", "nan"),
+        (llm, "--budget", "nan"), (llm, "--budget", "-1"), (llm, "--budget", "abc"), (llm, "--budget", "inf"),
+        (llm, "--confirm-above", "nan"), (llm, "--batch-poll", "0"), (llm, "--batch-poll", "nan"),
+        (wild, "--timeout", "0"), (wild, "--budget", "nan"), (wild, "--fetch-timeout", "nan"),
+        (wild, "--confirm-above", "-1"),
+        (ctrl_run, "--sigma-days", "nan"), (ctrl_run, "--sigma-days", "0"), (ctrl_run, "--alpha", "1.5"),
+        (ctrl_run, "--alpha", "nan"), (ctrl_run, "--temperature", "nan"), (ctrl_run, "--temperature", "-1"),
+        (ctrl_run, "--max-tokens", "-5"), (ctrl_run, "--timeout", "-5"), (ctrl_run, "--budget", "-1"),
+        (trace, "--budget", "nan"), (trace, "--confirm-above", "nan"),
+        (grade, "--confirm-above", "nan"), (grade, "--batch-poll", "-1"),
+        (build, "--min-similarity", "nan"), (build, "--min-similarity", "2"),
+    ]
+
+
+def test_numeric_options_are_finite_and_in_range(tmp_path):
+    from trek.cli import app
+
+    for args, option, value in _numeric_cases(str(tmp_path)):
+        r = CliRunner().invoke(app, [*args, option, value], env={"COLUMNS": "200"})
+        flat = " ".join(r.output.split())
+        assert r.exit_code == 2, (option, value, r.output)
+        assert f"Invalid value for '{option}'" in flat, (option, value, flat)
+        assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was made
+    r = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "b"), "--min-similarity", "0.5",
+                                 "--source", "nope"])  # a good value passes (the command stops at --source)
+    assert r.exit_code == 2 and "--min-similarity" not in r.output and "--source" in r.output

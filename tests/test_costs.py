@@ -188,3 +188,48 @@ def test_search_fees_as_numbers_or_documented_objects(tmp_path):
     f.write_text(json.dumps({"search": {"c": {"source": "x"}}}))
     with pytest.raises(ValueError, match="'c' needs a 'usd_per_call'"):
         PriceTable.load(f)
+
+
+# -- malformed usage is named, never summed or dropped ----------------------------------------------
+def _cost_run(tmp_path, records):
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run
+
+
+GOOD = {"question_id": "q1", "model": "gpt-4o", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "calls": 1}}
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ({"usage": {"prompt_tokens": -100, "calls": 1}}, "line 2: field 'usage.prompt_tokens': a token or call count cannot be negative, got -100"),
+    ({"usage": {"completion_tokens": 5, "calls": -1}}, "field 'usage.calls': a token or call count cannot be negative"),
+    ({"usage": {"calls": 1, "cost_usd": -2.0}}, "field 'usage.cost_usd': must be a non-negative number of dollars"),
+    ({"usage": "1000 tokens"}, "line 2: field 'usage': must be an object of token counts, got str"),
+    ({"usage": [1, 2]}, "field 'usage': must be an object of token counts, got list"),
+    ({"usage": {"prompt_tokens": "many", "calls": 1}}, "field 'usage': field 'prompt_tokens'"),
+    ({"usage": {"prompt_tokens": 1, "calls": 1}, "search_usage": 7}, "field 'search_usage': must be an object"),
+    ({"usage": {"prompt_tokens": 1, "calls": 1}, "search_usage": {"prompt_tokens": 50, "calls": 1}},
+     "field 'search_usage': counts more than the record's whole 'usage'"),
+])
+def test_cost_names_malformed_usage_records(tmp_path, bad, expected):
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    run = _cost_run(tmp_path, [GOOD, {"question_id": "q2", "model": "gpt-4o", **bad}])
+    r = CliRunner().invoke(app, ["cost", str(run)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2, r.output
+    assert "answers.jsonl" in flat and expected in flat, flat
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_cost_of_well_formed_records_still_sums(tmp_path):
+    from trek.costs import summarize_usage
+
+    run = _cost_run(tmp_path, [GOOD, {**GOOD, "question_id": "q2"}])
+    df = summarize_usage(run)
+    assert int(df[df["file"] == "TOTAL"]["prompt_tokens"].iloc[0]) == 20

@@ -192,7 +192,8 @@ def test_bad_input_names_file_line_and_field(tmp_path):
     f.write_text(lines[0] + "\n" + json.dumps(broken) + "\n")
     with pytest.raises(RecordError, match=r"pools.jsonl, line 2: .*documents\.0\.date"):
         read_pools(f)
-    res = CliRunner().invoke(app, ["ctrl", "build", "--source", "pools", "--pools", str(f), "--out", str(tmp_path)])
+    res = CliRunner().invoke(app, ["ctrl", "build", "--source", "pools", "--pools", str(f), "--out",
+                                   str(tmp_path / "out")])
     assert res.exit_code == 2 and "line 2" in res.output
     res = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path), "--conditions", "OO,XX"])
     assert res.exit_code != 0 and "XX" in res.output

@@ -638,6 +638,34 @@ def test_wild_load_applies_paper_filters(tmp_path: Path) -> None:
     assert len({q.id for q in bench.questions}) == len(bench.questions)
 
 
+def test_wild_short_of_the_papers_counts_is_an_error_naming_what_is_missing(tmp_path: Path) -> None:
+    bench = wild.load(make_data_dir(tmp_path))
+    with pytest.raises(wild.IncompleteDataError) as exc:
+        wild.check_complete(bench)
+    raises_naming(exc, "freshqa has 4 of its 49 questions (45 missing", "FreshQA_test.csv", "7 rows read",
+                  "infodeepseek has 3 of its 31", "sealqa has 3 of its 64", "--allow-partial", "10 question(s)")
+    bench.paper_counts = bench.counts()  # as many as the paper's: complete
+    wild.check_complete(bench)
+    bench.paper_counts = {**bench.counts(), "freshqa": 3}  # more than the paper's (a newer export): complete
+    wild.check_complete(bench)
+
+
+def test_wild_run_refuses_a_partial_question_set_unless_allowed(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    data = make_data_dir(tmp_path / "data")
+    args = ["wild", "run", "--model", "m", "--run", str(tmp_path / "run"), "--questions", "wild", "--data-dir",
+            str(data), "--search", "none", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2 and "TrekBench-Wild is incomplete" in r.output and "freshqa has 4 of its 49" in r.output
+    r = CliRunner().invoke(app, [*args, "--allow-partial"])
+    assert r.exit_code == 0, r.output
+    assert "warning: TrekBench-Wild is incomplete" in " ".join(r.output.split())
+
+
 def test_wild_summarize_tables(tmp_path: Path) -> None:
     bench = wild.load(make_data_dir(tmp_path))
     summary = wild.summarize(bench)

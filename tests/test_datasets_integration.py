@@ -162,3 +162,24 @@ def test_cli_info_real_files() -> None:
     result = CliRunner().invoke(app, ["info", "--data-dir", str(SHARED)])
     assert result.exit_code == 0, result.output
     assert "144" in result.output and "(paper:" not in result.output
+
+
+def test_a_freshqa_file_cut_between_two_rows_is_named(tmp_path: Path) -> None:
+    """A CSV cut at a row boundary reads cleanly; without the count check the run would go on with
+    95 of the 144 questions and say nothing."""
+    import csv
+    import shutil
+
+    data = tmp_path / "data"
+    for name in ("freshqa", "infodeepseek", "sealqa"):
+        shutil.copytree(SHARED / name, data / name)
+    src = next((data / "freshqa").glob("*.csv"))
+    with src.open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.reader(fh))
+    with src.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows[:300])
+    bench = wild.load(data)
+    assert bench.counts()["freshqa"] < 49
+    with pytest.raises(wild.IncompleteDataError, match=r"freshqa has \d+ of its 49 questions") as exc:
+        wild.check_complete(bench)
+    assert src.name in str(exc.value) and "infodeepseek" not in str(exc.value)

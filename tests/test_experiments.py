@@ -144,6 +144,52 @@ def test_the_command_prints_each_stage_line_once(recorded, tmp_path, monkeypatch
     assert lines[-1].startswith("0 model calls, 1 pass(es)")
 
 
+def test_out_replaces_only_what_it_wrote(recorded, tmp_path):
+    import shutil
+
+    from trek.experiments import MANIFEST
+
+    root, _, _ = recorded
+    out = tmp_path / "runs"
+    shutil.copytree(root / "runs", out)
+    assert set((out / MANIFEST).read_text().splitlines()[1:]) == {n for n in tree(root / "runs") if n != MANIFEST}
+    (out / "notes.txt").write_text("my notes")  # not written by trek experiments: kept
+    (out / "wild" / "mine").mkdir()
+    (out / "wild" / "mine" / "answers.jsonl").write_text("{}\n")
+    (out / "wild" / "gone").mkdir()  # written by an earlier run (in its manifest), no longer made: removed
+    (out / "wild" / "gone" / "answers.jsonl").write_text("{}\n")
+    with (out / MANIFEST).open("a") as fh:
+        fh.write("wild/gone/answers.jsonl\n")
+    run_experiments(out, work=tmp_path / "work", replay=root / "runs" / REPLAY, replay_only=True, settings=SMALL,
+                    **QUIET)
+    assert (out / "notes.txt").read_text() == "my notes"
+    assert (out / "wild" / "mine" / "answers.jsonl").read_text() == "{}\n"
+    assert not (out / "wild" / "gone").exists()
+    got = tree(out)
+    del got["notes.txt"], got["wild/mine/answers.jsonl"]
+    assert got == tree(root / "runs")
+
+
+def test_out_must_be_a_folder_this_command_made(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    (tmp_path / "file").write_text("x")
+    cases = [(mine, "did not make"), (tmp_path / "file", "must be a folder"), (tmp_path / "work" / "out", "overlap"),
+             (tmp_path, "overlap")]
+    for out, why in cases:
+        with pytest.raises(ExperimentsError, match=why):
+            run_experiments(out, work=tmp_path / "work", replay_only=True, settings=SMALL, **QUIET)
+    assert (mine / "thesis.tex").read_text() == "years of work" and (tmp_path / "file").read_text() == "x"
+    assert not (tmp_path / "work").exists()  # refused before any work
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    res = CliRunner().invoke(app, ["experiments", "--out", str(mine), "--work", str(tmp_path / "w"), "--replay-only"])
+    assert res.exit_code == 2 and "did not make" in res.output
+
+
 # -- the pieces ---------------------------------------------------------------------------------
 def test_question_ids_by_style_take_each_style_in_turn():
     from trek.datasets import mini

@@ -442,6 +442,29 @@ def test_a_200_without_choices_is_pending_and_not_cached(tmp_path):
     assert n == 2 and cached == 0  # retried once, never stored
 
 
+def test_a_200_whose_text_is_null_without_a_tool_call_is_not_an_answer(tmp_path):
+    async def go():
+        async def handler(request):
+            state["n"] += 1
+            return web.json_response({"id": "c", "object": "chat.completion", "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None}}]})
+
+        state = {"n": 0}
+        runner, url = await _serve_chat(handler)
+        try:
+            cache = LLMCache(tmp_path / "c.sqlite")
+            c = LLMClient("m", base_url=url, api_key="k", max_retries=1, backoff_base=0.001, cache=cache, progress=False)
+            res = await c.achat(MSG)
+            await c.aclose()
+            return res, state["n"], len(cache)
+        finally:
+            await runner.cleanup()
+
+    res, n, cached = asyncio.run(go())
+    assert res.status == "pending" and "no text" in res.error and res.content is None
+    assert n == 2 and cached == 0
+
+
 def test_rejected_parameter_keeps_status_and_api_message(tmp_path):
     secret = "sk-secret-abcdef123456"
     msg = f"Unsupported value: 'temperature' does not support 0 with this model (key {secret})."

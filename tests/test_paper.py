@@ -217,3 +217,47 @@ def test_refreshing_notebooks_prints_one_line_each_and_keeps_kernel_chatter_in_l
     assert res.returncode == 1 and res.stdout.split()[-1] == "FAILED"
     assert "the table is wrong" in res.stderr
     assert (tmp_path / "broken.ipynb").read_bytes() == before
+
+
+# -- values a notebook would fail on halfway are refused before it runs -----------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("runs: 5\n", "runs: must be a mapping of label: run directory"),
+    ("runs: .nan\n", "runs: must be a mapping of label: run directory (e.g. runs:\n  GPT-5.4: runs/gpt54), not nan"),
+    ("runs: {}\n", "runs: must be a mapping"),
+    ("runs:\n  A: does/not/exist\n", "runs: A: run directory"),
+    ("runs:\n  A: 7\n", "runs: A: must be a path (text), not 7"),
+    ("runs_dir: nowhere/at/all\n", "runs_dir: folder"),
+    ("tab7_ctrl_full:\n  ctrl_runs_dir: .nan\n", "ctrl_runs_dir: must be a path (text), not nan"),
+])
+def test_bad_values_stop_before_the_notebook_runs(tmp_path, text, expected):
+    params = write(tmp_path, text)
+    stem = "tab7_ctrl_full" if "tab7" in text else "tab1_wild_accuracy"
+    nb = repo_root() / "notebooks" / f"{stem}.ipynb"
+    with pytest.raises(ParamsError) as e:
+        run_notebook(nb, tmp_path / "out.ipynb", params)
+    assert expected in str(e.value) and str(params) in str(e.value)
+    assert not (tmp_path / "out.ipynb").exists()
+
+
+def test_bad_values_through_the_make_paper_entry_point(tmp_path):
+    import subprocess
+    import sys
+
+    params = write(tmp_path, "runs:\n  Mine: runs/never-made\n")
+    res = subprocess.run([sys.executable, "-m", "trek.paper", "run", "notebooks/tab1_wild_accuracy.ipynb",
+                          str(tmp_path / "x.ipynb"), "--params", str(params)], cwd=repo_root(), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 1
+    assert "runs: Mine: run directory" in res.stderr and "runs/never-made does not exist" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_check_values_accepts_what_the_notebooks_take(tmp_path, demo_runs):
+    from trek.paper import check_values
+
+    check_values({"runs": {"A": str(demo_runs["demo-lm"])}, "reference": "A", "questions": "mini",
+                  "figures_dir": str(tmp_path / "f"), "runs_dir": None}, "p.yaml")
+    with pytest.raises(ParamsError, match="'B' is not one of the runs' labels"):
+        check_values({"runs": {"A": str(demo_runs["demo-lm"])}, "reference": "B"}, "p.yaml")
+    with pytest.raises(ParamsError, match="questions: must be text, not 5"):
+        check_values({"questions": 5}, "p.yaml")

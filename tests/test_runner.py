@@ -384,7 +384,7 @@ def test_local_search_over_an_empty_corpus_stops_before_any_call(tmp_path, monke
     from trek.cli import run as cli_run
 
     q = Question(id="w1", dataset="freshqa", question="Who leads?", answers=["A"])
-    monkeypatch.setattr(cli_run, "_load_questions", lambda which, data_dir: ([q], []))
+    monkeypatch.setattr(cli_run, "_load_questions", lambda which, data_dir, allow_partial: ([q], [], {}))
     with FakeOpenAIServer() as srv:
         r = invoke("--model", "m", "--base-url", srv.base_url, "--run", str(tmp_path / "r"), "--questions", "wild",
                    "--search", "local", "--no-progress")

@@ -1,7 +1,8 @@
 """kill -9 at random points, then resume: for each of the four stages (Wild answering, grading,
 TrekTrace, Ctrl runs), every record file stays whole (no torn line), no call whose reply was
 stored before the kill is sent again, and the resumed run ends with the records an
-uninterrupted run makes.
+uninterrupted run makes. Two writers at once: the second stops with the first one's process id,
+and the first ends with every record.
 
 Each stage runs as the real ``trek`` command in a child process against the scripted fake server
 of the offline demo (``tests/demo``); the test kills it with SIGKILL once the server has seen a
@@ -171,3 +172,31 @@ def test_kill_9_at_random_points_then_resume(stage, world, tmp_path):
         assert len(resent) <= 2, f"{len(resent)} answered calls were sent again"
         assert_whole(target)
         assert outcome(stage, target) == reference
+
+
+@pytest.mark.parametrize("stage", ["wild", "grade", "trace", "ctrl"])
+def test_two_writers_on_one_run_directory(stage, world, tmp_path):
+    """A second command on a run directory (a Ctrl grid) that another is writing stops at once with
+    an error naming the writer's process id, and the first finishes with every record."""
+    srv, snaps, build, base = world
+    reference = outcome(stage, snaps[f"after-{stage}"])
+    target = tmp_path / "run"
+    if snaps[f"before-{stage}"] is not None:
+        shutil.copytree(snaps[f"before-{stage}"], target)
+    srv.reset_stats()
+    srv.latency = 0.5  # the first writer is still at work when the second one starts
+    try:
+        first = trek(command(stage, target, srv.base_url, build))
+        srv.wait_for(lambda s: s["requests"] >= 1 or first.poll() is not None, timeout=120)
+        assert first.poll() is None, "the first writer ended before the second one started"
+        second = trek(command(stage, target, srv.base_url, build))
+        _, err = second.communicate(timeout=300)
+    finally:
+        srv.latency = 0.04
+    out, err1 = first.communicate(timeout=600)
+    flat = " ".join(err.split())
+    assert second.returncode == 2, err
+    assert f"is being written by process {first.pid}" in flat and "Traceback" not in err
+    assert first.returncode == 0, err1
+    assert_whole(target)
+    assert outcome(stage, target) == reference

@@ -91,11 +91,25 @@ class Spend:
 
 
 def _usage(obj: Any, where: str) -> Usage:
-    """A stored usage object; without a ``cost_usd`` field it has no recorded dollars."""
+    """A stored usage object; without a ``cost_usd`` field it has no recorded dollars. A usage
+    that is not an object, or holds a negative or non-finite count or cost, is an error naming
+    the field (a sum over it would be wrong without a word)."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"field '{where}': must be an object of token counts, got {type(obj).__name__}")
     try:
         u = Usage.model_validate(obj)
     except Exception as e:  # noqa: BLE001 - pydantic's message names the field
-        raise ValueError(f"field '{where}': {e}") from None
+        from pydantic import ValidationError
+
+        from trek.types import describe_validation_error
+
+        detail = describe_validation_error(e) if isinstance(e, ValidationError) else str(e)
+        raise ValueError(f"field '{where}': {detail}") from None
+    for name in _COUNTS:
+        if getattr(u, name) < 0:
+            raise ValueError(f"field '{where}.{name}': a token or call count cannot be negative, got {getattr(u, name)}")
+    if u.cost_usd is not None and not (math.isfinite(u.cost_usd) and u.cost_usd >= 0):
+        raise ValueError(f"field '{where}.cost_usd': must be a non-negative number of dollars, got {u.cost_usd}")
     return u if "cost_usd" in obj else u.model_copy(update={"cost_usd": None})
 
 
@@ -117,7 +131,7 @@ def record_spend(rec: Mapping[str, Any], prices: PriceTable, default_model: str 
             if _spent(u):
                 out.append(Spend(model, u, recorded_dollars(u, model, prices)))
         return out
-    if not isinstance(rec.get("usage"), dict):
+    if rec.get("usage") is None:
         return []
     u = _usage(rec["usage"], "usage")
     if not _spent(u):
@@ -125,12 +139,16 @@ def record_spend(rec: Mapping[str, Any], prices: PriceTable, default_model: str 
     model = next((rec[k] for k in ("model", "judge_model") if isinstance(rec.get(k), str)), None) or default_model or "?"
     search = rec.get("search_usage")
     out = []
+    if search is not None and not isinstance(search, dict):
+        _usage(search, "search_usage")  # raises: not an object
     if isinstance(search, dict) and search.get("calls"):
         s = _usage(search, "search_usage")
         system = rec.get("system") if isinstance(rec.get("system"), dict) else {}
         search_model = str(system.get("proxy_model") or model)
         out.append(Spend(search_model, s, recorded_dollars(s, search_model, prices)))
         u = u - s  # the answering model's part (dollars too when both were recorded)
+        if any(getattr(u, c) < 0 for c in _COUNTS):
+            raise ValueError("field 'search_usage': counts more than the record's whole 'usage', which includes it")
     out.append(Spend(model, u, recorded_dollars(u, model, prices)))
     return out
 

@@ -19,6 +19,7 @@ The output folder (default ``data/runs``, committed) holds only text::
     OUT/ctrl/build/                   pools.jsonl, contexts.jsonl, build.json
     OUT/ctrl/runs/<model>__<method>__<condition>/
     OUT/replay.jsonl.gz               every model reply the results needed (the replay log)
+    OUT/MANIFEST.txt                  the files above, one per line: what a later run may replace
 
 **Replay.** Replies are cached in ``WORK/llm-cache.sqlite``; the replay log is loaded into it
 first, so an unchanged experiment makes no model call and never starts llama.cpp, and a changed
@@ -27,6 +28,11 @@ pass in which every reply came from the cache (when a pass had to call the model
 once more from the cache), with time stamps fixed through ``SOURCE_DATE_EPOCH``: replaying gives
 the same bytes. The replay log is then rewritten with exactly the replies that pass read. The
 output folder is replaced only when everything finished (nothing pending or failed).
+
+**The output folder.** Only what an earlier ``trek experiments`` wrote there (listed in its
+``MANIFEST.txt``) is replaced; any other file in the folder is kept. A folder that is not empty
+and has no manifest was not made by this command: it is refused before any work starts, as is an
+``--out`` that is a file or overlaps ``--work``.
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ __all__ = ["Settings", "ExperimentsError", "StageStats", "Report", "run_experime
 
 BENCHMARK = "TrekBench-Mini"
 REPLAY = "replay.jsonl.gz"
+#: The list of files ``trek experiments`` wrote into its output folder (the only ones it replaces).
+MANIFEST = "MANIFEST.txt"
+_MANIFEST_HEAD = "# files written by `trek experiments`; a later run replaces these and keeps every other file\n"
 #: Fixed time stamp of every record in the recorded runs (2026-12-01T00:00:00Z).
 RECORDED_EPOCH = 1796083200
 #: The Wild systems, in table order: the local BM25 index over Mini's pages for the two that search.
@@ -369,18 +378,67 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
     return path
 
 
+def _written_before(out: Path) -> set[str] | None:
+    """The files an earlier run installed in ``out`` (its manifest); ``None`` when ``out`` is
+    missing or empty. A non-empty folder without a manifest raises :class:`ExperimentsError`."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return None
+    manifest = out / MANIFEST
+    if not manifest.is_file():
+        raise ExperimentsError(
+            f"--out {out} is a folder that `trek experiments` did not make (it holds files and no {MANIFEST}); "
+            "the results would replace it: choose an empty or new folder")
+    return {ln.strip() for ln in manifest.read_text(encoding="utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#")}
+
+
+def check_out(out: Path, work: Path) -> None:
+    """Refuse an output folder the results must not go to (see the module doc), before any work."""
+    from trek.outputs import check_folder_out
+
+    try:
+        check_folder_out(out)
+    except ValueError as e:
+        raise ExperimentsError(str(e)) from None
+    o, w = out.resolve(), work.resolve()
+    if o == w or o in w.parents or w in o.parents:
+        raise ExperimentsError(f"--out {out} and --work {work} overlap; give them separate folders")
+    _written_before(out)
+
+
 def _install(src: Path, out: Path) -> None:
-    """Replace ``out`` with the text files of ``src`` (everything written first, then swapped)."""
+    """Put the text files of ``src`` in ``out``: the files of the earlier run are replaced, every
+    other file of ``out`` is kept (everything is assembled beside it first, then swapped in)."""
+    before = _written_before(out)
     staging = out.with_name(f".{out.name}.new")
     old = out.with_name(f".{out.name}.old")
     for p in (staging, old):
         if p.exists():
             shutil.rmtree(p)
+    written = []
     for f in sorted(src.rglob("*")):
         if f.is_file() and f.suffix in _TEXT_SUFFIXES and not f.name.startswith("."):
-            dst = staging / f.relative_to(src)
+            rel = f.relative_to(src)
+            dst = staging / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dst)
+            written.append(rel.as_posix())
+    (staging / MANIFEST).write_text(_MANIFEST_HEAD + "".join(f"{r}\n" for r in written), encoding="utf-8")
+    if before is not None:  # keep what the earlier run did not write
+        for f in sorted(out.rglob("*")):
+            rel = f.relative_to(out).as_posix()
+            if f.is_dir() or rel in before or rel == MANIFEST:
+                continue
+            dst = staging / rel
+            if dst.exists():
+                shutil.rmtree(staging)
+                raise ExperimentsError(f"{f} was not written by `trek experiments` but a result has its name; "
+                                       "move it and run again (the replay log makes the rerun quick)")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, dst)
+            except OSError:
+                shutil.copy2(f, dst)
     if out.exists():
         os.replace(out, old)
     os.replace(staging, out)
@@ -411,6 +469,7 @@ def run_experiments(
     """
     s = settings or Settings()
     out_dir, work_dir = Path(out), Path(work)
+    check_out(out_dir, work_dir)
     replay_path = Path(replay) if replay is not None else out_dir / REPLAY
     work_dir.mkdir(parents=True, exist_ok=True)
     cache_path = work_dir / "llm-cache.sqlite"

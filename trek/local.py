@@ -11,7 +11,11 @@ here through :mod:`importlib.metadata`.
   cache keys name the endpoint ``local://llama.cpp``, so cached replies stay valid whatever port
   the server gets;
 * :class:`LocalServer` starts ``python -m llama_cpp.server`` on 127.0.0.1, waits until
-  ``/v1/models`` answers, and stops it (terminate, then kill) when the ``with`` block ends;
+  ``/v1/models`` answers, and stops it (terminate, then kill) when the ``with`` block ends. The
+  server dies with the process that started it, also when that process is killed with
+  ``kill -9`` (no ``finally`` runs then): it holds the read end of a pipe whose only writer is
+  the parent, and exits when the pipe reports end-of-file (the kernel closes the writer's end
+  when the parent dies, whatever thread started the server);
 * ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C, and ``trek local
   info`` says whether the extra and the model are installed (:mod:`trek.cli.local`).
 
@@ -89,6 +93,30 @@ def server_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("uvicorn") is not None
 
 
+#: Run as ``python -c _LIFELINE FD -m MODULE ARGS...``: MODULE as ``python -m`` runs it, plus a
+#: thread that ends the process when the pipe FD reports end-of-file (its parent is gone).
+_LIFELINE = """\
+import os, runpy, sys, threading
+fd = int(sys.argv[1])
+def watch():
+    while os.read(fd, 1):
+        pass
+    os._exit(0)
+threading.Thread(target=watch, daemon=True, name="trek-parent-watch").start()
+module = sys.argv[3]
+sys.argv = [module, *sys.argv[4:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def with_lifeline(cmd: list[str], fd: int) -> list[str]:
+    """``cmd`` (``python -m MODULE ...``) run so that it exits once nobody holds the write end of
+    the pipe whose read end is ``fd`` (see the module doc)."""
+    if len(cmd) < 3 or cmd[1] != "-m":
+        raise ValueError(f"expected a 'python -m MODULE ...' command, got {cmd[:3]}")
+    return [cmd[0], "-c", _LIFELINE, str(fd), *cmd[1:]]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -126,6 +154,7 @@ class LocalServer:
         self.startup_timeout = startup_timeout
         self.log = Path(log) if log else None
         self.proc: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None  # the write end of the pipe the server watches
 
     @property
     def base_url(self) -> str:
@@ -155,12 +184,19 @@ class LocalServer:
             raise LocalModelUnavailable(f"llama-cpp-python[server] is not installed: {INSTALL_HINT}")
         cmd = self.command()
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        read_end, self._lifeline = os.pipe()
+        try:
+            self.proc = subprocess.Popen(with_lifeline(cmd, read_end), stdout=out, stderr=subprocess.STDOUT,
+                                         pass_fds=(read_end,))
+        finally:
+            os.close(read_end)  # only the child holds it now
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                code = self.proc.returncode
+                self.stop()
                 raise LocalModelUnavailable(
-                    f"the llama.cpp server exited with code {self.proc.returncode} while starting"
+                    f"the llama.cpp server exited with code {code} while starting"
                     + (f"; see {self.log}" if self.log else " (pass log=... to see why)")
                 )
             with contextlib.suppress(httpx.HTTPError):
@@ -171,9 +207,7 @@ class LocalServer:
         raise LocalModelUnavailable(f"the llama.cpp server did not answer within {self.startup_timeout:.0f} s")
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=10)
@@ -181,6 +215,10 @@ class LocalServer:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        if self._lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lifeline)
+            self._lifeline = None
 
     def __enter__(self) -> LocalServer:
         return self.start()

@@ -31,7 +31,7 @@ from typing import Any
 
 from trek.limits import EndpointLimits
 from trek.paths import env_path
-from trek.sqlite import connect
+from trek.sqlite import connect, transaction
 from trek.types import Document, utcnow
 
 __all__ = [
@@ -287,16 +287,11 @@ class PageStore:
             date = d.date.isoformat() if isinstance(d.date, _dt.date) else None
             rows[key] = (key, d.url, d.title or "", date, d.text, "ok", "corpus", now, None)
         with self._lock:
-            self._conn.execute("BEGIN")
-            try:
+            with transaction(self._conn):
                 self._conn.executemany(
                     f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     list(rows.values()),
                 )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
             self._fingerprint = None
         return len(rows)
 

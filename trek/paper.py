@@ -36,7 +36,8 @@ from typing import Any
 
 from trek.report.paths import MANIFEST_ENV, repo_root
 
-__all__ = ["ParamsError", "declared_parameters", "default_out", "repo_root", "run_notebook", "stderr_to"]
+__all__ = ["ParamsError", "check_values", "declared_parameters", "default_out", "repo_root", "run_notebook",
+           "stderr_to"]
 
 OUT_ENV = "TREK_PAPER_OUT"
 
@@ -132,6 +133,63 @@ def _load_params(
     return {**common, **specific}
 
 
+#: Parameters naming something the notebook reads: a folder, or a file.
+_INPUT_FOLDERS = ("runs_dir", "ctrl_runs_dir", "ctrl_dir", "data_dir")
+_INPUT_FILES = ("ctrl_contexts", "prices")
+_OUTPUT_FOLDERS = ("figures_dir", "tables_dir")
+_TEXTS = ("method", "question_id", "questions", "reference")
+
+
+def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None:
+    """Refuse parameter values a notebook would fail on halfway (raised there as a traceback in
+    the kernel's log): ``runs`` that is not a mapping of label to an existing run folder
+    (``runs: 5``, ``runs: .nan``, a folder that is not there), a path parameter that is not text
+    or names nothing, a text parameter that is a number. ``source`` (the params file) is named in
+    the message. ``None`` always means the notebook's default."""
+    from trek.report.paths import resolve
+
+    def bad(name: str, why: str) -> ParamsError:
+        return ParamsError(f"params file {source}: {name}: {why}")
+
+    def path_text(name: str, value: Any) -> Path:
+        if not isinstance(value, str) or not value.strip():
+            raise bad(name, f"must be a path (text), not {value!r}")
+        return resolve(value)
+
+    runs = params.get("runs")
+    if runs is not None:
+        if not isinstance(runs, dict) or not runs:
+            raise bad("runs", f"must be a mapping of label: run directory (e.g. runs:\n  GPT-5.4: runs/gpt54), "
+                      f"not {runs!r}")
+        for label, folder in runs.items():
+            where = path_text(f"runs: {label}", folder)
+            if not where.is_dir():
+                raise bad(f"runs: {label}", f"run directory {where} does not exist (relative paths are read from "
+                          "the repository root)")
+    for name in _INPUT_FOLDERS:
+        if params.get(name) is not None:
+            where = path_text(name, params[name])
+            if not where.is_dir():
+                raise bad(name, f"folder {where} does not exist (relative paths are read from the repository root)")
+    for name in _INPUT_FILES:
+        if params.get(name) is not None:
+            where = path_text(name, params[name])
+            if not where.is_file():
+                raise bad(name, f"file {where} does not exist (relative paths are read from the repository root)")
+    for name in _OUTPUT_FOLDERS:
+        if params.get(name) is not None:
+            where = path_text(name, params[name])
+            if where.exists() and not where.is_dir():
+                raise bad(name, f"{where} is a file, not a folder")
+    for name in _TEXTS:
+        value = params.get(name)
+        if value is not None and not isinstance(value, str):
+            raise bad(name, f"must be text, not {value!r}")
+    ref = params.get("reference")
+    if ref is not None and isinstance(runs, dict) and ref not in runs:
+        raise bad("reference", f"{ref!r} is not one of the runs' labels ({', '.join(map(str, runs))})")
+
+
 def _notebook_stems(folder: Path | None = None) -> set[str]:
     return {p.stem for p in (folder or repo_root() / "notebooks").glob("*.ipynb")}
 
@@ -189,6 +247,7 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
             if nb.stem not in declared:
                 declared[nb.stem] = declared_parameters(nb)
     params = _load_params(params_file, src.stem, declared)
+    check_values(params, params_file or src)
     target = Path(out).resolve() if out else default_out(params_file)
     manifest = dst.with_suffix(".outputs.txt")
     manifest.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
+from trek.outputs import atomic_write
 from trek.types import (
     Grade,
     Question,
@@ -93,12 +94,7 @@ def read_meta(run_dir: PathLike) -> RunMeta | None:
 
 def write_meta(run_dir: PathLike, meta: RunMeta) -> Path:
     """Write ``run.json`` atomically (a temporary file, then a rename)."""
-    path = Path(run_dir) / META
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(Path(run_dir) / META, meta.model_dump_json(indent=2) + "\n")
 
 
 def new_meta(run_dir: PathLike, kind: str, client: Any, previous: RunMeta | None, **fields: Any) -> RunMeta:

@@ -15,13 +15,14 @@ import gzip
 import json
 import operator
 import os
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trek.outputs import atomic_write
 
 __all__ = [
     "Record",
@@ -517,27 +518,19 @@ def _dump(rec: BaseModel | dict[str, Any]) -> str:
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> Path:
-    """Write records atomically: a temporary file in the same folder, fsync, then rename.
+    """Write records atomically through :func:`trek.outputs.atomic_write` (a temporary file in the
+    same folder, fsync, then a rename; never over a device, a pipe or a folder; a failed write
+    raises :class:`~trek.outputs.OutputError` and leaves the previous file).
 
     A name ending in ``.gz`` is gzip-compressed with no time stamp or name in its header, so the
     same records always give the same bytes.
     """
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if p.suffix == ".gz" else \
-                    contextlib.nullcontext(raw) as fh:
-                for rec in records:
-                    fh.write(_dump(rec).encode("utf-8") + b"\n")
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return p
+
+    def write(raw: IO[bytes]) -> None:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if p.suffix == ".gz" else \
+                contextlib.nullcontext(raw) as fh:
+            for rec in records:
+                fh.write(_dump(rec).encode("utf-8") + b"\n")
+
+    return atomic_write(p, write)

@@ -69,7 +69,7 @@ def build_command(
     republications: int = typer.Option(5, "--republications", min=0, help="Republication documents per question."),
     fabrications: int = typer.Option(5, "--fabrications", min=0, help="Fabrication documents per question."),
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fabrication attempts per slot (retries with feedback)."),
-    min_similarity: float = typer.Option(None, "--min-similarity",
+    min_similarity: float = typer.Option(None, "--min-similarity", callback=options.number(-1, 1),
                                          help="Embedding similarity floor for fabrications (default: calibrated per "
                                               "embedder: 0.90 for openai:text-embedding-3-small as in the paper, "
                                               "0.89 for wordllama; see 'trek ctrl calibrate')."),
@@ -106,8 +106,12 @@ def build_command(
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
         raise typer.BadParameter(f"unknown condition(s) {bad}; known: {', '.join(cond.ALL_CONDITIONS)}")
+    from trek.ctrl.build import CONTEXTS_FILE, MANIFEST_FILE, POOLS_FILE
+    from trek.outputs import check_folder_out, make_folder
+
     with options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, FatalLLMError), \
             templates.prompts_folder(prompts):
+        check_folder_out(out, reads=[pools_file, longseal, cache], writes=[POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE])
         qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
         settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
@@ -122,7 +126,7 @@ def build_command(
 
             cache_path = cache or default_cache_path(out)
             if not spending.dry_run:
-                out.mkdir(parents=True, exist_ok=True)
+                make_folder(out)
             client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path) if cache_path.exists() or
                                not spending.dry_run else None, max_connections=max_connections, progress=False,
                                prices=PriceTable.load(prices), budget_usd=budget,
@@ -197,8 +201,10 @@ def audit_command(
     """Print the shortcut audit: accuracy ceilings of content-blind heuristics per condition."""
     from trek.report.ctrl_build import load_build, shortcut_table
 
-    built = load_build(folder.resolve())
-    typer.echo(shortcut_table(built).to_string(float_format=lambda x: f"{x:.1f}"))
+    with options.exit_on(FileNotFoundError, ValueError):
+        built = load_build(folder.resolve())
+        table = shortcut_table(built)
+    typer.echo(table.to_string(float_format=lambda x: f"{x:.1f}"))
 
 
 @app.command("discover")
@@ -232,6 +238,9 @@ def discover_command(
     prices: Path = options.PRICES,
     budget: float = options.BUDGET,
     spending: options.Spending = options.GROUP,
+    allow_partial: bool = typer.Option(False, "--allow-partial",
+                                       help="--source wild: go on when a source file holds fewer questions than the "
+                                       "paper's benchmark (without it that is an error)."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
@@ -253,6 +262,7 @@ def discover_command(
     from trek.llm.ledger import ledger_path
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
+    from trek.outputs import check_out
     from trek.pages import PageStore
     from trek.search import SearchError, default_search_cache_path, make_backend
     from trek.types import RecordError
@@ -260,18 +270,26 @@ def discover_command(
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
+        cache_path = cache or default_cache_path(out.parent)
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example="pools.jsonl")
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \
             PageStore(pages, fetch=fetch, allow_private=fetch_private)
-        cache_path = cache or default_cache_path(out.parent)
         client = LLMClient(model, base_url=base_url, progress=False, prices=PriceTable.load(prices),
                            budget_usd=budget, assume_output=spending.assume_output,
                            cache=LLMCache(cache_path) if cache_path.exists() or not spending.dry_run else None)
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark
+            from trek.datasets.wild import IncompleteDataError, check_complete
 
             bench = load_benchmark("wild", data_dir)
+            try:
+                check_complete(bench)
+            except IncompleteDataError as e:
+                if not allow_partial:
+                    raise
+                options.err.print(f"warning: {e}", highlight=False)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
             if qids is not None and len(qs) < len(set(qids)):
                 raise CtrlError(f"--questions: not in TrekBench-Wild: {sorted(set(qids) - {q.id for q in qs})}")

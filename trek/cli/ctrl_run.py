@@ -33,15 +33,15 @@ def ctrl_run_command(
                                    help="questions.jsonl or pools.jsonl (default: the one beside CONTEXTS)."),
     all_on_gold: bool = typer.Option(False, "--all-on-gold", help="Run every method on GOLD (default: Direct only)."),
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with every call (not sent when unset)."),
-    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (not sent when unset)."),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="max_completion_tokens (not sent when unset)."),
+    temperature: float = typer.Option(None, "--temperature", callback=options.number(0, 2), help="Sampling temperature (not sent when unset)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="max_completion_tokens (not sent when unset)."),
     scorer: str = typer.Option("wordllama", "--rerank-scorer",
                                help="Rerank relevance: wordllama (offline), rerank:MODEL or score:MODEL (an endpoint)."),
     rerank_base_url: str = typer.Option(None, "--rerank-base-url", envvar="TREK_RERANK_BASE_URL",
                                         help="Endpoint of rerank:/score: scorers (e.g. vLLM's http://host:8000/v1)."),
-    sigma_days: float = typer.Option(365.0, "--sigma-days", help="Rerank: width of the Gaussian temporal decay, in days."),
+    sigma_days: float = typer.Option(365.0, "--sigma-days", callback=options.POSITIVE, help="Rerank: width of the Gaussian temporal decay, in days."),
     combine: str = typer.Option("product", "--combine", help="Rerank: product or sum of relevance and temporal weight."),
-    alpha: float = typer.Option(0.5, "--alpha", help="Rerank with --combine sum: weight of relevance."),
+    alpha: float = typer.Option(0.5, "--alpha", callback=options.number(0, 1), help="Rerank with --combine sum: weight of relevance."),
     top_k: int = typer.Option(10, "--top-k", min=1, help="Rerank: documents passed to the answer prompt."),
     after_cutoff: str = typer.Option("decay", "--after-cutoff", help="Rerank: documents dated after the cutoff decay or get zero."),
     empty_fallback: str = typer.Option("all", "--empty-fallback",
@@ -88,6 +88,9 @@ def ctrl_run_command(
         options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
         templates.prompts_folder(prompts),
     ):
+        from trek.outputs import check_folder_out, make_folder
+
+        check_folder_out(runs, option="--runs")
         method_names = _split(methods)
         cond_names = _split(conditions)
         records = read_contexts(contexts, check_rendering=True)
@@ -97,7 +100,7 @@ def ctrl_run_command(
         qs = load_ctrl_questions(qpath)
         cache_path = default_cache_path(runs)
         if not spending.dry_run:
-            runs.mkdir(parents=True, exist_ok=True)
+            make_folder(runs, "--runs")
         cache = LLMCache(cache_path) if not spending.dry_run or cache_path.exists() else None  # a dry run writes nothing
         settings: dict[str, dict[str, Any]] = {
             "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,

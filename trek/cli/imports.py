@@ -66,12 +66,14 @@ def schema_command(
 ) -> None:
     """Print the trajectory schema (JSON Schema) that answers.jsonl records follow."""
     from trek.imports.schema import schema_text
+    from trek.outputs import atomic_write, check_out
 
     text = schema_text()
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        with options.exit_on(ValueError):
+            atomic_write(check_out(out, example="trajectory.schema.json"), text)
         typer.echo(f"wrote {out}")
 
 

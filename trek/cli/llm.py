@@ -33,7 +33,9 @@ def run(
     """Run a batch of chat requests; re-run the same command to resume.
 
     The API key comes from OPENAI_API_KEY (never a flag, so it stays out of shell history).
-    Exit code 0 when every id is ok, 3 when some are pending (run again to retry them).
+    Exit code 0 when every id is ok, 3 when some are pending (run again to retry them), 4 when
+    none is pending but the endpoint rejected some ids for themselves alone (each named by file,
+    line and id; the others are answered), 2 on bad input.
     """
 
     from trek.llm.batch import _ledger, check_output_path, run_batch
@@ -44,7 +46,10 @@ def run(
 
     cache_path = cache or default_cache_path(out.parent)
     with options.exit_on(RecordError, ValueError, FatalLLMError, OSError):
-        check_output_path(out, requests)  # before the cache file is created beside it
+        check_output_path(out, requests, reads=[cache_path, prices])  # before the cache file is created beside it
+        from trek.llm.batch import load_requests
+
+        items = load_requests(requests, default_model=model)  # read once: a pipe works too
         client = LLMClient(
             model,
             base_url=base_url,
@@ -59,12 +64,11 @@ def run(
             transport=transport,
         )
         options.say_roles({"model": client})
-        from trek.llm.batch import load_requests
         from trek.llm.estimate import estimate_requests
         from trek.llm.usage import BATCH_PRICE_FACTOR
 
         est = estimate_requests(
-            [it.request for it in load_requests(requests, default_model=model)], client, label="trek llm run",
+            [it.request for it in items], client, label="trek llm run",
             price_factor=BATCH_PRICE_FACTOR if batch.enabled else 1.0, assume_output=spending.assume_output,
         )
         if not spending.proceed(est, budget, ledger=_ledger(out)):
@@ -72,16 +76,20 @@ def run(
         if batch.enabled:
             from trek.llm.openai_batch import run_openai_batch
 
-            summary = run_sync(run_openai_batch(requests, out, client, progress=progress, **batch.settings()))
+            summary = run_sync(run_openai_batch(requests, out, client, progress=progress, items=items,
+                                                **batch.settings()))
             options.err.print(summary.batch.describe(), highlight=False)
         else:
-            summary = run_sync(run_batch(requests, out, client))
+            summary = run_sync(run_batch(requests, out, client, items=items))
     options.err.print(summary.describe(), highlight=False)
     if client.usage.calls:
         spent = client.spent_text()
         options.err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"
                           + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
                           highlight=False)
+    failed = summary.failed
+    for line in summary.errors[:10]:
+        options.err.print(f"  {line}", highlight=False)
     if summary.pending:
         from trek.types import iter_json_lines
 
@@ -90,6 +98,10 @@ def run(
         options.err.print(f"{summary.pending} ids are pending" + (f" (e.g. {why})" if why else "")
                           + ": run the same command again to retry them.", highlight=False)
         raise typer.Exit(3)
+    if failed:
+        options.err.print(f"{failed} ids failed: the endpoint rejected them (see their errors in {out}); a re-run "
+                          "tries them again.", highlight=False)
+        raise typer.Exit(4)
 
 
 def cost_command(

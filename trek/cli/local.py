@@ -47,7 +47,8 @@ def info() -> None:
 
 
 def experiments_command(
-    out: Path = typer.Option(Path("data/runs"), "--out", help="Folder of the recorded results (replaced at the end)."),
+    out: Path = typer.Option(Path("data/runs"), "--out", help="Folder of the recorded results: at the end the files an "
+                             "earlier run wrote there (its MANIFEST.txt) are replaced, others kept."),
     work: Path = typer.Option(Path("build/experiments"), "--work",
                               help="Working folder: the response cache (kept, so an interrupted run resumes) and passes."),
     replay: Path = typer.Option(None, "--replay", help="Replay log to load first (default: OUT/replay.jsonl.gz)."),

@@ -16,6 +16,43 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
+
+def check_number(name: str, value: float | None, low: float | None = None, high: float | None = None, *,
+                 low_open: bool = False, high_open: bool = False) -> float | None:
+    """The one check of a numeric setting: ``value`` (``None``: not given) must be a finite number
+    in the range (``low``/``high`` bounds, excluded when ``low_open``/``high_open``); otherwise a
+    :class:`ValueError` naming ``name``, the range and the value (``nan``, ``-5``, ``inf``...)."""
+    if value is None:
+        return None
+    lo = "" if low is None else (f"above {low:g}" if low_open else f"at least {low:g}")
+    hi = "" if high is None else (f"below {high:g}" if high_open else f"at most {high:g}")
+    want = " and ".join(w for w in (lo, hi) if w)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or \
+            (low is not None and (value <= low if low_open else value < low)) or \
+            (high is not None and (value >= high if high_open else value > high)):
+        raise ValueError(f"{name} must be a finite number{' ' + want if want else ''}, not {value!r}")
+    return value
+
+
+def number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
+           high_open: bool = False) -> Callable[..., Any]:
+    """A typer ``callback`` that checks an option with :func:`check_number` (``nan``, ``inf``
+    and values out of range are refused with exit code 2 and the option's name)."""
+
+    def callback(param: typer.CallbackParam, value: Any) -> Any:
+        name = (param.opts or [param.name or "value"])[0]
+        try:
+            return check_number(name, value, low, high, low_open=low_open, high_open=high_open)
+        except ValueError as e:
+            raise typer.BadParameter(str(e).removeprefix(f"{name} "), param=param) from None
+
+    return callback
+
+
+#: Option checks shared by every command (see :func:`number`).
+POSITIVE = number(0, low_open=True)
+NON_NEGATIVE = number(0)
+
 BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint.")
 #: The judges' endpoint: the same flag in trek grade, trek trace and trek ctrl run (``--base-url`` is
 #: always the evaluated model's).
@@ -27,7 +64,7 @@ MAX_CONNECTIONS = typer.Option(
     None, "--max-connections", min=1, help="Model requests in flight at once (default: 16; 1 for --model local)."
 )
 MAX_RETRIES = typer.Option(6, "--max-retries", min=0, help="Retries of a failing call before it is left pending.")
-TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per model HTTP attempt.")
+TIMEOUT = typer.Option(120.0, "--timeout", callback=POSITIVE, help="Seconds per model HTTP attempt.")
 
 
 def _budget(value: float | None) -> float | None:
@@ -50,7 +87,7 @@ PROMPTS = typer.Option(None, "--prompts", envvar="TREK_PROMPTS", help="Folder of
 PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the calls, tokens and dollars it would need; send nothing.")
 CONFIRM_ABOVE = typer.Option(
-    5.0, "--confirm-above", help="Ask before starting when the high estimate passes this many US dollars."
+    5.0, "--confirm-above", callback=NON_NEGATIVE, help="Ask before starting when the high estimate passes this many US dollars."
 )
 YES = typer.Option(False, "--yes", "-y", help="Start without asking, whatever the estimate.")
 ASSUME_OUTPUT = typer.Option(
@@ -100,12 +137,31 @@ def deprecated_base_url(command: str, base_url: str | None, judge_base_url: str 
     return base_url
 
 
+def always_clear() -> tuple[type[Exception], ...]:
+    """Errors every command reports as ``error: ...`` (exit 2), whatever it lists: a bad record
+    file (:class:`~trek.types.RecordError`), an output that must not or cannot be written
+    (:class:`~trek.outputs.OutputError`), a run directory another process is writing
+    (:class:`~trek.stage.RunLockedError`), an endpoint's refusal that no retry can fix
+    (:class:`~trek.errors.FatalLLMError`: a rejected key, an unknown model) and errors that stop a
+    run as a whole (:class:`~trek.errors.RunFatalError`: a full disk under a cache, a search
+    backend without a key, a local model that cannot start)."""
+    from trek.errors import FatalLLMError, RunFatalError
+    from trek.outputs import OutputError
+    from trek.stage import RunLockedError
+    from trek.types import RecordError
+
+    return (RecordError, OutputError, RunLockedError, RunFatalError, FatalLLMError)
+
+
 @contextlib.contextmanager
 def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda message: None) -> Iterator[None]:
-    """Turn any of ``errors`` raised inside into :func:`fail` (with ``hint(message)``), not a traceback."""
+    """Turn any of ``errors`` (and of :func:`always_clear`) raised inside into :func:`fail`
+    (with ``hint(message)``), not a traceback."""
     try:
         yield
-    except errors as e:
+    except Exception as e:
+        if not isinstance(e, errors + always_clear()):
+            raise
         fail(str(e), hint(str(e)))
 
 
@@ -205,7 +261,7 @@ class Batch:
     enabled: bool = typer.Option(
         False, "--batch", help="Send through OpenAI's Batch API (half price, within 24 h); re-run to resume."
     )
-    poll: float = typer.Option(30.0, "--batch-poll", min=0.01, help="--batch: seconds between polls of a running batch.")
+    poll: float = typer.Option(30.0, "--batch-poll", callback=number(0.01), help="--batch: seconds between polls of a running batch.")
     wait: bool = typer.Option(
         True, "--batch-wait/--no-batch-wait", help="--batch: poll until the batches finish, or submit and return."
     )

@@ -25,11 +25,23 @@ def _group() -> None:
     """Run search-augmented systems on TrekBench-Wild (or the bundled demo)."""
 
 
-def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], list[Any]]:
+def _load_questions(which: str, data_dir: Path | None, allow_partial: bool = False,
+                    ) -> tuple[list[Question], list[Any], dict[str, Any]]:
+    """The question set, its documents, and what ``run.json`` records of a partial set."""
     from trek.datasets import load_benchmark
+    from trek.datasets.wild import IncompleteDataError, WildBenchmark, check_complete
 
     bench = load_benchmark(which, data_dir)
-    return list(bench.questions), list(getattr(bench, "documents", []) or [])
+    partial: dict[str, Any] = {}
+    if isinstance(bench, WildBenchmark):
+        try:
+            check_complete(bench)
+        except IncompleteDataError as e:
+            if not allow_partial:
+                raise
+            options.err.print(f"warning: {e}", highlight=False)
+            partial = {"partial_question_set": bench.counts()}
+    return list(bench.questions), list(getattr(bench, "documents", []) or []), partial
 
 
 @app.command("run")
@@ -85,7 +97,7 @@ def run(
         "or in conflict). Off by default: the paper's systems got none.",
     ),
     fetch_timeout: float = typer.Option(
-        20.0, "--fetch-timeout", min=0.1, help="Seconds per live page fetch."
+        20.0, "--fetch-timeout", callback=options.number(0.1), help="Seconds per live page fetch."
     ),
     search_base_url: str = typer.Option(
         None,
@@ -99,6 +111,11 @@ def run(
         help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+    allow_partial: bool = typer.Option(
+        False, "--allow-partial",
+        help="wild: run on the questions the source files hold even when a dataset has fewer than the paper's "
+        "benchmark (a cut or older file; recorded in run.json). Without it that is an error.",
+    ),
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
     prices: Path = options.PRICES,
@@ -145,7 +162,10 @@ def run(
                          "corpus you loaded into the run's page store with trek pages add) or none")
         search = "local"
     with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError):
-        qs, docs = _load_questions(questions, data_dir)
+        from trek.outputs import check_folder_out
+
+        check_folder_out(run_dir, option="--run")
+        qs, docs, partial = _load_questions(questions, data_dir, allow_partial)
         if limit is not None:
             qs = qs[:limit]
         # the model and a proxy search model: one cache, one price table, and on one server one limit
@@ -183,7 +203,7 @@ def run(
         spend = options.Spending(dry_run, confirm_above, yes, assume_output)
         if not spend.proceed(est, budget, ledger=ledger_path(run_dir / ANSWERS)):
             return
-        run_config = {"question_set": questions, "fetch": fetch}
+        run_config = {"question_set": questions, "fetch": fetch, **partial}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url
         summary = run_system(qs, run_dir, client, backend, progress=progress, run_config=run_config, **settings)

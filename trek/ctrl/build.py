@@ -26,6 +26,7 @@ from trek.ctrl.common import CtrlError
 from trek.ctrl.pools import Pool, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
+from trek.outputs import atomic_write, make_folder
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -53,9 +54,7 @@ class BuildResult:
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def build(
@@ -79,8 +78,7 @@ def build(
     ``"all"`` (every condition but SBA); see :func:`trek.ctrl.conditions.shows_urls`."""
     if show_urls not in cond.SHOW_URLS:
         raise CtrlError(f"show_urls must be one of {', '.join(cond.SHOW_URLS)}, not {show_urls!r}")
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(out)
     messages: list[str] = []
     base = [p.without_synthetic() for p in pools]
     made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)

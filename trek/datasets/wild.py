@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from trek.datasets.common import (
     DATA_DIR_ENV,
     LAYOUT,
+    DatasetError,
     LoadReport,
     LoadResult,
     MissingDataError,
@@ -45,6 +46,8 @@ __all__ = [
     "WildBenchmark",
     "WildSummary",
     "find_source_files",
+    "IncompleteDataError",
+    "check_complete",
     "load",
     "select",
     "summarize",
@@ -212,6 +215,34 @@ def load(data_dir: str | os.PathLike[str] | None = None, *, strict: bool = True)
         kept, reports[name] = select(name, result)
         questions.extend(kept)
     return WildBenchmark(questions=questions, reports=reports, files=files, data_dir=root)
+
+
+class IncompleteDataError(DatasetError):
+    """A source file holds fewer TrekBench-Wild questions than the paper's benchmark (a file cut
+    at a row boundary, an older export): the message names each short dataset and its file."""
+
+
+def check_complete(benchmark: WildBenchmark) -> None:
+    """Raise :class:`IncompleteDataError` when a dataset yields fewer questions than the paper's
+    TrekBench-Wild (:data:`PAPER_COUNTS`); a file that reads cleanly but ends early (a CSV cut
+    between two rows, a JSON list cut between two items) would otherwise run part of the
+    benchmark without a word. Commands accept it with ``--allow-partial``."""
+    counts = benchmark.counts()
+    short = [(name, counts.get(name, 0), want) for name, want in benchmark.paper_counts.items()
+             if counts.get(name, 0) < want]
+    if not short:
+        return
+    parts = []
+    for name, have, want in short:
+        rep = benchmark.reports.get(name)
+        where = f"{rep.path}: {rep.rows_read} rows read" if rep else str(benchmark.files.get(name, "?"))
+        parts.append(f"{name} has {have} of its {want} questions ({want - have} missing; {where})")
+    total = sum(counts.values())
+    raise IncompleteDataError(
+        "TrekBench-Wild is incomplete: " + "; ".join(parts) + ". Is a source file cut short or another version? "
+        "Fetch it again with `trek data download --force`, or pass --allow-partial to run on the "
+        f"{total} question(s) there are."
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from trek.outputs import folder_mode
 from trek.pages import Page, PageStore, normalize_url
 from trek.types import (
     TRAJECTORY_SCHEMA_VERSION,
@@ -375,6 +376,7 @@ def _staging(out: Path, replace: bool) -> Iterator[Path]:
         raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=out.parent))
+    tmp.chmod(folder_mode())  # mkdtemp makes it private (0700); the run directory follows the umask
     try:
         yield tmp
         if out.exists():

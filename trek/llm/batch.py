@@ -3,18 +3,25 @@
 Input line: ``{"id": ..., "messages": [...], "model"?: str, "sample"?: int, "tools"?: [...],
 ...sampling parameters}``. Output line, in input order::
 
-    {"id", "status": "ok" | "pending", "content", "usage", "cached", "error", "model",
+    {"id", "status": "ok" | "pending" | "failed", "content", "usage", "cached", "error", "model",
      "request_key", "tool_calls"?}
 
 Running the same command again resumes: ids already ``ok`` for the same request are kept
-without a call, ``pending`` ones are tried again. The output file is rewritten atomically
+without a call, ``pending`` and ``failed`` ones are tried again. The output file is rewritten atomically
 (temporary file + rename), during the run at checkpoints and at the end, so it never holds a
 torn or duplicate line. Answers that arrived before an interruption are in the cache, so a
 re-run asks the endpoint for none of them again.
 
+Every request is checked before any call: a malformed field (a message ``content`` that is
+neither text nor a list of parts, ``temperature: "hot"``, ``max_tokens: -5``) is an error naming
+the file, line, id and field. A request the endpoint rejects for itself alone (a 400 such as a
+message too long for the model, a 413 body too large) comes out ``failed`` with the endpoint's
+reason and the file, line and id; the other ids go on.
+
 Paid results are never discarded silently. Before any call the runner refuses (with
-:class:`BatchError`) an ``--out`` that is the requests file, a folder, or in a folder it cannot
-write; an output that another run is writing (a lock file ``.<out>.lock`` held for the whole
+:class:`BatchError` or :class:`~trek.outputs.OutputError`) an ``--out`` that is the requests
+file (or any file the run reads), a folder, a device or a pipe, or under a file; an output that
+another run is writing (a lock file ``.<out>.lock`` held for the whole
 run; the operating system releases it when a process dies); and an output holding ``ok`` ids
 that the requests file no longer lists. The previous output is streamed: only an index of
 ids is held in memory, kept lines are copied from the file.
@@ -32,20 +39,26 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.ledger import ledger_path, spending
+from trek.outputs import check_out
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 _RESERVED = {"id", "messages", "model", "sample", "tools"}
+#: Sampling parameters checked before a request is sent: (lowest, highest) of a number.
+_NUMBER_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
+                  "frequency_penalty": (-2.0, 2.0)}
+#: Parameters that must be positive whole numbers.
+_POSITIVE_INTS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 class BatchError(ValueError):
@@ -69,10 +82,13 @@ class BatchSummary:
     cache_hits: int
     out: Path
     spent_usd: float = 0.0  # fresh calls for this output over all runs (the ledger)
+    failed: int = 0  # rejected by the endpoint for themselves alone
+    errors: list[str] = field(default_factory=list)  # the reasons of the failed ids
 
     def describe(self) -> str:
+        failed = f", {self.failed} failed (rejected by the endpoint)" if self.failed else ""
         return (
-            f"{self.total} ids: {self.ok} ok, {self.pending} pending "
+            f"{self.total} ids: {self.ok} ok, {self.pending} pending{failed} "
             f"({self.kept} kept from the previous output, {self.cache_hits} cache hits, "
             f"{self.http_calls} HTTP requests) -> {self.out}"
         )
@@ -98,13 +114,17 @@ def load_requests(path: str | os.PathLike[str], default_model: str | None = None
             raise RecordError(p, lineno, "field 'messages': must be a non-empty list of messages")
         for j, m in enumerate(msgs):
             if not isinstance(m, dict):
-                raise RecordError(p, lineno, f"field 'messages.{j}': must be an object")
+                raise RecordError(p, lineno, f"id '{rid}': field 'messages.{j}': must be an object")
             if m.get("role") not in _ROLES:
                 raise RecordError(
-                    p, lineno, f"field 'messages.{j}.role': must be one of {sorted(_ROLES)}, got {m.get('role')!r}"
+                    p, lineno,
+                    f"id '{rid}': field 'messages.{j}.role': must be one of {sorted(_ROLES)}, got {m.get('role')!r}",
                 )
             if "content" not in m and "tool_calls" not in m:
-                raise RecordError(p, lineno, f"field 'messages.{j}.content': missing")
+                raise RecordError(p, lineno, f"id '{rid}': field 'messages.{j}.content': missing")
+            problem = _content_problem(m)
+            if problem:
+                raise RecordError(p, lineno, f"id '{rid}': field 'messages.{j}.content': {problem}")
         model = obj.get("model", default_model)
         if not model or not isinstance(model, str):
             raise RecordError(p, lineno, "field 'model': missing (give it per line or with --model)")
@@ -115,6 +135,9 @@ def load_requests(path: str | os.PathLike[str], default_model: str | None = None
         if tools is not None and not isinstance(tools, list):
             raise RecordError(p, lineno, "field 'tools': must be a list")
         params = {k: v for k, v in obj.items() if k not in _RESERVED}
+        problem = _params_problem(params)
+        if problem:
+            raise RecordError(p, lineno, f"id '{rid}': {problem}")
         if params.get("stream"):
             raise RecordError(p, lineno, "field 'stream': streaming is not supported by the batch runner")
         if params.get("n") not in (None, 1):
@@ -123,6 +146,36 @@ def load_requests(path: str | os.PathLike[str], default_model: str | None = None
             BatchItem(rid, ChatRequest(messages=msgs, model=model, tools=tools, sample=sample, params=params, id=rid), lineno)
         )
     return items
+
+
+def _content_problem(m: dict[str, Any]) -> str | None:
+    """Why a message's ``content`` cannot be sent (``None`` when it can): text, a list of parts
+    (objects, or strings), or null beside tool calls (an assistant turn that called tools)."""
+    c = m.get("content")
+    if isinstance(c, str):
+        return None
+    if c is None:
+        return None if m.get("tool_calls") or m.get("function_call") else "must be text, not null (null only beside tool_calls)"
+    if isinstance(c, list):
+        bad = [i for i, part in enumerate(c) if not isinstance(part, dict | str)]
+        return f"part {bad[0]} must be an object such as {{'type': 'text', 'text': ...}}" if bad else None
+    return f"must be text or a list of parts, not {type(c).__name__} {c!r}"[:200]
+
+
+def _params_problem(params: dict[str, Any]) -> str | None:
+    """Why a request's sampling parameters cannot be sent (``None`` when they can)."""
+    for name, (lo, hi) in _NUMBER_RANGES.items():
+        v = params.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi):
+            return f"field '{name}': must be a number from {lo:g} to {hi:g}, got {v!r}"
+    for name in _POSITIVE_INTS:
+        v = params.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            return f"field '{name}': must be a whole number of tokens, at least 1, got {v!r}"
+    seed = params.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        return f"field 'seed': must be a whole number, got {seed!r}"
+    return None
 
 
 class _Previous:
@@ -179,12 +232,14 @@ def _locked(out: Path) -> Iterator[None]:
         yield
 
 
-def check_output_path(out: Path, requests_path: Path | None = None) -> None:
-    """Refuse an output path that is a folder, the requests file, or in a folder we cannot create."""
-    if out.is_dir():
-        raise BatchError(f"--out {out} is a folder; give a file name, e.g. {out / 'responses.jsonl'}")
+def check_output_path(out: Path, requests_path: Path | None = None,
+                      reads: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    """Refuse an output path that is the requests file or another file the run reads (``reads``:
+    the cache, the price table), a folder, a device or a pipe (:func:`trek.outputs.check_out`),
+    or in a folder we cannot create."""
     if requests_path is not None and out.exists() and requests_path.exists() and out.samefile(requests_path):
         raise BatchError(f"--out {out} is the requests file; writing it would destroy the requests")
+    check_out(out, reads=[requests_path, *reads], example="responses.jsonl")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -235,25 +290,31 @@ async def run_batch(
     client: LLMClient,
     *,
     checkpoint_seconds: float = 2.0,
+    items: list[BatchItem] | None = None,
 ) -> BatchSummary:
     """Run every request not already answered in ``out_path`` and rewrite it atomically.
 
-    ``client.budget_usd`` (if set) caps the spend recorded for ``out_path`` over all runs.
-    Raises :class:`BatchError` (before any call) when the run would put paid results at risk.
+    ``items``: the requests file as :func:`load_requests` read it (a file is read once, so a
+    pipe works); default: read it here. ``client.budget_usd`` (if set) caps the spend recorded
+    for ``out_path`` over all runs. Raises :class:`BatchError` (before any call) when the run
+    would put paid results at risk.
     """
     req_path, out = Path(requests_path), Path(out_path)
-    check_output_path(out, req_path)
-    items = load_requests(req_path, default_model=client.model)
+    cache = getattr(getattr(client, "cache", None), "path", None)
+    check_output_path(out, req_path, reads=[cache])
+    if items is None:
+        items = load_requests(req_path, default_model=client.model)
     with _locked(out):
         prev = _Previous(out)
         try:
-            return await _run(items, out, prev, client, checkpoint_seconds)
+            return await _run(items, out, prev, client, checkpoint_seconds, req_path)
         finally:
             prev.close()
 
 
 async def _run(
-    items: list[BatchItem], out: Path, prev: _Previous, client: LLMClient, checkpoint_seconds: float
+    items: list[BatchItem], out: Path, prev: _Previous, client: LLMClient, checkpoint_seconds: float,
+    req_path: Path,
 ) -> BatchSummary:
     listed = {it.id for it in items}
     orphans = [rid for rid, (status, _, _) in prev.index.items() if status == "ok" and rid not in listed]
@@ -287,6 +348,8 @@ async def _run(
 
     def on_result(i: int, res: LLMResult) -> None:
         nonlocal last_write
+        if res.status == "failed":  # rejected for itself alone: say which line of which file
+            res.error = f"{req_path}, line {todo[i].line}, id '{todo[i].id}': {res.error}"
         new[todo[i].id] = _line(todo[i], res)
         now = time.monotonic()
         if now - last_write >= checkpoint_seconds:
@@ -296,18 +359,21 @@ async def _run(
     calls0, hits0 = client.http_calls, client.cache_hits
     with spending([client], _ledger(out)) as ledger:
         try:
-            await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result)
+            await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result, alone=True)
         finally:
             checkpoint()
             await client.aclose()
     n_ok = len(kept_ids) + sum(1 for line in new.values() if line["status"] == "ok")
+    n_failed = sum(1 for line in new.values() if line["status"] == "failed")
     return BatchSummary(
         total=len(items),
         ok=n_ok,
-        pending=len(items) - n_ok,
+        pending=len(items) - n_ok - n_failed,
         kept=len(kept_ids),
         http_calls=client.http_calls - calls0,
         cache_hits=client.cache_hits - hits0,
         out=out,
         spent_usd=ledger.total_usd,
+        failed=n_failed,
+        errors=[line["error"] for line in new.values() if line["status"] == "failed"],
     )

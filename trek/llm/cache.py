@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.paths import env_path
-from trek.sqlite import connect
+from trek.sqlite import connect, transaction
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["ResponseCache", "LLMCache", "request_key", "keyed", "default_cache_path"]
@@ -135,13 +135,8 @@ class _GroupCommit:
 
     def _commit(self, conn: sqlite3.Connection, rows: list[tuple[str, str, str, float]]) -> BaseException | None:
         def write() -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn, "BEGIN IMMEDIATE"):
                 conn.executemany(_INSERT, rows)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
 
         try:
             self._retry(write)
@@ -274,15 +269,10 @@ class ResponseCache:
             rows.append((obj["key"], _canonical(obj["request"]), json.dumps(obj["response"], ensure_ascii=False)))
         with self._lock:
             before = int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-            self._conn.execute("BEGIN")
-            try:
+            with transaction(self._conn):
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, 0)", rows
                 )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]) - before
 
     def __contains__(self, request: dict[str, Any]) -> bool:

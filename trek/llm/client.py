@@ -36,11 +36,13 @@ import asyncio
 import json
 import os
 import random
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from trek.aio import fan_out, run_sync
 from trek.errors import FatalLLMError
@@ -64,6 +66,7 @@ __all__ = [
     "run_sync",
     "scrub",
     "endpoint_identity",
+    "url_secrets",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -81,8 +84,43 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def endpoint_identity(base_url: str | None) -> str:
-    """The part of the endpoint that can change an output: its normalized base URL."""
-    return (base_url or DEFAULT_BASE_URL).rstrip("/")
+    """The part of the endpoint that can change an output: its normalized base URL, without the
+    credentials a URL can carry (``user:token@`` is dropped, the value of a query parameter that
+    holds a secret, such as ``?key=`` or ``?access_token=``, becomes ``***``). This is what run
+    files, cache keys, logs and errors show; only the HTTP client sees the URL as given."""
+    url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(_secret_param(k) for k, _ in pairs):
+        query = "&".join(f"{quote(k, safe='')}={'***' if _secret_param(k) else quote(v, safe='')}" for k, v in pairs)
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)).rstrip("/")
+
+
+#: Words that make a URL query parameter a secret (``key``, ``api_key``, ``access_token``, ``sig``...).
+_SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "sig", "signature", "auth",
+                 "authorization", "credential", "credentials", "code"}
+
+
+def _secret_param(name: str) -> bool:
+    words = [w for w in re.split(r"[-_.\s]+", name.lower()) if w]
+    return bool(words) and (any(w in _SECRET_WORDS for w in words) or "".join(words) in _SECRET_WORDS)
+
+
+def url_secrets(base_url: str | None) -> list[str]:
+    """The secrets a URL carries (its ``user:password`` part, the password, the values of secret
+    query parameters), longest first, to mask in messages."""
+    if not base_url:
+        return []
+    parts = urlsplit(base_url)
+    found = [s for s in (parts.password,) if s]
+    if "@" in parts.netloc:
+        found.append(parts.netloc.rpartition("@")[0])
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if _secret_param(k) and v]
+    return sorted({*found, *(unquote(s) for s in found)}, key=len, reverse=True)
 
 
 @dataclass
@@ -101,8 +139,10 @@ class ChatRequest:
 class LLMResult:
     """The outcome of one call.
 
-    ``status`` is ``ok`` (``raw`` holds the provider's JSON) or ``pending`` (the call failed
-    after its retries or was not issued because of the budget; ``error`` says why).
+    ``status`` is ``ok`` (``raw`` holds the provider's JSON), ``pending`` (the call failed
+    after its retries or was not issued because of the budget; ``error`` says why) or, from
+    :meth:`LLMClient.amap` with ``alone=True``, ``failed`` (the endpoint rejected this request
+    alone, e.g. a message too long for the model; ``error`` holds its reason).
     """
 
     status: str
@@ -259,6 +299,8 @@ class LLMClient:
             raise ValueError("max_connections must be at least 1")
         if max_retries < 0:
             raise ValueError("max_retries must be at least 0")
+        if not timeout > 0 or timeout == float("inf"):  # also rejects NaN: every call would time out
+            raise ValueError(f"timeout must be a finite number of seconds above 0, not {timeout}")
         check_budget(budget_usd)
         if assume_output < 1:
             raise ValueError("assume_output must be at least 1 token")
@@ -266,8 +308,12 @@ class LLMClient:
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}")
         self.model = model
-        self.base_url = endpoint_identity(base_url or os.environ.get("OPENAI_BASE_URL"))
+        given = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        #: The endpoint as recorded and shown (no credentials); the HTTP client gets the URL as given.
+        self.base_url = endpoint_identity(given)
+        self.request_base_url = given
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
+        self._secrets = [self._api_key, *url_secrets(given)]
         self._local = None
         #: The endpoint constrains replies to a JSON schema given as ``response_format`` (the
         #: embedded llama.cpp model does; judges then ask it for ``{"verdict": ...}``).
@@ -277,6 +323,7 @@ class LLMClient:
             from trek.local import LOCAL_ENDPOINT, MODEL_NAME, shared_server
 
             self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
+            self.request_base_url = LOCAL_ENDPOINT
             self._local = local_server or shared_server
             self.json_schema_replies = True
         self.max_connections = max_connections or (1 if self._local else 16)
@@ -324,8 +371,12 @@ class LLMClient:
         if st is None:
             import openai  # here, not at import time: analysis code imports this module without calling
 
+            # a query in the base URL (?api-version=..., ?key=...) goes with every request
+            url = urlsplit(self._local().base_url if self._local else self.request_base_url)
+            query = dict(parse_qsl(url.query, keep_blank_values=True))
             sdk = openai.AsyncOpenAI(
-                base_url=self._local().base_url if self._local else self.base_url,
+                base_url=urlunsplit((url.scheme, url.netloc, url.path, "", "")),
+                default_query=query or None,
                 api_key=self._api_key,
                 max_retries=0,  # the one retry policy is ours (_send_with_retries)
                 timeout=self.timeout,
@@ -336,7 +387,7 @@ class LLMClient:
         return st
 
     def _scrub(self, text: str) -> str:
-        return scrub(text, [self._api_key])
+        return scrub(text, self._secrets)
 
     def _resolve_model(self, model: str | None) -> str:
         m = model or self.model
@@ -608,16 +659,27 @@ class LLMClient:
         *,
         desc: str = "llm",
         on_result: Callable[[int, LLMResult], None] | None = None,
+        alone: bool = False,
     ) -> list[LLMResult]:
         """Run chat requests concurrently (bounded by ``max_connections``), in input order.
 
-        ``on_result(index, result)`` is called as each one finishes (for checkpointing).
+        ``on_result(index, result)`` is called as each one finishes (for checkpointing). With
+        ``alone``, a request the endpoint rejects for itself alone (a :class:`FatalLLMError`
+        that :func:`trek.errors.is_run_fatal` does not call fatal: a 400 for an over-long
+        message, a 413) comes back ``failed`` and the others go on; otherwise it stops them all.
         """
+        from trek.errors import is_run_fatal
+
         hits = 0
 
         async def one(r: ChatRequest) -> LLMResult:
             nonlocal hits
-            res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+            try:
+                res = await self.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+            except FatalLLMError as e:
+                if not alone or is_run_fatal(e):
+                    raise
+                return LLMResult(status="failed", model=r.model or self.model or "", error=str(e))
             hits += res.cached
             return res
 
@@ -672,6 +734,10 @@ def _shape_problem(api: str, raw: Any) -> str | None:
         return "no choices"
     if not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
         return "the first choice has no message"
+    msg = choices[0]["message"]
+    if msg.get("content") is None and not msg.get("tool_calls") and not msg.get("function_call") \
+            and not msg.get("refusal"):
+        return "the message has no text (content is null) and no tool call"
     return None
 
 

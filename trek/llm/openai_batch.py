@@ -109,10 +109,9 @@ class _State:
                                  "--base-url or another run folder")
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps({"endpoint": self.endpoint, "batches": self.batches}, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        from trek.outputs import atomic_write
+
+        atomic_write(self.path, json.dumps({"endpoint": self.endpoint, "batches": self.batches}, indent=1) + "\n")
 
     def active(self) -> list[dict[str, Any]]:
         return [b for b in self.batches if not b.get("loaded")]
@@ -278,7 +277,7 @@ async def submit_and_collect(
             })
             state.save()  # recorded before the upload: a crash after it resumes, never re-sends
             run.submitted += len(chunk)
-    sdk = openai.AsyncOpenAI(base_url=client.base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout)
+    sdk = openai.AsyncOpenAI(base_url=client.request_base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout)
     try:
         for b in state.active():
             await _submit(sdk, state, b)
@@ -340,8 +339,12 @@ async def run_openai_batch(
     poll_seconds: float = 30.0,
     max_wait: float | None = None,
     progress: bool = True,
+    items: list[Any] | None = None,
 ) -> Any:
     """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
+
+    ``items``: the requests as :func:`trek.llm.batch.load_requests` read them (default: read
+    the file here; a file is read once, so a pipe works).
 
     The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
     cache, the output is written by :func:`trek.llm.batch.run_batch` replaying the cache (no live
@@ -353,8 +356,9 @@ async def run_openai_batch(
     from trek.llm.ledger import read_ledger, spending
 
     out = Path(out_path)
-    check_output_path(out, Path(requests_path))
-    items = load_requests(requests_path, default_model=client.model)
+    check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
+    if items is None:
+        items = load_requests(requests_path, default_model=client.model)
     reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
     spent_before = read_ledger(_ledger(out))
     if client.budget_usd is not None:
@@ -373,6 +377,6 @@ async def run_openai_batch(
     if br.cost_usd:
         with spending([], _ledger(out)) as ledger:
             ledger.record(br.cost_usd, client.model)
-    summary = await run_batch(requests_path, out, replay)
+    summary = await run_batch(requests_path, out, replay, items=items)
     summary.batch = br  # type: ignore[attr-defined]
     return summary

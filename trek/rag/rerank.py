@@ -231,8 +231,11 @@ class HTTPScorer:
                  transport: httpx.AsyncBaseTransport | None = None):
         if api not in ("rerank", "score"):
             raise ValueError("api must be 'rerank' or 'score'")
+        from trek.llm.client import endpoint_identity
+
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self._request_base = base_url.rstrip("/")  # as given (credentials too): for the request only
+        self.base_url = endpoint_identity(base_url)  # what names, cache keys and errors show
         self.api = api
         self.name = f"{api}:{model}@{self.base_url}"
         self.cache = cache
@@ -252,13 +255,13 @@ class HTTPScorer:
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        url = f"{self.base_url}/{self.api}"
+        url = f"{self.base_url}/{self.api}"  # shown in errors
         async with httpx.AsyncClient(timeout=self.timeout, transport=self._transport) as http:
 
             async def once() -> dict[str, Any]:
                 self.calls += 1
                 try:
-                    resp = await http.post(url, json=body, headers=headers)
+                    resp = await http.post(f"{self._request_base}/{self.api}", json=body, headers=headers)
                 except httpx.HTTPError as e:
                     raise _TransientScorerError(type(e).__name__) from None
                 if resp.status_code in (408, 429) or resp.status_code >= 500:

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trek.outputs import atomic_write, check_out
 from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TraceRecord
@@ -128,6 +129,33 @@ def _audit_rows(records: list[TraceRecord], run: str) -> list[dict[str, Any]]:
     return rows
 
 
+#: Excel's limit on the characters of one cell; longer text is cut with a marker.
+CELL_CHARS = 32_767
+_CUT = " [... cut: Excel holds at most 32,767 characters in a cell]"
+#: First characters that make a spreadsheet read typed text as a formula.
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def _cell_value(value: Any) -> Any:
+    """A value for a cell: text without the control characters a workbook cannot hold (each
+    becomes U+FFFD), cut to :data:`CELL_CHARS`."""
+    if not isinstance(value, str):
+        return value
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    text = ILLEGAL_CHARACTERS_RE.sub("\ufffd", value)
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - len(_CUT)] + _CUT
+
+
+def _as_text(cell: Any) -> None:
+    """Keep a text cell text: an answer or page text starting with ``=`` is written as a string,
+    never as a live formula (a HYPERLINK in a model's answer must not run when the workbook is
+    opened), and text a spreadsheet would read as a formula when edited gets a quote prefix."""
+    cell.data_type = "s"
+    if cell.value.startswith(_FORMULA_START):
+        cell.quotePrefix = True
+
+
 def _sheet(ws: Any, rows: list[dict[str, Any]], columns: list[str], yes_no: list[str], wide: set[str]) -> None:
     from openpyxl.styles import Alignment, Font, PatternFill
     from openpyxl.utils import get_column_letter
@@ -135,7 +163,10 @@ def _sheet(ws: Any, rows: list[dict[str, Any]], columns: list[str], yes_no: list
 
     ws.append(columns)
     for row in rows:
-        ws.append([row.get(c, "") for c in columns])
+        ws.append([_cell_value(row.get(c, "")) for c in columns])
+        for cell in ws[ws.max_row]:
+            if isinstance(cell.value, str):
+                _as_text(cell)
     header_fill = PatternFill("solid", fgColor="DDE5F0")
     reviewer_fill = PatternFill("solid", fgColor="FFF4CC")
     for i, c in enumerate(columns, start=1):
@@ -163,6 +194,7 @@ def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     from openpyxl import Workbook
 
     rd = Path(run_dir)
+    path = check_out(Path(out) if out else rd / "review.xlsx", runs=[rd], example="review.xlsx")
     records = load_trace(rd)
     if not records:
         raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")
@@ -182,12 +214,7 @@ def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     tax += [{"category": k, "kind": "system-independent (excluded from agreement)", "definition": v}
             for k, v in SYSTEM_INDEPENDENT.items()]
     _sheet(wb.create_sheet(TAXONOMY), tax, ["category", "kind", "definition"], [], {"definition"})
-    path = Path(out) if out else rd / "review.xlsx"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    wb.save(tmp)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, wb.save)
 
 
 def _blank() -> TraceRecord:
@@ -201,11 +228,23 @@ def read_checklist(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no workbook at {p}")
-    wb = load_workbook(p, read_only=True, data_only=True)
-    if CHECKLIST not in wb.sheetnames:
+    if p.is_dir():
+        raise ValueError(f"{p}: is a folder, not a review workbook (give the .xlsx file `trek trace review` wrote)")
+    if p.suffix.lower() != ".xlsx":
+        raise ValueError(f"{p}: not a review workbook (an .xlsx file written by `trek trace review` is expected)")
+    rows: list[Any] | None = None
+    try:
+        wb = load_workbook(p, read_only=True, data_only=True)
+        try:
+            if CHECKLIST in wb.sheetnames:
+                rows = list(wb[CHECKLIST].iter_rows(values_only=True))
+        finally:
+            wb.close()
+    except Exception as e:  # noqa: BLE001 - a damaged or foreign file: zip, XML and openpyxl errors alike
+        raise ValueError(f"{p}: cannot be read as an Excel workbook ({type(e).__name__}: {e}); is it a whole "
+                         "review workbook saved as .xlsx?") from None
+    if rows is None:
         raise ValueError(f"{p}: no sheet named {CHECKLIST!r}")
-    rows = list(wb[CHECKLIST].iter_rows(values_only=True))
-    wb.close()
     if not rows:
         raise ValueError(f"{p}: the {CHECKLIST!r} sheet is empty")
     header = [str(h) if h is not None else "" for h in rows[0]]

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
 
+from trek.outputs import atomic_write, check_out
 from trek.pages import normalize_url
 from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
@@ -157,15 +158,11 @@ def write_view(run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
     """Write the viewer for one or more traced runs (default ``<first run>/trace.html``)."""
     if not run_dirs:
         raise ValueError("give at least one traced run directory")
+    path = check_out(Path(out) if out else Path(run_dirs[0]) / "trace.html", runs=run_dirs, example="trace.html")
     items: list[tuple[str, TraceRecord]] = []
     for d in run_dirs:
         recs = load_trace(d)
         if not recs:
             raise FileNotFoundError(f"{d}: no trace.jsonl records (run `trek trace {d}` first)")
         items += [(Path(d).resolve().name, r) for r in recs]
-    path = Path(out) if out else Path(run_dirs[0]) / "trace.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_html(items), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, render_html(items))

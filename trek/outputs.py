@@ -1,0 +1,245 @@
+"""The one output rule: where a command may write, and how a file gets there.
+
+Every file Trek writes (record files, ``run.json``, workbooks, pages, manifests) goes through
+:func:`atomic_write`, and every command that writes to a path the user names checks it first with
+:func:`check_out`:
+
+* **never over an input**: an output that is a file the same command reads (the requests file,
+  a run's ``trace.jsonl``, a pools file), or one of the record files of a run directory it reads
+  (``RUN/grades.jsonl`` as a workbook), is refused before anything runs;
+* **only regular files**: an output that is a folder, a device (``/dev/null``, ``/dev/full``), a
+  pipe or a socket is refused; just before the rename the target is checked again, so a
+  temporary file is never renamed over anything but a regular file (run as root, that rename
+  would replace ``/dev/null`` with a plain file for every program on the machine);
+* **all or nothing**: the new content goes to a temporary file in the same folder, is synced,
+  then renamed over the target. A write that fails (read-only folder, full disk, a path under a
+  file) raises :class:`OutputError` naming the path and the reason, leaves the previous file as
+  it was and removes the temporary file;
+* **the umask decides the mode**: new files are created with mode ``0o666`` minus the process's
+  umask (``0644`` under the usual ``022``), as any other program's files are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO
+
+__all__ = ["OutputError", "check_out", "check_folder_out", "make_folder", "folder_mode", "atomic_write",
+           "RUN_FILE_SUFFIXES"]
+
+PathLike = str | os.PathLike[str]
+
+#: Names that are a run directory's own records (never a command's ``--out`` inside a run it reads).
+RUN_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".sqlite", ".sqlite-wal", ".sqlite-shm")
+_LOCK_NAMES = (".trek.lock",)
+
+
+class OutputError(ValueError):
+    """An output that cannot or must not be written; the message names the path and why."""
+
+    def __init__(self, path: PathLike, message: str):
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (``None`` for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _stat(p: Path) -> os.stat_result | None:
+    try:
+        return os.stat(p)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise OutputError(p, f"cannot be written: {_file_parent(p)} is a file, not a folder") from None
+    except OSError as e:
+        raise OutputError(p, f"cannot be checked ({e.strerror})") from None
+
+
+def _file_parent(p: Path) -> Path:
+    """The first ancestor of ``p`` that exists and is not a folder (where a path 'under a file' breaks)."""
+    for a in reversed(p.parents):
+        if a.exists() and not a.is_dir():
+            return a
+    return p.parent
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _is_run_file(name: str) -> bool:
+    return name in _LOCK_NAMES or name.endswith(RUN_FILE_SUFFIXES)
+
+
+def check_out(
+    path: PathLike, *, reads: Iterable[PathLike | None] = (), runs: Iterable[PathLike | None] = (),
+    option: str = "--out", example: str | None = None,
+) -> Path:
+    """Refuse ``path`` as a file output unless it is a regular file (or missing) that the command
+    does not read; returns it as a :class:`~pathlib.Path`.
+
+    ``reads``: the files the command reads (``None`` entries are ignored). ``runs``: the run
+    directories it reads; inside those, every record file of the run is refused (``*.jsonl``,
+    ``*.json``, ``*.sqlite``, the lock). ``example``: a file name to suggest when ``path`` is a
+    folder.
+    """
+    p = Path(path)
+    st = _stat(p)
+    if st is not None:
+        kind = _kind(st.st_mode)
+        if kind == "a folder":
+            hint = f"; give a file name, e.g. {p / example}" if example else "; give a file name"
+            raise OutputError(p, f"{option} is a folder{hint}")
+        if kind is not None:
+            raise OutputError(p, f"{option} is {kind}, not a regular file; Trek writes a new file and renames it into "
+                              "place, which would replace it: give the path of a file")
+    for r in reads:
+        if r is not None and _same(p, Path(r)):
+            raise OutputError(p, f"{option} is {r}, a file this command reads; writing it would destroy it: "
+                              "give another path")
+    for r in runs:
+        if r is not None and p.parent.exists() and _same(p.parent, Path(r)) and _is_run_file(p.name):
+            raise OutputError(p, f"{option} is one of the records of {r}, which this command reads; "
+                              "writing it would destroy them: give a path outside the run's record files")
+    if st is None:
+        anc = next((a for a in p.parents if a.exists()), None)
+        if anc is not None and not anc.is_dir():
+            raise OutputError(p, f"cannot be written: {anc} is a file, not a folder")
+    return p
+
+
+def check_folder_out(path: PathLike, *, reads: Iterable[PathLike | None] = (), option: str = "--out",
+                     writes: Iterable[str] = ()) -> Path:
+    """Refuse ``path`` as a folder output when it is a file (or a device, a pipe), lies under a
+    file, or when one of the files ``writes`` the command puts in it is a file it reads."""
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OutputError(p, f"{option} must be a folder; this is {_kind(st.st_mode) or 'a file'}")
+    if st is None:
+        anc = next((a for a in p.parents if a.exists()), None)
+        if anc is not None and not anc.is_dir():
+            raise OutputError(p, f"cannot be created: {anc} is a file, not a folder")
+    for name in writes:
+        check_out(p / name, reads=reads, option=f"{option} (its {name})")
+    return p
+
+
+def folder_mode() -> int:
+    """The mode a new folder gets from the umask (``0o755`` under the usual ``022``)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o777 & ~mask
+
+
+def make_folder(path: PathLike, option: str = "--out") -> Path:
+    """Create the folder ``path`` (and its parents) or raise :class:`OutputError` saying why not
+    (it is a file, it lies under a file, the parent cannot be written)."""
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OutputError(p, f"{option} must be a folder; this is {_kind(st.st_mode) or 'a file'}")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(p, f"cannot be created: {_file_parent(p / 'x')} is a file, not a folder") from None
+    except OSError as e:
+        raise OutputError(p, f"cannot be created ({_reason(e)})") from None
+    return p
+
+
+class _FdRaw(io.RawIOBase):
+    """An unbuffered writer on a descriptor through :func:`os.write` (so a failing write, e.g. a
+    full disk, surfaces as the ``OSError`` of that call)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b):  # type: ignore[no-untyped-def,override]
+        return os.write(self.fd, b)
+
+
+def _ensure_folder(p: Path) -> None:
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(p, f"cannot be written: {_file_parent(p)} is a file, not a folder") from None
+    except OSError as e:
+        raise OutputError(p, f"cannot create its folder {p.parent} ({e.strerror})") from None
+
+
+def atomic_write(path: PathLike, content: bytes | str | Callable[[IO[bytes]], object]) -> Path:
+    """Replace ``path`` with ``content`` all at once (see the module doc); returns the path.
+
+    ``content``: bytes, text (written as UTF-8), or a function that writes to a binary file
+    object. Raises :class:`OutputError` for a target that is not a regular file and for any
+    failed write; the previous file is then unchanged and no temporary file is left.
+    """
+    p = Path(path)
+    st = _stat(p)
+    if st is not None and _kind(st.st_mode) is not None:
+        raise OutputError(p, f"is {_kind(st.st_mode)}, not a regular file: not replaced")
+    _ensure_folder(p)
+    tmp = p.with_name(f".{p.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies
+    except OSError as e:
+        raise OutputError(p, f"cannot be written ({_reason(e)})") from None
+    try:
+        with io.BufferedWriter(_FdRaw(fd), 1 << 16) as fh:
+            if isinstance(content, bytes):
+                fh.write(content)
+            elif isinstance(content, str):
+                fh.write(content.encode("utf-8"))
+            else:
+                content(fh)
+            fh.flush()
+            os.fsync(fd)
+        st = _stat(p)  # again, just before the rename: never over a device, a pipe or a folder
+        if st is not None and _kind(st.st_mode) is not None:
+            raise OutputError(p, f"became {_kind(st.st_mode)} while it was written: not replaced")
+        os.replace(tmp, p)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and getattr(e, "filename", None) in (None, str(tmp), str(p)):
+            raise OutputError(p, f"cannot be written ({_reason(e)}); the previous file is unchanged") from None
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # normally closed by the writer already
+    return p
+
+
+def _reason(e: OSError) -> str:
+    if e.errno == errno.ENOSPC:
+        return "no space left on the device"
+    return e.strerror or str(e)
