@@ -102,7 +102,8 @@ _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 
 def _numbers(words: list[str]) -> list[str]:
     """Runs of number words replaced by their digits (``twenty five`` -> ``25``, ``one hundred and
-    five`` -> ``105``); every other word kept."""
+    five`` -> ``105``); every other word kept. A word that cannot continue the number before it
+    (``two ninety``) starts a new one."""
     out: list[str] = []
     i = 0
     while i < len(words):
@@ -110,21 +111,20 @@ def _numbers(words: list[str]) -> list[str]:
             out.append(words[i])
             i += 1
             continue
-        total, current, j = 0, 0, i
+        total, current, last, j = 0, 0, "", i
         while j < len(words):
             w = words[j]
-            if w in _UNITS:
-                current += _UNITS[w]
-            elif w in _TENS:
-                current += _TENS[w]
-            elif w in _SCALES and j > i:
-                if _SCALES[w] == 100:
-                    current *= 100
-                else:
-                    total += current * _SCALES[w]
-                    current = 0
-            elif w == "and" and j + 1 < len(words) and j > i and (words[j + 1] in _UNITS or words[j + 1] in _TENS):
-                pass
+            if w in _UNITS and (last in ("", "hundred", "scale", "and") or (last == "tens" and 0 < _UNITS[w] < 10)):
+                current, last = current + _UNITS[w], "unit"
+            elif w in _TENS and last in ("", "hundred", "scale", "and"):
+                current, last = current + _TENS[w], "tens"
+            elif w == "hundred" and last in ("unit", "tens") and current < 100:
+                current, last = current * 100, "hundred"
+            elif w in _SCALES and w != "hundred" and last in ("unit", "tens", "hundred"):
+                total, current, last = total + current * _SCALES[w], 0, "scale"
+            elif (w == "and" and last in ("hundred", "scale") and j + 1 < len(words)
+                  and (words[j + 1] in _UNITS or words[j + 1] in _TENS)):
+                last = "and"
             else:
                 break
             j += 1
