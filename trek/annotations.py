@@ -169,15 +169,16 @@ def from_mini(path: str | os.PathLike[str] | None = None) -> Annotations:
     return ann
 
 
-def from_contexts(path: str | os.PathLike[str], questions: Mapping[str, Question]) -> Annotations:
+def from_contexts(path: str | os.PathLike[str], questions: Mapping[str, Question], *,
+                  label: str | None = None) -> Annotations:
     """The documents of a Ctrl ``contexts.jsonl`` as annotated pages of ``questions`` (by id).
 
     A document's annotation is its ``answer``; its shown URL is kept only when it is the document's
     own (an ablation that shows another URL keeps the original). Contexts of questions not in
-    ``questions`` are left out."""
+    ``questions`` are left out. ``label`` names the file in records (default: ``path`` as given)."""
     from trek.contexts import read_contexts
 
-    ann = Annotations(f"contexts {path}")
+    ann = Annotations(f"contexts {label or path}")
     for ctx in read_contexts(path):
         q = questions.get(ctx.question_id)
         if q is None:
@@ -210,12 +211,14 @@ def for_run(run_dir: str | os.PathLike[str], *, contexts: str | os.PathLike[str]
     rd = Path(run_dir)
     ann = from_mini(mini_path)
     ctx_path: Path | None = Path(contexts) if contexts is not None else None
+    label = Path(contexts).name if contexts is not None else None
     if ctx_path is None:
         meta = runs.read_meta(rd)
         named = meta.config.get("contexts") if meta is not None else None
         ctx_path = _find(str(named), rd) if isinstance(named, str) and named else None
+        label = Path(str(named)).name if ctx_path is not None else None  # never an absolute path in a record
     if ctx_path is not None:
-        ann = ann.merged(from_contexts(ctx_path, runs.load_questions(rd)))
+        ann = ann.merged(from_contexts(ctx_path, runs.load_questions(rd), label=label))
     return ann
 
 

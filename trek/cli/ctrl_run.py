@@ -46,7 +46,9 @@ def ctrl_run_command(
     empty_fallback: str = typer.Option("all", "--empty-fallback",
                                        help="Filter: on an empty or unreadable selection answer from all or none."),
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
-    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
+    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model (oracle: the "
+                              "exact judge, from the contexts' annotations; no model call)."),
+    audit_judge: str = options.AUDIT_JUDGE,
     judge_base_url: str = options.JUDGE_BASE_URL,
     max_connections: int = options.MAX_CONNECTIONS,
     budget: float = options.BUDGET,
@@ -65,6 +67,7 @@ def ctrl_run_command(
     """
     from trek import templates
     from trek.contexts import read_contexts
+    from trek.exact import ORACLE, ExactJudge
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.usage import PriceTable
@@ -119,8 +122,12 @@ def ctrl_run_command(
         endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
                                      prices=PriceTable.load(prices), progress=False, timeout=timeout)
         client = endpoint(model, base_url=base_url, budget_usd=budget)
-        judge_client = endpoint(judge, base_url=judge_base_url) if judge else None
+        if audit_judge and judge != ORACLE:
+            options.fail("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
+        exact = ExactJudge(contexts=contexts) if judge == ORACLE else None
+        judge_client = exact or (endpoint(judge, base_url=judge_base_url) if judge else None)
         options.say_roles({"evaluated": client, "judge": judge_client,
+                           "audit judge": (audit_judge, judge_base_url) if audit_judge else None,
                            "rerank scorer": (scorer, rerank_base_url) if "rerank" in method_names else None})
         summary = run_ctrl(records, qs, runs, client, built, cond_names, params=params, all_methods_on_gold=all_on_gold,
                            progress=progress, run_config={"contexts": str(contexts)})
@@ -130,9 +137,15 @@ def ctrl_run_command(
             from trek.grading import run_grading
 
             for rd in summary.runs:
-                rep = run_grading(rd, endpoint(judge, base_url=judge_base_url, role="judge"), progress=False)
+                rep = run_grading(rd, exact or endpoint(judge, base_url=judge_base_url, role="judge"), progress=False)
                 options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
                 ungraded += rep.pending_grades + rep.failed_grades
+                if audit_judge:
+                    from trek.audit import audit_grading
+
+                    arep = audit_grading(rd, endpoint(audit_judge, base_url=judge_base_url, role="audit judge"),
+                                         progress=False)
+                    options.err.print(f"{rd.name}: {arep.describe().splitlines()[0]}", highlight=False)
     if ungraded:
         options.err.print(f"{ungraded} grade(s) pending or failed: run the same command again to retry them.",
                           highlight=False)
