@@ -314,7 +314,7 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
         return pd.DataFrame(columns=TABLE_COLUMNS, index=pd.MultiIndex.from_tuples([], names=keys) if len(keys) > 1
                             else pd.Index([], name=keys[0]))
     rows = {}
-    for key, g in pairs.groupby(keys, sort=False):
+    for key, g in pairs.groupby(keys if len(keys) > 1 else keys[0], sort=False):
         ok = g[g["judge"].notna()]
         n = len(ok)
         pos = lambda s: 100.0 * s.isin(["yes", "correct"]).mean() if len(s) else float("nan")  # noqa: E731
