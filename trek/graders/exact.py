@@ -86,7 +86,8 @@ ABSTENTIONS = (
     "unable to answer", "unable to find", "unable to provide", "cannot answer", "cant answer", "cannot provide",
     "cannot find", "could not find", "couldnt find", "no information", "not enough information",
     "insufficient information", "does not mention", "does not say", "does not state", "does not provide",
-    "does not specify", "do not have", "dont have", "not mentioned", "not provided", "not specified",
+    "does not specify", "do not mention", "do not say", "do not state", "do not provide", "do not specify",
+    "do not have", "dont have", "not mentioned", "not provided", "not specified",
     "not stated", "not available", "not given", "unknown", "no answer", "not possible to",
 )
 #: Datasets graded with three outcomes (A/B/C); the others are correct / incorrect.
