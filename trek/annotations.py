@@ -160,9 +160,9 @@ class Annotations:
 
 def from_mini(path: str | os.PathLike[str] | None = None) -> Annotations:
     """The annotations of TrekBench-Mini (``data/mini`` or ``$TREK_MINI_DIR``; ``path`` to choose)."""
-    from trek.datasets import mini
+    from trek.datasets import load_benchmark
 
-    bench = mini.load(path)
+    bench = load_benchmark("mini", path)
     ann = Annotations(MINI_SOURCE)
     for q in bench.questions:
         ann.add(q, (AnnotatedPage.of(d) for d in bench.documents_for(q.id)))
