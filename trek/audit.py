@@ -205,34 +205,37 @@ def _subject(rec: Any, name: str) -> Any:
 def _trace_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
     from trek.trace.pipeline import load_trace
 
-    out = []
-    derived: Any = None
-    for rec in load_trace(rd):
-        exact_steps = {s.name: s for s in rec.steps if s.model == "oracle"}
-        for s in rec.audit_steps:  # recorded beside the exact judge
-            if s.name not in STEP_ROLES or s.name not in exact_steps:
+    out: list[dict[str, Any]] = []
+    derived: Any = None  # for an LLM-judged trace: the exact verdicts worked out now (made once)
+    try:
+        for rec in load_trace(rd):
+            exact_steps = {s.name: s for s in rec.steps if s.model == "oracle"}
+            for s in rec.audit_steps:  # recorded beside the exact judge
+                if s.name in STEP_ROLES and s.name in exact_steps:
+                    out.append(_step_pair(label, rec, s, exact_steps[s.name].value))
+            judged = [s for s in rec.steps if s.name in STEP_ROLES and s.model != "oracle" and s.role != "evaluated"]
+            if not judged or exact is None or derived is False:
                 continue
-            role, key = STEP_ROLES[s.name]
-            e = exact_steps[s.name]
-            status = {"ok": "ok", "unknown": "unparsed"}.get(s.status, s.status)
-            out.append(_pair(label, role, rec, _yes(e.value.get(key)), _yes(s.value.get(key)) if s.status == "ok" else None,
-                             status, s.model, _subject(rec, s.name), e.value.get("reason"), s.value.get("reason")))
-        judged = [s for s in rec.steps if s.name in STEP_ROLES and s.model != "oracle" and s.role != "evaluated"]
-        if not judged or exact is None:
-            continue
-        if derived is None:  # an LLM-judged trace: the exact verdicts worked out now
-            derived = _derive(rd, exact)
-            if derived is False:
-                return out
-        for s in judged:
-            role, key = STEP_ROLES[s.name]
-            value = derived(rec, s.name)
-            if value is None:
-                continue
-            status = {"ok": "ok", "unknown": "unparsed"}.get(s.status, s.status)
-            out.append(_pair(label, role, rec, _yes(value.get(key)), _yes(s.value.get(key)) if s.status == "ok" else None,
-                             status, s.model, _subject(rec, s.name), value.get("reason"), s.value.get("reason")))
+            if derived is None:
+                derived = _derive(rd, exact)
+                if derived is False:
+                    continue
+            for s in judged:
+                value = derived(rec, s.name)
+                if value is not None:
+                    out.append(_step_pair(label, rec, s, value))
+    finally:
+        if derived:
+            derived.store.close()
     return out
+
+
+def _step_pair(label: str, rec: Any, s: Any, exact_value: dict[str, Any]) -> dict[str, Any]:
+    """The pair of one TrekTrace step: the exact judge's value and the LLM judge's step ``s``."""
+    role, key = STEP_ROLES[s.name]
+    status = {"ok": "ok", "unknown": "unparsed"}.get(s.status, s.status)
+    return _pair(label, role, rec, _yes(exact_value.get(key)), _yes(s.value.get(key)) if s.status == "ok" else None,
+                 status, s.model, _subject(rec, s.name), exact_value.get("reason"), s.value.get("reason"))
 
 
 def _derive(rd: Path, exact: Any) -> Any:
@@ -249,6 +252,7 @@ def _derive(rd: Path, exact: Any) -> Any:
         for q in questions.values():
             oracle.annotations.question(q)
     except ValueError:
+        store.close()
         return False
 
     def value(rec: Any, name: str) -> dict[str, Any] | None:
@@ -270,6 +274,7 @@ def _derive(rd: Path, exact: Any) -> Any:
             return None  # e.g. a run without the local search its query test needs
         return None
 
+    value.store = store  # type: ignore[attr-defined]  # closed by the caller
     return value
 
 
