@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trek.pages import normalize_url
 from trek.types import Document, Question
@@ -176,10 +177,8 @@ def from_contexts(path: str | os.PathLike[str], questions: Mapping[str, Question
     A document's annotation is its ``answer``; its shown URL is kept only when it is the document's
     own (an ablation that shows another URL keeps the original). Contexts of questions not in
     ``questions`` are left out. ``label`` names the file in records (default: ``path`` as given)."""
-    from trek.contexts import read_contexts
-
     ann = Annotations(f"contexts {label or path}")
-    for ctx in read_contexts(path):
+    for ctx in _read_contexts(Path(path)):
         q = questions.get(ctx.question_id)
         if q is None:
             continue
@@ -187,6 +186,22 @@ def from_contexts(path: str | os.PathLike[str], questions: Mapping[str, Question
                                   url=d.original_url or d.url, date=_date(d.original_date or d.date))
                     for d in ctx.documents))
     return ann
+
+
+_CONTEXTS: dict[tuple[str, int, int], list] = {}
+
+
+def _read_contexts(path: Path) -> list:
+    """The contexts of ``path``, read once while the file is unchanged (Ctrl runs share one file)."""
+    from trek.contexts import read_contexts
+
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _CONTEXTS:
+        if len(_CONTEXTS) >= 4:
+            _CONTEXTS.pop(next(iter(_CONTEXTS)))
+        _CONTEXTS[key] = read_contexts(path)
+    return _CONTEXTS[key]
 
 
 def _find(path: str, run_dir: Path) -> Path | None:
@@ -203,13 +218,15 @@ def _find(path: str, run_dir: Path) -> Path | None:
 
 
 def for_run(run_dir: str | os.PathLike[str], *, contexts: str | os.PathLike[str] | None = None,
-            mini_path: str | os.PathLike[str] | None = None) -> Annotations:
-    """The annotations a run needs: TrekBench-Mini, plus Ctrl contexts (``contexts``, else the file
-    its ``run.json`` names when it can be found) for the run's questions."""
+            mini_path: str | os.PathLike[str] | None = None, mini: Annotations | None = None,
+            memo: dict[Any, Annotations] | None = None) -> Annotations:
+    """The annotations a run needs: TrekBench-Mini (``mini`` when already loaded), plus Ctrl contexts
+    (``contexts``, else the file its ``run.json`` names when it can be found) for the run's questions.
+    ``memo`` keeps merged annotations for runs with the same contexts file and questions."""
     from trek import runs
 
     rd = Path(run_dir)
-    ann = from_mini(mini_path)
+    ann = mini if mini is not None else from_mini(mini_path)
     ctx_path: Path | None = Path(contexts) if contexts is not None else None
     label = Path(contexts).name if contexts is not None else None
     if ctx_path is None:
@@ -218,7 +235,15 @@ def for_run(run_dir: str | os.PathLike[str], *, contexts: str | os.PathLike[str]
         ctx_path = _find(str(named), rd) if isinstance(named, str) and named else None
         label = Path(str(named)).name if ctx_path is not None else None  # never an absolute path in a record
     if ctx_path is not None:
-        ann = ann.merged(from_contexts(ctx_path, runs.load_questions(rd), label=label))
+        questions = runs.load_questions(rd)
+        st = ctx_path.stat()
+        key = (str(ctx_path.resolve()), st.st_mtime_ns, st.st_size, label,
+               tuple((q.id, tuple(q.answers)) for q in questions.values()))
+        if memo is not None and key in memo:
+            return memo[key]
+        ann = ann.merged(from_contexts(ctx_path, questions, label=label))
+        if memo is not None:
+            memo[key] = ann
     return ann
 
 

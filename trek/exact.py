@@ -55,7 +55,10 @@ class ExactJudge(LLMClient):
             return self._fixed
         rd = Path(run_dir).resolve()
         if self.annotations is None or self.bound != rd:
-            self.annotations, self.bound = for_run(rd, contexts=self.contexts), rd
+            self._mini = getattr(self, "_mini", None) or from_mini()  # Mini is read once per judge
+            self._memo: dict[Any, Annotations] = getattr(self, "_memo", {})
+            self.annotations = for_run(rd, contexts=self.contexts, mini=self._mini, memo=self._memo)
+            self.bound = rd
         return self.annotations
 
     def current(self) -> Annotations:

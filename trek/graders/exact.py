@@ -43,6 +43,7 @@ model ``oracle``; ``judge_raw`` holds the decision as JSON (what was named, whic
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from collections.abc import Sequence
@@ -136,7 +137,12 @@ def _numbers(words: list[str]) -> list[str]:
 
 def normalize(text: str | None) -> list[str]:
     """The words of ``text`` as the exact grader compares them (see the module docstring)."""
-    return _numbers(normalize_answer(html.unescape(text or "")).split())
+    return list(_normalized(text or ""))
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalized(text: str) -> tuple[str, ...]:
+    return tuple(_numbers(normalize_answer(html.unescape(text)).split()))
 
 
 def _runs(hay: list[str], needle: list[str]) -> list[int]:
