@@ -165,3 +165,35 @@ def test_a_run_with_questions_outside_the_annotations_is_refused(env, tmp_path):
                                                                                                       "wild:1"})])
     res = invoke("grade", other, "--judge", "oracle", "--no-progress")
     assert res.exit_code == 2 and "'wild:1'" in res.output and "not in the annotations" in res.output
+
+
+def test_ctrl_runs_graded_exactly_agree_with_the_scripted_outcomes(tmp_path, mini):
+    """The scripted Ctrl model (tests/demo/demo_ctrl.py) is right on GOLD and misled by republications
+    on SBA: the exact judge, from the contexts' annotations, says so without a judge request."""
+    from _scripts import load_script
+
+    from trek.rag.context import load_ctrl_questions
+    from trek.report import ctrl as reports
+
+    demo_ctrl = load_script("demo_ctrl")
+    built = tmp_path / "ctrl"
+    res = invoke("ctrl", "build", "--source", "mini", "--out", built, "--conditions", "SBA,GOLD", "--no-tokens")
+    assert res.exit_code == 0, res.output
+    raw = [json.loads(x) for x in (built / "contexts.jsonl").read_text().splitlines()]
+    questions = load_ctrl_questions(built / "pools.jsonl")
+    out = tmp_path / "runs"
+    with demo_ctrl.scripted_server(demo_ctrl.ctrl_script(raw, questions), [q.question for q in questions.values()]) as srv:
+        res = invoke("ctrl", "run", built / "contexts.jsonl", "--model", demo_ctrl.MODEL, "--base-url", srv.base_url,
+                     "--runs", out, "--methods", "direct", "--conditions", "SBA,GOLD", "--judge", "oracle",
+                     "--no-progress")
+        assert res.exit_code == 0, res.output
+        assert srv.stats()["requests"] == 2 * len(questions)  # the answers only: no judge request
+    dirs = [d for d in out.iterdir() if d.is_dir()]
+    assert len(dirs) == 2
+    for d in dirs:
+        grades = runs.load_grades(d)
+        assert len(grades) == len(questions)
+        assert {(g.grader, g.judge_model) for g in grades.values()} == {("exact", "oracle")}
+        assert all("contexts contexts.jsonl" in g.judge_settings["annotations"] for g in grades.values())
+    table = reports.ctrl_micro(reports.load_ctrl(out))
+    assert (table["Gold-only"] == 100.0).all() and (table["SBA"] == 0.0).all()
