@@ -373,7 +373,7 @@ def describe(pairs: pd.DataFrame) -> str:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
         parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval)",
                  audit_table(pairs).round(3).to_string(), ""]
-        for role in [r for r in ROLES if r in set(pairs["role"])]:
+        for role in [r for r in ROLES if r in set(pairs.loc[pairs["judge"].notna(), "role"])]:
             parts += [f"{role}:", confusion(pairs, role).to_string(), ""]
         d = disagreements(pairs)
         parts.append(f"{len(d)} disagreement(s)" + (":" if len(d) else ""))

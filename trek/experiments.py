@@ -228,8 +228,7 @@ class _Stages:
 
     def audit_grades(self, run_dir: Path) -> None:
         """The model's grades beside the exact ones, while the grading audit's share lasts."""
-        from trek.aio import run_sync
-        from trek.audit import aaudit_grading
+        from trek.audit import audit_grading
 
         if self.s.judge != "oracle":
             return
@@ -238,7 +237,7 @@ class _Stages:
             left -= getattr(self, "_audited", 0)
             if left <= 0:
                 return
-        rep = run_sync(aaudit_grading(run_dir, self.client, limit=left, progress=self.progress, **self.judge_params()))
+        rep = audit_grading(run_dir, self.client, limit=left, progress=self.progress, **self.judge_params())
         self._audited = getattr(self, "_audited", 0) + len(rep.grades)
         if rep.pending:
             raise ExperimentsError(f"audit of {run_dir.name}: {rep.describe()}")

@@ -48,7 +48,7 @@ class AuditData:
         return disagreements(self.pairs)
 
     def roles(self) -> list[str]:
-        return [r for r in ROLES if r in set(self.pairs["role"])]
+        return [r for r in ROLES if r in set(self.pairs.loc[self.pairs["judge"].notna(), "role"])]
 
 
 def audit_runs(runs_map: dict[str, str] | None = None,
