@@ -80,6 +80,11 @@ def grade_command(
             graders.using(grader):
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
+        if judge == ORACLE and spending.dry_run:
+            typer.echo("trek grade with the exact judge (oracle): 0 model calls, $0.00"
+                       + (f"; the audit judge {audit_judge} grades the same answers once more (estimate it with "
+                          f"trek grade RUN --judge {audit_judge} --dry-run)" if audit_judge else ""))
+            return
         if judge == ORACLE:
             report = _grade_exactly(run_dir, exact_rule, audit_judge, audit_limit, batch.enabled, progress,
                                     lambda m: LLMClient(m, base_url=options.deprecated_base_url(
