@@ -109,9 +109,19 @@ class Settings:
     ctrl_methods: tuple[str, ...] = ("direct", "rerank", "filter", "structured")
     ctrl_conditions: tuple[str, ...] = cond.MAIN_CONDITIONS
     ctrl_ablations: tuple[str, ...] = cond.ABLATIONS
+    #: Who plays every judge role: ``oracle`` (the exact judge, from Mini's annotations) or ``model``
+    #: (the evaluated model itself, the paper's setup with one small model in every role).
+    judge: str = "oracle"
+    #: With the exact judge: the model judging alongside it (trek.audit), at most this many grading
+    #: verdicts (Wild runs first, then Ctrl, in run order) and this many traced cases (None: all; 0: none).
+    audit_grading: int | None = 150
+    audit_trace_cases: int | None = None
 
     def describe(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.judge == "model":  # the judge settings appear once they matter (recordings before them keep their bytes)
+            for k in ("judge", "audit_grading", "audit_trace_cases"):
+                out.pop(k)
         out["ctrl_budgets"] = asdict(self.ctrl_budgets)
         for k in ("ctrl_conditions", "ctrl_ablations", "ctrl_methods"):
             out[k] = list(out[k])
@@ -211,9 +221,52 @@ class _Stages:
     def grade(self, run_dir: Path) -> None:
         from trek.grading import run_grading
 
-        rep = run_grading(run_dir, self.client, progress=self.progress, **self.judge_params())
+        judge = self.exact_judge() or self.client
+        rep = run_grading(run_dir, judge, progress=self.progress, **self.judge_params())
         if rep.pending_answers or rep.pending_grades:
             raise ExperimentsError(f"grading {run_dir.name}: {rep.describe()}")
+        self.audit_grades(run_dir)
+
+    # -- the exact judge and the model judging beside it (trek.exact, trek.audit) --------------------------
+    def exact_judge(self) -> Any:
+        """The exact judge when the settings say so (a new one per run: it loads that run's annotations)."""
+        if self.s.judge == "model":
+            return None
+        if self.s.judge != "oracle":
+            raise ExperimentsError(f"Settings.judge must be 'oracle' or 'model', not {self.s.judge!r}")
+        from trek.exact import ExactJudge
+
+        return ExactJudge()
+
+    def audit_grades(self, run_dir: Path) -> None:
+        """The model's grades beside the exact ones, while the grading audit's share lasts."""
+        from trek.audit import audit_grading
+
+        if self.s.judge != "oracle":
+            return
+        left = self.s.audit_grading if self.s.audit_grading is not None else None
+        if left is not None:
+            left -= getattr(self, "_audited", 0)
+            if left <= 0:
+                return
+        rep = audit_grading(run_dir, self.client, limit=left, progress=self.progress, **self.judge_params())
+        self._audited = getattr(self, "_audited", 0) + len(rep.grades)
+        if rep.pending:
+            raise ExperimentsError(f"audit of {run_dir.name}: {rep.describe()}")
+
+    def trace_judges(self, role: Callable[[str], Any]) -> dict[str, Any]:
+        """``trace_run`` keywords: the judge roles (exact, or the model) and the audit beside them."""
+        from trek.trace import RoleModel
+
+        exact = self.exact_judge()
+        if exact is None:
+            return {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
+        out: dict[str, Any] = {"diagnostic": RoleModel("diagnostic", exact, "oracle"),
+                               "analysis": RoleModel("analysis", exact, "oracle")}
+        if self.s.audit_trace_cases != 0:
+            out["audit"] = {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
+            out["audit_cases"] = self.s.audit_trace_cases
+        return out
 
     def wild(self, bench: Any) -> list[Path]:
         from trek.pages import PageStore
@@ -256,7 +309,7 @@ class _Stages:
                 def role(name: str) -> RoleModel:
                     return RoleModel(name, self.client, self.client.model or "", dict(s.params), s.max_reasks)
 
-                report = trace_run(run_dir, diagnostic=role("diagnostic"), analysis=role("analysis"),
+                report = trace_run(run_dir, **self.trace_judges(role),
                                    evaluated=role("evaluated"), store=store, max_concurrent_cases=1,
                                    progress=self.progress, **s.trace)
                 if report.pending:
@@ -318,11 +371,7 @@ class _Stages:
 SUMMARY_INTRO = """\
 # Recorded runs: {model} on {benchmark}
 
-Written by `make runs` (`trek experiments`); do not edit by hand. Every experiment of the paper
-ran on the bundled fictional benchmark with the embedded model as the evaluated model and as
-every judge. A 135M-parameter model is far too small for this task: these numbers show the method
-running end to end on a real model, they are **not** the paper's results. Read the judge check
-below before any accuracy: a judge this small calls most answers correct whatever they say.
+Written by `make runs` (`trek experiments`); do not edit by hand. {judges}
 
 `replay.jsonl.gz` holds the {replies} model replies these files needed; `make runs` replays them
 without a model and writes these files again byte for byte.
@@ -347,7 +396,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
 
     wild = {label: root / "wild" / label for label in WILD_SYSTEMS}
     model = runs.read_meta(next(iter(wild.values()))).model
-    text = SUMMARY_INTRO.format(model=model, benchmark=BENCHMARK, replies=replies,
+    text = SUMMARY_INTRO.format(model=model, benchmark=BENCHMARK, replies=replies, judges=_judges_text(settings),
                                 settings=json.dumps(settings.describe(), indent=2, sort_keys=True))
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         acc = accuracy_by_run(wild, datasets=["freshqa", "infodeepseek", "sealqa"]).round(1)
@@ -373,6 +422,8 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             text += ("\n## Ctrl: share of answers that name an acceptable answer (%)\n\n"
                      "The same whole-word check as above, judge-free:\n\n```\n"
                      + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
+    if settings.judge == "oracle":
+        text += _audit_section(root)
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")
     return path
@@ -404,6 +455,42 @@ def check_out(out: Path, work: Path) -> None:
     if o == w or o in w.parents or w in o.parents:
         raise ExperimentsError(f"--out {out} and --work {work} overlap; give them separate folders")
     _written_before(out)
+
+
+def _judges_text(settings: Settings) -> str:
+    """Who decided, for the summary's first paragraph."""
+    if settings.judge == "model":
+        return ("Every experiment of the paper\nran on the bundled fictional benchmark with the embedded model as the "
+                "evaluated model and as\nevery judge. A 135M-parameter model is far too small for this task: these "
+                "numbers show the method\nrunning end to end on a real model, they are **not** the paper's results. "
+                "Read the judge check\nbelow before any accuracy: a judge this small calls most answers correct "
+                "whatever they say.")
+    return ("Every experiment of the paper\nran on the bundled fictional benchmark with the embedded model as the "
+            "evaluated model, and\nevery judge role played by the **exact judge** (`--judge oracle`, a deviation "
+            "from the paper's\nLLM judges): grades, evidence, query adequacy, probe verdicts and stale checks "
+            "decided from\nMini's annotations, so the figures measure the model's answers, not a judge. The "
+            "embedded\nmodel judged alongside on a subset; the judge audit at the end measures it against the "
+            "exact\njudge. A 135M-parameter model is far too small for this task: these numbers show the method\n"
+            "running end to end on a real model, they are **not** the paper's results.")
+
+
+def _audit_section(root: Path) -> str:
+    """The judge audit of the recorded runs (the model's verdicts against the exact judge's)."""
+    import pandas as pd
+
+    from trek.audit import audit_pairs, audit_table
+
+    dirs = [d for d in sorted(root.glob("wild/*")) + sorted(root.glob("ctrl/runs/*")) if d.is_dir()]
+    pairs = audit_pairs({f"{d.parent.name}/{d.name}": d for d in dirs})
+    if pairs.empty:
+        return ""
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        table = audit_table(pairs).round({"agreement": 1, "kappa": 2, "kappa_low": 2, "kappa_high": 2,
+                                          "exact_yes": 1, "judge_yes": 1})
+        return ("\n## Judge audit: the embedded model against the exact judge\n\n"
+                "Per role, the verdicts both gave (`n`), agreement (%), Cohen's kappa with a 95% interval, the share "
+                "each called correct/yes (%) and the model's unreadable verdicts (`trek judge audit`):\n\n```\n"
+                + table.to_string() + "\n```\n")
 
 
 def _install(src: Path, out: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from trek import runs, templates
 from trek.aio import run_sync
-from trek.graders import agrade, agrade_many, grader_for, grader_version
+from trek.graders import _forced, agrade, agrade_many, grader_for, grader_version
 from trek.graders.common import JudgeConfig, is_empty_response, make_grade
 from trek.llm.cache import default_cache_path
 from trek.llm.client import LLMClient
@@ -89,10 +89,20 @@ class GradingReport:
         return "\n".join(parts)
 
 
-def grade_input_key(question: Question, response: str | None, config: JudgeConfig) -> str:
+def grade_input_key(question: Question, response: str | None, config: JudgeConfig, judge: Any = None) -> str:
     """A digest of everything that decides a grade: the response, the references, the
     false-premise flag, the effective year, the dataset and grader version, the judge model and
-    settings, and the full judge prompt (with any template override)."""
+    settings, and the full judge prompt (with any template override). For the exact judge
+    (``judge`` an :class:`~trek.exact.ExactJudge`): the exact grader's version and rule and the
+    question's annotations instead of a prompt."""
+    from trek.exact import is_exact
+
+    if is_exact(judge):
+        return digest({
+            "response": response, "answers": question.answers, "false_premise": question.false_premise,
+            "dataset": question.dataset, "grader": question.grader, "forced": graders_forced(),
+            "judge": judge.settings(), "annotations": judge.current().fingerprint(question),
+        })
     module = grader_for(question)
     prompt = None if is_empty_response(response) else module.judge_prompt(question, response)
     return digest({
@@ -127,7 +137,7 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
         return Slot(self.root / runs.GRADES, item[0].id)
 
     def input_key(self, item: tuple[Question, Trajectory]) -> str:
-        return grade_input_key(item[0], item[1].final_answer, self.config)
+        return grade_input_key(item[0], item[1].final_answer, self.config, self.judge)
 
     def status(self, g: Grade) -> str:
         return g.outcome
@@ -141,9 +151,14 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
         return [self.judge]
 
     def failure(self, item: tuple[Question, Trajectory], key: str, error: str) -> Grade:
+        from trek.exact import is_exact
+        from trek.graders import exact
+
         q, t = item
-        return make_grade(q, t.final_answer, outcome="failed", method="none", grader=grader_for(q).GRADER,
-                          grader_version=grader_version(q), config=self.config).model_copy(
+        name, version = (exact.GRADER, exact.VERSION) if is_exact(self.judge) else \
+            (grader_for(q).GRADER, grader_version(q))
+        return make_grade(q, t.final_answer, outcome="failed", method="none", grader=name,
+                          grader_version=version, config=self.config).model_copy(
                               update={"error": error, "input_key": key})
 
 
@@ -157,7 +172,14 @@ class _Plan:
     unanswered: list[str]
 
 
-def _plan(rd: Path) -> _Plan:
+def graders_forced() -> str | None:
+    """The grader ``trek grade --grader`` forces for every question (``None``: each question's own)."""
+    return _forced.get()
+
+
+def _plan(rd: Path, judge: Any = None) -> _Plan:
+    from trek.exact import is_exact
+
     questions = runs.load_questions(rd)
     answers = runs.load_answers(rd, questions)
     plan = _Plan(questions, [], [], [])
@@ -171,6 +193,10 @@ def _plan(rd: Path) -> _Plan:
             plan.items.append((q, t))
     for q, _ in plan.items:
         grader_for(q)  # a question without a grader fails before any call
+    if is_exact(judge):  # the exact judge refuses a question it has no annotations for, before any grade
+        ann = judge.bind(rd)
+        for q, _ in plan.items:
+            ann.question(q)
     return plan
 
 
@@ -193,7 +219,7 @@ async def arun_grading(
     rd = Path(run_dir)
     calls0, hits0 = judge.http_calls, judge.cache_hits
     with _grading_context(rd, judge, prompts_dir):
-        plan = _plan(rd)
+        plan = _plan(rd, judge)
         stage = GradeStage(rd, judge, settings)
         tally = await execute(stage, plan.items, outputs=[rd / runs.GRADES], limit=judge.max_connections,
                               progress=progress, checkpoint_seconds=checkpoint_seconds,
@@ -222,7 +248,9 @@ def _grading_context(rd: Path, judge: LLMClient, prompts_dir: str | os.PathLike[
     with contextlib.ExitStack() as scope:
         if prompts_dir is not None:
             scope.enter_context(templates.prompts_folder(prompts_dir))
-        scope.enter_context(borrowed_cache([judge], default_cache_path(rd)))
+        from trek.exact import is_exact
+
+        scope.enter_context(borrowed_cache([] if is_exact(judge) else [judge], default_cache_path(rd)))
         yield
 
 
@@ -238,9 +266,12 @@ def judge_requests(
     without sending any (a :class:`~trek.llm.estimate.RecordingClient` stands in for the judge).
     ``use_cache``: answer cached calls from the cache and list only the others (follow-up
     re-asks of a cached first call included)."""
+    from trek.exact import is_exact
     from trek.llm.estimate import RecordingClient
 
     rd = Path(run_dir)
+    if is_exact(judge):  # the exact judge sends nothing
+        return []
     with _grading_context(rd, judge, prompts_dir):
         rec = RecordingClient(judge, use_cache=use_cache)
         stage = GradeStage(rd, rec, settings)  # type: ignore[arg-type]

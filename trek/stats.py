@@ -7,7 +7,7 @@ functions cover
 * confidence intervals: :func:`wilson_ci`, :func:`bootstrap_ci`;
 * paired tests: :func:`mcnemar_exact`, :func:`mcnemar`, :func:`cochrans_q`;
 * multiple testing: :func:`holm`;
-* agreement: :func:`cohens_kappa`, :func:`multilabel_kappa`.
+* agreement: :func:`cohens_kappa` (with an interval: :func:`cohens_kappa_ci`), :func:`multilabel_kappa`.
 
 Tables that compare runs (Table 9's paired comparisons, the attribution prevalence test) are
 built from these in :mod:`trek.analysis`.
@@ -50,6 +50,7 @@ __all__ = [
     "cochrans_q",
     "holm",
     "cohens_kappa",
+    "cohens_kappa_ci",
     "multilabel_kappa",
     "is_missing_scalar",
     "label_set",
@@ -616,6 +617,37 @@ def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
     b = _vector(labels_b, "labels_b").astype(object)
     _same_length(a, b, "labels_a", "labels_b")
     return _kappa_from_codes(a, b)
+
+
+def cohens_kappa_ci(labels_a: Any, labels_b: Any, level: float = 0.95) -> tuple[float, float, float]:
+    """Cohen's kappa with a normal-approximation confidence interval: ``(kappa, low, high)``.
+
+    The standard error is the large-sample one of Fleiss, Cohen and Everitt (1969), as
+    ``statsmodels.stats.inter_rater.cohens_kappa`` computes it; the interval is
+    ``kappa -/+ z * se`` with ``z`` the normal quantile of ``(1 + level) / 2``, clipped to
+    [-1, 1]. Arguments and the kappa are those of :func:`cohens_kappa`. When kappa is 0/0 (both
+    raters used one single label) or its standard error is 0, there is no interval: ``low`` and
+    ``high`` are NaN. (Few items give wide, approximate intervals; the counts belong beside them.)
+    """
+    lev = _level(level)
+    a = _vector(labels_a, "labels_a").astype(object)
+    b = _vector(labels_b, "labels_b").astype(object)
+    _same_length(a, b, "labels_a", "labels_b")
+    kappa = _kappa_from_codes(a, b)
+    codes, uniques = pd.factorize(np.concatenate([a, b]), sort=False)
+    n, m = a.shape[0], len(uniques)
+    if m == 1:
+        return kappa, float("nan"), float("nan")
+    table = np.zeros((m, m), dtype=np.int64)
+    np.add.at(table, (codes[:n], codes[n:]), 1)
+    if table.sum(axis=1) @ table.sum(axis=0) == n * n:
+        return kappa, float("nan"), float("nan")
+    with np.errstate(all="ignore"):
+        se = float(_sm_inter_rater.cohens_kappa(table).std_kappa)
+    if not np.isfinite(se) or se == 0:
+        return kappa, float("nan"), float("nan")
+    z = float(_scipy_stats.norm.ppf((1 + lev) / 2))
+    return kappa, max(-1.0, kappa - z * se), min(1.0, kappa + z * se)
 
 
 def _kappa_from_codes(a: np.ndarray, b: np.ndarray) -> float:

@@ -55,6 +55,9 @@ def _register() -> None:
     from trek.cli.trace import app as trace_app
 
     app.add_typer(trace_app, name="trace")
+    from trek.cli.judge import app as judge_app
+
+    app.add_typer(judge_app, name="judge")
 
     from trek.cli.imports import import_command, pages_app, schema_command, validate_command
 

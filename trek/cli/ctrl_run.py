@@ -47,7 +47,9 @@ def ctrl_run_command(
     empty_fallback: str = typer.Option("all", "--empty-fallback",
                                        help="Filter: on an empty or unreadable selection answer from all or none."),
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
-    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model."),
+    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model (oracle: the "
+                              "exact judge, from the contexts' annotations; no model call)."),
+    audit_judge: str = options.AUDIT_JUDGE,
     judge_base_url: str = options.JUDGE_BASE_URL,
     max_connections: int = options.MAX_CONNECTIONS,
     budget: float = options.BUDGET,
@@ -67,6 +69,7 @@ def ctrl_run_command(
     """
     from trek import templates
     from trek.contexts import read_contexts
+    from trek.exact import ORACLE, ExactJudge
     from trek.llm.cache import LLMCache, default_cache_path
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.ledger import spending as ledger_for
@@ -125,10 +128,13 @@ def ctrl_run_command(
                                      prices=prices_table, progress=False, timeout=timeout,
                                      assume_output=spending.assume_output)
         client = endpoint(model, base_url=base_url, budget_usd=budget)
-        judge_client = endpoint(judge, base_url=judge_base_url, role="judge") if judge else None
+        if audit_judge and judge != ORACLE:
+            options.fail("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
+        exact = ExactJudge(contexts=contexts) if judge == ORACLE else None
+        judge_client = exact or (endpoint(judge, base_url=judge_base_url, role="judge") if judge else None)
         est = estimate_grid(cells, records, built, model, prices_table, questions=qs, params=params,
                             max_tokens=max_tokens, assume_output=spending.assume_output)
-        if judge_client is not None:
+        if judge_client is not None and exact is None:  # the exact judge makes no call
             est = est + estimate_grid_grading(cells, records, built, model, judge_client, questions=qs, params=params,
                                               answer_tokens=max_tokens or spending.assume_output)
         if spending.dry_run:
@@ -142,6 +148,7 @@ def ctrl_run_command(
         if not spending.proceed(est, budget, ledger=grid_ledger(runs)):
             return
         options.say_roles({"evaluated": client, "judge": judge_client,
+                           "audit judge": (audit_judge, judge_base_url) if audit_judge else None,
                            "rerank scorer": (scorer, rerank_base_url) if "rerank" in method_names else None})
         ungraded = 0
         # one ledger and one budget for the model and the judge, over every invocation on RUNS
@@ -157,6 +164,12 @@ def ctrl_run_command(
                     rep = run_grading(rd, judge_client, progress=False)
                     options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
                     ungraded += rep.pending_grades + rep.failed_grades
+                    if audit_judge:
+                        from trek.audit import audit_grading
+
+                        arep = audit_grading(rd, endpoint(audit_judge, base_url=judge_base_url, role="audit judge"),
+                                             progress=False)
+                        options.err.print(f"{rd.name}: {arep.describe().splitlines()[0]}", highlight=False)
     if ungraded:
         options.err.print(f"{ungraded} grade(s) pending or failed: run the same command again to retry them.",
                           highlight=False)

@@ -33,7 +33,8 @@ def format_accuracy(table: Any) -> str:
 @options.grouped
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
-    judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini."),
+    judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini; oracle: the exact judge "
+                              "(decided from the annotations of TrekBench-Mini or Ctrl contexts, no model call)."),
     grader: str = typer.Option(None, "--grader", help="Grade every question with this grader (generic, freshqa, "
                                "infodeepseek, sealqa) instead of each question's own."),
     judge_base_url: str = options.JUDGE_BASE_URL,
@@ -48,8 +49,15 @@ def grade_command(
     spending: options.Spending = options.GROUP,
     batch: options.Batch = options.GROUP,
     prices: Path = options.PRICES,
+    exact_rule: str = options.EXACT_RULE,
+    audit_judge: str = options.AUDIT_JUDGE,
+    audit_limit: int = options.AUDIT_LIMIT,
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
+
+    With --judge oracle the exact judge grades from the annotations (no model call; questions it has
+    no annotations for are refused) and --audit-judge MODEL records that model's verdicts beside
+    the exact ones (RUN_DIR/audit-grading.jsonl; they decide nothing; `trek judge audit` compares).
 
     Questions of other datasets (your own, an imported log's) are graded by the generic judge
     (correct / incorrect / not attempted) when their `grader` says so, or with --grader generic.
@@ -63,7 +71,7 @@ def grade_command(
     is --judge-base-url, as in every command (--base-url is the evaluated model's).
     """
     from trek import graders
-    from trek.analysis import accuracy_by_dataset
+    from trek.exact import ORACLE
     from trek.llm.client import FatalLLMError
     from trek.llm.ledger import ledger_path
     from trek.llm.usage import PriceTable
@@ -76,6 +84,22 @@ def grade_command(
             graders.using(grader):
         if not run_dir.is_dir():
             raise RecordError(run_dir, None, "run directory does not exist")
+        if judge == ORACLE and spending.dry_run:
+            typer.echo("trek grade with the exact judge (oracle): 0 model calls, $0.00"
+                       + (f"; the audit judge {audit_judge} grades the same answers once more (estimate it with "
+                          f"trek grade RUN --judge {audit_judge} --dry-run)" if audit_judge else ""))
+            return
+        if judge == ORACLE:
+            report = _grade_exactly(run_dir, exact_rule, audit_judge, audit_limit, batch.enabled, progress,
+                                    lambda m: LLMClient(m, base_url=options.deprecated_base_url(
+                                        "trek grade", base_url, judge_base_url), max_connections=max_connections,
+                                        max_retries=max_retries, cache=LLMCache(default_cache_path(run_dir)),
+                                        progress=progress, prices=PriceTable.load(prices)),
+                                    parse_judge_params(judge_param) | ({"seed": seed} if seed is not None else {}))
+            _finish(run_dir, report)
+            return
+        if audit_judge:
+            options.fail("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
         client = LLMClient(
             judge,
             base_url=options.deprecated_base_url("trek grade", base_url, judge_base_url),
@@ -101,6 +125,32 @@ def grade_command(
             typer.echo(br.describe(), err=True)
         else:
             report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
+    _finish(run_dir, report)
+
+
+def _grade_exactly(run_dir: Path, rule: str, audit_judge: str | None, audit_limit: int | None, batch: bool,
+                   progress: bool, make_client: Any, settings: dict[str, Any]) -> Any:
+    """``trek grade --judge oracle``: the exact grades, then the audit judge's verdicts beside them."""
+    from trek.exact import ExactJudge
+    from trek.grading import run_grading
+
+    if batch:
+        options.fail("--batch sends model calls: the exact judge (oracle) makes none")
+    exact = ExactJudge(rule=rule)
+    audit = make_client(audit_judge) if audit_judge else None
+    options.say_roles({"judge": exact, "audit judge": audit})
+    report = run_grading(run_dir, exact, progress=progress)
+    if audit is not None:
+        from trek.audit import audit_grading
+
+        rep = audit_grading(run_dir, audit, limit=audit_limit, progress=progress, **settings)
+        typer.echo(rep.describe(), err=True)
+    return report
+
+
+def _finish(run_dir: Path, report: Any) -> None:
+    from trek.analysis import accuracy_by_dataset
+
     typer.echo(report.describe(), err=True)
     typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
     if report.pending_grades or report.unparsed_grades or report.failed_grades:

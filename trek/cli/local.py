@@ -57,6 +57,8 @@ def experiments_command(
     fresh: bool = typer.Option(False, "--fresh", help="Empty the working cache first (only the replay log answers)."),
     ctrl_questions: int = typer.Option(12, "--ctrl-questions", min=1,
                                        help="Mini questions used in Ctrl (taking each source style in turn)."),
+    judge: str = typer.Option(None, "--judge", help="Who plays every judge role: oracle (the exact judge, the "
+                              "model judging alongside for the audit) or model (default: Settings.judge)."),
     progress: bool = options.PROGRESS,
 ) -> None:
     """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
@@ -71,9 +73,9 @@ def experiments_command(
     from trek.experiments import ExperimentsError, Settings, run_experiments
 
     try:
+        settings = replace(Settings(), ctrl_questions=ctrl_questions, **({"judge": judge} if judge else {}))
         report = run_experiments(out, work=work, replay=replay, replay_only=replay_only, fresh=fresh,
-                                 settings=replace(Settings(), ctrl_questions=ctrl_questions), progress=progress,
-                                 echo=typer.echo)
+                                 settings=settings, progress=progress, echo=typer.echo)
     except (ExperimentsError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

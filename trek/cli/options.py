@@ -99,6 +99,20 @@ JUDGE_PARAM = typer.Option(
     "max_completion_tokens=2000, ...). None is sent unless given.",
 )
 
+EXACT_RULE = typer.Option(
+    "first", "--exact-rule",
+    help="With the exact judge (oracle): how named answers decide: first (the first annotated answer named must "
+    "be acceptable), any (no competing answer anywhere), mention (an acceptable answer anywhere).",
+)
+AUDIT_JUDGE = typer.Option(
+    None, "--audit-judge",
+    help="With --judge oracle: also ask this model each verdict the exact judge gave and record its answers beside "
+    "them (they decide nothing; compare with `trek judge audit`).",
+)
+AUDIT_LIMIT = typer.Option(
+    None, "--audit-limit", min=1, help="--audit-judge: at most this many verdicts per role (in question order).",
+)
+
 #: Standard error, for the commands that print through rich.
 err = Console(stderr=True)
 

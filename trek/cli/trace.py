@@ -44,7 +44,8 @@ app = typer.Typer(
 @options.grouped
 def run_command(
     run_dir: Path = typer.Argument(..., help="A graded run directory (questions, answers, grades)."),
-    judge: str = typer.Option(None, "--judge", help="Model of both judges (unless set one by one)."),
+    judge: str = typer.Option(None, "--judge", help="Model of both judges (unless set one by one); oracle: the "
+                              "exact judge, decided from the annotations of TrekBench-Mini (no model call)."),
     diagnostic_judge: str = typer.Option(None, "--diagnostic-judge", help="Model that extracts and matches evidence."),
     analysis_judge: str = typer.Option(None, "--analysis-judge", help="Model that assesses queries and grades probes."),
     judge_base_url: str = options.JUDGE_BASE_URL,
@@ -70,8 +71,21 @@ def run_command(
     judge_param: list[str] = options.JUDGE_PARAM,
     spending: options.Spending = options.GROUP,
     progress: bool = options.PROGRESS,
+    exact_rule: str = options.EXACT_RULE,
+    query_depth: int = typer.Option(None, "--query-depth", min=1,
+                                    help="Exact query test: rank a gold page within this depth (default: the "
+                                    "system's own result depth from run.json)."),
+    audit_judge: str = options.AUDIT_JUDGE,
+    audit_limit: int = typer.Option(None, "--audit-limit", min=1,
+                                    help="--audit-judge: audit only the first N traced cases (question order)."),
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
+
+    A judge given as oracle (--judge, --diagnostic-judge or --analysis-judge) is the exact judge: it
+    answers from the annotations of TrekBench-Mini and makes no call; a run it cannot answer for
+    (questions or pages not annotated, no local search) is refused. --audit-judge M asks model M
+    every step the exact judge answered, recorded beside it (audit_steps); compare with
+    `trek judge audit RUN`.
 
     Resumable and cached: finished cases are kept, pending and failed ones retried, and replies
     come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
@@ -81,6 +95,8 @@ def run_command(
     answered questions have no grade (run trek grade first).
     """
     from trek import templates
+    from trek.aio import closing_run
+    from trek.exact import ORACLE, ExactJudge
     from trek.graders.common import explain_unsupported_parameter, parse_judge_params
     from trek.limits import EndpointLimits
     from trek.llm.ledger import ledger_path
@@ -88,7 +104,7 @@ def run_command(
     from trek.runs import TRACE
     from trek.trace.common import RoleModel
     from trek.trace.estimate import estimate_trace
-    from trek.trace.pipeline import UNKNOWN_POLICIES, evaluated_role_from_run, trace_run
+    from trek.trace.pipeline import UNKNOWN_POLICIES, atrace_run, evaluated_role_from_run
 
     if unknown not in UNKNOWN_POLICIES:
         options.fail(f"--unknown-judgments must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
@@ -112,10 +128,22 @@ def run_command(
                              max_retries=max_retries, progress=False, limits=limits,
                              assume_output=spending.assume_output, prices=table)
 
-        diag = RoleModel("diagnostic", client(diag_model, diagnostic_base_url or judge_base_url), diag_model,
-                         dict(params))
-        ana = RoleModel("analysis", client(ana_model, analysis_base_url or judge_base_url), ana_model,
-                        dict(params))
+        exact = ExactJudge(rule=exact_rule) if ORACLE in (diag_model, ana_model) else None
+
+        def judge_role(role: str, m: str, url: str | None) -> RoleModel:
+            if m == ORACLE:
+                return RoleModel(role, exact, ORACLE, {})  # type: ignore[arg-type]
+            return RoleModel(role, client(m, url), m, dict(params))
+
+        diag = judge_role("diagnostic", diag_model, diagnostic_base_url or judge_base_url)
+        ana = judge_role("analysis", ana_model, analysis_base_url or judge_base_url)
+        audit: dict[str, RoleModel] = {}
+        if audit_judge:
+            if exact is None:
+                options.fail("--audit-judge records a model's answers beside the exact judge's: make a judge oracle")
+            auditor = client(audit_judge, judge_base_url)
+            audit = {w.role: RoleModel(w.role, auditor, audit_judge, dict(params)) for w in (diag, ana)
+                     if w.model == ORACLE}
         if model or base_url:
             ev = evaluated_role_from_run(run_dir, model=model)
             if base_url:
@@ -123,14 +151,16 @@ def run_command(
         else:
             ev = evaluated_role_from_run(run_dir)
         ev.client.assume_output, ev.client.prices = spending.assume_output, table
-        options.say_roles({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
-        limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown}
+        options.say_roles({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client,
+                           "audit judge": next(iter(audit.values())).client if audit else None})
+        limits = {"gold_chars": gold_chars, "other_chars": other_chars, "unknown": unknown, "query_depth": query_depth}
         est = estimate_trace(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=check_stale,
                              assume_output=spending.assume_output, **limits)
         if not spending.proceed(est, budget, ledger=ledger_path(run_dir / TRACE)):
             return
-        report = trace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
-                           check_stale=check_stale, budget_usd=budget, progress=progress, **limits)
+        report = closing_run(atrace_run(run_dir, diagnostic=diag, analysis=ana, evaluated=ev, fetch=fetch,
+                                        check_stale=check_stale, budget_usd=budget, progress=progress, audit=audit,
+                                        audit_cases=audit_limit, **limits), diag, ana, ev, *audit.values())
     typer.echo(report.describe())
     ungraded = report.selection.skipped.get("ungraded", 0)
     if ungraded:

@@ -11,7 +11,10 @@ reply, a ``VERSION`` and one grading function:
 * :mod:`trek.graders.sealqa` — A/B/C judge (correct / incorrect / not attempted); only A
   earns credit (template ``grader.sealqa``);
 * :mod:`trek.graders.generic` — a correct / incorrect / not attempted judge for any other
-  dataset (template ``grader.generic``).
+  dataset (template ``grader.generic``);
+* :mod:`trek.graders.exact` — no judge: the verdict read from the annotations of an annotated
+  benchmark (TrekBench-Mini, Ctrl contexts built from it), with each dataset's outcomes; used
+  when the judge is the exact one (``--judge oracle``, :class:`trek.exact.ExactJudge`).
 
 Which grader a question gets: the one named by :func:`using` for the ``with`` block (``trek
 grade --grader``), else the question's own ``grader`` field, else its ``dataset``'s.
@@ -111,7 +114,14 @@ def grader_version(question: Question) -> str:
 
 
 async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
-    """Grade one response to ``question`` with its dataset's protocol."""
+    """Grade one response to ``question`` with its dataset's protocol. The exact judge
+    (:class:`trek.exact.ExactJudge`, ``--judge oracle``) decides from the annotations instead
+    (:mod:`trek.graders.exact`, the same dataset's outcomes; ``settings`` do not apply)."""
+    from trek.exact import is_exact
+
+    if is_exact(judge):
+        grader_for(question)
+        return judge.grade(question, response, protocol=_forced.get())  # type: ignore[attr-defined]
     return await grader_for(question).agrade(question, response, judge, **settings)
 
 

@@ -8,6 +8,7 @@ never import this package.
 * :mod:`trek.report.ctrl_build` — Table 14, Table 2, Figure 4 (a Ctrl build);
 * :mod:`trek.report.ctrl` — Tables 3, 7, 9 and Figures 5, 6 (Ctrl runs);
 * :mod:`trek.report.costs` — Table 12;
+* :mod:`trek.report.judge_audit` — the judge audit (beyond the paper): an LLM judge against the exact judge;
 * :mod:`trek.report.titles` — titles naming the model and question set (DEMO DATA marks);
 * :mod:`trek.report.latex` — CSV and LaTeX tables (pandas' Styler);
 * :mod:`trek.report.palette` — one fixed colour per dataset, label, method and condition;

@@ -10,6 +10,7 @@ from the gold pages mixed with what it retrieved. Labels follow deterministicall
 * :mod:`trek.trace.evidence`, :mod:`~trek.trace.queries`, :mod:`~trek.trace.probes`,
   :mod:`~trek.trace.verdict`, :mod:`~trek.trace.stale` — one prompt + parser + ``VERSION`` each;
 * :mod:`trek.trace.labels` — the label rules (C.4);
+* :mod:`trek.trace.exact` — the judge steps decided from annotations when a judge is ``oracle``;
 * :mod:`trek.trace.pipeline` — :func:`trace_run`, writing ``RUN_DIR/trace.jsonl``;
 * :mod:`trek.trace.review`, :mod:`~trek.trace.agreement`, :mod:`~trek.trace.view` — the review
   workbook, reviewer agreement (Cohen's kappa) and the HTML case viewer.

@@ -43,6 +43,7 @@ def estimate_trace(
     gold_chars: int = GOLD_CHARS,
     other_chars: int = NON_GOLD_CHARS,
     unknown: str = "incomplete",
+    query_depth: int | None = None,
 ) -> Estimate:
     """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc);
     the other arguments are those the trace will use. The cases kept are exactly those the trace
@@ -56,6 +57,12 @@ def estimate_trace(
     try:
         config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars, other_chars,
                              unknown)
+        from trek.exact import is_exact
+        from trek.trace.exact import for_trace
+
+        judge = next((w.client for w in (diagnostic, analysis) if is_exact(w.client)), None)
+        if judge is not None:  # the same input keys as the trace (annotations included)
+            config.exact = for_trace(judge, store, rd, query_depth)
         todo = plan(TraceStage(rd, config, []), selection.cases).todo
         sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars))
     finally:
@@ -72,9 +79,16 @@ def estimate_trace(
             role_in[role][1] += sum(steps_high[role])
             role_in[role][2] += len(steps_low[role])
             role_in[role][3] += len(steps_high[role])
+    from trek.exact import is_exact
+
     parts = []
     for role, who in (("diagnostic", diagnostic), ("analysis", analysis), ("evaluated", evaluated)):
         in_lo, in_hi, c_lo, c_hi = role_in[role]
+        if is_exact(who.client):  # the exact judge answers from the annotations: no call, no token
+            parts.append(Estimate(label=f"trek trace, {role} role (exact judge)", model=who.model,
+                                  items=len(selection.cases), cached_items=len(selection.cases) - len(todo),
+                                  calls=(0, 0), input_tokens=(0, 0), output_tokens=(0, 0), token_usd=(0.0, 0.0)))
+            continue
         cap = who.params.get("max_tokens") or who.params.get("max_completion_tokens") or assume_output
         out = (c_lo, c_hi * int(cap))
         price = who.client.prices.get(who.model)

@@ -89,6 +89,8 @@ class TraceInput:
     grade: Grade
     queries: list[str] = field(default_factory=list)
     collection: list[str] = field(default_factory=list)
+    #: An audit judge is asked beside the exact judge for this case (``trace_run(audit=...)``).
+    audit: bool = False
 
     @classmethod
     def build(cls, question: Question, trajectory: Trajectory, grade: Grade) -> TraceInput:

@@ -40,13 +40,14 @@ from typing import Any
 
 from trek import runs
 from trek.answer_prompts import year_text
+from trek.exact import is_exact
 from trek.graders.common import join_answers
 from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
-from trek.trace import evidence, probes, queries, stale, verdict
+from trek.trace import evidence, exact, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
 from trek.trace.labels import assign_covered
@@ -85,6 +86,13 @@ class TraceConfig:
     other_chars: int = NON_GOLD_CHARS
     #: How an unreadable judgment counts (:data:`UNKNOWN_POLICIES`).
     unknown: str = "incomplete"
+    #: The exact judge's side (:class:`trek.trace.exact.ExactTrace`) when a judge role is ``oracle``.
+    exact: Any = None
+    #: Audit judges by role (``diagnostic``, ``analysis``): asked each step the exact judge answers,
+    #: with the same template and inputs, into ``TraceRecord.audit_steps`` (they decide nothing).
+    audit: dict[str, RoleModel] = field(default_factory=dict)
+    #: Audit only the first this many cases of the selection (question order); ``None``: all.
+    audit_cases: int | None = None
 
     def pages(self, pages: Sequence[Page], gold_keys: Iterable[str]) -> str:
         """``pages`` rendered for a prompt with this run's page limits."""
@@ -108,6 +116,8 @@ class TraceConfig:
         }
         if self.check_stale:
             out[stale.TEMPLATE] = tv(stale.TEMPLATE, stale.PROMPT, stale.VERSION)
+        if self.exact is not None:
+            out["exact"] = exact.VERSION
         return out
 
     def settings(self) -> dict[str, Any]:
@@ -120,6 +130,9 @@ class TraceConfig:
             **({"page_chars": [self.gold_chars, self.other_chars]}
                if (self.gold_chars, self.other_chars) != (GOLD_CHARS, NON_GOLD_CHARS) else {}),
             "unknown": self.unknown,
+            **({"exact": [self.exact.rule, self.exact.query_depth]} if self.exact is not None else {}),
+            **({"audit": {k: [r.model, r.endpoint, r.params, r.max_reasks] for k, r in self.audit.items()},
+                "audit_cases": self.audit_cases} if self.audit else {}),
         }
 
 
@@ -143,6 +156,7 @@ def _input_key(case: TraceInput, config: TraceConfig) -> str:
         "collection": case.collection,
         "pages": [_page_state(config.store, u) for u in [*q.gold_urls, *case.collection]],
         "settings": config.settings(),
+        **({"annotations": config.exact.fingerprint(q)} if config.exact is not None else {}),
     }, 16)
 
 
@@ -196,6 +210,9 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
     rec: dict[str, Any] = {**_case_fields(case, config, key), "url_matches": matches,
                            "coverage": None if cov == FULL_COVERAGE else cov, "coverage_notes": notes}
     steps: list[Step] = []
+    audit_steps: list[Step] = []
+    audited = case.audit and config.exact is not None
+    audit_values: dict[str, dict[str, Any]] = {}
     tests: dict[str, TestRun] = {}
 
     def ran(name: str, value: bool | None, why: str = UNREADABLE) -> bool | None:
@@ -208,8 +225,21 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
         return value
 
     async def run(who: RoleModel, name: str, template: str, default: str, version: str,
-                  fields: dict[str, Any], validate: Any, schema: dict[str, Any]) -> Step:
-        step = await ask(who, name, template, default, version, fields, validate, config.budget, schema)
+                  fields: dict[str, Any], validate: Any, schema: dict[str, Any], decide: Any = None,
+                  audit_fields: dict[str, Any] | None = None) -> Step:
+        """Ask ``who``; the exact judge answers with ``decide()`` (value, detail) instead, and an
+        audit judge of its role is asked the same (``audit_fields`` when its inputs differ)."""
+        if decide is not None and is_exact(who.client):
+            step = exact.exact_step(name, who.role, who.endpoint, who.model, *decide())
+            auditor = config.audit.get(who.role) if audited else None
+            if auditor is not None and (audit_fields is None or audit_fields):
+                a = await ask(auditor, name, template, default, version, audit_fields or fields, validate,
+                              config.budget, schema)
+                audit_steps.append(a)
+                if a.status == "ok":
+                    audit_values[name] = a.value
+        else:
+            step = await ask(who, name, template, default, version, fields, validate, config.budget, schema)
         steps.append(step)
         if step.status == "pending":
             raise _Pending(step)
@@ -231,7 +261,8 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
             tests["retrieval"] = TestRun(state="skipped", reason=NO_RESULTS_SEEN)
         else:
             missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
-            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec, tests, ran)
+            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec, tests, ran,
+                                     audit_values)
             if e is False and partial:
                 rec["evidence_lower_bound"] = True
                 notes.append("evidence not found among " + ("the cited pages only" if cov.results == "cited_only"
@@ -251,7 +282,8 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
                             "gold_urls": "\n".join(q.gold_urls),
                             "prediction": case.prediction or "(no answer)",
                             "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
-                           queries.validate, queries.SCHEMA)
+                           queries.validate, queries.SCHEMA,
+                           lambda: config.exact.query_adequacy(q, case.queries))
             if st.status == "ok":
                 qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
             if qa is False and cov.queries == "some":  # the unseen queries may have aimed right
@@ -290,7 +322,7 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
             st = await run(config.diagnostic, "stale_reference", stale.TEMPLATE, stale.PROMPT, stale.VERSION,
                            {"question": q.question, "effective_year": year, "answers": answers,
                             "gold_pages": config.pages(gold_pages, gold_keys)},
-                           stale.validate, stale.SCHEMA)
+                           stale.validate, stale.SCHEMA, lambda: config.exact.stale(q))
             if st.status == "ok":
                 rec["stale_reference"] = not st.value["supports_reference"]
                 rec["stale_reason"] = st.value["reason"] or None
@@ -305,7 +337,8 @@ async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = No
         rec.update(status="pending", labels=[], error=f"{p.step.name}: {p.step.error}")
     rec["tests"] = tests
     rec["steps"] = steps
-    rec["usage"] = sum((s.usage for s in steps), Usage())
+    rec["audit_steps"] = audit_steps
+    rec["usage"] = sum((s.usage for s in [*steps, *audit_steps]), Usage())
     return TraceRecord(**rec)
 
 
@@ -314,7 +347,7 @@ GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching)
 
 async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missing: list[Any], gold_keys: list[str],
                          year: str, answers: str, rec: dict[str, Any], tests: dict[str, TestRun],
-                         ran: Any) -> bool | None:
+                         ran: Any, audit_values: dict[str, dict[str, Any]]) -> bool | None:
     """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
 
     ``None`` when a reply stays unreadable, none of those gold pages is available or no
@@ -335,16 +368,19 @@ async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missin
                    evidence.VERSION,
                    {"question": q.question, "effective_year": year, "answers": answers,
                     "gold_pages": config.pages(missing, gold_keys)},
-                   evidence.validate_key_evidence, evidence.KEY_EVIDENCE_SCHEMA)
+                   evidence.validate_key_evidence, evidence.KEY_EVIDENCE_SCHEMA,
+                   lambda: config.exact.key_evidence(q, [p.url for p in missing]))
     if ke.status == "unknown":
         rec["retrieval_basis"] = "unknown"
         return ran("retrieval", None)
     rec["key_evidence"] = ke.value["key_evidence"]
+    match_fields = {"question": q.question, "effective_year": year, "answers": answers,
+                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": config.pages(retrieved, gold_keys)}
+    audit_ke = audit_values.get("key_evidence")  # the audit judge matches the evidence it extracted itself
     em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
-                   evidence.VERSION,
-                   {"question": q.question, "effective_year": year, "answers": answers,
-                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": config.pages(retrieved, gold_keys)},
-                   evidence.validate_match, evidence.MATCH_SCHEMA)
+                   evidence.VERSION, match_fields, evidence.validate_match, evidence.MATCH_SCHEMA,
+                   lambda: config.exact.evidence_match(q, case.collection),
+                   {**match_fields, "key_evidence": audit_ke["key_evidence"]} if audit_ke else {})
     if em.status == "unknown":
         rec["retrieval_basis"] = "unknown"
         return ran("retrieval", None)
@@ -373,7 +409,7 @@ async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, t
     check = await run(config.analysis, f"{prefix}_grade", verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION,
                       {"question": q.question, "effective_year": year, "answers": answers,
                        "candidate": step.value["answer"]},
-                      verdict.validate, verdict.SCHEMA)
+                      verdict.validate, verdict.SCHEMA, lambda: config.exact.verdict(q, step.value["answer"]))
     if check.status != "ok":
         return None, UNREADABLE
     rec[f"{prefix}_grade_reason"] = check.value["reason"] or None
@@ -523,7 +559,8 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
     def finished(self, rec: TraceRecord) -> bool:
         # an incomplete case is final while its input key (pages included) is unchanged: tracing
         # it again would skip the same tests; adding its pages (trek pages add, --fetch) re-traces it
-        return rec.status in ("done", "incomplete")
+        # a pending audit step (the audit judge's call failed) is asked again; it never changes the record
+        return rec.status in ("done", "incomplete") and not any(s.status == "pending" for s in rec.audit_steps)
 
     async def produce(self, case: TraceInput, key: str) -> TraceRecord:
         return await trace_case(case, self.config, key)
@@ -557,6 +594,9 @@ async def atrace_run(
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
     unknown: str = "incomplete",
+    query_depth: int | None = None,
+    audit: dict[str, RoleModel] | None = None,
+    audit_cases: int | None = None,
 ) -> TraceReport:
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
 
@@ -571,6 +611,14 @@ async def atrace_run(
     ``unknown`` value placed by the C.4 rules as printed). The caller owns the role clients
     (:func:`trace_run` closes them); a client this function makes for the run's own model, and a
     store it opens, are closed here.
+
+    A judge role whose client is the exact judge (:class:`trek.exact.ExactJudge`) is answered from
+    the annotations (:mod:`trek.trace.exact`); a run they cannot answer for is refused before any
+    call (:class:`~trek.annotations.MissingAnnotation`). ``query_depth`` replaces the system's own
+    result depth in its query test. ``audit`` (``{"diagnostic": RoleModel, "analysis": RoleModel}``,
+    either or both) asks those models every step the exact judge answers for their role, with the
+    same template and inputs, into each record's ``audit_steps`` (the first ``audit_cases`` cases
+    only, when given); they decide nothing.
     """
     if unknown not in UNKNOWN_POLICIES:
         raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
@@ -582,19 +630,32 @@ async def atrace_run(
     for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
         if who.role != want:
             raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
+    if is_exact(evaluated.client):
+        raise ValueError("the evaluated model answers the probes: the exact judge (oracle) can play the judges only")
     clients = [diagnostic.client, analysis.client, evaluated.client]
     unique = list({id(c): c for c in clients}.values())
+    exact_judge = next((c for c in (diagnostic.client, analysis.client) if is_exact(c)), None)
+    audit = dict(audit or {})
+    if audit and exact_judge is None:
+        raise ValueError("an audit judge answers beside the exact judge: make a judge role oracle")
+    unique = list({id(c): c for c in [*unique, *(r.client for r in audit.values())]}.values())
     own_store = store is None
     if store is None:
         store = PageStore(default_pages_path(rd), fetch=fetch)
     calls0 = sum(c.http_calls for c in unique)
     hits0 = sum(c.cache_hits for c in unique)
     try:
-        with borrowed_cache(unique, default_cache_path(rd)):
+        with borrowed_cache([c for c in unique if not is_exact(c)], default_cache_path(rd)):
             # the budget is the stage's spend ledger (.trace.jsonl.spend): a ceiling over all invocations
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
-                                 other_chars, unknown)
+                                 other_chars, unknown, audit=audit, audit_cases=audit_cases)
             selection = select_cases(rd, outcomes)
+            for i, case in enumerate(selection.cases):
+                case.audit = bool(audit) and (audit_cases is None or i < audit_cases)
+            if exact_judge is not None:
+                config.exact = exact.for_trace(exact_judge, store, rd, query_depth)
+                config.exact.check(selection.cases, diagnostic=is_exact(diagnostic.client),
+                                   analysis=is_exact(analysis.client), stale=check_stale)
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,
                                   progress=progress, checkpoint_seconds=checkpoint_seconds,
@@ -615,7 +676,7 @@ async def atrace_run(
         path=rd / runs.TRACE,
         usage=sum((r.usage for r in records), Usage()),
         unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated)
-                                if w.client.prices.get(w.model) is None}),
+                                if not is_exact(w.client) and w.client.prices.get(w.model) is None}),
     )
 
 

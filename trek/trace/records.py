@@ -5,7 +5,8 @@ A record holds everything a reviewer needs to check the attribution (paper appen
 retrieved URL collection), the URL identity matches, the evidence the diagnostic judge extracted
 and matched, the query assessment, both counterfactual contexts with the evaluated model's
 answers and the analysis judge's grades, the four flags E/Q/G/N, the labels, and every model
-call as a :class:`Step` (role, model, endpoint, prompt template and version, status, raw
+call as a :class:`Step` (with ``--judge oracle --audit-judge M``, the audit judge's answers to the exact
+judge's steps too, in ``audit_steps``) (role, model, endpoint, prompt template and version, status, raw
 replies, usage).
 
 ``tests`` says for each test of the case (:data:`TESTS`) whether it ran, was skipped (and why:
@@ -128,6 +129,9 @@ class TraceRecord(Record):
     coverage_notes: list[str] = Field(default_factory=list)
 
     steps: list[Step] = Field(default_factory=list)
+    #: An audit judge's answers to the steps the exact judge decided (same template and inputs; they
+    #: decide nothing). Written only when there are some (``trek trace --judge oracle --audit-judge M``).
+    audit_steps: list[Step] = Field(default_factory=list, exclude_if=lambda v: not v)
     models: dict[str, str] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)

@@ -1,0 +1,271 @@
+"""The exact grader: a verdict read from the annotations, with no model (``--judge oracle``).
+
+On an annotated benchmark (TrekBench-Mini, Ctrl contexts built from its pools) every page of a
+question states which answer it supports, so the answers a response can name are known: the
+question's acceptable answers (``Question.answers``, its aliases) and the *competing* ones (every
+other answer a page of the question supports: older answers, neighbouring questions' answers,
+fabricated ones). The grader finds which of them a response names and decides by rule, so a
+grade is reproducible, free and never unreadable. This departs from the paper, whose grades come
+from LLM judges; :mod:`trek.audit` measures an LLM judge against it.
+
+**Naming.** Response and answers are normalized alike (:func:`normalize`: case, punctuation,
+articles and thousands separators as in :func:`trek.graders.freshqa.normalize_answer`, HTML
+entities decoded, then
+number words read as digits, ``thirty-one`` -> ``31``), and an answer is *named* where its words
+occur as a contiguous run of the response's words. Where two named answers overlap, the longer
+one is the one named (``Norvale Mobile Business`` names that, not ``Norvale Mobile``). An answer
+that also appears in the question (the options of "which of A, B and C") is not counted where the
+response only repeats the question (a run of :data:`ECHO_WORDS` or more words it shares with it).
+
+**Deciding** (``rule``, default :data:`DEFAULT_RULE`):
+
+* ``first`` — correct when the first annotated answer the response names is acceptable (the answer
+  it commits to; earlier values mentioned after it, as in "17 stations, up from 15", do not count);
+* ``any`` — correct only when it names an acceptable answer and no competing one (strict: any
+  competing value anywhere makes it wrong);
+* ``mention`` — correct when it names an acceptable answer anywhere (the judge-free check of
+  :func:`trek.analysis.mentions_answer`, most lenient).
+
+**Each dataset's protocol on top of it:**
+
+* FreshQA and InfoDeepSeek: ``correct`` or ``incorrect``; a response that declines to answer
+  (:func:`abstains`) is incorrect;
+* SealQA (and the generic grader's datasets): ``correct`` (A), ``incorrect`` (B) or
+  ``not_attempted`` (C) — C when the response declines to answer and names no annotated answer (an
+  empty response too), B for any other response that is not correct;
+* false-premise questions (FreshQA's and InfoDeepSeek's ``false_premise``): correct when the
+  response rejects the premise — it states a negation (:data:`REJECTION_WORDS`: no, none, never,
+  not, ...) and does not decline to answer; the reference's wording need not be repeated.
+
+Every grade says ``method="exact"``, ``grader="exact"``, ``grader_version`` :data:`VERSION`, judge
+model ``oracle``; ``judge_raw`` holds the decision as JSON (what was named, which rule decided).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trek.graders.freshqa import normalize_answer
+from trek.types import Grade, Question, Usage
+
+__all__ = [
+    "GRADER",
+    "VERSION",
+    "RULES",
+    "DEFAULT_RULE",
+    "ECHO_WORDS",
+    "REJECTION_WORDS",
+    "Decision",
+    "normalize",
+    "abstains",
+    "decide",
+    "exact_grade",
+]
+
+GRADER = "exact"
+# Version history: exact-1 first release.
+VERSION = "exact-1"
+#: How a response's named answers decide (see the module docstring).
+RULES = ("first", "any", "mention")
+DEFAULT_RULE = "first"
+#: A response run of at least this many words shared with the question is an echo of it.
+ECHO_WORDS = 4
+#: Words that reject a false premise (after normalization: apostrophes dropped, ``didn't`` -> ``didnt``).
+REJECTION_WORDS = frozenset({
+    "no", "none", "never", "not", "neither", "nor", "nobody", "nothing", "cannot", "didnt", "wasnt", "werent",
+    "hasnt", "hadnt", "isnt", "doesnt", "havent", "wont", "couldnt", "false", "incorrect", "untrue",
+})
+#: Phrases (normalized) that decline to answer.
+ABSTENTIONS = (
+    "i dont know", "i do not know", "dont know", "do not know", "not sure", "unsure", "cannot determine",
+    "cant determine", "cannot be determined", "can not be determined", "unable to determine",
+    "unable to answer", "unable to find", "unable to provide", "cannot answer", "cant answer", "cannot provide",
+    "cannot find", "could not find", "couldnt find", "no information", "not enough information",
+    "insufficient information", "does not mention", "does not say", "does not state", "does not provide",
+    "does not specify", "do not mention", "do not say", "do not state", "do not provide", "do not specify",
+    "do not have", "dont have", "not mentioned", "not provided", "not specified",
+    "not stated", "not available", "not given", "unknown", "no answer", "not possible to",
+)
+#: Datasets graded with three outcomes (A/B/C); the others are correct / incorrect.
+THREE_WAY = ("sealqa", "generic")
+
+_UNITS = {w: i for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
+_TENS = {w: 10 * i for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+                                           "ninety"), start=2)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+
+def _numbers(words: list[str]) -> list[str]:
+    """Runs of number words replaced by their digits (``twenty five`` -> ``25``, ``one hundred and
+    five`` -> ``105``); every other word kept. A word that cannot continue the number before it
+    (``two ninety``) starts a new one."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if words[i] not in _UNITS and words[i] not in _TENS:
+            out.append(words[i])
+            i += 1
+            continue
+        total, current, last, j = 0, 0, "", i
+        while j < len(words):
+            w = words[j]
+            if w in _UNITS and (last in ("", "hundred", "scale", "and") or (last == "tens" and 0 < _UNITS[w] < 10)):
+                current, last = current + _UNITS[w], "unit"
+            elif w in _TENS and last in ("", "hundred", "scale", "and"):
+                current, last = current + _TENS[w], "tens"
+            elif w == "hundred" and last in ("unit", "tens") and current < 100:
+                current, last = current * 100, "hundred"
+            elif w in _SCALES and w != "hundred" and last in ("unit", "tens", "hundred"):
+                total, current, last = total + current * _SCALES[w], 0, "scale"
+            elif (w == "and" and last in ("hundred", "scale") and j + 1 < len(words)
+                  and (words[j + 1] in _UNITS or words[j + 1] in _TENS)):
+                last = "and"
+            else:
+                break
+            j += 1
+        out.append(str(total + current))
+        i = j
+    return out
+
+
+def normalize(text: str | None) -> list[str]:
+    """The words of ``text`` as the exact grader compares them (see the module docstring)."""
+    return list(_normalized(text or ""))
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalized(text: str) -> tuple[str, ...]:
+    return tuple(_numbers(normalize_answer(html.unescape(text)).split()))
+
+
+def _runs(hay: list[str], needle: list[str]) -> list[int]:
+    n = len(needle)
+    return [i for i in range(len(hay) - n + 1) if n and hay[i:i + n] == needle]
+
+
+def _echo_mask(words: list[str], question: list[str]) -> list[bool]:
+    """True for the response words inside a run of :data:`ECHO_WORDS`+ words shared with the question."""
+    mask = [False] * len(words)
+    grams = {tuple(question[i:i + ECHO_WORDS]) for i in range(len(question) - ECHO_WORDS + 1)}
+    for i in range(len(words) - ECHO_WORDS + 1):
+        if tuple(words[i:i + ECHO_WORDS]) in grams:
+            for k in range(i, i + ECHO_WORDS):
+                mask[k] = True
+    return mask
+
+
+def abstains(text: str | None) -> bool:
+    """True when the response declines to answer (an empty one included)."""
+    norm = f" {' '.join(normalize_answer(html.unescape(text or '')).split())} "
+    return not norm.strip() or any(f" {p} " in norm for p in ABSTENTIONS)
+
+
+@dataclass
+class Decision:
+    """What the exact grader found in a response and the outcome it gave."""
+
+    outcome: str
+    rule: str
+    protocol: str
+    named: list[str] = field(default_factory=list)  # annotated answers named, in order of first mention
+    acceptable: list[str] = field(default_factory=list)  # which of them are acceptable
+    abstained: bool = False
+    rejects_premise: bool | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome == "correct"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+    def explain(self) -> str:
+        """One sentence a person can check."""
+        if self.rejects_premise is not None:
+            return ("rejects the false premise" if self.rejects_premise else "does not reject the false premise") + (
+                " (declines to answer)" if self.abstained else "")
+        if not self.named:
+            return "names no annotated answer" + (" and declines to answer" if self.abstained else "")
+        wrong = [n for n in self.named if n not in self.acceptable]
+        parts = [f"names {', '.join(repr(n) for n in self.named)}"]
+        if self.acceptable:
+            parts.append(f"acceptable: {', '.join(repr(n) for n in self.acceptable)}")
+        if wrong:
+            parts.append(f"competing: {', '.join(repr(n) for n in wrong)}")
+        return "; ".join(parts) + f" (rule {self.rule})"
+
+
+def _named(response: str | None, question: Question, competing: Sequence[str]) -> list[tuple[int, str, bool]]:
+    """``(position, answer, acceptable)`` of every annotated answer the response names (maximal
+    spans, echoes of the question left out), by position."""
+    words = normalize(response)
+    qwords = normalize(question.question)
+    accepted = {tuple(normalize(a)): a for a in question.answers if normalize(a)}
+    others: dict[tuple[str, ...], str] = {}
+    for a in competing:
+        key = tuple(normalize(a))
+        if key and key not in accepted:
+            others.setdefault(key, a)
+    mask = _echo_mask(words, qwords)
+    spans: list[tuple[int, int, str, bool]] = []
+    for table, ok in ((accepted, True), (others, False)):
+        for key, text in table.items():
+            in_question = bool(_runs(qwords, list(key)))
+            for i in _runs(words, list(key)):
+                if in_question and all(mask[i:i + len(key)]):
+                    continue
+                spans.append((i, i + len(key), text, ok))
+    kept = [s for s in spans if not any(o is not s and o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0])
+                                        for o in spans)]
+    kept.sort(key=lambda s: (s[0], -(s[1] - s[0])))
+    return [(s[0], s[2], s[3]) for s in kept]
+
+
+def decide(question: Question, response: str | None, competing: Sequence[str] = (), *,
+           rule: str = DEFAULT_RULE, protocol: str | None = None) -> Decision:
+    """The exact verdict on ``response`` (see the module docstring). ``competing``: the answers the
+    question's annotated pages support (acceptable ones among them are recognised as such);
+    ``protocol``: the dataset whose outcomes apply (default ``question.dataset``)."""
+    if rule not in RULES:
+        raise ValueError(f"exact grading rule must be one of {', '.join(RULES)}, not {rule!r}")
+    protocol = protocol or question.grader or question.dataset
+    three_way = protocol in THREE_WAY
+    declined = abstains(response)
+    found = _named(response, question, competing)
+    names = list(dict.fromkeys(a for _, a, _ in found))
+    good = [a for a in names if any(a == b and ok for _, b, ok in found)]
+    d = Decision(outcome="incorrect", rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined)
+    if question.false_premise:
+        d.rejects_premise = bool(set(normalize(response)) & REJECTION_WORDS) and not declined
+        d.outcome = "correct" if d.rejects_premise else ("not_attempted" if three_way and declined else "incorrect")
+        return d
+    if rule == "first":
+        ok = bool(found) and found[0][2]
+    elif rule == "any":
+        ok = bool(good) and len(good) == len(names)
+    else:
+        ok = bool(good)
+    if ok:
+        d.outcome = "correct"
+    elif three_way and declined and not names:
+        d.outcome = "not_attempted"
+    return d
+
+
+def exact_grade(question: Question, response: str | None, competing: Sequence[str], *,
+                rule: str = DEFAULT_RULE, source: str = "", protocol: str | None = None,
+                model: str = "oracle") -> Grade:
+    """The :class:`~trek.types.Grade` of :func:`decide` (``source`` names the annotations)."""
+    d = decide(question, response, competing, rule=rule, protocol=protocol)
+    settings: dict[str, Any] = {"rule": rule, "annotations": source}
+    return Grade(question_id=question.id, dataset=question.dataset, response=response, outcome=d.outcome,  # type: ignore[arg-type]
+                 method="exact", grader=GRADER, grader_version=VERSION, judge_model=model, judge_settings=settings,
+                 judge_raw=[d.to_json()], usage=Usage())
+

@@ -1,0 +1,100 @@
+"""The judge audit: an LLM judge against the exact judge, role by role (beyond the paper).
+
+* :func:`audit_runs` — the runs to audit: given ones, else every graded run under ``runs_dir``
+  (default: the recorded runs, ``data/runs/wild/*`` and ``data/runs/ctrl/runs/*``);
+* :func:`audit_data` — the pairs of verdicts and the per-role table (:mod:`trek.audit`);
+* :func:`plot_audit` — Cohen's kappa per role with its 95% interval, ``n`` under each bar.
+
+With no verdict given by both judges the table is empty and the figure says so (no error): record
+some with ``trek grade RUN --judge oracle --audit-judge MODEL`` (and the same for ``trek trace``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from trek import runs
+from trek.audit import ROLES, audit_pairs, audit_table, confusion, disagreements
+from trek.report.paths import recorded_dir, resolve
+
+__all__ = ["NO_DATA", "AuditData", "audit_runs", "audit_data", "plot_audit"]
+
+NO_DATA = ("no audit data: no verdict was given by both an LLM judge and the exact judge in these runs "
+           "(record some with `trek grade RUN --judge oracle --audit-judge MODEL` or `trek trace RUN --judge "
+           "oracle --audit-judge MODEL`)")
+
+
+@dataclass
+class AuditData:
+    """The pairs of verdicts (:func:`trek.audit.audit_pairs`) and their per-role table."""
+
+    pairs: pd.DataFrame
+    table: pd.DataFrame
+
+    @property
+    def empty(self) -> bool:
+        return self.pairs.empty
+
+    def confusion(self, role: str) -> pd.DataFrame:
+        return confusion(self.pairs, role)
+
+    def disagreements(self) -> pd.DataFrame:
+        return disagreements(self.pairs)
+
+    def roles(self) -> list[str]:
+        return [r for r in ROLES if r in set(self.pairs.loc[self.pairs["judge"].notna(), "role"])]
+
+
+def audit_runs(runs_map: dict[str, str] | None = None,
+               runs_dir: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+    """``{label: run directory}``: ``runs_map`` as given (paths from the repository root), else every
+    run with ``grades.jsonl`` directly under ``runs_dir`` or one level down (``wild/<system>``,
+    ``ctrl/runs/<run>``), labelled by its path below ``runs_dir``; default ``data/runs``."""
+    if runs_map:
+        out = {str(k): resolve(v) for k, v in runs_map.items()}
+        for label, p in out.items():
+            if not p.is_dir():
+                raise FileNotFoundError(f"run '{label}': {p} does not exist")
+        return out
+    root = resolve(runs_dir) if runs_dir else recorded_dir()
+    if not root.is_dir():
+        raise FileNotFoundError(f"no runs folder at {root}")
+    found = sorted({p.parent for p in root.rglob(runs.GRADES)})
+    return {str(p.relative_to(root)): p for p in found}
+
+
+def audit_data(run_dirs: dict[str, Path]) -> AuditData:
+    """The audit of ``run_dirs`` (empty when no verdict was given by both judges)."""
+    pairs = audit_pairs(run_dirs)
+    table = audit_table(pairs).round({"agreement": 1, "kappa": 3, "kappa_low": 3, "kappa_high": 3,
+                                      "exact_yes": 1, "judge_yes": 1})
+    return AuditData(pairs, table)
+
+
+def plot_audit(data: AuditData, title: str) -> plt.Figure:
+    """Cohen's kappa of the audit judge against the exact judge per role, with 95% intervals."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.set_title(title, fontsize=9)
+    if data.empty:
+        ax.text(0.5, 0.5, "no audit data", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    t = data.table
+    x = np.arange(len(t))
+    k = t["kappa"].to_numpy(dtype=float)
+    lo, hi = t["kappa_low"].to_numpy(dtype=float), t["kappa_high"].to_numpy(dtype=float)
+    ax.bar(x, np.nan_to_num(k), color="#4477AA", width=0.6)
+    has = ~np.isnan(lo)
+    ax.errorbar(x[has], k[has], yerr=[k[has] - lo[has], hi[has] - k[has]], fmt="none", ecolor="black", capsize=3)
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xticks(x, [f"{r}\nn={n}" for r, n in zip(t.index, t["n"], strict=True)], fontsize=8)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("Cohen's kappa vs exact judge")
+    fig.tight_layout()
+    return fig
