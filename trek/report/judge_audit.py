@@ -12,7 +12,7 @@ some with ``trek grade RUN --judge oracle --audit-judge MODEL`` (and the same fo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -36,10 +36,18 @@ class AuditData:
 
     pairs: pd.DataFrame
     table: pd.DataFrame
+    #: runs the exact judge cannot audit (not annotated: not TrekBench-Mini), with the reason
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return self.pairs.empty
+
+    def describe(self) -> str:
+        """What the audit covers: :data:`NO_DATA` when it is empty, and the runs left out, why."""
+        lines = [NO_DATA] if self.empty else []
+        lines += [f"not audited: {label}: {why}" for label, why in self.skipped.items()]
+        return "\n".join(lines)
 
     def confusion(self, role: str) -> pd.DataFrame:
         return confusion(self.pairs, role)
@@ -70,11 +78,22 @@ def audit_runs(runs_map: dict[str, str] | None = None,
 
 
 def audit_data(run_dirs: dict[str, Path]) -> AuditData:
-    """The audit of ``run_dirs`` (empty when no verdict was given by both judges)."""
-    pairs = audit_pairs(run_dirs)
+    """The audit of ``run_dirs`` (empty when no verdict was given by both judges). A run the exact
+    judge cannot audit (its questions or pages are not annotated, e.g. a real Wild run) is left
+    out and named in :attr:`AuditData.skipped`; it never counts as agreement or disagreement."""
+    from trek.annotations import MissingAnnotation
+    from trek.datasets.mini import MiniBenchmarkError
+
+    parts, skipped = [], {}
+    for label, d in run_dirs.items():
+        try:
+            parts.append(audit_pairs({label: d}))
+        except (MissingAnnotation, MiniBenchmarkError) as e:
+            skipped[label] = str(e)
+    pairs = pd.concat(parts, ignore_index=True) if parts else audit_pairs({})
     table = audit_table(pairs).round({"agreement": 1, "kappa": 3, "kappa_low": 3, "kappa_high": 3,
                                       "exact_yes": 1, "judge_yes": 1})
-    return AuditData(pairs, table)
+    return AuditData(pairs, table, skipped)
 
 
 def plot_audit(data: AuditData, title: str) -> plt.Figure:
