@@ -215,7 +215,7 @@ class _Stages:
         for order, label in enumerate(WILD_SYSTEMS):
             run_dir = self.root / "wild" / label
             with self.stage(f"wild {label}"), contextlib.closing(PageStore(None)) as store:
-                store.add_documents(bench.documents)
+                store.add_documents(bench.corpus)
                 backend = None if label == "no-search" else make_backend("local", store=store, cache=None)
                 summary = run_system(
                     questions, run_dir, self.client, backend, system="agentic" if backend is None else label,
@@ -239,7 +239,7 @@ class _Stages:
             if runs.read_meta(run_dir).config.get("system", {}).get("system") == "no-search":
                 continue
             with self.stage(f"trace {run_dir.name}"), contextlib.closing(PageStore(None)) as store:
-                store.add_documents(bench.documents)
+                store.add_documents(bench.corpus)
 
                 def role(name: str) -> RoleModel:
                     return RoleModel(name, self.client, self.client.model or "", dict(s.params), s.max_reasks)

@@ -29,7 +29,8 @@ def _load_questions(which: str, data_dir: Path | None) -> tuple[list[Question], 
     from trek.datasets import load_benchmark
 
     bench = load_benchmark(which, data_dir)
-    return list(bench.questions), list(getattr(bench, "documents", []) or [])
+    # Mini's search corpus: its hand-written pages (generated timeline pages are Ctrl pool material)
+    return list(bench.questions), list(getattr(bench, "corpus", None) or getattr(bench, "documents", []) or [])
 
 
 @app.command("run")
