@@ -56,7 +56,12 @@ def build_command(
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet file (for --source longseal)."),
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to rebuild from (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep (default: all)."),
-    model: str = typer.Option(None, "--model", "-m", help="Model for fabrication; without it fabrication is skipped."),
+    model: str = typer.Option(None, "--model", "-m", help="Model for fabrication (of pools without annotated answer "
+                              "spans under --fabricator auto)."),
+    fabricator: str = typer.Option(
+        "auto", "--fabricator",
+        help="auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --model "
+        "elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication."),
     base_url: str = options.BASE_URL,
     embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
     conditions: str = typer.Option(",".join(cond.ALL_CONDITIONS), "--conditions",
@@ -77,11 +82,15 @@ def build_command(
     from trek import templates
     from trek.ctrl.build import build
     from trek.ctrl.common import CtrlError
-    from trek.ctrl.fabrication import FabricationSettings
+    from trek.ctrl.fabrication import FABRICATORS, FabricationSettings
     from trek.types import RecordError
 
     if source not in SOURCES:
         raise typer.BadParameter(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if fabricator not in FABRICATORS:
+        raise typer.BadParameter(f"--fabricator must be one of {', '.join(FABRICATORS)}, got {fabricator!r}")
+    if fabricator == "model" and not model:
+        raise typer.BadParameter("--fabricator model needs --model")
     names = tuple(c.strip() for c in conditions.split(",") if c.strip())
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
@@ -90,7 +99,7 @@ def build_command(
         qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
         client = None
-        if model:
+        if model and fabricator in ("auto", "model"):
             from trek.llm.cache import LLMCache, default_cache_path
             from trek.llm.client import LLMClient
 
@@ -103,7 +112,7 @@ def build_command(
                                        chat_params={"reasoning_effort": effort} if effort else {})
         result = build(pools, out, client=client, embedder=embedder, conditions=names,
                        republication_target=republications, fabrication_settings=settings,
-                       count_tokens=tokens, source=source)
+                       fabricator=fabricator, count_tokens=tokens, source=source)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
 
