@@ -35,7 +35,7 @@ def test_two_questions_answered_graded_and_traced_by_the_local_model(tmp_path, m
     run_dir = tmp_path / "run"
     questions = mini.questions[:2]
     store = PageStore(run_dir / "pages.sqlite")
-    store.add_documents(mini.documents)
+    store.add_documents(mini.corpus)
     cache = LLMCache(run_dir / "llm-cache.sqlite")
 
     def local() -> LLMClient:

@@ -85,6 +85,12 @@ def run(
         help="Add evidence advice to the prompts (check dates and sources; pages may be outdated "
         "or in conflict). Off by default: the paper's systems got none.",
     ),
+    first_search: bool = typer.Option(
+        False,
+        "--first-search/--no-first-search",
+        help="Agentic: require a web_search call on the first round (tool_choice naming the tool). Off by "
+        "default (the paper's systems chose freely); for a small model that otherwise never searches.",
+    ),
     fetch_timeout: float = typer.Option(
         20.0, "--fetch-timeout", min=0.1, help="Seconds per live page fetch."
     ),
@@ -175,7 +181,7 @@ def run(
 
         settings: dict[str, Any] = dict(
             system=system, effort=effort, store=store, max_rounds=max_rounds, results_per_search=results,
-            top_k=top_k, page_chars=page_chars, hints=hints,
+            top_k=top_k, page_chars=page_chars, hints=hints, first_search=first_search,
         )
         est = estimate_wild_run(qs, run_dir, client, backend, assume_rounds=assume_rounds,
                                 assume_output=assume_output, **settings)
