@@ -397,6 +397,9 @@ def test_first_search_requires_a_search_call_on_the_first_round_only(tmp_path, s
     assert forced.system["first_search"] is True
     bodies = cached_bodies(tmp_path / "b" / "llm.sqlite")
     assert [b.get("tool_choice") for b in bodies] == [FIRST_SEARCH_CHOICE, None]
+    # the tool-calling turn goes back without a null content (llama.cpp's server rejects one)
+    echoed = bodies[1]["messages"][2]
+    assert echoed["role"] == "assistant" and "content" not in echoed and echoed["tool_calls"]
 
 
 def test_first_search_is_for_the_agentic_system_with_function_tools(tmp_path, store):

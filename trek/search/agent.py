@@ -105,6 +105,10 @@ the time the question is about: pages may be outdated, irrelevant or in conflict
 other.""",
 )
 
+#: Longest query and address the tools take: a grammar-constrained endpoint (llama.cpp) then closes
+#: the arguments' JSON even when a small model repeats itself until ``max_tokens``.
+QUERY_MAX_CHARS, URL_MAX_CHARS = 200, 300
+
 #: The ``tool_choice`` of the first round with ``first_search``: the search tool, by name.
 FIRST_SEARCH_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "web_search"}}
 
@@ -116,7 +120,8 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Search the web. Returns a numbered list of results with URL, title, date and snippet.",
             "parameters": {
                 "type": "object",
-                "properties": {"query": {"type": "string", "description": "The search query."}},
+                "properties": {"query": {"type": "string", "description": "The search query.",
+                                         "maxLength": QUERY_MAX_CHARS}},
                 "required": ["query"],
             },
         },
@@ -128,7 +133,8 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Open a web page and return its text (long pages are cut after the beginning).",
             "parameters": {
                 "type": "object",
-                "properties": {"url": {"type": "string", "description": "The address of the page."}},
+                "properties": {"url": {"type": "string", "description": "The address of the page.",
+                                       "maxLength": URL_MAX_CHARS}},
                 "required": ["url"],
             },
         },
@@ -480,23 +486,11 @@ class SearchSystem:
                 rec.add_answer(rnd, res, content)
                 return content, None
             if last:  # tool_choice="none" ignored: no final answer
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": msg.get("content"),
-                        "tool_calls": [_echo_call(c) for c in calls],
-                    }
-                )
+                messages.append(_echo_turn(msg.get("content"), calls))
                 rec.no_answer = True
                 rec.add_answer(rnd, res, None, error="tool call after the final round: no answer")
                 return None, None
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": msg.get("content"),
-                    "tool_calls": [_echo_call(c) for c in calls],
-                }
-            )
+            messages.append(_echo_turn(msg.get("content"), calls))
             for c in calls:
                 try:
                     content = await self._run_tool(c, rec, rnd)
@@ -590,6 +584,16 @@ class SearchSystem:
 
 def _last_round(rec: _Record) -> int:
     return rec.steps[-1].round if rec.steps else 0
+
+
+def _echo_turn(content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant turn that made ``calls``, as sent back. Without text it has no ``content`` key
+    (OpenAI allows that beside tool calls; llama.cpp's server rejects ``"content": null``)."""
+    turn: dict[str, Any] = {"role": "assistant"}
+    if content is not None:
+        turn["content"] = content
+    turn["tool_calls"] = [_echo_call(c) for c in calls]
+    return turn
 
 
 def _echo_call(c: dict[str, Any]) -> dict[str, Any]:
