@@ -54,14 +54,15 @@ def experiments_command(
     replay_only: bool = typer.Option(False, "--replay-only",
                                      help="Never start the model: stop if a reply is not in the replay log."),
     fresh: bool = typer.Option(False, "--fresh", help="Empty the working cache first (only the replay log answers)."),
-    ctrl_questions: int = typer.Option(12, "--ctrl-questions", min=1,
-                                       help="Mini questions used in Ctrl (taking each source style in turn)."),
+    ctrl_questions: int = typer.Option(None, "--ctrl-questions", min=1,
+                                       help="Mini questions used in Ctrl (taking each source style in turn; "
+                                       "default: trek.experiments.Settings.ctrl_questions)."),
     progress: bool = options.PROGRESS,
 ) -> None:
     """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
 
     Wild runs (no search, search-then-read, agentic over the local index) with grading, TrekTrace
-    on the search runs, the Ctrl build (fabrication by the model) and every baseline on every
+    on the search runs, the Ctrl build (exact fabrications, no model call) and every baseline on every
     condition and ablation, graded. Replies come from the replay log where it has them; the model
     (started on demand) answers the rest. Exit code 2 when a stage cannot finish.
     """
@@ -71,7 +72,9 @@ def experiments_command(
 
     try:
         report = run_experiments(out, work=work, replay=replay, replay_only=replay_only, fresh=fresh,
-                                 settings=replace(Settings(), ctrl_questions=ctrl_questions), progress=progress,
+                                 settings=replace(Settings(), **({"ctrl_questions": ctrl_questions}
+                                                                  if ctrl_questions is not None else {})),
+                                 progress=progress,
                                  echo=typer.echo)
     except (ExperimentsError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)

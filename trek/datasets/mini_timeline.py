@@ -35,7 +35,6 @@ import os
 import random
 import re
 import string
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -262,11 +261,6 @@ def _date_fields(d: dt.date) -> dict[str, str]:
             "date_long": f"{d.day} {month} {d.year}"}
 
 
-def _slug(text: str) -> str:
-    t = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z0-9]+", "-", t).strip("-")[:40].rstrip("-")
-
-
 def _host(url: str) -> str:
     return re.sub(r"^https?://", "", url).split("/", 1)[0]
 
@@ -338,10 +332,11 @@ def _question_docs(spec: QuestionSpec, bench: Any, where: str) -> list[Document]
             before = head.format(**fields)
             text = before + sentence + tail.format(**fields)
             n = len(hand) + i + 1
+            page = hashlib.sha256(f"{q.id}\x1f{role}\x1f{n}".encode()).hexdigest()[:6]  # says nothing of the role
             out.append(Document(
                 id=f"{q.id}:{role}:{n}",
-                url=f"https://{host}/{date.year}/{date.month:02d}/{_slug(spec.title)}-{role[0]}{n}",
-                title=f"{spec.title} ({_date_fields(date)['month_year']})",
+                url=f"https://{host}/{date.year}/{date.month:02d}/{page}",
+                title=spec.title,
                 date=date,
                 text=text,
                 question_id=q.id,
