@@ -20,9 +20,9 @@ def mini():
 
 @pytest.fixture
 def store(mini):
-    """An in-memory page store holding the demo benchmark's documents."""
+    """An in-memory page store holding the demo benchmark's search corpus (its hand-written pages)."""
     s = PageStore()
-    s.add_documents(mini.documents)
+    s.add_documents(mini.corpus)
     return s
 
 

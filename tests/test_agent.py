@@ -377,6 +377,39 @@ def test_native_search_hints_are_a_system_message(tmp_path, mini):
     assert traj.system["hints"] is True
 
 
+def test_first_search_requires_a_search_call_on_the_first_round_only(tmp_path, store, mini):
+    from trek.search.agent import FIRST_SEARCH_CHOICE
+
+    assert FIRST_SEARCH_CHOICE == {"type": "function", "function": {"name": "web_search"}}
+    # a model that answers at once unless the request names the search tool (as the embedded one does)
+    script = [
+        {"tool_choice": FIRST_SEARCH_CHOICE, "tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]},
+        {"tool_choice": None, "reply": "an answer"},
+    ]
+    q = mini.questions[0]
+    with FakeOpenAIServer(script=script) as srv:
+        free = run(SearchSystem(make_client(srv.base_url, tmp_path / "a"), LocalSearch(store), store), q)
+        forced = run(SearchSystem(make_client(srv.base_url, tmp_path / "b"), LocalSearch(store), store,
+                                  SystemConfig(first_search=True)), q)
+        assert srv.stats()["requests"] == 3
+    assert free.search_calls == [] and free.final_answer == "an answer" and "first_search" not in free.system
+    assert [c.query for c in forced.search_calls] == ["q"] and forced.final_answer == "an answer"
+    assert forced.system["first_search"] is True
+    bodies = cached_bodies(tmp_path / "b" / "llm.sqlite")
+    assert [b.get("tool_choice") for b in bodies] == [FIRST_SEARCH_CHOICE, None]
+    # the tool-calling turn goes back without a null content (llama.cpp's server rejects one)
+    echoed = bodies[1]["messages"][2]
+    assert echoed["role"] == "assistant" and "content" not in echoed and echoed["tool_calls"]
+
+
+def test_first_search_is_for_the_agentic_system_with_function_tools(tmp_path, store):
+    client = make_client("http://127.0.0.1:9/v1", tmp_path)
+    with pytest.raises(ValueError, match="agentic system"):
+        SearchSystem(client, LocalSearch(store), store, SystemConfig(system="search-then-read", first_search=True))
+    with pytest.raises(ValueError, match="native search"):
+        SearchSystem(client, OpenAISearch(client), None, SystemConfig(first_search=True))
+
+
 def test_hints_make_no_sense_without_search(tmp_path):
     with pytest.raises(ValueError, match="no-search"):
         SearchSystem(make_client("http://127.0.0.1:9/v1", tmp_path), None, None, SystemConfig(hints=True))

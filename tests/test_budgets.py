@@ -195,7 +195,7 @@ def test_ctrl_build_with_a_model(prices, tmp_path):
     with FakeOpenAIServer(script=script) as srv:
         args = ["ctrl", "build", "--source", "mini", "--questions", ",".join(ids), "--out", str(out), "--model",
                 FABRICATOR, "--base-url", srv.base_url, "--fabrications", "2", "--attempts", "1", "--conditions", "SAA",
-                "--no-tokens"]
+                "--no-tokens", "--fabricator", "model"]
         three_under_one_budget(srv, args, 0.15, out / ".build.spend", out / "llm-cache.sqlite", prices)
     pools = [json.loads(x) for x in (out / "pools.jsonl").read_text().splitlines()]
     assert all(not p["notes"]["fabrication"]["pending"] for p in pools)
@@ -372,8 +372,8 @@ def test_ctrl_build_and_discover_dry_runs_send_and_write_nothing(prices, tmp_pat
     before = sorted(tmp_path.iterdir())
     with FakeOpenAIServer(script=SCRIPT) as srv:
         build = invoke(["ctrl", "build", "--source", "mini", "--questions", ",".join(ids), "--out",
-                        str(tmp_path / "b"), "--model", FABRICATOR, "--base-url", srv.base_url, "--fabrications", "2",
-                        "--attempts", "3", "--prices", str(prices), "--dry-run"])
+                        str(tmp_path / "b"), "--model", FABRICATOR, "--fabricator", "model", "--base-url", srv.base_url,
+                        "--fabrications", "2", "--attempts", "3", "--prices", str(prices), "--dry-run"])
         found = invoke(["ctrl", "discover", "--source", "pools", "--pools", str(start), "--model", FINDER,
                         "--base-url", srv.base_url, "--search", "local", "--out", str(tmp_path / "p.jsonl"),
                         "--prices", str(prices), "--dry-run"])

@@ -13,7 +13,7 @@ from trek.cli import app
 from trek.contexts import Renderer, Shown, read_contexts
 from trek.ctrl import conditions as C
 from trek.ctrl.build import build
-from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of
+from trek.ctrl.common import FICTITIOUS_DOMAINS, host_of, is_fictitious
 from trek.ctrl.pools import Pool, apply_quotas, from_mini, read_pools, write_pools
 from trek.ctrl.republication import add_republications
 from trek.ctrl.shortcuts import heuristic_scores
@@ -164,7 +164,9 @@ def test_cli_builds_mini_offline_twice_byte_identical(tmp_path, monkeypatch):
     for name in ("a", "b"):
         res = CliRunner().invoke(app, ["ctrl", "build", "--source", "mini", "--out", str(tmp_path / name)])
         assert res.exit_code == 0, res.output
-        assert "fabrication skipped" in res.output
+        # no model: exact fabrication where gold pages have answer spans, skipped for the 3 questions without
+        assert "by exact edits of annotated answer spans (no model)" in res.output
+        assert "fabrication skipped for 3 of 36 questions" in res.output
         outs.append(tmp_path / name)
     for f in ("contexts.jsonl", "pools.jsonl", "build.json"):
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes()
@@ -173,7 +175,13 @@ def test_cli_builds_mini_offline_twice_byte_identical(tmp_path, monkeypatch):
     assert len(ctx) == n * len(C.ALL_CONDITIONS)
     assert {c.condition for c in ctx} == set(C.ALL_CONDITIONS)
     assert all(c.tokens and c.tokens > 0 for c in ctx)
-    assert all(d.role != "fabrication" for c in ctx for d in c.documents)
+    saa = [c for c in ctx if c.condition == "SAA"]
+    with_fab = [c for c in saa if any(d.role == "fabrication" for d in c.documents)]
+    assert len(with_fab) == n - 3
+    gold_dates = {c.question_id: {d.date for d in c.documents if d.role == "gold"} for c in saa}
+    for c in with_fab:
+        for d in (d for d in c.documents if d.role == "fabrication"):
+            assert d.synthetic and is_fictitious(d.url) and d.date in gold_dates[c.question_id]
     assert sum(1 for c in ctx for d in c.documents if d.role == "republication") == n * 5 * 3  # SAA, SBA, swap
     pools = read_pools(outs[0] / "pools.jsonl")
     res = CliRunner().invoke(app, ["ctrl", "build", "--source", "pools", "--pools", str(outs[0] / "pools.jsonl"),

@@ -177,7 +177,7 @@ def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):
     with FakeOpenAIServer(script=script()) as srv:
         args = ["ctrl", "build", "--source", "mini", "--questions", "mini:01", "--out", str(out),
                 "--model", "fake-model", "--base-url", srv.base_url, "--fabrications", "1",
-                "--conditions", "SAA,SBA"]
+                "--conditions", "SAA,SBA", "--fabricator", "model"]
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         assert "fabrication: 1 documents" in res.output and "skipped" not in res.output

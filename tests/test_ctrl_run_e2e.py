@@ -20,7 +20,8 @@ demo_ctrl, demo_runs = load_script("demo_ctrl"), load_script("demo_runs")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("ctrl")
     res = CliRunner().invoke(app, ["ctrl", "build", "--source", "mini", "--out", str(out),
-                                   "--conditions", "OO,MND,SAA,SBA,GOLD", "--no-tokens"])
+                                   "--conditions", "OO,MND,SAA,SBA,GOLD", "--no-tokens",
+                                   "--fabricator", "none"])  # the scripted model's expectations below: no fabrications
     assert res.exit_code == 0, res.output
     return out
 

@@ -46,7 +46,7 @@ def test_wild_dry_run_bounds_an_agentic_run(tmp_path, monkeypatch):
     client = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", progress=False)
     bench = load()
     store = PageStore(tmp_path / "p.sqlite")
-    store.add_documents(bench.documents)
+    store.add_documents(bench.corpus)
     est = estimate_wild_run(bench.questions[:3], tmp_path / "fresh", client, make_backend("local", store=store),
                             store=store, max_rounds=3, assume_output=50)
     prompt, completion = int(df["prompt_tokens"].sum()), int(df["completion_tokens"].sum())

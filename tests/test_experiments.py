@@ -214,6 +214,44 @@ def test_shorten_keeps_the_supported_answer_and_records_the_cut():
     assert short.notes["shortened_to_chars"] == 160
     with pytest.raises(ValueError, match="at least 1"):
         shorten(pool, 0)
+    # an annotated answer span is where the passage is centred, and it moves with the cut
+    from trek.datasets.mini import answer_span
+
+    for before, after in zip(pool.documents, short.documents, strict=True):
+        if answer_span(before) is not None:
+            a, b = answer_span(before), answer_span(after)
+            assert b is not None and after.text[b.start:b.end] == before.text[a.start:a.end]
+
+
+def test_the_recorded_ctrl_build_gives_every_condition_and_ablation_its_documents(tmp_path):
+    """The Ctrl build of ``make runs`` (the default Settings, no model): OO at k = 5/10/15/20 holds
+    exactly k outdated documents, the contexts Rerank works on hold more than its 10, and SAA
+    holds exact fabrications for every question."""
+    from trek.contexts import read_contexts
+    from trek.ctrl import conditions as cond
+    from trek.ctrl.build import build
+    from trek.datasets import load_questions
+
+    s = Settings()
+    ids = question_ids_by_style(load_questions("mini"), s.ctrl_questions)
+    assert len(ids) == 12 and s.fabricator == "exact" and s.ctrl_budgets == cond.Budgets()
+    build(from_mini(question_ids=ids), tmp_path, conditions=(*s.ctrl_conditions, *s.ctrl_ablations),
+          budgets=s.ctrl_budgets, fabricator=s.fabricator, doc_chars=s.ctrl_doc_chars, count_tokens=False)
+    ctx = {(c.question_id, c.condition): c for c in read_contexts(tmp_path / "contexts.jsonl")}
+
+    def count(qid, condition, role):
+        return sum(d.role == role for d in ctx[qid, condition].documents)
+
+    for qid in ids:
+        outdated = [{d.doc_id for d in ctx[qid, f"OO:k={k}"].documents if d.role == "outdated"} for k in (5, 10, 15, 20)]
+        assert [len(o) for o in outdated] == [5, 10, 15, 20] and outdated[0] < outdated[1] < outdated[2] < outdated[3]
+        assert count(qid, "OO", "outdated") == 20
+        assert count(qid, "MND", "outdated") == 10 and count(qid, "MND", "relevance") == 10
+        for c in ("OO", "MND", "SAA", "SBA"):
+            assert len(ctx[qid, c].documents) > 10, (qid, c)  # Rerank keeps 10 of them
+        assert count(qid, "SAA", "republication") == 5 and 2 <= count(qid, "SAA", "fabrication") <= 5
+        assert all(len(d.text) <= s.ctrl_doc_chars + 5 for d in ctx[qid, "SAA"].documents)
+    assert s.systems["agentic"]["first_search"] is True and s.method_settings["structured"]["json_answer"] is True
 
 
 def test_a_cache_travels_as_a_sorted_gzipped_replay_log(tmp_path):

@@ -236,6 +236,32 @@ def test_script_from_file_and_last_substitution(tmp_path):
     assert out.choices[0].message.content == "you said <echo {braces} ok>"
 
 
+def test_script_matches_tool_choice_and_schema_constrained_requests():
+    forced = {"type": "function", "function": {"name": "web_search"}}
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    script = [{"tool_choice": forced, "tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]},
+              {"tool_choice": "none", "reply": "told not to"},
+              {"json_schema": True, "reply": '{"answer": "constrained"}'},
+              {"json_schema": False, "tool_choice": None, "reply": "free text"}]
+    tools = [{"type": "function", "function": {"name": "web_search", "parameters": {"type": "object"}}}]
+    with FakeOpenAIServer(script=script) as server:
+        client = _client(server)
+
+        def ask(**kw):
+            return client.chat.completions.create(model=MODEL, messages=HELLO, **kw).choices[0].message
+
+        assert ask(tools=tools, tool_choice=forced).tool_calls[0].function.name == "web_search"
+        assert ask(tools=tools, tool_choice="none").content == "told not to"
+        assert ask(response_format={"type": "json_object", "schema": schema}).content == '{"answer": "constrained"}'
+        assert ask(response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}).content \
+            == '{"answer": "constrained"}'
+        assert ask(response_format={"type": "json_object"}).content == "free text"  # JSON mode without a schema
+        assert ask().content == "free text"
+        assert ask(tools=tools, tool_choice="auto").content.startswith("fake answer ")  # no rule matches
+    with pytest.raises(ValueError, match="'json_schema' must be true or false"):
+        load_script([{"json_schema": "yes", "reply": "a"}])
+
+
 def test_invalid_script_is_rejected():
     with pytest.raises(ValueError, match="exactly one"):
         load_script([{"pattern": "x", "reply": "a", "error": {"status": 400}}])
@@ -550,3 +576,16 @@ def test_module_entry_point():
     assert rest == ""  # exactly one line on stdout
     proc.stdout.close()
     proc.stderr.close()
+
+
+def test_a_bug_in_a_subclass_fails_the_call_at_once_with_its_message():
+    """A script or subclass error is a 400 naming the exception (a 500 would be retried for minutes)."""
+
+    class Broken(FakeOpenAIServer):
+        def _pick_rule(self, model, texts, tool_results):  # the old signature: the server passes `body` too
+            return None
+
+    with Broken(script=SCRIPT) as server, pytest.raises(openai.BadRequestError) as err:
+        _client(server).chat.completions.create(model=MODEL, messages=HELLO)
+    assert err.value.status_code == 400
+    assert "TypeError" in str(err.value) and "_pick_rule" in str(err.value)

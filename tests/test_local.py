@@ -35,7 +35,7 @@ def test_two_questions_answered_graded_and_traced_by_the_local_model(tmp_path, m
     run_dir = tmp_path / "run"
     questions = mini.questions[:2]
     store = PageStore(run_dir / "pages.sqlite")
-    store.add_documents(mini.documents)
+    store.add_documents(mini.corpus)
     cache = LLMCache(run_dir / "llm-cache.sqlite")
 
     def local() -> LLMClient:
@@ -71,3 +71,19 @@ def test_two_questions_answered_graded_and_traced_by_the_local_model(tmp_path, m
     run_system(questions, tmp_path / "run", local(), LocalSearch(store), system="search-then-read",
                progress=False, store=store, top_k=2, page_chars=1200)
     assert cache.misses == calls_before and len(runs.load_answers(run_dir)) == 2
+
+
+def test_the_agentic_system_reads_its_forced_search_through_the_embedded_server(tmp_path, mini):
+    """With first_search the model must call web_search; the server's chat format then shows it the
+    results, and its second turn (a conversation with a tool call and a tool message) is accepted."""
+    store = PageStore(tmp_path / "pages.sqlite")
+    store.add_documents(mini.corpus)
+    client = LLMClient("local", cache=LLMCache(tmp_path / "llm-cache.sqlite"), progress=False, max_retries=0,
+                       timeout=600)
+    summary = run_system(mini.questions[:1], tmp_path / "run", client, LocalSearch(store), system="agentic",
+                         progress=False, store=store, max_rounds=1, results_per_search=2, page_chars=400,
+                         first_search=True, params={"max_tokens": 96, "temperature": 0.0})
+    assert summary.pending == 0 and summary.failed == 0, summary.describe()
+    (t,) = runs.load_answers(tmp_path / "run").values()
+    assert t.system["first_search"] is True and len(t.search_calls) == 1 and t.search_calls[0].results
+    assert t.status in ("ok", "no_answer") and [m["role"] for m in t.messages][:4] == ["system", "user", "assistant", "tool"]

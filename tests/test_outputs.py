@@ -297,7 +297,7 @@ def test_ctrl_build_with_a_rejected_key_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "wrong")
     with FakeOpenAIServer(require_key="right") as srv:
         r = trek("ctrl", "build", "--out", tmp_path / "b", "--no-tokens", "--questions", "mini:01",
-                 "--model", "m", "--base-url", srv.base_url)
+                 "--model", "m", "--fabricator", "model", "--base-url", srv.base_url)
     assert r.exit_code == 2 and "401 from" in r.output and "check the API key" in r.output, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert "wrong" not in r.output

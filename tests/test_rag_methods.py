@@ -218,6 +218,50 @@ def test_structured_unreadable_extraction_passes_the_raw_reply_on():
     assert out.details["extraction"] == "unparsed" and out.final_answer == "Tomas"
 
 
+def run_schema_endpoint(method, script):
+    """``run`` against an endpoint that constrains replies to a JSON schema (as the embedded
+    llama.cpp model's client says it does)."""
+    async def go(srv):
+        client = LLMClient("m", base_url=srv.base_url, api_key="k", max_retries=0)
+        client.json_schema_replies = True
+        try:
+            return await method.arun(Q, CTX, client, {})
+        finally:
+            await client.aclose()
+
+    with FakeOpenAIServer(script=script) as srv:
+        return asyncio.run(go(srv)), srv.stats()
+
+
+# a small model: prose unless the request constrains the reply to a schema
+SMALL_MODEL = [{"any_pattern": EXTRACT_MARK, "json_schema": True,
+                "reply": '{"documents": [{"document_id": 2, "key_evidence": "Mira now runs the bakery", '
+                         '"candidate_answer": "Mira", "relation": "answers", "reason": "latest"}]}'},
+               {"any_pattern": CONTRAST_MARK, "json_schema": True,
+                "reply": '{"contrast": "only document 2 is current", "answer": "Mira"}'},
+               {"any_pattern": CONTRAST_MARK, "json_schema": False, "reply": "The bakery is run by Mira."}]
+
+
+def test_structured_json_answer_is_read_where_the_hash_answer_line_is_lost():
+    plain, _ = run_schema_endpoint(Structured(max_reasks=0, format_reasks=1), SMALL_MODEL)
+    assert plain.details["extraction"] == "ok" and plain.details["answer"] == "unparsed" and plain.final_answer is None
+    out, stats = run_schema_endpoint(Structured(max_reasks=0, json_answer=True), SMALL_MODEL)
+    assert out.final_answer == "Mira" and out.details["answer"] == "ok" and out.details["answer_format"] == "json"
+    assert out.details["contrast"] == "only document 2 is current" and stats["requests"] == 2
+    assert [r["call"] for r in out.replies] == ["extract", "contrast"]
+    assert "contrast_json" in " ".join(Structured(json_answer=True).versions())
+    assert Structured(json_answer=True).config()["json_answer"] is True and "json_answer" not in Structured().config()
+
+
+def test_structured_json_answer_without_a_schema_endpoint_is_read_from_the_prompt_alone():
+    script = [{"any_pattern": EXTRACT_MARK, "reply": "no json"},
+              {"pattern": "I could not read", "json_schema": False, "reply": '{"contrast": "", "answer": "Mira"}'},
+              {"any_pattern": CONTRAST_MARK, "json_schema": False, "reply": '{"contrast": "c", "answer": ""}'}]
+    out, stats = run(Structured(max_reasks=0, json_answer=True), script)  # an ordinary endpoint: no schema sent
+    assert out.final_answer == "Mira" and out.details["contrast_attempts"] == 2  # an empty answer is re-asked
+    assert stats["requests"] == 3
+
+
 def test_make_method_and_its_calls():
     assert {m: make_method(m).calls for m in ("direct", "filter", "structured")} == {
         "direct": 1, "filter": 2, "structured": 2}

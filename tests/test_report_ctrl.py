@@ -126,9 +126,9 @@ def test_table2_says_why_a_distractor_type_is_missing(tmp_path):
     n = sum(len(p.notes["fabrication"]["attempts"]) for p in recorded.pools)
     assert f"{n} attempts for {len(recorded.pools)} questions rejected" in why
     assert f"; 0 fabrications by {recorded.manifest['model']})" in ctrl_build.build_title(recorded, "T")
-    # a build without a model skipped fabrication
+    # a build without fabrication skipped it
     build(from_mini(question_ids=["mini:01", "mini:02"]), tmp_path / "nomodel", count_tokens=False,
-          conditions=("OO", "GOLD"))
+          conditions=("OO", "GOLD"), fabricator="none")
     why = ctrl_build.distraction_examples(ctrl_build.load_build(tmp_path / "nomodel")).loc["fabrication", "detail"]
     assert "skipped: the build had no model" in why
     assert ctrl_build.build_title(ctrl_build.load_build(tmp_path / "nomodel"), "T").endswith("no fabrications (no model))")
@@ -139,7 +139,7 @@ BUDGET_RUN = ("OO:k=5", "OO:k=10", "OO:k=20")
 
 @pytest.fixture(scope="module")
 def budget_runs(tmp_path_factory):
-    """A real Mini build of three questions (8 outdated documents each) and graded Direct runs on
+    """A real Mini build of three questions (8 outdated documents each: no generated timeline pages) and graded Direct runs on
     three budgets and two gold positions, against the scripted model and judge."""
     import json
 
@@ -154,7 +154,7 @@ def budget_runs(tmp_path_factory):
     built = root / "build"
     conditions = ",".join(("OO:gold=first", "OO:gold=last", *BUDGET_RUN))
     res = CliRunner().invoke(app, ["ctrl", "build", "--source", "mini", "--out", str(built), "--no-tokens",
-                                   "--questions", "mini:01,mini:02,mini:03", "--conditions", conditions])
+                                   "--questions", "mini:09,mini:14,mini:16", "--conditions", conditions])
     assert res.exit_code == 0, res.output
     raw = [json.loads(x) for x in (built / "contexts.jsonl").read_text().splitlines()]
     questions = load_ctrl_questions(built / "pools.jsonl")

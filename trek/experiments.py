@@ -8,9 +8,9 @@ llama.cpp (:mod:`trek.local`) as the evaluated model *and* as every judge:
 1. **Wild**: three systems answer all questions (no search; search-then-read and agentic search
    over the local BM25 index of Mini's pages); every run is graded with its dataset's protocol.
 2. **TrekTrace**: the failures of the two search runs are attributed.
-3. **Ctrl**: contexts are built from Mini (short passages, republications, fabrications written
-   by the model and kept only when they pass the checks); every baseline runs on every condition
-   and ablation, and every run is graded.
+3. **Ctrl**: contexts are built from Mini (its 20 outdated and 10 relevance pages per question,
+   republications, exact fabrications of the annotated answer spans, every page then cut to a
+   short passage); every baseline runs on every condition and ablation, and every run is graded.
 
 The output folder (default ``data/runs``, committed) holds only text::
 
@@ -75,19 +75,20 @@ class Settings:
     """What the recorded runs use; every field is recorded in ``OUT/README.md``.
 
     The embedded model reads about 100-150 prompt tokens a second on 2 cores, so the defaults keep
-    every prompt short: pages and passages are cut, contexts hold fewer distractors than the
-    paper's budgets, and Ctrl uses ``ctrl_questions`` of Mini's questions (the first of each
-    source style in turn). Sampling is greedy (``temperature`` 0) for every role.
+    every prompt short: pages and passages are cut (Ctrl documents to ``ctrl_doc_chars``, so the
+    paper's distractor budgets fit), and Ctrl uses ``ctrl_questions`` of Mini's questions (the
+    first of each source style in turn). Sampling is greedy (``temperature`` 0) for every role.
     """
 
     model: str = LOCAL_MODEL
     #: Sent with every call of every role.
     params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 320})
-    #: Per Wild system, keywords of :func:`trek.runner.system_config` (pages cut to 600 characters).
+    #: Per Wild system, keywords of :func:`trek.runner.system_config` (pages cut to 600 characters;
+    #: the agentic system must search on its first round: the 135M model otherwise never does).
     systems: dict[str, dict[str, Any]] = field(default_factory=lambda: {
         "no-search": {},
         "search-then-read": {"top_k": 2, "page_chars": 600},
-        "agentic": {"max_rounds": 2, "results_per_search": 3, "page_chars": 600},
+        "agentic": {"max_rounds": 2, "results_per_search": 3, "page_chars": 600, "first_search": True},
     })
     #: Questions of Mini in the Wild runs (None: all; fewer for a quick trial).
     wild_questions: int | None = None
@@ -95,16 +96,23 @@ class Settings:
     trace: dict[str, Any] = field(default_factory=lambda: {"gold_chars": 700, "other_chars": 350})
     #: Re-asks of an unreadable JSON reply (a schema-constrained reply fails only by running out of tokens).
     max_reasks: int = 0
-    #: Questions of Mini in Ctrl (the first of each source style in turn), cut to passages of this length.
+    #: Questions of Mini in Ctrl (the first of each source style in turn; each has 20 outdated and
+    #: 10 relevance pages, see data/mini/timelines.yaml); every document, synthetic ones included, is
+    #: cut to a passage of ``ctrl_doc_chars`` characters after republication and fabrication.
     ctrl_questions: int | None = 12
     ctrl_doc_chars: int = 160
-    ctrl_budgets: cond.Budgets = field(default_factory=lambda: cond.Budgets(
-        oo_historical=4, mnd_historical=2, mnd_relevance=2, saa_natural=2, saa_republication=1, saa_fabrication=1))
-    #: Where Ctrl contexts show source URLs: ``all`` (every condition but SBA), as when these runs
-    #: were recorded; ``trek ctrl build`` defaults to the paper's ``cued`` (SAA only).
-    ctrl_show_urls: str = "all"
+    #: The paper's budgets: OO 20, MND 10 + 10, SAA 10 + 5 republications + 5 fabrications.
+    ctrl_budgets: cond.Budgets = field(default_factory=cond.Budgets)
+    #: How fabrications are made (:data:`trek.ctrl.fabrication.FABRICATORS`): ``exact`` edits Mini's
+    #: annotated answer spans without a model.
+    fabricator: str = "exact"
+    #: Where Ctrl contexts show source URLs: ``cued`` (the paper: only the domain-cued SAA
+    #: conditions) or ``all`` (every condition but SBA).
+    ctrl_show_urls: str = "cued"
     #: Keywords of :class:`trek.ctrl.fabrication.FabricationSettings`.
-    fabrication: dict[str, Any] = field(default_factory=lambda: {"target": 1, "max_attempts": 2})
+    fabrication: dict[str, Any] = field(default_factory=lambda: {"target": 5})
+    #: Keywords per baseline (:func:`trek.rag.make_method`): Structured answers in schema-constrained JSON.
+    method_settings: dict[str, dict[str, Any]] = field(default_factory=lambda: {"structured": {"json_answer": True}})
     #: The baselines on the main conditions (Gold-only is Direct on GOLD), and Direct on every ablation.
     ctrl_methods: tuple[str, ...] = ("direct", "rerank", "filter", "structured")
     ctrl_conditions: tuple[str, ...] = cond.MAIN_CONDITIONS
@@ -280,7 +288,7 @@ class _Stages:
         for order, label in enumerate(WILD_SYSTEMS):
             run_dir = self.root / "wild" / label
             with self.stage(f"wild {label}"), contextlib.closing(PageStore(None)) as store:
-                store.add_documents(bench.documents)
+                store.add_documents(bench.corpus)
                 backend = None if label == "no-search" else make_backend("local", store=store, cache=None)
                 summary = run_system(
                     questions, run_dir, self.client, backend, system="agentic" if backend is None else label,
@@ -304,7 +312,7 @@ class _Stages:
             if runs.read_meta(run_dir).config.get("system", {}).get("system") == "no-search":
                 continue
             with self.stage(f"trace {run_dir.name}"), contextlib.closing(PageStore(None)) as store:
-                store.add_documents(bench.documents)
+                store.add_documents(bench.corpus)
 
                 def role(name: str) -> RoleModel:
                     return RoleModel(name, self.client, self.client.model or "", dict(s.params), s.max_reasks)
@@ -319,7 +327,7 @@ class _Stages:
         from trek.contexts import read_contexts
         from trek.ctrl.build import CONTEXTS_FILE, build
         from trek.ctrl.fabrication import FabricationSettings
-        from trek.ctrl.pools import from_mini, shorten
+        from trek.ctrl.pools import from_mini
         from trek.datasets import load_questions
         from trek.rag import make_method
         from trek.rag.runner import run_ctrl
@@ -328,17 +336,18 @@ class _Stages:
         build_dir = self.root / "ctrl" / "build"
         with self.stage("ctrl build (fabrication)"):
             ids = question_ids_by_style(load_questions("mini"), s.ctrl_questions)
-            pools = [shorten(p, s.ctrl_doc_chars) for p in from_mini(question_ids=ids)]
             fab = FabricationSettings(**{"chat_params": dict(s.params), "max_reasks": s.max_reasks, **s.fabrication})
-            result = build(pools, build_dir, client=self.client, embedder="wordllama",
+            result = build(from_mini(question_ids=ids), build_dir, client=self.client, embedder="wordllama",
                            conditions=(*s.ctrl_conditions, *s.ctrl_ablations), budgets=s.ctrl_budgets,
-                           fabrication_settings=fab, source="mini", show_urls=s.ctrl_show_urls)
+                           fabrication_settings=fab, fabricator=s.fabricator, doc_chars=s.ctrl_doc_chars,
+                           source="mini", show_urls=s.ctrl_show_urls)
             pending = [p.question.id for p in result.pools if p.notes.get("fabrication", {}).get("pending")]
             if pending:
                 raise ExperimentsError(f"ctrl build: fabrication pending for {pending[:5]}")
         contexts = read_contexts(build_dir / CONTEXTS_FILE, check_rendering=True)
         questions = {p.question.id: p.question for p in result.pools}
-        methods = {m: make_method(m, **({"max_reasks": s.max_reasks} if m in ("filter", "structured") else {}))
+        methods = {m: make_method(m, **({"max_reasks": s.max_reasks} if m in ("filter", "structured") else {}),
+                                  **s.method_settings.get(m, {}))
                    for m in s.ctrl_methods}
         grid = [("ctrl runs (baselines)", methods, s.ctrl_conditions),
                 ("ctrl runs (ablations, direct)", {"direct": methods.get("direct") or make_method("direct")},

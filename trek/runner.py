@@ -164,6 +164,7 @@ async def arun_system(
     top_k: int = 5,
     page_chars: int = AGENT_PAGE_CHARS,
     hints: bool = False,
+    first_search: bool = False,
     params: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Run ``system`` (``agentic``, ``search-then-read``; ``no-search`` without a backend) on
@@ -172,7 +173,8 @@ async def arun_system(
 
     ``store``: the :class:`~trek.pages.PageStore` of opened pages; ``max_rounds`` ...
     ``params``: the system's settings (:func:`system_config`; ``page_chars`` is the page text
-    shown, ``hints`` evidence advice, off by default); ``max_concurrent_questions`` (default the
+    shown, ``hints`` evidence advice, ``first_search`` a required search on the agentic system's
+    first round, both off by default); ``max_concurrent_questions`` (default the
     client's ``max_connections``); ``run_config`` is recorded in ``run.json``. The caller owns the
     client and the backend (:func:`run_system` closes them).
     """
@@ -182,7 +184,7 @@ async def arun_system(
         raise ValueError("question ids must be unique")
     config = system_config(search_backend, system, effort, max_rounds=max_rounds,
                            results_per_search=results_per_search, top_k=top_k, page_chars=page_chars,
-                           hints=hints, params=params)
+                           hints=hints, first_search=first_search, params=params)
     sys_ = SearchSystem(client, search_backend, store, config)
     extra = dict(run_config or {})
     summary = RunSummary(run_dir=root, total=len(questions))

@@ -140,10 +140,10 @@ def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
             self._groups = {q: sorted(shared + g, key=lambda r: order[id(r)]) for q, g in groups.items()}
             self._shared = shared
 
-        def _pick_rule(self, model: str, texts: Any, tool_results: int) -> Any:
+        def _pick_rule(self, model: str, texts: Any, tool_results: int, body: Any = None) -> Any:
             joined = "\n".join(texts)
             rules = next((g for q, g in self._groups.items() if q in joined), self._shared)
-            return next((r for r in rules if r.matches(model, texts, tool_results)), None)
+            return next((r for r in rules if r.matches(model, texts, tool_results, body)), None)
 
     return Indexed(script=script)
 

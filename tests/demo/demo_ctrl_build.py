@@ -81,4 +81,5 @@ def build_with_demo_fabrications(pools: Sequence[Pool], out: str | os.PathLike[s
         client = LLMClient("scripted-demo", base_url=srv.base_url, api_key="sk-demo", progress=False,
                            max_retries=0)
         settings = kw.pop("fabrication_settings", None) or FabricationSettings(max_attempts=1)
-        return build(pools, out, client=client, fabrication_settings=settings, **{"source": "mini (scripted demo)", **kw})
+        return build(pools, out, client=client, fabrication_settings=settings,
+                     **{"source": "mini (scripted demo)", "fabricator": "model", **kw})

@@ -53,9 +53,10 @@ def _latest(docs: list[Document]) -> Document:
 
 def _plan(i: int, q: Question, bench: mini.MiniBenchmark) -> dict[str, Any]:
     """What the scripted model does on question number ``i`` (a fixed, documented pattern)."""
-    gold = bench.documents_for(q.id, "gold")
-    outdated = bench.documents_for(q.id, "outdated")
-    relevance = bench.documents_for(q.id, "relevance")
+    hand = [d for d in bench.documents_for(q.id) if not mini.is_generated(d)]  # the Wild corpus's pages
+    gold = [d for d in hand if d.role == "gold"]
+    outdated = [d for d in hand if d.role == "outdated"]
+    relevance = [d for d in hand if d.role == "relevance"]
     right = q.answers[0]
     stale = _latest(outdated).supports_answer or "unknown"
     distractor = _latest(relevance)
@@ -127,7 +128,7 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
             cache = LLMCache(run_dir / "llm-cache.sqlite")
             client = LLMClient(MODEL, base_url=srv.base_url, api_key="demo", cache=cache, progress=progress)
             store = PageStore(run_dir / "pages.sqlite")
-            store.add_documents(bench.documents)
+            store.add_documents(bench.corpus)
             backend = make_backend(search, store=store, cache=None) if search else None
             summary = run_system(
                 questions, run_dir, client, backend, system=system if search else "agentic", progress=progress,

@@ -59,7 +59,12 @@ def build_command(
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet file (for --source longseal)."),
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to rebuild from (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep (default: all)."),
-    model: str = typer.Option(None, "--model", "-m", help="Model for fabrication; without it fabrication is skipped."),
+    model: str = typer.Option(None, "--model", "-m", help="Model for fabrication (of pools without annotated answer "
+                              "spans under --fabricator auto)."),
+    fabricator: str = typer.Option(
+        "auto", "--fabricator",
+        help="auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --model "
+        "elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication."),
     base_url: str = options.BASE_URL,
     embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
     conditions: str = typer.Option(",".join(cond.ALL_CONDITIONS), "--conditions",
@@ -93,7 +98,7 @@ def build_command(
     from trek import templates
     from trek.ctrl.build import build
     from trek.ctrl.common import CtrlError
-    from trek.ctrl.fabrication import FabricationSettings
+    from trek.ctrl.fabrication import FABRICATORS, FabricationSettings, has_answer_span
     from trek.llm.client import FatalLLMError
     from trek.llm.ledger import spending as ledger_for
     from trek.types import RecordError
@@ -102,6 +107,10 @@ def build_command(
         raise typer.BadParameter(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
     if show_urls not in cond.SHOW_URLS:
         raise typer.BadParameter(f"--show-urls must be one of {', '.join(cond.SHOW_URLS)}, got {show_urls!r}")
+    if fabricator not in FABRICATORS:
+        raise typer.BadParameter(f"--fabricator must be one of {', '.join(FABRICATORS)}, got {fabricator!r}")
+    if fabricator == "model" and not model:
+        raise typer.BadParameter("--fabricator model needs --model")
     names = tuple(c.strip() for c in conditions.split(",") if c.strip())
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
@@ -118,7 +127,10 @@ def build_command(
                                        chat_params={"reasoning_effort": effort} if effort else {})
         client = None
         ledger = out / BUILD_LEDGER
-        if model:
+        # the pools the model fabricates: all under --fabricator model, those without annotated answer
+        # spans under auto (exact edits need no model), none under exact or none
+        by_model = [p for p in pools if fabricator == "model" or (fabricator == "auto" and not has_answer_span(p))]
+        if model and by_model:
             from trek.ctrl.estimate import estimate_fabrication
             from trek.llm.cache import LLMCache, default_cache_path
             from trek.llm.client import LLMClient
@@ -131,17 +143,18 @@ def build_command(
                                not spending.dry_run else None, max_connections=max_connections, progress=False,
                                prices=PriceTable.load(prices), budget_usd=budget,
                                assume_output=spending.assume_output)
-            est = estimate_fabrication(pools, client, settings, assume_output=spending.assume_output)
+            est = estimate_fabrication(by_model, client, settings, assume_output=spending.assume_output)
             if not spending.proceed(est, budget, ledger=ledger):
                 return
             options.say_roles({"fabricator": client})
         elif spending.dry_run:
-            typer.echo("no --model: fabrication is skipped, no model call would be made")
+            typer.echo("no model fabrication to do (no --model, or every pool is fabricated exactly): "
+                       "no model call would be made")
             return
         with ledger_for([client], ledger):
             result = build(pools, out, client=client, embedder=embedder, conditions=names,
                            republication_target=republications, fabrication_settings=settings,
-                           count_tokens=tokens, source=source, show_urls=show_urls)
+                           fabricator=fabricator, count_tokens=tokens, source=source, show_urls=show_urls)
     for m in result.messages:
         typer.echo(m, err=m.startswith("warning:"))
     pending = [p.notes["fabrication"]["pending"] for p in result.pools if p.notes.get("fabrication", {}).get("pending")]

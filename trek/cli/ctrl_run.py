@@ -47,6 +47,10 @@ def ctrl_run_command(
     empty_fallback: str = typer.Option("all", "--empty-fallback",
                                        help="Filter: on an empty or unreadable selection answer from all or none."),
     max_reasks: int = typer.Option(2, "--max-reasks", min=0, help="Re-asks of an unreadable JSON reply (Filter, Structured)."),
+    structured_json: bool = typer.Option(
+        False, "--structured-json/--no-structured-json",
+        help="Structured: ask for the final answer as JSON (contrast, answer), schema-constrained where the "
+        "endpoint supports it, instead of the #Answer: line. Off by default (the paper's format)."),
     judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model (oracle: the "
                               "exact judge, from the contexts' annotations; no model call)."),
     audit_judge: str = options.AUDIT_JUDGE,
@@ -109,7 +113,7 @@ def ctrl_run_command(
             "rerank": {"scorer": None, "sigma_days": sigma_days, "combine": combine, "alpha": alpha, "k": top_k,
                        "after_cutoff": after_cutoff},
             "filter": {"empty_fallback": empty_fallback, "max_reasks": max_reasks},
-            "structured": {"max_reasks": max_reasks},
+            "structured": {"max_reasks": max_reasks, "json_answer": structured_json},
         }
         if "rerank" in method_names:
             settings["rerank"]["scorer"] = make_scorer(scorer, base_url=rerank_base_url, cache=cache)

@@ -169,6 +169,38 @@ def _info_mini() -> None:
     out.print(dt)
 
 
+@app.command("mini-generate")
+def mini_generate_command(
+    mini_dir: Path | None = typer.Option(
+        None, "--mini-dir", help="TrekBench-Mini folder (default: $TREK_MINI_DIR, else the bundled data/mini)."
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Write nothing; exit 1 when the generated file differs from what the "
+        "timelines file gives now."
+    ),
+) -> None:
+    """Generate TrekBench-Mini's timeline pages from timelines.yaml into generated/documents.jsonl.
+
+    Deterministic: the same timelines and hand-written pages give the same bytes.
+    """
+    from trek.datasets import mini_timeline as T
+    from trek.datasets.mini import MiniBenchmarkError
+    from trek.types import RecordError
+
+    try:
+        if check:
+            ok = T.check(mini_dir)
+            path = T.output_path(mini_dir)
+            _console().print(f"{path}: " + ("up to date" if ok else "differs from timelines.yaml "
+                                           "(run trek data mini-generate)"), markup=False, soft_wrap=True)
+            raise typer.Exit(0 if ok else 1)
+        path, n = T.write(mini_dir)
+    except (T.TimelineError, MiniBenchmarkError, RecordError) as e:
+        _err_console().print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    _console().print(f"wrote {n} generated pages to {path}", markup=False, soft_wrap=True)
+
+
 def _download_help() -> str:
     from trek.datasets.download import PINS, SEALQA_REVISION
 

@@ -55,8 +55,9 @@ def experiments_command(
     replay_only: bool = typer.Option(False, "--replay-only",
                                      help="Never start the model: stop if a reply is not in the replay log."),
     fresh: bool = typer.Option(False, "--fresh", help="Empty the working cache first (only the replay log answers)."),
-    ctrl_questions: int = typer.Option(12, "--ctrl-questions", min=1,
-                                       help="Mini questions used in Ctrl (taking each source style in turn)."),
+    ctrl_questions: int = typer.Option(None, "--ctrl-questions", min=1,
+                                       help="Mini questions used in Ctrl (taking each source style in turn; "
+                                       "default: trek.experiments.Settings.ctrl_questions)."),
     judge: str = typer.Option(None, "--judge", help="Who plays every judge role: oracle (the exact judge, the "
                               "model judging alongside for the audit) or model (default: Settings.judge)."),
     progress: bool = options.PROGRESS,
@@ -64,7 +65,7 @@ def experiments_command(
     """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
 
     Wild runs (no search, search-then-read, agentic over the local index) with grading, TrekTrace
-    on the search runs, the Ctrl build (fabrication by the model) and every baseline on every
+    on the search runs, the Ctrl build (exact fabrications, no model call) and every baseline on every
     condition and ablation, graded. Replies come from the replay log where it has them; the model
     (started on demand) answers the rest. Exit code 2 when a stage cannot finish.
     """
@@ -73,7 +74,8 @@ def experiments_command(
     from trek.experiments import ExperimentsError, Settings, run_experiments
 
     try:
-        settings = replace(Settings(), ctrl_questions=ctrl_questions, **({"judge": judge} if judge else {}))
+        given = {"ctrl_questions": ctrl_questions, "judge": judge}
+        settings = replace(Settings(), **{k: v for k, v in given.items() if v is not None})
         report = run_experiments(out, work=work, replay=replay, replay_only=replay_only, fresh=fresh,
                                  settings=settings, progress=progress, echo=typer.echo)
     except (ExperimentsError, ValueError) as e:

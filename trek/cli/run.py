@@ -41,7 +41,9 @@ def _load_questions(which: str, data_dir: Path | None, allow_partial: bool = Fal
                 raise
             options.err.print(f"warning: {e}", highlight=False)
             partial = {"partial_question_set": bench.counts()}
-    return list(bench.questions), list(getattr(bench, "documents", []) or []), partial
+    # Mini's search corpus: its hand-written pages (generated timeline pages are Ctrl pool material)
+    docs = getattr(bench, "corpus", None) or getattr(bench, "documents", []) or []
+    return list(bench.questions), list(docs), partial
 
 
 @app.command("run")
@@ -95,6 +97,12 @@ def run(
         "--hints/--no-hints",
         help="Add evidence advice to the prompts (check dates and sources; pages may be outdated "
         "or in conflict). Off by default: the paper's systems got none.",
+    ),
+    first_search: bool = typer.Option(
+        False,
+        "--first-search/--no-first-search",
+        help="Agentic: require a web_search call on the first round (tool_choice naming the tool). Off by "
+        "default (the paper's systems chose freely); for a small model that otherwise never searches.",
     ),
     fetch_timeout: float = typer.Option(
         20.0, "--fetch-timeout", callback=options.number(0.1), help="Seconds per live page fetch."
@@ -196,7 +204,7 @@ def run(
 
         settings: dict[str, Any] = dict(
             system=system, effort=effort, store=store, max_rounds=max_rounds, results_per_search=results,
-            top_k=top_k, page_chars=page_chars, hints=hints,
+            top_k=top_k, page_chars=page_chars, hints=hints, first_search=first_search,
         )
         est = estimate_wild_run(qs, run_dir, client, backend, assume_rounds=assume_rounds,
                                 assume_output=assume_output, **settings)

@@ -3,9 +3,13 @@
     pools = from_mini()                     # or from_longseal(path), or read_pools(file)
     result = build(pools, "build/ctrl")     # writes pools.jsonl, contexts.jsonl, build.json
 
-Without a client, fabrication is skipped (and said so in ``result.messages`` and ``build.json``);
-with one, fabrications are added through the scripted or real model. Every step but fabrication
-is a pure function of the pools, so building twice gives byte-identical files.
+Fabrication (``fabricator``, see :data:`trek.ctrl.fabrication.FABRICATORS`): ``auto`` (the
+default) fabricates exactly, without a model, the pools whose gold documents have an annotated
+answer span (TrekBench-Mini's), and through the model the others when a client is given;
+``exact`` and ``model`` use one way for every pool, ``none`` skips fabrication. A pool that gets
+neither is said so in ``result.messages``; ``build.json`` counts the questions per fabricator,
+and every fabrication records its ``fabricator``. Every step but model fabrication is a pure
+function of the pools, so building twice gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from trek.ctrl import conditions as cond
 from trek.ctrl import fabrication, republication
 from trek.ctrl.calibration import default_min_similarity
 from trek.ctrl.common import CtrlError
-from trek.ctrl.pools import Pool, write_pools
+from trek.ctrl.pools import Pool, shorten, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
@@ -68,38 +72,74 @@ def build(
     republication_target: int = republication.TARGET,
     fallback_days: int = republication.FALLBACK_DAYS,
     fabrication_settings: fabrication.FabricationSettings | None = None,
+    fabricator: str = "auto",
+    doc_chars: int | None = None,
     count_tokens: bool = True,
     source: str = "pools",
     show_urls: str = "cued",
 ) -> BuildResult:
-    """Add republications (and fabrications with a client), then write the three files to ``out``.
+    """Add republications and fabrications (see the module docstring), then write the three files
+    to ``out``.
 
-    ``show_urls``: ``"cued"`` (the paper: source URLs only in the domain-cued conditions) or
-    ``"all"`` (every condition but SBA); see :func:`trek.ctrl.conditions.shows_urls`."""
+    ``doc_chars`` cuts every document, synthetic ones included, to a passage of about that many
+    characters around its answer (:func:`trek.ctrl.pools.shorten`) *after* the synthetic documents
+    are made: fabrication edits and checks the paper's window of the gold page, and the model
+    reads the passage. ``show_urls``: ``"cued"`` (the paper: source URLs only in the domain-cued
+    conditions) or ``"all"`` (every condition but SBA); see :func:`trek.ctrl.conditions.shows_urls`."""
     if show_urls not in cond.SHOW_URLS:
         raise CtrlError(f"show_urls must be one of {', '.join(cond.SHOW_URLS)}, not {show_urls!r}")
+    if fabricator not in fabrication.FABRICATORS:
+        raise CtrlError(f"unknown fabricator {fabricator!r}; choose one of {', '.join(fabrication.FABRICATORS)}")
+    if fabricator == "model" and client is None:
+        raise CtrlError("the model fabricator needs a model (--model)")
     out_dir = make_folder(out)
     messages: list[str] = []
     base = [p.without_synthetic() for p in pools]
     made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
             for p in base]
-    fab_state = "skipped"
+
+    def way(p: Pool) -> str | None:
+        if fabricator == "exact" or (fabricator == "auto" and fabrication.has_answer_span(p)):
+            return "exact"
+        if fabricator in ("auto", "model") and client is not None:
+            return "model"
+        return None
+
+    ways = [way(p) for p in made]
+    given = fabrication_settings or fabrication.FabricationSettings()
+    settings = given
+    emb: Embedder | None = None
     fab_info: dict[str, Any] = {"embedder": None, "min_similarity": None, "min_similarity_source": None}
-    if client is None:
-        messages.append("fabrication skipped: no model given (pass --model to add fabrication distractors)")
-    else:
+    if any(ways):
         emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
-        given = fabrication_settings or fabrication.FabricationSettings()
         settings = fabrication.resolve_settings(given, emb)
         why = "given" if given.min_similarity is not None else default_min_similarity(emb.name)[1]
         fab_info = {"embedder": emb.name, "min_similarity": settings.min_similarity, "min_similarity_source": why}
         messages.append(f"fabrication similarity threshold {settings.min_similarity:.2f} with {emb.name} ({why})")
-        made = closing_run(fabrication.afabricate_pools(made, client, emb, settings), client)
-        fab_state = "done"
-        n = sum(len(p.role("fabrication")) for p in made)
-        pend = sum(1 for p in made if p.notes.get("fabrication", {}).get("pending"))
-        messages.append(f"fabrication: {n} documents for {len(made)} questions with {client.model}"
+    if "exact" in ways:
+        assert emb is not None
+        made = [fabrication.fabricate_exact(p, emb, given) if w == "exact" else p for p, w in zip(made, ways, strict=True)]
+        n = sum(len(p.role("fabrication")) for p, w in zip(made, ways, strict=True) if w == "exact")
+        messages.append(f"fabrication: {n} documents for {ways.count('exact')} questions by exact edits of "
+                        "annotated answer spans (no model)")
+    if "model" in ways:
+        assert client is not None and emb is not None
+        todo = [p for p, w in zip(made, ways, strict=True) if w == "model"]
+        done = iter(closing_run(fabrication.afabricate_pools(todo, client, emb, given), client))
+        made = [next(done) if w == "model" else p for p, w in zip(made, ways, strict=True)]
+        n = sum(len(p.role("fabrication")) for p, w in zip(made, ways, strict=True) if w == "model")
+        pend = sum(1 for p, w in zip(made, ways, strict=True) if w == "model" and p.notes.get("fabrication", {}).get("pending"))
+        messages.append(f"fabrication: {n} documents for {len(todo)} questions with {client.model}"
                         + (f"; {pend} questions pending (re-run to retry)" if pend else ""))
+    skipped = ways.count(None)
+    if skipped:
+        why = ("--fabricator none" if fabricator == "none" else
+               "no annotated answer span and no model given (pass --model to add fabrication distractors)")
+        messages.append(f"fabrication skipped for {skipped} of {len(made)} questions: {why}")
+    if doc_chars is not None:
+        made = [shorten(p, doc_chars) for p in made]
+    fab_state = "done" if any(ways) else "skipped"
+    model_used = client.model if client is not None and "model" in ways else None
     write_pools(out_dir / POOLS_FILE, made)
     n_ctx = 0
 
@@ -112,7 +152,7 @@ def build(
 
     write_jsonl(out_dir / CONTEXTS_FILE, records())
     messages += [f"warning: {line}" for line in
-                 cond.budget_shortfalls(made, conditions, budgets, fabricated=client is not None)]
+                 cond.budget_shortfalls(made, conditions, budgets, fabricated=any(ways))]
     flagged = [p.question.id for p in made if p.notes.get("gold_check", {}).get("status") == "flagged"]
     if flagged:
         messages.append(f"warning: {len(flagged)} question(s) flagged by discovery's gold check (no gold page states "
@@ -124,18 +164,21 @@ def build(
         "conditions": list(conditions),
         "contexts": n_ctx,
         "fabrication": fab_state,
-        "model": client.model if client is not None else None,
+        "fabricator": fabricator,
+        "fabricators": {k: ways.count(k) for k in ("exact", "model")},
+        "model": model_used,
         "fabrication_similarity": fab_info,
         "gold_check_flagged": flagged,
         "documents": {r: sum(len(p.role(r)) for p in made)
                       for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
         "budgets": vars(budgets or cond.Budgets()),
+        "doc_chars": doc_chars,
         "show_urls": show_urls,
         "url_conditions": [c for c in conditions if cond.shows_urls(c, show_urls)],
         "versions": {
             "conditions": cond.VERSION,
             "republication": republication.VERSION,
-            "fabrication": fabrication.VERSION if client is not None else None,
+            "fabrication": fabrication.VERSION if any(ways) else None,
             **Renderer.versions(),
         },
         "tokens": "o200k_base" if count_tokens else None,

@@ -21,6 +21,18 @@ The window is centred on the located span; its length is the median length of up
 historical documents nearest in date to the gold-date anchor, bounded to [1,500, 12,000]
 characters, 6,000 when there is none; a gold document no longer than its window is the window,
 and needs no locate call. Fabrication keeps the gold document's date.
+
+**Exact fabrication** (:func:`fabricate_exact`, no model): where a gold document's answer-bearing
+span is annotated (``metadata.answer_span``, as on TrekBench-Mini's pages), the span is the
+located passage and the edit writes another answer of the question's timeline in its place
+(through the span's template: "four" becomes "three", ``was acquired by {value}``...). The
+answers tried are those the pool's outdated documents support, most recent first, then those of
+its relevance documents; each attempt takes the next one. The edit's ``find`` is the span widened
+word by word until it occurs once in the window, and the candidate goes through the same
+:func:`check_candidate` as a model's (unique span, a change, an answer that differs from every
+reference and from the fabrications already made, the similarity floor); there is no semantic
+verifier. The documents carry the same fields as the model's (``verifier`` and ``model`` null)
+and ``fabricator: "exact"`` (``"model"`` for the model's).
 """
 
 from __future__ import annotations
@@ -64,9 +76,16 @@ __all__ = [
     "afabricate_pool",
     "afabricate_pools",
     "resolve_settings",
+    "FABRICATORS",
+    "has_answer_span",
+    "exact_values",
+    "fabricate_exact",
 ]
 
 VERSION = "ctrl.fabrication/1"
+#: How a build fabricates: ``auto`` (exact where a gold page has an annotated answer span, else
+#: the model when one is given), ``exact``, ``model`` or ``none``.
+FABRICATORS = ("auto", "exact", "model", "none")
 MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW = 1500, 12000, 6000
 
 LOCATE_PROMPT = register(
@@ -166,6 +185,7 @@ class Rejection(Exception):
         "low_similarity",
         "verifier_rejected",
         "unparsed",
+        "unfit_value",
     )
 
     def __init__(self, kind: str, message: str):
@@ -398,13 +418,15 @@ async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tu
         entry["outcome"] = "accepted"
         log.append(entry)
         used.append(cand["wrong_answer"])
-        return _document(ctx, slot, gold, lo, hi, edited, cand, sim, verdict, attempt)
+        return _document(ctx.pool, slot, gold, lo, hi, edited, cand, sim, verdict, attempt,
+                         model=ctx.client.model, embedder=ctx.embedder.name, fabricator="model")
     return None
 
 
-def _document(ctx: _Ctx, slot: int, gold: Document, lo: int, hi: int, edited: str, cand: dict[str, Any],
-              sim: float, verdict: dict[str, Any], attempts: int) -> Document:
-    qid = ctx.q.id
+def _document(pool: Pool, slot: int, gold: Document, lo: int, hi: int, edited: str, cand: dict[str, Any],
+              sim: float, verdict: dict[str, Any] | None, attempts: int, *, model: str | None, embedder: str,
+              fabricator: str) -> Document:
+    qid = pool.question.id
     offset = rng(qid, "fabrication", "domain").randrange(len(FICTITIOUS_DOMAINS))
     domain = FICTITIOUS_DOMAINS[(offset + slot - 1) % len(FICTITIOUS_DOMAINS)]
     when = f"{gold.date.year}/{gold.date.month:02d}/" if gold.date else ""
@@ -428,10 +450,11 @@ def _document(ctx: _Ctx, slot: int, gold: Document, lo: int, hi: int, edited: st
             "edits": [{"old": r["find"], "new": str(r.get("replace", ""))} for r in cand["replacements"]],
             "declared_answer": cand["wrong_answer"],
             "similarity": round(sim, 4),
-            "embedder": ctx.embedder.name,
+            "embedder": embedder,
             "verifier": verdict,
             "attempts": attempts,
-            "model": ctx.client.model,
+            "model": model,
+            "fabricator": fabricator,
             "version": VERSION,
         },
     )
@@ -466,6 +489,7 @@ async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
     base = [d for d in pool.documents if d.role != "fabrication"]
     notes = dict(pool.notes)
     notes["fabrication"] = {
+        "fabricator": "model",
         "made": len(made),
         "target": s.target,
         "model": client.model,
@@ -485,3 +509,119 @@ async def afabricate_pools(pools: Sequence[Pool], client: LLMClient, embedder: E
     """:func:`afabricate_pool` for every pool, concurrently (the client bounds connections)."""
     return await fan_out(pools, lambda p: afabricate_pool(p, client, embedder, settings),
                          desc="ctrl fabrication", unit="question", progress=client.progress)
+
+
+# -- exact fabrication on annotated pools ---------------------------------------------------------------
+def has_answer_span(pool: Pool) -> bool:
+    """True when some gold document of ``pool`` has an annotated answer span."""
+    from trek.datasets.mini import answer_span
+
+    return any(answer_span(g) is not None for g in pool.gold)
+
+
+def exact_values(pool: Pool) -> list[str]:
+    """The answers exact fabrication tries, in order: those the outdated documents support (most
+    recent first, undated last), then those of the relevance documents; each once, none equal to a
+    reference answer."""
+    def recent_first(docs: list[Document]) -> list[Document]:
+        return sorted(docs, key=lambda d: (d.date is None, -(d.date.toordinal() if d.date else 0), d.id))
+
+    out: list[str] = []
+    for d in recent_first(pool.role("outdated")) + recent_first(pool.role("relevance")):
+        a = (d.supports_answer or "").strip()
+        if a and not same_answer(a, pool.question.answers) and not same_answer(a, out):
+            out.append(a)
+    return out
+
+
+def _unique_find(window: str, a: int, b: int) -> tuple[int, int]:
+    """``(lo, hi)`` around ``window[a:b]``, widened a word at a time on each side until the text
+    occurs once in ``window`` (or the whole window is taken)."""
+    lo, hi = a, b
+    while window.count(window[lo:hi]) > 1 and (lo > 0 or hi < len(window)):
+        if lo > 0:
+            lo = window.rfind(" ", 0, max(lo - 1, 0)) + 1
+        if hi < len(window):
+            nxt = window.find(" ", hi + 1)
+            hi = len(window) if nxt == -1 else nxt
+    return lo, hi
+
+
+def fabricate_exact(pool: Pool, embedder: Embedder, settings: FabricationSettings | None = None) -> Pool:
+    """The pool with up to ``settings.target`` exact fabrications (existing ones replaced); no model.
+
+    Uses the gold documents with an annotated answer span, in turn; a pool without any gets none,
+    and its notes say so."""
+    from trek.datasets.mini import answer_span
+    from trek.datasets.mini_timeline import fill_value
+
+    s = resolve_settings(settings or FabricationSettings(), embedder)
+    if not pool.gold:
+        raise CtrlError(f"question {pool.question.id!r}: no gold document to fabricate from")
+    golds = [g for g in pool.gold if answer_span(g) is not None]
+    values = exact_values(pool)
+    refs = pool.question.answers
+    used: list[str] = []
+    log: list[dict[str, Any]] = []
+    made: list[Document] = []
+    nxt = 0
+    length = window_length(pool, s)
+    for slot in range(1, s.target + 1 if golds else 1):
+        gold = golds[(slot - 1) % len(golds)]
+        span = answer_span(gold)
+        assert span is not None
+        if len(gold.text) <= length:
+            lo, hi = 0, len(gold.text)
+        else:
+            lo, hi = cut_window(gold.text, span.start, span.end, length)
+        window = gold.text[lo:hi]
+        a, b = span.start - lo, span.end - lo
+        for attempt in range(1, s.max_attempts + 1):
+            if nxt >= len(values):
+                break
+            value = values[nxt]
+            nxt += 1
+            entry: dict[str, Any] = {"slot": slot, "attempt": attempt, "source_doc": gold.id, "value": value}
+            try:
+                try:
+                    new, (vs, ve) = fill_value(span.template, value)
+                except ValueError as e:
+                    raise Rejection("unfit_value", str(e)) from None
+                f_lo, f_hi = _unique_find(window, a, b)
+                cand = {"wrong_answer": value,
+                        "replacements": [{"find": window[f_lo:f_hi], "replace": window[f_lo:a] + new + window[b:f_hi]}]}
+                entry["candidate"] = cand
+                edited, sim = check_candidate(window, cand, refs, embedder, s.min_similarity, used)
+                entry["similarity"] = round(sim, 4)
+            except Rejection as r:
+                entry.update(outcome="rejected", kind=r.kind, reason=r.message)
+                log.append(entry)
+                continue
+            entry["outcome"] = "accepted"
+            log.append(entry)
+            used.append(value)
+            doc = _document(pool, slot, gold, lo, hi, edited, cand, sim, None, attempt, model=None,
+                            embedder=embedder.name, fabricator="exact")
+            doc.metadata["answer_span"] = {"start": a + vs, "end": a + ve}  # where the new value stands
+            made.append(doc)
+            break
+    base = [d for d in pool.documents if d.role != "fabrication"]
+    notes = dict(pool.notes)
+    notes["fabrication"] = {
+        "fabricator": "exact",
+        "made": len(made),
+        "target": s.target,
+        "model": None,
+        "embedder": embedder.name,
+        "min_similarity": s.min_similarity,
+        "min_similarity_source": ("given" if settings is not None and settings.min_similarity is not None
+                                  else default_min_similarity(embedder.name)[1]),
+        "values": values,
+        "pending": None,
+        "attempts": log,
+    }
+    if not golds:
+        notes["fabrication"]["reason"] = "no gold document has an annotated answer span"
+    elif len(made) < s.target and nxt >= len(values):
+        notes["fabrication"]["reason"] = f"the timeline offers {len(values)} other answers"
+    return pool.model_copy(update={"documents": base + made, "notes": notes})

@@ -85,20 +85,38 @@ def shorten(pool: Pool, chars: int) -> Pool:
     """A copy of ``pool`` whose documents are cut to passages of about ``chars`` characters.
 
     For a model that can only read short contexts (the embedded one). Each passage is centred
-    on the first mention of the answer its document supports (the head when it names none),
-    snapped to whitespace; the cut is recorded in ``Document.metadata["shortened"]`` as
-    ``{"start", "end", "of"}`` (characters of the original text). Build synthetic documents
-    after shortening, so they derive from what the model is shown.
+    on the document's annotated answer span (``metadata.answer_span``, see
+    :mod:`trek.datasets.mini`), else on the first mention of the answer it supports (the head when
+    it names none), snapped to whitespace; the cut is recorded in
+    ``Document.metadata["shortened"]`` as ``{"start", "end", "of"}`` (characters of the original
+    text), and an answer span is moved to the passage's characters (dropped when the cut leaves
+    it out). :func:`trek.ctrl.build.build` (``doc_chars``) shortens after making synthetic
+    documents, so fabrication edits the paper's window of the gold page and the model reads the
+    passage around the edited span.
     """
+    from trek.datasets.mini import answer_span
+
     if chars < 1:
         raise CtrlError(f"shorten: chars must be at least 1, not {chars}")
     docs = []
     for d in pool.documents:
-        at = d.text.find(d.supports_answer) if d.supports_answer else -1
-        start, end = (at, at + len(d.supports_answer or "")) if at >= 0 else (0, 0)
+        span = answer_span(d)
+        if span is not None:
+            start, end = span.start, span.end
+        else:
+            at = d.text.find(d.supports_answer) if d.supports_answer else -1
+            start, end = (at, at + len(d.supports_answer or "")) if at >= 0 else (0, 0)
         lo, hi = cut_window(d.text, start, end, chars)
+        raw = d.text[lo:hi]
+        text = raw.strip()
+        shift = lo + (len(raw) - len(raw.lstrip()))
         meta = {**d.metadata, "shortened": {"start": lo, "end": hi, "of": len(d.text)}}
-        docs.append(d.model_copy(update={"text": d.text[lo:hi].strip(), "metadata": meta}))
+        if span is not None:
+            meta.pop("answer_span")
+            if shift <= span.start and span.end - shift <= len(text):
+                meta["answer_span"] = {**d.metadata["answer_span"], "start": span.start - shift,
+                                       "end": span.end - shift}
+        docs.append(d.model_copy(update={"text": text, "metadata": meta}))
     notes = {**pool.notes, "shortened_to_chars": chars}
     return pool.model_copy(update={"documents": docs, "notes": notes})
 

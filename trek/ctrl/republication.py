@@ -148,6 +148,8 @@ def republish(source: Document, *, question_id: str, slot: int, new_date: dt.dat
         "edits": edits,
         "version": VERSION,
     }
+    if not edits and "answer_span" in source.metadata:  # same text: the answer stands where it stood
+        meta["answer_span"] = source.metadata["answer_span"]
     return Document(
         id=f"{question_id}:republication:{slot}",
         url=url,

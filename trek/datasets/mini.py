@@ -16,6 +16,7 @@ file and the id.
 from __future__ import annotations
 
 import os
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,11 @@ __all__ = [
     "MINI_DIR_ENV",
     "QUESTIONS_FILE",
     "DOCUMENTS_FILE",
+    "GENERATED_DIR",
+    "is_generated",
+    "VALUE_FIELDS",
+    "AnswerSpan",
+    "answer_span",
     "MiniBenchmark",
     "MiniBenchmarkError",
     "default_mini_dir",
@@ -38,6 +44,11 @@ __all__ = [
 MINI_DIR_ENV = "TREK_MINI_DIR"
 QUESTIONS_FILE = "questions.jsonl"
 DOCUMENTS_FILE = "documents.jsonl"
+#: The subfolder of generated timeline pages (:mod:`trek.datasets.mini_timeline`).
+GENERATED_DIR = "generated"
+#: The fields an answer-span template may use to write a value (see
+#: :func:`trek.datasets.mini_timeline.format_value`).
+VALUE_FIELDS = ("value", "value_words", "value_words_cap", "value_ordinal", "value_number")
 
 #: ``data/mini`` at the repository root, located relative to this file.
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "mini"
@@ -71,6 +82,13 @@ class MiniBenchmark:
                 return q
         raise KeyError(f"no question with id {question_id!r} in TrekBench-Mini")
 
+    @property
+    def corpus(self) -> list[Document]:
+        """The pages a search over TrekBench-Mini finds: the hand-written ones. Generated timeline
+        pages (:func:`is_generated`) feed TrekBench-Ctrl's pools only; short and dense in the
+        question's words, they would crowd the gold pages out of a BM25 ranking."""
+        return [d for d in self.documents if not is_generated(d)]
+
     def documents_for(self, question_id: str, roles: str | Iterable[str] | None = None) -> list[Document]:
         """Documents of one question, in file order, optionally only those with the given role(s)."""
         wanted: set[str] | None
@@ -101,14 +119,65 @@ def latest_document_answer(docs: Iterable[Document]) -> str | None:
     return answers.pop()
 
 
-def _files(root: Path, name: str) -> list[Path]:
-    """``root/name`` (always, so a missing root file is reported) then ``root/*/name`` in name order."""
-    subs = sorted(p for p in root.glob(f"*/{name}") if p.is_file())
+@dataclass(frozen=True)
+class AnswerSpan:
+    """Where a page states the answer it supports: ``text[start:end]``; ``template`` says how to
+    write another value there (``{value}`` unless the annotation gives one, e.g. ``{value_words}``
+    where the page writes "four", or a phrase such as ``was acquired by {value}``)."""
+
+    start: int
+    end: int
+    template: str = "{value}"
+
+
+def _span_problem(doc: Document) -> str | None:
+    raw = doc.metadata.get("answer_span")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"start", "end", "template"}:
+        return "must be an object with start, end and an optional template"
+    start, end = raw.get("start"), raw.get("end")
+    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
+        return "start and end must be whole numbers"
+    if not 0 <= start < end <= len(doc.text):
+        return f"[{start}, {end}) is not a non-empty part of the text ({len(doc.text)} characters)"
+    tpl = raw.get("template", "{value}")
+    if not isinstance(tpl, str):
+        return "template must be a string"
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
+    except ValueError as e:
+        return f"template {tpl!r}: {e}"
+    if len(names) != 1 or names[0] not in VALUE_FIELDS:
+        return f"template {tpl!r} must hold exactly one of {', '.join('{' + f + '}' for f in VALUE_FIELDS)}"
+    return None
+
+
+def answer_span(doc: Document) -> AnswerSpan | None:
+    """The page's annotated answer span (``metadata.answer_span``), or None when it has none."""
+    raw = doc.metadata.get("answer_span")
+    if raw is None or _span_problem(doc) is not None:
+        return None
+    return AnswerSpan(raw["start"], raw["end"], raw.get("template", "{value}"))
+
+
+def _files(root: Path, name: str, skip: str | None = None) -> list[Path]:
+    """``root/name`` (always, so a missing root file is reported) then ``root/*/name`` in name order
+    (leaving out the subfolder ``skip``)."""
+    subs = sorted(p for p in root.glob(f"*/{name}") if p.is_file() and p.parent.name != skip)
     return [root / name, *subs]
 
 
-def load(path: str | os.PathLike[str] | None = None) -> MiniBenchmark:
+def is_generated(doc: Document) -> bool:
+    """True for a page made by :mod:`trek.datasets.mini_timeline` (``metadata.generated``)."""
+    return bool(doc.metadata.get("generated"))
+
+
+def load(path: str | os.PathLike[str] | None = None, *, generated: bool = True) -> MiniBenchmark:
     """Load and check TrekBench-Mini from ``path`` (default: :func:`default_mini_dir`).
+
+    ``generated=False`` leaves out the generated timeline pages (the ``generated/`` subfolder,
+    see :mod:`trek.datasets.mini_timeline`): the hand-written benchmark alone.
 
     Raises :class:`trek.types.RecordError` for a missing file or an invalid line, and
     :class:`MiniBenchmarkError` for duplicate ids or urls, a document pointing at an unknown
@@ -122,8 +191,9 @@ def load(path: str | os.PathLike[str] | None = None) -> MiniBenchmark:
     sources: dict[str, Path] = {}
     questions: list[Question] = []
     # the root folder must hold both files; a subfolder may hold either or both
-    q_files = _files(root, QUESTIONS_FILE)
-    d_files = _files(root, DOCUMENTS_FILE)
+    skip = None if generated else GENERATED_DIR
+    q_files = _files(root, QUESTIONS_FILE, skip)
+    d_files = _files(root, DOCUMENTS_FILE, skip)
 
     for f in q_files:
         for q in read_jsonl(f, Question):
@@ -149,6 +219,9 @@ def load(path: str | os.PathLike[str] | None = None) -> MiniBenchmark:
                 raise MiniBenchmarkError(
                     f"{f}: document {d.id!r} repeats url {d.url} of document {other!r} ({other_file})"
                 )
+            problem = _span_problem(d)
+            if problem is not None:
+                raise MiniBenchmarkError(f"{f}: document {d.id!r}: metadata.answer_span {problem}")
             if d.question_id is not None and d.question_id not in q_by_id:
                 raise MiniBenchmarkError(
                     f"{f}: document {d.id!r} points at unknown question {d.question_id!r}"

@@ -15,6 +15,12 @@ is still missing, the answer is recorded as ``unparsed`` (no final answer, never
 When the extraction stays unreadable, call 2 receives the raw extraction reply as its evidence
 and the record says so (``extraction: "unparsed"``).
 Two model calls per question (plus re-asks for unreadable replies).
+
+``json_answer=True`` (``trek ctrl run --structured-json``; a deviation, off by default, on for the
+embedded model in ``make runs``) asks call 2 for ``{"contrast": ..., "answer": ...}`` instead
+(template ``rag.structured.contrast_json``), sent with its JSON schema to endpoints that constrain
+replies to one (:func:`trek.llm.structured.achat_json`): a small model that never writes the
+``#Answer:`` line then still gives a readable answer. The record says ``answer_format: "json"``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 
 from trek.contexts import Context
 from trek.llm.client import LLMClient
-from trek.llm.structured import object_schema
+from trek.llm.structured import achat_json, object_schema
 from trek.rag.answer import MethodOutput, ask_json, question_prompt
 from trek.templates import register, template_version
 from trek.types import Question
@@ -35,6 +41,9 @@ __all__ = [
     "VERSION",
     "EXTRACT_PROMPT",
     "CONTRAST_PROMPT",
+    "CONTRAST_JSON_PROMPT",
+    "CONTRAST_SCHEMA",
+    "check_contrast_json",
     "RELATIONS",
     "check_extraction_shape",
     "parse_extraction",
@@ -79,6 +88,24 @@ Question: {question}
 Extracted evidence:
 {extracted_evidence}""",
 )
+
+CONTRAST_JSON_PROMPT = register(
+    "rag.structured.contrast_json",
+    """\
+Below is evidence extracted from several documents. Compare the candidate answers and decide \
+which one best answers the question as of {effective_year}. Say briefly why it is better \
+supported than the other candidates.
+
+Reply with JSON only: {{"contrast": "<a short comparison>", "answer": "<the short final answer>"}}
+
+Question: {question}
+
+Extracted evidence:
+{extracted_evidence}""",
+)
+
+#: The reply shape of the JSON contrast call.
+CONTRAST_SCHEMA = object_schema({"contrast": "text", "answer": {"type": "string", "minLength": 1, "maxLength": 80}})
 
 FORMAT_REASK = (
     "Your reply did not end with a line starting with #Answer:. Reply again in exactly this form:\n"
@@ -195,24 +222,42 @@ def parse_contrast(text: str | None) -> tuple[str | None, str]:
     return contrast, answer
 
 
+def check_contrast_json(value: Any) -> dict[str, str]:
+    """The ``{"contrast", "answer"}`` reply of the JSON contrast call; ``ValueError`` (a re-ask)
+    when the answer is missing or empty."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object with contrast and answer")
+    answer = value.get("answer")
+    if not isinstance(answer, str) or not answer.strip():
+        raise ValueError("'answer' must be a non-empty string")
+    contrast = value.get("contrast")
+    return {"contrast": contrast if isinstance(contrast, str) else _text(contrast), "answer": answer.strip()}
+
+
 @dataclass
 class Structured:
     """Per-document evidence records, then a contrastive answer."""
 
     max_reasks: int = 2
     format_reasks: int = 1
+    json_answer: bool = False
 
     name = "structured"
     calls = 2
 
     def config(self) -> dict[str, Any]:
-        return {"method": self.name, "version": VERSION, "max_reasks": self.max_reasks,
-                "format_reasks": self.format_reasks, "evidence_fields_added": ["date", "source_url"]}
+        out = {"method": self.name, "version": VERSION, "max_reasks": self.max_reasks,
+               "format_reasks": self.format_reasks, "evidence_fields_added": ["date", "source_url"]}
+        if self.json_answer:  # only when on, so runs made before the option keep their identity
+            out["json_answer"] = True
+        return out
 
     def versions(self) -> dict[str, str]:
+        contrast = (("rag.structured.contrast_json", CONTRAST_JSON_PROMPT) if self.json_answer
+                    else ("rag.structured.contrast", CONTRAST_PROMPT))
         return {
             "rag.structured.extract": template_version("rag.structured.extract", EXTRACT_PROMPT, VERSION),
-            "rag.structured.contrast": template_version("rag.structured.contrast", CONTRAST_PROMPT, VERSION),
+            contrast[0]: template_version(contrast[0], contrast[1], VERSION),
         }
 
     async def arun(self, q: Question, ctx: Context, client: LLMClient, params: dict[str, Any]) -> MethodOutput:
@@ -229,6 +274,8 @@ class Structured:
             evidence = res.raw_texts[-1] if res.raw_texts else ""
             out.details = {"extraction": "unparsed", "records": [], "extraction_error": res.error}
         out.details["extract_attempts"] = res.attempts
+        if self.json_answer:
+            return await self._json_contrast(q, client, params, evidence, out)
         convo = [{"role": "user",
                   "content": question_prompt("rag.structured.contrast", CONTRAST_PROMPT, q, extracted_evidence=evidence)}]
         for attempt in range(self.format_reasks + 1):
@@ -249,4 +296,24 @@ class Structured:
             out.final_answer = answer
             return out
         out.details["contrast_attempts"] = self.format_reasks + 1
+        return out
+
+    async def _json_contrast(self, q: Question, client: LLMClient, params: dict[str, Any], evidence: str,
+                             out: MethodOutput) -> MethodOutput:
+        prompt = question_prompt("rag.structured.contrast_json", CONTRAST_JSON_PROMPT, q, extracted_evidence=evidence)
+        res = await achat_json(client, [{"role": "user", "content": prompt}], validate=check_contrast_json,
+                               max_reasks=self.format_reasks, schema=CONTRAST_SCHEMA, **params)
+        for text in res.raw_texts:
+            out.replies.append({"role": "assistant", "call": "contrast", "content": text})
+        out.usage = out.usage + res.usage
+        out.details["answer_format"] = "json"
+        out.details["contrast_attempts"] = res.attempts
+        if res.status == "pending":
+            return out.pending(res.error)
+        if not res.ok:
+            out.details["answer"] = "unparsed"
+            out.details["answer_error"] = res.error
+            return out
+        out.details.update({"answer": "ok", "contrast": res.value["contrast"]})
+        out.final_answer = res.value["answer"]
         return out

@@ -12,6 +12,11 @@
   (their snippets when a page is unavailable), then one answer call.
 * ``no-search`` — the answer prompt alone.
 
+``SystemConfig.first_search`` (``--first-search``, off by default) makes the agentic system's first
+call require a ``web_search`` call (``tool_choice`` naming the function, which both OpenAI and
+llama.cpp's function-calling format honour): a deviation for a small model that otherwise never
+searches; the system dict records it.
+
 The prompts give the model the tools, the round limit and the dataset's answer prompt, and no
 advice on how to judge evidence: the paper's systems got none. Such advice is an explicit option,
 ``SystemConfig.hints`` (``--hints``), off by default; when on, :data:`HINTS_PROMPT` is added
@@ -53,6 +58,7 @@ __all__ = [
     "TOOLS",
     "AGENTIC_SYSTEM_PROMPT",
     "FORCE_ANSWER_PROMPT",
+    "FIRST_SEARCH_CHOICE",
     "HINTS_PROMPT",
     "READ_CONTEXT_PROMPT",
     "format_search_results",
@@ -99,6 +105,13 @@ the time the question is about: pages may be outdated, irrelevant or in conflict
 other.""",
 )
 
+#: Longest query and address the tools take: a grammar-constrained endpoint (llama.cpp) then closes
+#: the arguments' JSON even when a small model repeats itself until ``max_tokens``.
+QUERY_MAX_CHARS, URL_MAX_CHARS = 200, 300
+
+#: The ``tool_choice`` of the first round with ``first_search``: the search tool, by name.
+FIRST_SEARCH_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "web_search"}}
+
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -107,7 +120,8 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Search the web. Returns a numbered list of results with URL, title, date and snippet.",
             "parameters": {
                 "type": "object",
-                "properties": {"query": {"type": "string", "description": "The search query."}},
+                "properties": {"query": {"type": "string", "description": "The search query.",
+                                         "maxLength": QUERY_MAX_CHARS}},
                 "required": ["query"],
             },
         },
@@ -119,7 +133,8 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Open a web page and return its text (long pages are cut after the beginning).",
             "parameters": {
                 "type": "object",
-                "properties": {"url": {"type": "string", "description": "The address of the page."}},
+                "properties": {"url": {"type": "string", "description": "The address of the page.",
+                                       "maxLength": URL_MAX_CHARS}},
                 "required": ["url"],
             },
         },
@@ -134,6 +149,8 @@ class SystemConfig:
     ``page_chars`` is how much of a page the evaluated system sees (default
     :data:`~trek.pages.AGENT_PAGE_CHARS`; not the TrekTrace judge's 3,500). ``hints`` adds
     :data:`HINTS_PROMPT` (off by default: the paper's systems got no such advice).
+    ``first_search`` requires a ``web_search`` call on the agentic system's first round
+    (:data:`FIRST_SEARCH_CHOICE`; off by default).
     """
 
     system: str = "agentic"
@@ -143,6 +160,7 @@ class SystemConfig:
     top_k: int = 5
     page_chars: int = AGENT_PAGE_CHARS
     hints: bool = False
+    first_search: bool = False
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -266,7 +284,11 @@ class SearchSystem:
             raise ValueError("the no-search system takes no search backend")
         if cfg.hints and cfg.system == "no-search":
             raise ValueError("hints are advice on search evidence; the no-search system takes none")
+        if cfg.first_search and cfg.system != "agentic":
+            raise ValueError("first_search applies to the agentic system (search-then-read always searches)")
         self.config = cfg
+        if cfg.first_search and self.native:
+            raise ValueError("first_search needs function tools; the openai backend's native search has none")
 
     @property
     def native(self) -> bool:
@@ -291,6 +313,8 @@ class SearchSystem:
             d.update(top_k=cfg.top_k, page_chars=cfg.page_chars)
         if cfg.system != "no-search":
             d["hints"] = cfg.hints
+        if cfg.first_search:  # recorded only when on, so runs made before the option keep their identity
+            d["first_search"] = True
         if self.backend is not None:
             d.update({k: v for k, v in self.backend.describe().items() if k != "search"})
         if cfg.params:
@@ -448,6 +472,8 @@ class SearchSystem:
                     {"role": "user", "content": render("agent.force_answer", FORCE_ANSWER_PROMPT)}
                 )
                 params["tool_choice"] = "none"
+            elif rnd == 1 and cfg.first_search:
+                params["tool_choice"] = FIRST_SEARCH_CHOICE
             res = await self.client.achat(messages, tools=TOOLS, **params)
             rec.add_usage(res)
             if not res.ok:
@@ -460,23 +486,11 @@ class SearchSystem:
                 rec.add_answer(rnd, res, content)
                 return content, None
             if last:  # tool_choice="none" ignored: no final answer
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": msg.get("content"),
-                        "tool_calls": [_echo_call(c) for c in calls],
-                    }
-                )
+                messages.append(_echo_turn(msg.get("content"), calls))
                 rec.no_answer = True
                 rec.add_answer(rnd, res, None, error="tool call after the final round: no answer")
                 return None, None
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": msg.get("content"),
-                    "tool_calls": [_echo_call(c) for c in calls],
-                }
-            )
+            messages.append(_echo_turn(msg.get("content"), calls))
             for c in calls:
                 try:
                     content = await self._run_tool(c, rec, rnd)
@@ -570,6 +584,16 @@ class SearchSystem:
 
 def _last_round(rec: _Record) -> int:
     return rec.steps[-1].round if rec.steps else 0
+
+
+def _echo_turn(content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant turn that made ``calls``, as sent back. Without text it has no ``content`` key
+    (OpenAI allows that beside tool calls; llama.cpp's server rejects ``"content": null``)."""
+    turn: dict[str, Any] = {"role": "assistant"}
+    if content is not None:
+        turn["content"] = content
+    turn["tool_calls"] = [_echo_call(c) for c in calls]
+    return turn
 
 
 def _echo_call(c: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,12 @@ Matchers (all optional):
     ``"tool"`` (for ``/v1/responses``: ``function_call_output`` items).
 ``"model"``
     Exact model name.
+``"tool_choice"``
+    The request's ``tool_choice`` must equal this JSON value (``null``: the request sends none).
+``"json_schema"``
+    Boolean; ``true`` matches a request whose ``response_format`` carries a JSON schema (llama.cpp's
+    ``{"type": "json_object", "schema": ...}`` or OpenAI's ``{"type": "json_schema", ...}``), so a
+    script can play an endpoint that constrains replies to a schema; ``false`` one without.
 
 Exactly one action:
 
@@ -177,7 +183,8 @@ FAULT_TYPES: tuple[str, ...] = ("429", "500", "stall", "malformed")
 
 DEFAULT_MODELS: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "fake-model")
 
-_MATCHER_KEYS = frozenset({"pattern", "any_pattern", "tool_results", "model"})
+_MATCHER_KEYS = frozenset({"pattern", "any_pattern", "tool_results", "model", "tool_choice", "json_schema"})
+_UNSET = object()
 _ACTION_KEYS = frozenset({"reply", "tool_calls", "error"})
 _EXTRA_KEYS = frozenset({"usage"})
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -205,7 +212,8 @@ def _count_tokens(text: str) -> int:
 
 
 class _Rule:
-    __slots__ = ("pattern", "any_pattern", "tool_results", "model", "action", "payload", "usage")
+    __slots__ = ("pattern", "any_pattern", "tool_results", "model", "tool_choice", "json_schema", "action", "payload",
+                 "usage")
 
     def __init__(self, raw: dict[str, Any], index: int) -> None:
         if not isinstance(raw, dict):
@@ -225,6 +233,11 @@ class _Rule:
             raise ValueError(f"script rule #{index}: 'tool_results' must be an integer")
         self.tool_results: int | None = tool_results
         self.model: str | None = raw.get("model")
+        self.tool_choice: Any = raw.get("tool_choice", _UNSET)
+        json_schema = raw.get("json_schema")
+        if json_schema is not None and not isinstance(json_schema, bool):
+            raise ValueError(f"script rule #{index}: 'json_schema' must be true or false")
+        self.json_schema: bool | None = json_schema
         self.action = actions[0]
         payload = raw[self.action]
         if self.action == "reply" and not isinstance(payload, str):
@@ -248,14 +261,28 @@ class _Rule:
             raise ValueError(f"script rule #{index}: 'usage' must be an object")
         self.usage: dict[str, Any] | None = usage
 
-    def matches(self, model: str, texts: Sequence[str], tool_results: int) -> bool:
+    def matches(self, model: str, texts: Sequence[str], tool_results: int, body: dict[str, Any] | None = None) -> bool:
         if self.model is not None and model != self.model:
+            return False
+        body = body or {}
+        if self.tool_choice is not _UNSET and body.get("tool_choice") != self.tool_choice:
+            return False
+        if self.json_schema is not None and _has_schema(body.get("response_format")) != self.json_schema:
             return False
         if self.tool_results is not None and tool_results != self.tool_results:
             return False
         if self.pattern is not None and not self.pattern.search(texts[-1] if texts else ""):
             return False
         return not (self.any_pattern is not None and not self.any_pattern.search("\n".join(texts)))
+
+
+def _has_schema(fmt: Any) -> bool:
+    """True when a ``response_format`` constrains the reply to a JSON schema."""
+    if not isinstance(fmt, dict):
+        return False
+    if fmt.get("type") == "json_schema":
+        return isinstance(fmt.get("json_schema"), dict)
+    return fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict)
 
 
 def load_script(script: str | Path | Iterable[dict[str, Any]] | None) -> list[_Rule]:
@@ -714,9 +741,10 @@ class FakeOpenAIServer:
         with self._update():
             self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
 
-    def _pick_rule(self, model: str, texts: Sequence[str], tool_results: int) -> _Rule | None:
+    def _pick_rule(self, model: str, texts: Sequence[str], tool_results: int,
+                   body: dict[str, Any] | None = None) -> _Rule | None:
         for rule in self.rules:
-            if rule.matches(model, texts, tool_results):
+            if rule.matches(model, texts, tool_results, body):
                 return rule
         return None
 
@@ -801,7 +829,11 @@ class FakeOpenAIServer:
             await asyncio.sleep(self.latency)
         if fault in ("429", "500"):
             return self._fault_response(fault, body["model"])
-        payload = build(body, key)
+        try:
+            payload = build(body, key)
+        except Exception as e:  # a bug in a script or a subclass: a 400 fails the call at once (a 500 is retried)
+            return _error_response(400, f"fake OpenAI server: building the reply raised {type(e).__name__}: {e}",
+                                   err_type="fake_server_error")
         if isinstance(payload, web.Response):
             return payload
         data = _dumps(payload)
@@ -855,7 +887,7 @@ class FakeOpenAIServer:
         model = body["model"]
         texts = [content_text(m.get("content")) for m in messages]
         tool_results = sum(1 for m in messages if m.get("role") == "tool")
-        rule = self._pick_rule(model, texts, tool_results)
+        rule = self._pick_rule(model, texts, tool_results, body)
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
         finish_reason = "stop"
         if rule is not None and rule.action == "error":
@@ -942,7 +974,7 @@ class FakeOpenAIServer:
         messages = self._input_as_messages(inp)
         texts = [m["content"] for m in messages]
         tool_results = sum(1 for m in messages if m["role"] == "tool")
-        rule = self._pick_rule(model, texts, tool_results)
+        rule = self._pick_rule(model, texts, tool_results, body)
         if rule is not None and rule.action == "error":
             return self._script_error(rule)
         output: list[dict[str, Any]] = []
