@@ -294,15 +294,9 @@ def discover_command(
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark
-            from trek.datasets.wild import IncompleteDataError, check_complete
 
             bench = load_benchmark("wild", data_dir)
-            try:
-                check_complete(bench)
-            except IncompleteDataError as e:
-                if not allow_partial:
-                    raise
-                options.err.print(f"warning: {e}", highlight=False)
+            options.check_wild(bench, allow_partial)
             qs = [q for q in bench.questions if qids is None or q.id in qids]
             if qids is not None and len(qs) < len(set(qids)):
                 raise CtrlError(f"--questions: not in TrekBench-Wild: {sorted(set(qids) - {q.id for q in qs})}")

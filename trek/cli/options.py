@@ -167,6 +167,21 @@ def always_clear() -> tuple[type[Exception], ...]:
     return (RecordError, OutputError, RunLockedError, RunFatalError, FatalLLMError)
 
 
+def check_wild(bench: Any, allow_partial: bool) -> bool:
+    """Stop on a TrekBench-Wild with fewer questions than the paper's (``IncompleteDataError``)
+    unless ``allow_partial``, which warns instead; True when the set is partial."""
+    from trek.datasets.wild import IncompleteDataError, check_complete
+
+    try:
+        check_complete(bench)
+    except IncompleteDataError as e:
+        if not allow_partial:
+            raise
+        err.print(f"warning: {e}", highlight=False)
+        return True
+    return False
+
+
 @contextlib.contextmanager
 def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda message: None) -> Iterator[None]:
     """Turn any of ``errors`` (and of :func:`always_clear`) raised inside into :func:`fail`

@@ -29,18 +29,12 @@ def _load_questions(which: str, data_dir: Path | None, allow_partial: bool = Fal
                     ) -> tuple[list[Question], list[Any], dict[str, Any]]:
     """The question set, its documents, and what ``run.json`` records of a partial set."""
     from trek.datasets import load_benchmark
-    from trek.datasets.wild import IncompleteDataError, WildBenchmark, check_complete
+    from trek.datasets.wild import WildBenchmark
 
     bench = load_benchmark(which, data_dir)
     partial: dict[str, Any] = {}
-    if isinstance(bench, WildBenchmark):
-        try:
-            check_complete(bench)
-        except IncompleteDataError as e:
-            if not allow_partial:
-                raise
-            options.err.print(f"warning: {e}", highlight=False)
-            partial = {"partial_question_set": bench.counts()}
+    if isinstance(bench, WildBenchmark) and options.check_wild(bench, allow_partial):
+        partial = {"partial_question_set": bench.counts()}
     # Mini's search corpus: its hand-written pages (generated timeline pages are Ctrl pool material)
     docs = getattr(bench, "corpus", None) or getattr(bench, "documents", []) or []
     return list(bench.questions), list(docs), partial

@@ -486,22 +486,33 @@ async def afabricate_pool(pool: Pool, client: LLMClient, embedder: Embedder,
                 made.append(doc)
     except _Pending as p:
         pending = str(p)
-    base = [d for d in pool.documents if d.role != "fabrication"]
-    notes = dict(pool.notes)
-    notes["fabrication"] = {
-        "fabricator": "model",
+    notes = _notes("model", made, s, settings, client.model, embedder, {"prompts": prompt_versions()}, pending, log)
+    return _with(pool, made, notes)
+
+
+def _notes(fabricator: str, made: list[Document], s: FabricationSettings, given: FabricationSettings | None,
+           model: str | None, embedder: Embedder, extra: dict[str, Any], pending: str | None,
+           log: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``pool.notes["fabrication"]`` records of one fabrication, by either fabricator."""
+    return {
+        "fabricator": fabricator,
         "made": len(made),
         "target": s.target,
-        "model": client.model,
+        "model": model,
         "embedder": embedder.name,
         "min_similarity": s.min_similarity,
-        "min_similarity_source": ("given" if settings is not None and settings.min_similarity is not None
+        "min_similarity_source": ("given" if given is not None and given.min_similarity is not None
                                   else default_min_similarity(embedder.name)[1]),
-        "prompts": prompt_versions(),
+        **extra,
         "pending": pending,
         "attempts": log,
     }
-    return pool.model_copy(update={"documents": base + made, "notes": notes})
+
+
+def _with(pool: Pool, made: list[Document], fabrication_notes: dict[str, Any]) -> Pool:
+    """``pool`` with ``made`` in place of its fabrications and the notes of how they were made."""
+    base = [d for d in pool.documents if d.role != "fabrication"]
+    return pool.model_copy(update={"documents": base + made, "notes": {**pool.notes, "fabrication": fabrication_notes}})
 
 
 async def afabricate_pools(pools: Sequence[Pool], client: LLMClient, embedder: Embedder,
@@ -605,23 +616,9 @@ def fabricate_exact(pool: Pool, embedder: Embedder, settings: FabricationSetting
             doc.metadata["answer_span"] = {"start": a + vs, "end": a + ve}  # where the new value stands
             made.append(doc)
             break
-    base = [d for d in pool.documents if d.role != "fabrication"]
-    notes = dict(pool.notes)
-    notes["fabrication"] = {
-        "fabricator": "exact",
-        "made": len(made),
-        "target": s.target,
-        "model": None,
-        "embedder": embedder.name,
-        "min_similarity": s.min_similarity,
-        "min_similarity_source": ("given" if settings is not None and settings.min_similarity is not None
-                                  else default_min_similarity(embedder.name)[1]),
-        "values": values,
-        "pending": None,
-        "attempts": log,
-    }
+    notes = _notes("exact", made, s, settings, None, embedder, {"values": values}, None, log)
     if not golds:
-        notes["fabrication"]["reason"] = "no gold document has an annotated answer span"
+        notes["reason"] = "no gold document has an annotated answer span"
     elif len(made) < s.target and nxt >= len(values):
-        notes["fabrication"]["reason"] = f"the timeline offers {len(values)} other answers"
-    return pool.model_copy(update={"documents": base + made, "notes": notes})
+        notes["reason"] = f"the timeline offers {len(values)} other answers"
+    return _with(pool, made, notes)

@@ -72,36 +72,30 @@ Time frame: {effective_year}
 {docs_block}""",
 )
 
-CONTRAST_PROMPT = register(
-    "rag.structured.contrast",
-    """\
+# the two contrast prompts differ only in the reply format they ask for
+_CONTRAST_TASK = """\
 Below is evidence extracted from several documents. Compare the candidate answers and decide \
 which one best answers the question as of {effective_year}. Say briefly why it is better \
 supported than the other candidates.
 
-Reply in exactly this form:
-#Contrast: <a short comparison>
-#Answer: <the short final answer>
+"""
+_CONTRAST_INPUT = """
 
 Question: {question}
 
 Extracted evidence:
-{extracted_evidence}""",
+{extracted_evidence}"""
+
+CONTRAST_PROMPT = register(
+    "rag.structured.contrast",
+    _CONTRAST_TASK + "Reply in exactly this form:\n#Contrast: <a short comparison>\n#Answer: <the short final answer>"
+    + _CONTRAST_INPUT,
 )
 
 CONTRAST_JSON_PROMPT = register(
     "rag.structured.contrast_json",
-    """\
-Below is evidence extracted from several documents. Compare the candidate answers and decide \
-which one best answers the question as of {effective_year}. Say briefly why it is better \
-supported than the other candidates.
-
-Reply with JSON only: {{"contrast": "<a short comparison>", "answer": "<the short final answer>"}}
-
-Question: {question}
-
-Extracted evidence:
-{extracted_evidence}""",
+    _CONTRAST_TASK + 'Reply with JSON only: {{"contrast": "<a short comparison>", "answer": "<the short final answer>"}}'
+    + _CONTRAST_INPUT,
 )
 
 #: The reply shape of the JSON contrast call.
