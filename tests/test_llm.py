@@ -314,6 +314,9 @@ def test_budget_stops_new_calls(srv, tmp_path):
         ('thinking {not json} then {"ok": true}', {"ok": True}),
         # a raw line break inside a string (strict JSON refuses it, and the inner [] would be taken)
         ('{"wrong_answer": "Theo\n", "replacements": []}', {"wrong_answer": "Theo\n", "replacements": []}),
+        # one valid object whose string quotes a fence (the fence alone would give the inner [])
+        ('{"answer": "like this:\n```json\n{\n  " ,"urls":[],"why":"x&#34;}\n```\nok" }',
+         {"answer": "like this:\n```json\n{\n  ", "urls": [], "why": "x&#34;}\n```\nok"}),
     ],
 )
 def test_parse_json_lenient(text, value):

@@ -71,18 +71,22 @@ def parse_json_lenient(text: str | None) -> Any:
     Accepts code fences, leading or trailing prose, a JSON value embedded in a sentence, and raw
     control characters (a line break) inside strings, which small models write and which strict
     JSON forbids: read strictly, ``{"a": "x<newline>", "b": []}`` would yield the inner ``[]``.
+    A reply that is one JSON value as a whole is read as that value even when a string in it
+    quotes a code fence (a small model's answer may show "an example" of the JSON it writes).
     Raises ``ValueError`` with a short reason when nothing readable is there.
     """
     if text is None or not text.strip():
         raise ValueError("empty reply")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    # the whole reply first: a valid JSON value may quote a code fence inside one of its strings
+    candidates = [text] + [m.group(1) for m in _FENCE.finditer(text)]
     decoder = json.JSONDecoder(strict=False)
     for cand in candidates:
-        s = cand.strip()
         try:
-            return decoder.decode(s)
+            return decoder.decode(cand.strip())
         except json.JSONDecodeError:
             pass
+    for cand in candidates[1:] + candidates[:1]:  # then a value embedded in a fence, else in prose
+        s = cand.strip()
         for i, ch in enumerate(s):
             if ch in "{[":
                 try:
