@@ -71,3 +71,24 @@ def test_reply_validators_accept_json_booleans_and_reject_the_rest():
     with pytest.raises(ValueError, match="answer"):
         probes.validate({"answer": ""})
     assert evidence.validate_match({"evidence_match": True, "equivalent_urls": "u"})["equivalent_urls"] == ["u"]
+
+
+def _longest_value(schema: dict, where: str = "reply") -> int:
+    """The most characters a value of ``schema`` can hold; fails on an unbounded string or list."""
+    kind = schema.get("type")
+    if kind == "object":
+        return sum(_longest_value(s, f"{where}.{k}") for k, s in schema["properties"].items())
+    if kind == "array":
+        assert "maxItems" in schema, f"{where}: a list without maxItems"
+        return schema["maxItems"] * _longest_value(schema["items"], f"{where}[]")
+    if kind == "string":
+        assert "maxLength" in schema, f"{where}: a string without maxLength"
+        return schema["maxLength"]
+    return 8  # booleans and numbers
+
+
+def test_a_probe_reply_constrained_to_its_schema_fits_the_recorded_token_limit():
+    """SmolLM2 constrained to an unbounded list wrote "URLs" until max_tokens (320) cut the JSON."""
+    from trek.trace import probes
+
+    assert _longest_value(probes.SCHEMA) <= 4 * 160  # characters: well under 320 tokens with the keys

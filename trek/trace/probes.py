@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trek.llm.structured import object_schema
+from trek.llm.structured import TEXT_MAX, object_schema
 from trek.templates import register
 from trek.trace.common import REPLY_JSON, as_text, as_urls
 
-__all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "SCHEMA", "validate"]
+__all__ = ["VERSION", "GOLD_ONLY_TEMPLATE", "NOISE_TEMPLATE", "GOLD_ONLY_PROMPT", "NOISE_PROMPT", "SCHEMA", "USED_URLS_MAX",
+           "validate"]
 
-VERSION = "trace-probes-1"
+VERSION = "trace-probes-2"  # 2: the reply schema bounds used_urls
 GOLD_ONLY_TEMPLATE = "trace.gold_only"
 NOISE_TEMPLATE = "trace.gold_plus_noise"
 
@@ -59,8 +60,15 @@ remember or any source not listed.
 register(GOLD_ONLY_TEMPLATE, GOLD_ONLY_PROMPT)
 register(NOISE_TEMPLATE, NOISE_PROMPT)
 
+#: At most this many URLs in a probe reply. The list is bounded so that a model whose reply is
+#: constrained to the schema closes its JSON within its token limit: SmolLM2-135M otherwise lists
+#: sentences as "URLs" until its tokens run out, and the probe is lost.
+USED_URLS_MAX = 3
 #: The reply shape of both probes, sent to endpoints that enforce schemas.
-SCHEMA = object_schema({"answer": "text", "used_urls": "strings", "reasoning": "text"})
+SCHEMA = object_schema({"answer": "text",
+                        "used_urls": {"type": "array", "items": {"type": "string", "maxLength": TEXT_MAX},
+                                      "maxItems": USED_URLS_MAX},
+                        "reasoning": "text"})
 
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
