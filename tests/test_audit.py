@@ -115,3 +115,15 @@ def test_the_command_prints_the_table_and_writes_the_pairs(run_dir, tmp_path):
     assert len(out.read_text().splitlines()) == 1 + 11 + 2
     res = CliRunner().invoke(app, ["judge", "audit", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_a_kappa_without_interval_says_why_on_the_plot():
+    """A judge that says yes every time has kappa 0 and no interval: the plot names the reason."""
+    import pandas as pd
+
+    table = pd.DataFrame({"n": [10, 10], "kappa": [0.0, 0.4], "kappa_low": [float("nan"), 0.1],
+                          "kappa_high": [float("nan"), 0.7], "judge_yes": [100.0, 50.0]},
+                         index=pd.Index(["evidence", "grading"], name="role"))
+    fig = plot_audit(AuditData(pd.DataFrame({"role": ["evidence"]}), table), "t")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["judge said yes\nevery time"]

@@ -117,21 +117,31 @@ def test_table2_says_why_a_distractor_type_is_missing(tmp_path):
     from trek.report import ctrl_build
     from trek.report.paths import recorded_dir
 
-    # the recorded build had a model, whose fabrications all failed the checks: say so, not "needs a model"
+    # the recorded build: exact fabrications, shown as a diff against the gold window
     recorded = ctrl_build.load_build(recorded_dir("ctrl", "build"))
-    assert recorded.manifest["model"] and recorded.manifest["documents"]["fabrication"] == 0
-    why = ctrl_build.distraction_examples(recorded).loc["fabrication", "detail"]
-    assert "needs a model" not in why
-    assert f"{recorded.manifest['model']} wrote none that passed the checks" in why
-    n = sum(len(p.notes["fabrication"]["attempts"]) for p in recorded.pools)
-    assert f"{n} attempts for {len(recorded.pools)} questions rejected" in why
-    assert f"; 0 fabrications by {recorded.manifest['model']})" in ctrl_build.build_title(recorded, "T")
+    made = recorded.manifest["documents"]["fabrication"]
+    assert made > 0 and recorded.manifest["fabricators"]["exact"] == len(recorded.pools)
+    diff = ctrl_build.distraction_examples(recorded).loc["fabrication", "detail"]
+    assert diff.startswith("--- gold") and "\n-" in diff and "\n+" in diff
+    assert ctrl_build.build_title(recorded, "T").endswith(f"; {made} fabrications by exact edits)")
+    # a model whose fabrications all failed the checks: said so, with the rejections, not "needs a model"
+    rejected = [p.model_copy(update={
+        "documents": [d for d in p.documents if d.role != "fabrication"],
+        "notes": {**p.notes, "fabrication": {"fabricator": "model", "attempts": [{"outcome": "rejected", "kind": "low_similarity"}]}}})
+        for p in recorded.pools]
+    failed = ctrl_build.Built(recorded.folder, rejected, recorded.contexts,
+                              {**recorded.manifest, "model": "m-1", "fabricators": {"exact": 0, "model": len(rejected)}})
+    why = ctrl_build.distraction_examples(failed).loc["fabrication", "detail"]
+    assert "needs a model" not in why and "m-1 wrote none that passed the checks" in why
+    assert f"{len(rejected)} attempts for {len(rejected)} questions rejected: low_similarity {len(rejected)}" in why
+    assert ctrl_build.build_title(failed, "T").endswith("; 0 fabrications by m-1)")
     # a build without fabrication skipped it
     build(from_mini(question_ids=["mini:01", "mini:02"]), tmp_path / "nomodel", count_tokens=False,
           conditions=("OO", "GOLD"), fabricator="none")
     why = ctrl_build.distraction_examples(ctrl_build.load_build(tmp_path / "nomodel")).loc["fabrication", "detail"]
-    assert "skipped: the build had no model" in why
-    assert ctrl_build.build_title(ctrl_build.load_build(tmp_path / "nomodel"), "T").endswith("no fabrications (no model))")
+    assert "skipped (`trek ctrl build --fabricator none`)" in why
+    assert ctrl_build.build_title(ctrl_build.load_build(tmp_path / "nomodel"), "T").endswith(
+        "no fabrications (--fabricator none))")
 
 
 BUDGET_RUN = ("OO:k=5", "OO:k=10", "OO:k=20")
@@ -200,6 +210,10 @@ def test_figure6_plots_the_distractors_the_contexts_hold_with_intervals(budget_r
     assert list(right.lines[0].get_xdata()) == [5.0, 8.0, 8.0]
     assert [t.get_text() for t in right.texts] == ["k=10, 20"]  # the budgets behind the point at 8
     assert "95% Wilson" in fig._suptitle.get_text()
+    # the legend sits below both panels (their labels included), never on a point or interval
+    renderer = fig.canvas.get_renderer()
+    assert right.get_legend() is None and len(fig.legends) == 1
+    assert fig.legends[0].get_window_extent(renderer).y1 <= min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
     # runs read from other contexts are refused, naming the file
     other = tmp_path / "other"
     build(from_mini(question_ids=["mini:04"]), other, count_tokens=False, conditions=BUDGET_RUN)

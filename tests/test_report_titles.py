@@ -28,3 +28,18 @@ def test_runs_title_names_model_and_question_set_and_marks_demo_runs(tmp_path, d
     (real / "run.json").write_text(json.dumps(meta))
     title = runs_title("Accuracy (%)", [real])
     assert not title.startswith("DEMO DATA") and "Quokka-13B" in title and "My-Set" in title
+
+
+def test_runs_title_says_who_judged(tmp_path, demo_runs):
+    run = tmp_path / "run"
+    shutil.copytree(demo_runs["demo-lm"], run)
+    grades = [json.loads(x) for x in (run / "grades.jsonl").read_text().splitlines()]
+    judge = grades[0]["judge_model"]
+    assert judge and f"; judged by {judge})" in runs_title("Accuracy (%)", [run])
+    for g in grades:
+        g["judge_model"] = "oracle"
+    (run / "grades.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
+    assert runs_title("Accuracy (%)", [run]).endswith("questions; judged by the exact judge)")
+    (run / "grades.jsonl").unlink()
+    (run / "trace.jsonl").unlink(missing_ok=True)
+    assert "judged by" not in runs_title("Accuracy (%)", [run])

@@ -371,7 +371,8 @@ def describe(pairs: pd.DataFrame) -> str:
                 "(record some with `trek grade RUN --judge oracle --audit-judge MODEL` or "
                 "`trek trace RUN --judge oracle --audit-judge MODEL`, or judge an annotated run with an LLM)")
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
-        parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval)",
+        parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval; none "
+                 "where a judge gave one verdict throughout, as kappa then has no standard error)",
                  audit_table(pairs).round(3).to_string(), ""]
         for role in [r for r in ROLES if r in set(pairs.loc[pairs["judge"].notna(), "role"])]:
             parts += [f"{role}:", confusion(pairs, role).to_string(), ""]

@@ -498,7 +498,9 @@ def _audit_section(root: Path) -> str:
                                           "exact_yes": 1, "judge_yes": 1})
         return ("\n## Judge audit: the embedded model against the exact judge\n\n"
                 "Per role, the verdicts both gave (`n`), agreement (%), Cohen's kappa with a 95% interval, the share "
-                "each called correct/yes (%) and the model's unreadable verdicts (`trek judge audit`):\n\n```\n"
+                "each called correct/yes (%) and the model's unreadable verdicts (`trek judge audit`). Where the "
+                "model gave one verdict throughout (`judge_yes` 100 or 0), kappa is 0 by construction and has no "
+                "interval (NaN):\n\n```\n"
                 + table.to_string() + "\n```\n")
 
 

@@ -429,7 +429,9 @@ def plot_position_budget(positions: pd.DataFrame, budgets: pd.DataFrame, title: 
     for ax in (left, right):
         ax.set_ylim(0, 105)
     left.set_ylabel("accuracy (%), 95% interval")
-    right.legend(*drawn_legend([left, right]), frameon=False, loc="lower right", fontsize=7)
+    handles, labels = drawn_legend([left, right])
+    # below the panels, where no point or interval can be
+    fig.legend(handles, labels, frameon=False, loc="lower center", ncol=max(1, min(len(labels), 4)), fontsize=7)
     fig.suptitle(f"{title}\n({CI_NOTE})", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07 * ((len(labels) + 3) // 4), 1, 1))
     return fig

@@ -75,13 +75,18 @@ def default_build_dir() -> Path:
 
 
 def build_title(built: Built, what: str) -> str:
-    """``what`` with the question set, and how many fabrications which model made (from the pools
-    and ``build.json``); DEMO DATA when the build was made by a scripted demo (its ``source`` says
+    """``what`` with the question set, and how many fabrications were made and how (exact edits of
+    annotated answer spans, a model), from the pools and ``build.json``; DEMO DATA when the build was made by a scripted demo (its ``source`` says
     ``demo``)."""
     manifest = built.manifest
     data = benchmark_of((p.question.id for p in built.pools), "TrekBench-Ctrl")
     made = sum(len(p.role("fabrication")) for p in built.pools)
-    fab = f"{made} fabrications by {manifest['model']}" if manifest.get("model") else "no fabrications (no model)"
+    by = (["exact edits"] if (manifest.get("fabricators") or {}).get("exact") else []) + \
+        ([str(manifest["model"])] if manifest.get("model") else [])
+    if by:
+        fab = f"{made} fabrications by {' and '.join(by)}"
+    else:
+        fab = "no fabrications (" + ("--fabricator none" if manifest.get("fabricator") == "none" else "no model") + ")"
     demo = "demo" in str(manifest.get("source", ""))
     return demo_label(demo, f"{what} ({data}, {len(built.pools)} questions; {fab})")
 
@@ -128,14 +133,21 @@ def _fabrication_why(built: Built, pools: list[Pool]) -> str:
     m = built.manifest
     if not m:
         return f"the build has no {MANIFEST_FILE}, so whether fabrication ran is not recorded"
-    if m.get("fabrication") != "done" or not m.get("model"):
-        return "fabrication was skipped: the build had no model (`trek ctrl build --model`)"
     notes = [p.notes.get("fabrication") or {} for p in pools]
+    if m.get("fabrication") != "done" or not (m.get("model") or any(n.get("fabricator") == "exact" for n in notes)):
+        if m.get("fabricator") == "none":
+            return "fabrication was skipped (`trek ctrl build --fabricator none`)"
+        return "fabrication was skipped: the build had no model (`trek ctrl build --model`)"
     attempts = [a for n in notes for a in n.get("attempts", [])]
     kinds = Counter(str(a.get("kind") or a.get("outcome") or "?") for a in attempts
                     if a.get("outcome") != "accepted")
     pending = sum(1 for n in notes if n.get("pending"))
-    why = f"{m['model']} wrote none that passed the checks"
+    reasons = sorted({str(n["reason"]) for n in notes if n.get("reason")})
+    exact_only = bool(notes) and all(n.get("fabricator") == "exact" for n in notes if n)
+    who = "the exact fabricator" if exact_only else (m.get("model") or "the fabricator")
+    why = f"{who} wrote none that passed the checks"
+    if reasons:
+        why += f" ({'; '.join(reasons)})"
     if attempts:
         how = ", ".join(f"{k} {v}" for k, v in kinds.most_common())
         why += f" ({len(attempts)} attempts for {len(pools)} questions rejected: {how})"

@@ -112,6 +112,12 @@ def plot_audit(data: AuditData, title: str) -> plt.Figure:
     has = ~np.isnan(lo)
     ax.errorbar(x[has], k[has], yerr=[k[has] - lo[has], hi[has] - k[has]], fmt="none", ecolor="black", capsize=3)
     ax.axhline(0, color="grey", linewidth=0.8)
+    judge_yes = t["judge_yes"].to_numpy(dtype=float) if "judge_yes" in t else np.full(len(t), np.nan)
+    for i in np.flatnonzero(~has & ~np.isnan(k)):  # kappa without an interval: say why on the plot
+        why = {100.0: "judge said yes\nevery time", 0.0: "judge said no\nevery time"}.get(judge_yes[i], "no interval")
+        ax.plot([x[i]], [k[i]], marker="o", color="#4477AA")
+        ax.annotate(why, (x[i], k[i]), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=7, color="#444444")
     ax.set_xticks(x, [f"{r}\nn={n}" for r, n in zip(t.index, t["n"], strict=True)], fontsize=8)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("Cohen's kappa vs exact judge")
