@@ -26,7 +26,6 @@ from trek.ctrl.pools import from_mini, write_pools
 from trek.datasets import mini
 from trek.llm.ledger import read_ledger
 from trek.llm.usage import PriceTable, price_factor, usage_from_raw
-from trek.pages import PageStore
 from trek.report.costs import cost_table
 from trek.testing.fake_openai import FakeOpenAIServer
 
@@ -203,14 +202,11 @@ def test_ctrl_build_with_a_model(prices, tmp_path):
 
 @pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_ctrl_discover(prices, tmp_path):
-    from test_ctrl_discovery import SCRIPT
+    from test_ctrl_discovery import SCRIPT, mini_pages
 
     pools = from_mini(question_ids=["mini:01", "mini:02", "mini:03", "mini:04"])
     start = write_pools(tmp_path / "start.jsonl", [p.model_copy(update={"documents": p.gold}) for p in pools])
-    pages = tmp_path / "pages.sqlite"
-    store = PageStore(pages)
-    store.add_documents([d for p in from_mini() for d in p.documents])
-    store.close()
+    pages = mini_pages(tmp_path)
     out = tmp_path / "pools.jsonl"
     with FakeOpenAIServer(script=SCRIPT) as srv:
         args = ["ctrl", "discover", "--source", "pools", "--pools", str(start), "--pages", str(pages), "--model",

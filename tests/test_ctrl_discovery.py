@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +44,15 @@ def run(pool: Pool, settings: D.DiscoverySettings):
     with FakeOpenAIServer(script=SCRIPT) as srv:
         client = LLMClient("fake-model", base_url=srv.base_url, progress=False, max_retries=0)
         return closing_run(D.adiscover_pool(pool, client, LocalSearch(store), store, settings), client)
+
+
+def mini_pages(folder) -> Path:
+    """A page store holding every document of Mini's pools (what discovery searches and fetches)."""
+    pages = folder / "pages.sqlite"
+    store = PageStore(pages)
+    store.add_documents([d for p in from_mini() for d in p.documents])
+    store.close()
+    return pages
 
 
 def gold_only() -> Pool:
@@ -96,10 +106,7 @@ def test_cli_discover_extends_pools_from_a_page_store(tmp_path):
     from trek.ctrl.pools import read_pools, write_pools
 
     start = write_pools(tmp_path / "start.jsonl", [gold_only()])
-    pages = tmp_path / "pages.sqlite"
-    store = PageStore(pages)
-    store.add_documents([d for p in from_mini() for d in p.documents])
-    store.close()
+    pages = mini_pages(tmp_path)
     out = tmp_path / "pools.jsonl"
     with FakeOpenAIServer(script=SCRIPT) as srv:
         res = CliRunner().invoke(app, ["ctrl", "discover", "--source", "pools", "--pools", str(start),
