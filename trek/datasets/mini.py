@@ -33,6 +33,7 @@ __all__ = [
     "VALUE_FIELDS",
     "AnswerSpan",
     "answer_span",
+    "template_fields",
     "MiniBenchmark",
     "MiniBenchmarkError",
     "default_mini_dir",
@@ -130,6 +131,11 @@ class AnswerSpan:
     template: str = "{value}"
 
 
+def template_fields(template: str) -> list[str]:
+    """The ``{field}`` names of ``template``, in order (``ValueError`` for a malformed one)."""
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+
+
 def _span_problem(doc: Document) -> str | None:
     raw = doc.metadata.get("answer_span")
     if raw is None:
@@ -145,7 +151,7 @@ def _span_problem(doc: Document) -> str | None:
     if not isinstance(tpl, str):
         return "template must be a string"
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
+        names = template_fields(tpl)
     except ValueError as e:
         return f"template {tpl!r}: {e}"
     if len(names) != 1 or names[0] not in VALUE_FIELDS:

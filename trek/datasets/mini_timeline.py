@@ -34,12 +34,12 @@ import hashlib
 import os
 import random
 import re
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from num2words import num2words
 
 from trek.datasets import mini
 from trek.types import Document, write_jsonl
@@ -78,10 +78,6 @@ FRAMES: tuple[str, ...] = (
 )
 
 VALUE_FIELDS = mini.VALUE_FIELDS
-_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
-_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-_ORD = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth",
-        "twelve": "twelfth"}
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
@@ -90,20 +86,11 @@ class TimelineError(ValueError):
     """The timelines file is invalid or does not fit the benchmark; names the file and the entry."""
 
 
-def _words(n: int) -> str:
+def _in_words(n: int, to: str = "cardinal") -> str:
+    """``n`` in words (``21`` -> ``twenty-one``, ordinal ``twenty-first``), through num2words."""
     if not 0 <= n < 100:
         raise ValueError(f"{n} is outside 0-99, which is all a value in words may be")
-    if n < 20:
-        return _ONES[n]
-    tens, ones = divmod(n, 10)
-    return _TENS[tens] + (f"-{_ONES[ones]}" if ones else "")
-
-
-def _ordinal(n: int) -> str:
-    w = _words(n)
-    head, _, last = w.rpartition("-")
-    last = _ORD.get(last, last[:-1] + "ieth" if last.endswith("y") else last + "th")
-    return f"{head}-{last}" if head else last
+    return num2words(n, to=to)
 
 
 def format_value(field: str, value: str) -> str:
@@ -122,21 +109,17 @@ def format_value(field: str, value: str) -> str:
             raise ValueError(f"{value!r} is not a whole number for {{{field}}}")
         n = int(value)
         if field == "value_ordinal":
-            return _ordinal(n)
-        w = _words(n)
+            return _in_words(n, "ordinal")
+        w = _in_words(n)
         return w[:1].upper() + w[1:] if field == "value_words_cap" else w
     raise ValueError(f"unknown value field {{{field}}}; use one of {', '.join(VALUE_FIELDS)}")
-
-
-def _fields(template: str) -> list[str]:
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
 
 
 def fill_value(template: str, value: str, **fields: str) -> tuple[str, tuple[int, int]]:
     """``template`` filled in, and the (start, end) of the one value field in the result.
 
     The template must hold exactly one of :data:`VALUE_FIELDS`; ``fields`` fill the others."""
-    names = _fields(template)
+    names = mini.template_fields(template)
     value_fields = [f for f in names if f in VALUE_FIELDS]
     if len(value_fields) != 1:
         raise ValueError(f"template {template!r} must hold exactly one of "
