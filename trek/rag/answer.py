@@ -30,6 +30,7 @@ __all__ = [
     "answer_version",
     "ask",
     "ask_json",
+    "ask_json_into",
     "aanswer",
 ]
 
@@ -123,19 +124,27 @@ async def ask_json(client: LLMClient, q: Question, name: str, template: str, doc
                    *, call: str, validate: Any, max_reasks: int,
                    schema: dict[str, Any] | None = None) -> tuple[MethodOutput, StructuredResult | None]:
     """The first call of Filter and Structured: template ``name`` on the question and ``docs_block``,
-    asking for JSON with re-asks (:func:`trek.llm.structured.achat_json`; ``schema`` is sent to
-    endpoints that enforce one). Returns the method's output (every reply, the usage) and the
-    result, ``ok``, ``unparsed`` or ``None`` (output pending)."""
+    asking for JSON with re-asks (:func:`ask_json_into`). Returns the method's output (every reply,
+    the usage) and the result, ``ok``, ``unparsed`` or ``None`` (output pending)."""
     out = MethodOutput()
-    messages = [{"role": "user", "content": question_prompt(name, template, q, docs_block=docs_block)}]
-    res = await achat_json(client, messages, validate=validate, max_reasks=max_reasks, schema=schema, **params)
+    res = await ask_json_into(out, client, question_prompt(name, template, q, docs_block=docs_block), params,
+                              call=call, validate=validate, max_reasks=max_reasks, schema=schema)
+    return out, None if res.status == "pending" else res
+
+
+async def ask_json_into(out: MethodOutput, client: LLMClient, prompt: str, params: dict[str, Any], *, call: str,
+                        validate: Any, max_reasks: int, schema: dict[str, Any] | None = None) -> StructuredResult:
+    """``prompt`` as one user turn, asking for JSON with re-asks
+    (:func:`trek.llm.structured.achat_json`; ``schema`` is sent to endpoints that enforce one).
+    Every reply and the usage go to ``out``, which is marked pending when the call failed."""
+    res = await achat_json(client, [{"role": "user", "content": prompt}], validate=validate, max_reasks=max_reasks,
+                           schema=schema, **params)
     for text in res.raw_texts:
         out.replies.append({"role": "assistant", "call": call, "content": text})
     out.usage = out.usage + res.usage
     if res.status == "pending":
         out.pending(res.error)
-        return out, None
-    return out, res
+    return res
 
 
 async def aanswer(

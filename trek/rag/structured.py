@@ -32,8 +32,8 @@ from typing import Any
 
 from trek.contexts import Context
 from trek.llm.client import LLMClient
-from trek.llm.structured import achat_json, object_schema
-from trek.rag.answer import MethodOutput, ask_json, question_prompt
+from trek.llm.structured import object_schema
+from trek.rag.answer import MethodOutput, ask_json, ask_json_into, question_prompt
 from trek.templates import register, template_version
 from trek.types import Question
 
@@ -295,15 +295,12 @@ class Structured:
     async def _json_contrast(self, q: Question, client: LLMClient, params: dict[str, Any], evidence: str,
                              out: MethodOutput) -> MethodOutput:
         prompt = question_prompt("rag.structured.contrast_json", CONTRAST_JSON_PROMPT, q, extracted_evidence=evidence)
-        res = await achat_json(client, [{"role": "user", "content": prompt}], validate=check_contrast_json,
-                               max_reasks=self.format_reasks, schema=CONTRAST_SCHEMA, **params)
-        for text in res.raw_texts:
-            out.replies.append({"role": "assistant", "call": "contrast", "content": text})
-        out.usage = out.usage + res.usage
+        res = await ask_json_into(out, client, prompt, params, call="contrast", validate=check_contrast_json,
+                                  max_reasks=self.format_reasks, schema=CONTRAST_SCHEMA)
         out.details["answer_format"] = "json"
         out.details["contrast_attempts"] = res.attempts
         if res.status == "pending":
-            return out.pending(res.error)
+            return out
         if not res.ok:
             out.details["answer"] = "unparsed"
             out.details["answer_error"] = res.error
