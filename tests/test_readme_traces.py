@@ -6,11 +6,10 @@ options are added to the grade and trace commands."""
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from pathlib import Path
 
 import pytest
+from test_readme_import import readme_commands as readme_section_commands
 from test_readme_import import script
 from typer.testing import CliRunner
 
@@ -19,29 +18,11 @@ from trek.cli import app
 from trek.testing.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION = "## Trace your own agent from its traces"
+SECTION = "## Trace your own agent from its traces\n"
 
 
 def readme_commands() -> list[list[str]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    block = section.split("```bash", 1)[1].split("```", 1)[0]
-    env: dict[str, str] = {}
-    out = []
-    for raw in block.splitlines():
-        line = re.sub(r"\s+#.*$", "", raw).strip()
-        if not line or line.startswith("#"):
-            continue
-        m = re.fullmatch(r'(\w+)="(.*)"', line)
-        if m:
-            env[m.group(1)] = m.group(2)
-            continue
-        for k, v in env.items():
-            line = line.replace(f"${k}", v)
-        words = shlex.split(line)
-        assert words[0] == "trek", line
-        out.append(words[1:])
-    return out
+    return readme_section_commands(SECTION)
 
 
 def test_one_import_command_per_trace_format():
