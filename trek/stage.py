@@ -47,14 +47,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import fcntl
 import functools
 import hashlib
 import inspect
 import json
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -67,7 +64,8 @@ from pydantic import BaseModel
 from trek.aio import closing, fan_out, run_sync
 from trek.errors import FatalLLMError, is_run_fatal
 from trek.journal import Journal
-from trek.types import RecordError, iter_jsonl, write_jsonl
+from trek.runs import LOCK, RunLockedError, run_lock
+from trek.types import iter_jsonl, write_jsonl
 
 __all__ = [
     "Slot",
@@ -90,7 +88,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 #: The lock file of a run directory (holds the process id of the writer while it runs).
-LOCK_FILE = ".trek.lock"
+LOCK_FILE = LOCK
 
 
 def digest(payload: Any, length: int = 64) -> str:
@@ -380,83 +378,6 @@ async def execute(
             if not stage.finished(rec) and err:
                 tally.errors.append(f"{st} {s.id}: {err}")
         return tally
-
-
-# -- the run lock ----------------------------------------------------------------------------------
-class RunLockedError(RuntimeError):
-    """Another process is writing into the same run directory."""
-
-
-_held: dict[Path, tuple[int, int]] = {}  # run dir -> (fd, depth), this process
-_held_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def run_lock(run_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the write lock of ``run_dir`` (created when missing) for the ``with`` block.
-
-    The lock is an ``flock`` on ``RUN_DIR/.trek.lock``, which holds the writer's process id. The
-    kernel drops it when the process dies (also on ``kill -9``), so a stale file never blocks
-    anyone. Re-entrant within one process. A second process gets :class:`RunLockedError`
-    naming the holder's pid at once (no waiting).
-    """
-    d = Path(run_dir).resolve()
-    with _held_lock:
-        if d in _held:
-            fd, depth = _held[d]
-            _held[d] = (fd, depth + 1)
-            reentered = True
-        else:
-            reentered = False
-    if not reentered:
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RecordError(d, None, f"cannot create the run directory ({e.strerror})") from None
-        if not d.is_dir():
-            raise RecordError(d, None, "is not a directory")
-        path = d / LOCK_FILE
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise RecordError(path, None, f"cannot open the run lock ({e.strerror})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = _read_pid(fd)
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                who = f"process {holder}" if holder else "another process"
-                raise RunLockedError(
-                    f"{d} is being written by {who}; wait for it to finish (or stop it) and run again"
-                ) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        with _held_lock:
-            _held[d] = (fd, 1)
-    try:
-        yield d
-    finally:
-        with _held_lock:
-            fd, depth = _held[d]
-            if depth > 1:
-                _held[d] = (fd, depth - 1)
-                fd = -1
-            else:
-                del _held[d]
-        if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
-            os.close(fd)  # closing the descriptor releases the flock
-
-
-def _read_pid(fd: int) -> str | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return text if text.isdigit() else None
 
 
 # -- clients ---------------------------------------------------------------------------------------

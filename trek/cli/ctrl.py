@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from trek import runs
 from trek.cli import options
 from trek.ctrl import conditions as cond
 
@@ -284,7 +285,7 @@ def discover_command(
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
         cache_path = cache or default_cache_path(out.parent)
-        check_out(out, reads=[pools_file, longseal, pages, cache_path], example="pools.jsonl")
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS)
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \
             PageStore(pages, fetch=fetch, allow_private=fetch_private)

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from trek.cli import options
+from trek.runs import RunDir
 from trek.types import RecordError
 
 pages_app = typer.Typer(help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
@@ -93,4 +94,4 @@ def pages_add_command(
     with options.exit_on(RecordError, ValueError):
         n = add_pages(run_dir, sources, url)
     html = any(s.suffix.lower() in (".html", ".htm") for s in sources)
-    typer.echo(f"stored {n} page(s) in {run_dir / 'pages.sqlite'}" + (f" (HTML text by {extractor()})" if html else ""))
+    typer.echo(f"stored {n} page(s) in {RunDir(run_dir).pages_file}" + (f" (HTML text by {extractor()})" if html else ""))

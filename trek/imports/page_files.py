@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trek.pages import PageStore, extract_text
+from trek.runs import PAGES, run_lock
 from trek.types import Document, RecordError, iter_json_lines
 
 __all__ = ["read_sources", "add_pages", "extractor"]
@@ -105,14 +106,12 @@ def add_pages(run_dir: str | os.PathLike[str], sources: Sequence[str | os.PathLi
               url: str | None = None) -> int:
     """Store the pages of ``sources`` in the run's ``pages.sqlite``; returns how many were
     written (one per URL identity). Every source is read before anything is written."""
-    from trek.stage import run_lock
-
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
     docs = read_sources(sources, url)
     with run_lock(rd):
-        store = PageStore(rd / "pages.sqlite")
+        store = PageStore(rd / PAGES)
         try:
             return store.add_documents(docs)
         finally:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from trek.runs import ANSWERS, GRADES, META, PAGES, QUESTIONS
 from trek.types import TRAJECTORY_SCHEMA_VERSION, Grade, Question, RunMeta, Trajectory, iter_json_lines
 
 __all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
@@ -27,7 +28,7 @@ __all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
 #: The shipped JSON Schema of the trajectory schema.
 SCHEMA_FILE = Path(__file__).with_name("trajectory.schema.json")
 
-_FILES: dict[str, type[BaseModel]] = {"questions.jsonl": Question, "answers.jsonl": Trajectory}
+_FILES: dict[str, type[BaseModel]] = {QUESTIONS: Question, ANSWERS: Trajectory}
 
 
 def schema() -> dict[str, Any]:
@@ -38,13 +39,12 @@ def schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"Trek trajectory schema, version {TRAJECTORY_SCHEMA_VERSION}",
         "description": (
-            "One line of answers.jsonl in a Trek run directory: what one system did for one question. "
-            "questions.jsonl holds Question lines and run.json a RunMeta object (see x-trek-files). "
+            f"One line of {ANSWERS} in a Trek run directory: what one system did for one question. "
+            f"{QUESTIONS} holds Question lines and {META} a RunMeta object (see x-trek-files). "
             "A trajectory without coverage is read as fully observed (all queries, all results, full page "
             "text, real URLs)."),
         "x-trek-schema-version": TRAJECTORY_SCHEMA_VERSION,
-        "x-trek-files": {"answers.jsonl": "#/$defs/Trajectory", "questions.jsonl": "#/$defs/Question",
-                         "run.json": "#/$defs/RunMeta"},
+        "x-trek-files": {ANSWERS: "#/$defs/Trajectory", QUESTIONS: "#/$defs/Question", META: "#/$defs/RunMeta"},
         "$ref": "#/$defs/Trajectory",
         "$defs": defs["$defs"],
     }
@@ -134,19 +134,19 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         files[name] = _records(p, model, got)
         problems += _capped(got, limit)
     qids: dict[str, int] = {}
-    for line, q in files.get("questions.jsonl", []):
+    for line, q in files.get(QUESTIONS, []):
         if q.id in qids:
-            problems.append(Problem(str(rd / "questions.jsonl"), line, "id",
+            problems.append(Problem(str(rd / QUESTIONS), line, "id",
                                     f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
         qids.setdefault(q.id, line)
     extra: list[Problem] = []
-    for line, t in files.get("answers.jsonl", []):
-        if "questions.jsonl" in files and t.question_id not in qids:
-            extra.append(Problem(str(rd / "answers.jsonl"), line, "question_id",
-                                 f"{t.question_id!r} is not a question of questions.jsonl"))
-        extra += _coverage_checks(rd / "answers.jsonl", line, t)
+    for line, t in files.get(ANSWERS, []):
+        if QUESTIONS in files and t.question_id not in qids:
+            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
+                                 f"{t.question_id!r} is not a question of {QUESTIONS}"))
+        extra += _coverage_checks(rd / ANSWERS, line, t)
     problems += _capped(extra, limit)
-    meta = rd / "run.json"
+    meta = rd / META
     if meta.exists():
         try:
             obj = json.loads(meta.read_text(encoding="utf-8"))
@@ -154,15 +154,15 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
             problems.append(Problem(str(meta), None, None, f"not valid JSON ({e})"))
         else:
             problems += _errors(meta, None, RunMeta, obj)[1]
-    grades = rd / "grades.jsonl"
+    grades = rd / GRADES
     if grades.exists():
         got = []
         for line, g in _records(grades, Grade, got):
             if qids and g.question_id not in qids:
                 got.append(Problem(str(grades), line, "question_id", f"{g.question_id!r} is not a question of "
-                                                                     "questions.jsonl"))
+                                                                     f"{QUESTIONS}"))
         problems += _capped(got, limit)
-    pages = rd / "pages.sqlite"
+    pages = rd / PAGES
     if pages.exists():
         try:
             with sqlite3.connect(f"file:{pages}?mode=ro", uri=True) as conn:
