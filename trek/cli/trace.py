@@ -74,8 +74,8 @@ def run_command(
     progress: bool = options.PROGRESS,
     exact_rule: str = options.EXACT_RULE,
     query_depth: int = typer.Option(None, "--query-depth", min=1,
-                                    help="Exact query test: rank a gold page within this depth (default: the "
-                                    "system's own result depth from run.json)."),
+                                    help="Exact query test: rank a gold page within this depth (default: 10 or twice the "
+                                    "system's own result depth from run.json, the deeper)."),
     audit_judge: str = options.AUDIT_JUDGE,
     audit_limit: int = typer.Option(None, "--audit-limit", min=1,
                                     help="--audit-judge: audit only the first N traced cases (question order)."),
