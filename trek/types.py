@@ -179,14 +179,15 @@ class Usage(Record):
         return self.prompt_tokens + self.completion_tokens
 
 
-StepKind = Literal["search", "open", "answer"]
+StepKind = Literal["search", "open", "tool", "answer"]
 
 
 class TrajectoryStep(Record):
     """One call of a trajectory, in the order it was made, as the model saw it.
 
     * ``kind``: ``search`` (a web search), ``open`` (a page read: the agent's ``open_url``, a
-      page search-then-read put in the prompt, a native ``open_page``/``find_in_page``) or
+      page search-then-read put in the prompt, a native ``open_page``/``find_in_page``),
+      ``tool`` (any other tool call an imported trace shows: a weather tool, a calculator) or
       ``answer`` (the model's final reply).
     * ``round``: the model turn that issued the call, 1-based; 0 for calls the system made
       before the first model turn (search-then-read's search and pages).
