@@ -160,12 +160,21 @@ def mentions_answer(response: str | None, answers: Sequence[str]) -> bool:
     return any(n and f" {n} " in words for n in (normalize_answer(a) for a in answers))
 
 
+def _check_note(judged: np.ndarray, mentioned: np.ndarray) -> str:
+    """Why the judge check's kappa is undefined ("" when it is defined)."""
+    if stats.kappa_undefined(judged, mentioned) is None:
+        return ""
+    which = "every answer correct" if judged.all() else "no answer correct"
+    return f"undefined: the judge and the mention check both call {which} (kappa 0/0)"
+
+
 def judge_check(runs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
     """How the judge's verdicts compare with :func:`mentions_answer`, one row per run.
 
     Over the questions of each run with a decided grade (correct, incorrect or not attempted):
-    ``n``, ``judged_correct`` (%), ``mentions_answer`` (%), ``agreement`` (%) and Cohen's
-    ``kappa`` between the two. A judge that calls answers
+    ``n``, ``judged_correct`` (%), ``mentions_answer`` (%), ``agreement`` (%), Cohen's
+    ``kappa`` between the two (NaN when both give one verdict throughout) and ``kappa_note``
+    (why it is undefined). A judge that calls answers
     correct far more often than they name an acceptable answer, with kappa near 0, is not
     reading them: its accuracy figures say little.
     """
@@ -184,9 +193,10 @@ def judge_check(runs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
             "mentions_answer": 100 * mentioned.mean() if n else np.nan,
             "agreement": 100 * (judged == mentioned).mean() if n else np.nan,
             "kappa": stats.cohens_kappa(judged, mentioned) if n else np.nan,
+            "kappa_note": _check_note(judged, mentioned) if n else "no answers",
         }
     out = pd.DataFrame.from_dict(rows, orient="index",
-                                 columns=["n", "judged_correct", "mentions_answer", "agreement", "kappa"])
+                                 columns=["n", "judged_correct", "mentions_answer", "agreement", "kappa", "kappa_note"])
     out.index.name = "run"
     return out
 
