@@ -217,7 +217,9 @@ def paired_comparisons(
 
     Returns:
         A DataFrame indexed by condition with ``n``, ``acc_ref`` and ``acc_cond`` (percent),
-        ``delta_pp`` (``acc_ref - acc_cond``, the drop from the reference), ``b`` (reference
+        ``delta_pp`` (``acc_cond - acc_ref``, the change from the reference in points, negative
+        when the condition is lower: the one sign of every Δ in Trek's tables,
+        :func:`trek.report.titles.delta_note`), ``b`` (reference
         right, condition wrong), ``c`` (the reverse), ``p`` (exact McNemar) and ``p_holm``
         (Holm across the compared conditions).
     """
@@ -253,7 +255,7 @@ def paired_comparisons(
             raise ValueError(f"table[{reference!r}] (x) vs table[{cond!r}] (y): {e}") from None
         rows.append({
             "n": res.n, "acc_ref": 100.0 * res.acc_x, "acc_cond": 100.0 * res.acc_y,
-            "delta_pp": 100.0 * (res.acc_x - res.acc_y), "b": res.b, "c": res.c, "p": res.p,
+            "delta_pp": 100.0 * (res.acc_y - res.acc_x), "b": res.b, "c": res.c, "p": res.p,
         })
     out = pd.DataFrame(rows, index=pd.Index(conds, name="condition"))
     out["p_holm"] = stats.holm(out["p"].to_numpy())
