@@ -400,10 +400,11 @@ def grade_with_roles(
     audit_limit: int | None = None, batch: Any = None, regrade: str | None = None, prompts_dir: Any = None,
     progress: bool = True, budget_usd: float | None = None, client_settings: dict[str, Any] | None = None,
     proceed: Any = lambda estimate, ledger: True, announce: Any = lambda roles: None, say: Any = lambda text: None,
+    audit_with: Any = None,
 ) -> GradingReport | None:
     """``trek grade`` as one call: grade ``run_dir`` with the judge :class:`~trek.roles.Role`
     (model ``oracle``: the exact judge, with ``audit``, a role whose model records its verdicts
-    beside the exact ones). ``batch``: the Batch API settings (``{"wait", "poll_seconds"}``) or
+    beside the exact ones, through ``audit_with``, :func:`trek.audit.audit_grading`). ``batch``: the Batch API settings (``{"wait", "poll_seconds"}``) or
     ``None``. ``proceed(estimate, ledger)`` may stop before any call (``None`` is returned);
     ``announce(roles)`` and ``say(text)`` report. Clients come from :meth:`trek.runs.RunDir.client`."""
     from trek.exact import ORACLE, ExactJudge
@@ -419,9 +420,7 @@ def grade_with_roles(
         announce({"judge": (exact := ExactJudge(rule=exact_rule)), "audit judge": auditor})
         report = run_grading(rd.path, exact, progress=progress, regrade=regrade)
         if auditor is not None:
-            from trek.audit import audit_grading
-
-            say(audit_grading(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
+            say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
         return report
     if audit is not None and audit.model:
         raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")

@@ -396,7 +396,7 @@ def load_questions(run_dir: PathLike) -> dict[str, Question]:
     """The run's question set by id, in file order; a repeated id is an error naming its line."""
     path = _dir(run_dir) / QUESTIONS
     out: dict[str, Question] = {}
-    for line, q in _numbered(path, Question):
+    for line, q in _numbered(path, Question, torn_tail=False):
         if q.id in out:
             raise RecordError(path, line, f"field 'id': duplicate question id {q.id!r}")
         out[q.id] = q
@@ -427,8 +427,10 @@ def write_records(
     return write_jsonl(Path(run_dir) / name, records)
 
 
-def _numbered(path: Path, model: type[Any]) -> Iterator[tuple[int, Any]]:
-    for line, obj in iter_json_lines(path):
+def _numbered(path: Path, model: type[Any], torn_tail: bool = True) -> Iterator[tuple[int, Any]]:
+    # record files are journals while a stage writes them: a killed writer's partial last line
+    # is dropped with a warning (see trek.journal)
+    for line, obj in iter_json_lines(path, torn_tail=torn_tail):
         try:
             yield line, model.model_validate(obj)
         except ValidationError as e:

@@ -76,6 +76,7 @@ def grade_command(
     grade, 2 for bad input, 3 while some grades are pending, failed or unparsed.
     """
     from trek import graders
+    from trek.audit import audit_grading
     from trek.grading import grade_with_roles
 
     hint = lambda message: explain_unsupported_parameter(message, sources={"seed": "--seed"})  # noqa: E731
@@ -91,7 +92,7 @@ def grade_command(
             batch=batch.settings() if batch.enabled else None, regrade=regrade, prompts_dir=prompts, progress=progress,
             budget_usd=budget, client_settings={"max_retries": max_retries, "assume_output": spending.assume_output},
             proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger), announce=options.say_roles,
-            say=lambda text: typer.echo(text, err=True))
+            say=lambda text: typer.echo(text, err=True), audit_with=audit_grading)
     if report is not None:
         _finish(run_dir, report)
 
