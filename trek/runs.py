@@ -34,13 +34,14 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from trek.outputs import atomic_write
+
+if TYPE_CHECKING:  # pandas is imported by the functions that build frames: a command starts without it
+    import pandas as pd
 from trek.paths import env_path
 from trek.types import (
     Grade,
@@ -497,6 +498,9 @@ def frame(run_dir: PathLike) -> pd.DataFrame:
     * usage of the answer (tokens, dollars; NaN dollars when the model has no price) and the
       judge's dollars.
     """
+    import numpy as np
+    import pandas as pd
+
     rd = _dir(run_dir)
     questions = load_questions(rd)
     answers = load_answers(rd, questions)
@@ -530,6 +534,8 @@ def correctness(runs: Mapping[str, PathLike]) -> pd.DataFrame:
     Only questions present in every run are kept (paired tests need the same questions);
     index ``question_id``, sorted.
     """
+    import pandas as pd
+
     cols = {label: frame(d).set_index("question_id")["correct"] for label, d in runs.items()}
     df = pd.DataFrame(cols).dropna()
     df.index.name = "question_id"
