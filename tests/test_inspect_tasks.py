@@ -33,10 +33,12 @@ def fake_env(monkeypatch, tmp_path):
         s.stop()
 
 
-def _run(task, tmp_path, **kw):
+def _run(task, tmp_path, model, **kw):
+    """One eval; each test names its own model (inspect keeps one client per model name, bound to the
+    server the first eval of that name reached)."""
     from inspect_ai import eval as inspect_eval
 
-    [log] = inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw)
+    [log] = inspect_eval(task, model=f"{MODEL}-{model}", log_dir=str(tmp_path / "logs"), display="none", **kw)
     assert log.status == "success", log.error
     return log
 
@@ -57,7 +59,7 @@ def test_wild_samples_carry_the_question_and_are_graded(fake_env, tmp_path):
         wild(search="none", data_dir=str(data))  # a short set is refused unless allowed
     fake_env([{"reply": "I cannot say"}])
     log = _run(wild(search="none", data_dir=str(data), allow_partial=True, datasets="freshqa,sealqa", judge="model"),
-               tmp_path)
+               tmp_path, "wild")
     assert log.samples and {s.metadata["dataset"] for s in log.samples} == {"freshqa", "sealqa"}
     for s in log.samples:
         assert s.metadata["gold_urls"] and s.target and s.metadata["trek"] is True
@@ -73,7 +75,7 @@ def test_ctrl_answers_from_the_frozen_context_with_trek_methods(fake_env, tmp_pa
 
     fake_env([{"any_pattern": r"(?s)Document 1.*Brackwater Lane", "reply": "Dana Okafor"},
               {"reply": "Nobody"}])
-    log = _run(ctrl(contexts=str(CONTEXTS), condition="GOLD", method="direct", judge="oracle"), tmp_path, limit=3)
+    log = _run(ctrl(contexts=str(CONTEXTS), condition="GOLD", method="direct", judge="oracle"), tmp_path, "ctrl", limit=3)
     scores = {s.id: s.scores["grade"].value for s in log.samples}
     assert scores["mini:01"] == "C" and len(scores) == 3
     assert all(v in ("C", "I", "N") for v in scores.values())

@@ -188,3 +188,50 @@ def test_components_are_registered_under_trek():
         ("task", "trek/wild"), ("task", "trek/mini"), ("task", "trek/ctrl"), ("scorer", "trek/grade"),
         ("scorer", "trek/trektrace"), ("tool", "trek/search")]}
     assert all(found.values()), found
+
+
+GOLD = "https://freedonia-news.example/2025/new-capital"
+
+
+@pytest.mark.slow
+def test_a_missing_gold_page_is_unscored_and_a_page_store_fills_it(monkeypatch, tmp_path):
+    """A task of our own with gold URLs but no search: without the gold page the gold-only probe
+    cannot run (unscored, reason named); with -S pages=DIR holding it the case is traced."""
+    from inspect_ai import Task, score
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import generate
+
+    from trek.inspect.scorers import trektrace
+    from trek.pages import Page, PageStore, normalize_url
+
+    task = Task(dataset=[Sample(id="capital", input="What is the capital of Freedonia?", target="Fredville",
+                                metadata={"gold_urls": [GOLD], "effective_year": 2025})],
+                solver=generate(), name="own_task")
+    with FakeOpenAIServer(script=[
+        {"any_pattern": r"gold-only probe", "reply": json.dumps({"answer": "Fredville", "used_urls": [GOLD],
+                                                                  "reasoning": "The page says so."})},
+        {"any_pattern": r"answer check[\s\S]*Candidate answer: Fredville", "reply": json.dumps(
+            {"correct": True, "reason": "Same city."})},
+        {"any_pattern": r"answer check", "reply": json.dumps({"correct": False, "reason": "Another city."})},
+        {"any_pattern": r"Answer to grade", "reply": "verdict: incorrect"},
+        {"any_pattern": r"gold-plus-noise probe", "reply": json.dumps({"answer": "Fredville", "used_urls": [],
+                                                                        "reasoning": "Same page."})},
+        {"reply": "Oldtown"},
+    ]) as srv:
+        monkeypatch.setenv("FAKE_API_KEY", "x")
+        monkeypatch.setenv("FAKE_BASE_URL", srv.base_url)
+        # a model name of its own: inspect keeps one client per model name, bound to the first server
+        [log] = inspect_eval(task, model="openai-api/fake/gold-page-model", log_dir=str(tmp_path / "logs"),
+                             display="none")
+        missing = score(log, trektrace(), action="append", display="none").samples[0].scores["trektrace"]
+        store = PageStore(tmp_path / "pages.sqlite")
+        store.put(Page(url=GOLD, key=normalize_url(GOLD), title="New capital", text="Since 2025 the capital of Freedonia is Fredville."))
+        store.close()
+        found = score(log, trektrace(pages=str(tmp_path)), action="append", display="none").samples[0]
+    assert math.isnan(missing.value) and "no gold page" in missing.explanation
+    value = found.scores["trektrace"].value
+    # nothing was searched (Pre-retrieval); both probes answered right from the gold page
+    assert value == {"pre_retrieval": 1, "retrieval": 0, "interpretation": 0, "distraction": 0, "randomness": 0,
+                     "correct": 0}, found.scores["trektrace"].explanation
+    assert found.scores["trektrace"].metadata["gold_only_answer"] == "Fredville"
