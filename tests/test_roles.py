@@ -95,7 +95,7 @@ def test_every_command_follows_the_flag_rule():
 
 
 def test_every_help_is_readable_at_80_columns():
-    for name, c in commands().items():
+    for name in commands():
         r = CliRunner().invoke(app, [*name.split(), "--help"], env={"COLUMNS": "80"}, terminal_width=80)
         assert r.exit_code == 0, (name, r.output)
         long = [line for line in r.output.splitlines() if len(line) > 80]
