@@ -175,6 +175,7 @@ def calibrate_command(
                                                    "pairs on this set, when measured (default: the published 0.20)."),
     set_file: Path = typer.Option(None, "--set", help="Another calibration set in the same JSON shape."),
     json_out: Path = typer.Option(None, "--json", help="Also write every pair's similarity to this JSON file."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --json file that is not a calibration."),
 ) -> None:
     """What a fabrication similarity threshold separates for an embedder: one-span edits vs rewrites."""
     import json
@@ -194,6 +195,11 @@ def calibrate_command(
     if reference_unrelated is not None and not -1 <= reference_unrelated < K.PAPER_THRESHOLD:
         raise typer.BadParameter(f"--reference-unrelated must be below {K.PAPER_THRESHOLD}, got {reference_unrelated}")
     with options.exit_on(CtrlError, ValueError, openai.OpenAIError):
+        if json_out is not None:
+            from trek.outputs import check_out
+
+            check_out(json_out, reads=[set_file], example="calibration.json", owner=b'{\n  "embedder": ',
+                      command="trek ctrl calibrate", force=force)
         pairs = K.load_pairs(set_file)
         emb = make_embedder(embedder, base_url=base_url)
         result = K.calibrate(emb, ts, pairs=pairs, reference_unrelated=reference_unrelated)
@@ -203,7 +209,8 @@ def calibrate_command(
     if json_out is not None:
         from trek.ctrl.build import _atomic_text
 
-        _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
+        with options.exit_on(ValueError):
+            _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
         typer.echo(f"wrote {json_out}")
 
 
@@ -254,6 +261,7 @@ def discover_command(
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="--source wild: go on when a source file holds fewer questions than the "
                                        "paper's benchmark (without it that is an error)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out file that is not a pools file."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
@@ -284,7 +292,8 @@ def discover_command(
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
         cache_path = cache or default_cache_path(out.parent)
-        check_out(out, reads=[pools_file, longseal, pages, cache_path], example="pools.jsonl")
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example="pools.jsonl", owner=b'{"question":',
+                  command="trek ctrl discover", force=force)
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \
             PageStore(pages, fetch=fetch, allow_private=fetch_private)

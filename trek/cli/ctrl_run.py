@@ -95,9 +95,9 @@ def ctrl_run_command(
         options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
         templates.prompts_folder(prompts),
     ):
-        from trek.outputs import check_folder_out, make_folder
+        from trek.outputs import check_run_folder, make_folder
 
-        check_folder_out(runs, option="--runs")
+        check_run_folder(runs, ("ctrl",), option="--runs", grid=True)
         method_names = _split(methods)
         cond_names = _split(conditions)
         records = read_contexts(contexts, check_rendering=True)

@@ -29,7 +29,10 @@ from types import ModuleType
 
 from trek.imports import anthropic_messages, chat_completions, gemini, inspect_ai, openai_responses
 from trek.imports.common import ImportFailure, match_questions, page_rows, read_records, trajectory, write_run
+from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
+from trek.jsonio import unique_paths
+from trek.outputs import check_replace, check_run_folder
 from trek.types import Question, Trajectory
 
 __all__ = ["FORMATS", "ImportFailure", "ImportReport", "import_run", "load_questions", "parse_mapping"]
@@ -100,6 +103,12 @@ def import_run(
         raise ImportFailure(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     if not files:
         raise ImportFailure("no input file given")
+    files, again = unique_paths(files)
+    if again:
+        raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
+    check_run_folder(out, ("import",), option="--out")
+    if replace:
+        check_replace(out, ("import",), inputs=[*files, questions], option="--out")
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")
@@ -127,8 +136,17 @@ def import_run(
     pairs = match_questions(records, by_id, questions)
     trajectories = []
     pages = []
+    responses: dict[str, str] = {}
     for q, r in pairs:
-        parsed = mod.parse(r)
+        try:
+            parsed = mod.parse(r)
+        except FieldError as e:
+            raise r.fail(str(e)) from None
+        if parsed.record_id is not None:
+            if parsed.record_id in responses:
+                raise r.fail(f"response id {parsed.record_id!r} was already imported ({responses[parsed.record_id]}): "
+                             "the same response cannot answer two questions")
+            responses[parsed.record_id] = r.where
         trajectories.append(trajectory(q, r, parsed, fmt, model))
         pages += parsed.pages
     rows = page_rows(pages)
