@@ -223,10 +223,11 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
     want = " or ".join(kinds)
     if not grid:
         kind = _run_kind(rp)
-        if kind == "":
-            raise OutputError(p, f"{option} exists, is not empty and is not a Trek run (no run.json): give a new or "
-                              "empty folder")
-        if kind not in kinds:
+        foreign = next((e for e in sorted(entries) if not (e.is_file() and _is_run_file(e.name))), None)
+        if kind == "" and foreign is not None:  # only run files and no run.json: a run that was cut short
+            raise OutputError(p, f"{option} exists, is not empty and is not a Trek run (no run.json; it holds "
+                              f"{foreign.name}): give a new or empty folder")
+        if kind and kind not in kinds:
             raise OutputError(p, f"{option} is a Trek run of kind {kind!r}, not a {want} run: give another folder")
         return p
     if _run_kind(rp) != "":
@@ -391,16 +392,30 @@ def csv_cell(value: object) -> object:
     return value
 
 
+def _texty(values: Any) -> bool:
+    import pandas as pd
+
+    return values.dtype == object or pd.api.types.is_string_dtype(values.dtype)
+
+
 def csv_safe(frame: Any) -> Any:
     """A copy of the DataFrame ``frame`` with every text cell through :func:`csv_cell` (numbers,
     negative ones included, stay numbers); the column names too."""
+    import pandas as pd
+
     out = frame.copy()
-    for c in out.columns:
-        if out[c].dtype == object or str(out[c].dtype) in ("string", "str"):
-            out[c] = out[c].map(csv_cell)
-    out.columns = [csv_cell(c) for c in out.columns]
-    if out.index.dtype == object:
-        out.index = out.index.map(csv_cell)
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if _texty(col):
+            out.iloc[:, i] = col.map(csv_cell)
+
+    def names(index: Any) -> Any:
+        if isinstance(index, pd.MultiIndex):
+            return index.set_levels([lv.map(csv_cell) if _texty(lv) else lv for lv in index.levels])
+        return index.map(csv_cell) if _texty(index) else index
+
+    out.columns = names(out.columns)
+    out.index = names(out.index)
     return out
 
 

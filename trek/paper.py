@@ -99,13 +99,15 @@ def _load_params(
 
     p = Path(params_file)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_unique_keys_loader()) or {}  # noqa: S506 - a safe loader
     except FileNotFoundError:
         raise ParamsError(f"params file {p} does not exist") from None
     except IsADirectoryError:
         raise ParamsError(f"params file {p} is a folder") from None
     except yaml.YAMLError as e:
-        raise ParamsError(f"params file {p} is not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        why = f"{e.problem} (line {mark.line + 1})" if getattr(e, "problem", None) and mark else " ".join(str(e).split())
+        raise ParamsError(f"params file {p} is not valid YAML: {why}") from None
     if not isinstance(data, dict):
         raise ParamsError(f"params file {p}: expected a mapping at the top level")
     stems = set(declared) if declared is not None else _notebook_stems()
@@ -131,6 +133,29 @@ def _load_params(
             )
         common = {k: v for k, v in common.items() if k in mine}
     return {**common, **specific}
+
+
+def _unique_keys_loader() -> type:
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last)."""
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice (line {seen[key].line + 1} and line "
+                        f"{key_node.start_mark.line + 1}); give it once", key_node.start_mark)
+                if isinstance(key, (str, int, float, bool)):
+                    seen[key] = key_node.start_mark
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
+
+
 
 
 #: Parameters naming something the notebook reads: a folder, or a file.
@@ -161,11 +186,22 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
         if not isinstance(runs, dict) or not runs:
             raise bad("runs", f"must be a mapping of label: run directory (e.g. runs:\n  GPT-5.4: runs/gpt54), "
                       f"not {runs!r}")
+        seen: dict[str, Any] = {}
         for label, folder in runs.items():
             where = path_text(f"runs: {label}", folder)
             if not where.is_dir():
                 raise bad(f"runs: {label}", f"run directory {where} does not exist (relative paths are read from "
                           "the repository root)")
+            missing = [f for f in ("questions.jsonl", "answers.jsonl") if not (where / f).is_file()]
+            if missing:
+                raise bad(f"runs: {label}", f"{where} is not a Trek run (no {' or '.join(missing)})")
+            if not (where / "grades.jsonl").is_file():
+                raise bad(f"runs: {label}", f"{where} is not graded (no grades.jsonl): run `trek grade {folder}` "
+                          "first")
+            key = os.path.realpath(where)
+            if key in seen:
+                raise bad(f"runs: {label}", f"{where} is the run of {seen[key]!r} too; give each run once")
+            seen[key] = label
     for name in _INPUT_FOLDERS:
         if params.get(name) is not None:
             where = path_text(name, params[name])
