@@ -463,7 +463,7 @@ def csv_rows(path: Path):
                                  "https://x.example/" + "a" * 100_000])
 def test_T6_links_that_are_not_web_addresses_are_left_out(tmp_path, url):
     def edit(rec):
-        target = rec["record"] if "record" in rec else rec
+        target = rec.get("record", rec)
         target.setdefault("output", []).insert(0, {"type": "web_search_call", "id": "ws_bad", "status": "completed",
                                                    "action": {"type": "open_page", "url": url}})
         target["output"].append({"type": "message", "role": "assistant", "id": "m_bad", "content": [

@@ -12,7 +12,7 @@ from trek.annotations import AnnotatedPage, Annotations, MissingAnnotation, from
 from trek.exact import ExactJudge
 from trek.graders.exact import VERSION, abstains, decide, normalize
 from trek.pages import PageStore
-from trek.trace.exact import ExactTrace
+from trek.trace.exact import ADEQUACY_DEPTH, ExactTrace, adequacy_depth
 from trek.trace.inputs import TraceInput
 from trek.types import Document, Grade, Question, RunMeta, Trajectory
 
@@ -209,16 +209,24 @@ def test_evidence_is_a_retrieved_page_annotated_as_supporting_the_reference(orac
     assert extra.evidence_match(Q, ["https://o.example/3"])[0]["evidence_match"] is False
 
 
-def test_query_adequacy_reruns_the_queries_on_the_local_index_within_the_run_depth(oracle):
+def test_query_adequacy_reruns_the_queries_on_the_local_index_deeper_than_the_run_read(oracle):
     good, detail = oracle.query_adequacy(Q, ["banana", "apple"])
     assert good["query_adequate"] is True and detail["hits"] == [{"query": "apple", "rank": 1,
                                                                   "url": "https://g.example/coach"}]
     bad, _ = oracle.query_adequacy(Q, ["banana", "cherry"])
-    assert bad["query_adequate"] is False and "top 1" in bad["reason"]
-    # "Rovers" matches the gold and the outdated page: with depth 1 only the better one counts
-    assert oracle.query_adequacy(Q, ["banana rovers"])[0]["query_adequate"] is False
-    deeper = ExactTrace(oracle.annotations, oracle.store, oracle.run_dir, query_depth=3)
-    assert deeper.query_adequacy(Q, ["banana rovers"])[0]["query_adequate"] is True
+    assert bad["query_adequate"] is False and f"top {ADEQUACY_DEPTH}" in bad["reason"]
+    # "Rovers" ranks the outdated page first, the gold page second: the run read 1 result per query,
+    # the query test reads deeper, so the query is adequate although the run missed the gold page
+    assert oracle.system_depth() == 1 and oracle.depth() == adequacy_depth(1) == ADEQUACY_DEPTH
+    good, detail = oracle.query_adequacy(Q, ["banana rovers"])
+    assert good["query_adequate"] is True and detail["hits"][0]["rank"] == 2
+    shallow = ExactTrace(oracle.annotations, oracle.store, oracle.run_dir, query_depth=1)
+    assert shallow.query_adequacy(Q, ["banana rovers"])[0]["query_adequate"] is False
+
+
+def test_the_adequacy_cut_off_is_always_deeper_than_the_system_read():
+    assert [adequacy_depth(d) for d in (1, 3, 5, 6, 20)] == [10, 10, 10, 12, 40]
+    assert all(adequacy_depth(d) > d for d in range(1, 100))
 
 
 def test_the_query_test_refuses_runs_it_cannot_rerun(oracle, tmp_path):

@@ -29,6 +29,8 @@ PLAN = {
     "mini:01": ("Dana Okafor appointed head coach Harrowmere Rovers", True, True),
     "mini:03": ("weather in Harrowmere tomorrow", False, None),
     "mini:06": (None, True, False),
+    # ranks the gold page 7th: below the 3 results the system read, within the adequacy cut-off
+    "mini:19": ("first-class letter stamp", True, True),
 }
 pytestmark = pytest.mark.slow
 
@@ -117,6 +119,9 @@ def test_oracle_grades_and_traces_without_a_judge_request(env):
     assert recs["mini:03"].flags == "E=F Q=F G=F N=-"
     assert recs["mini:03"].labels == ["Pre-retrieval", "Interpretation"]
     assert recs["mini:06"].labels == ["Pre-retrieval", "Distraction"]
+    assert recs["mini:19"].flags.startswith("E=F Q=T") and recs["mini:19"].labels == ["Retrieval"]
+    adequacy = next(s for s in recs["mini:19"].steps if s.name == "query_adequacy")
+    assert json.loads(adequacy.raw[0])["hits"][0]["rank"] > 3  # adequate, although the system read only 3
     assert all(r.stale_reference is False for r in recs.values())
     assert "exact" in recs["mini:01"].versions
 

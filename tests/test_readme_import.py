@@ -19,9 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 EVALUATED = "gpt-5-mini-2025-08-07"  # the model the Responses example names
 
 
-def readme_commands() -> list[list[str]]:
+def readme_commands(heading: str = "## Trace your own agent\n") -> list[list[str]]:
+    """The commands of the first bash block of the README section under ``heading``."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Trace your own agent", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     block = section.split("```bash", 1)[1].split("```", 1)[0]
     env: dict[str, str] = {}
     out = []

@@ -218,3 +218,80 @@ def test_records_are_never_torn(tmp_path):
     lines = out.read_text().splitlines()
     assert len(lines) == 50 and all(json.loads(x)["value"] == "X" * 1000 for x in lines)
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+# -- the record journal ----------------------------------------------------------------------------
+def count_rewrites(monkeypatch) -> list[Path]:
+    import trek.stage
+
+    seen: list[Path] = []
+    real = trek.stage.write_jsonl
+
+    def counting(path, recs):
+        seen.append(Path(path))
+        return real(path, recs)
+
+    monkeypatch.setattr(trek.stage, "write_jsonl", counting)
+    return seen
+
+
+def test_finished_records_are_appended_and_the_file_is_rewritten_once_per_run(tmp_path, monkeypatch):
+    rewrites = count_rewrites(monkeypatch)
+    out = tmp_path / "out.jsonl"
+    sizes: list[int] = []
+
+    async def gate(item):
+        await asyncio.sleep(0)
+        sizes.append(out.stat().st_size if out.exists() else 0)
+
+    items = [(f"{i:03d}", f"v{i}") for i in range(200)]
+    run_sync(execute(Toy(tmp_path, gate=gate), items, progress=False, limit=1, checkpoint_seconds=0.0))
+    assert rewrites == [out]  # 200 checkpoints, one whole-file write (the compaction at the end)
+    assert sizes == sorted(sizes) and sizes[-1] > 0  # the journal only grew while the stage ran
+    assert list(records(out)) == [i for i, _ in items]
+    # a second run that keeps every record writes nothing at all
+    rewrites.clear()
+    before = out.stat().st_mtime_ns, out.stat().st_ino
+    run_sync(execute(Toy(tmp_path), items, progress=False))
+    assert rewrites == [] and (out.stat().st_mtime_ns, out.stat().st_ino) == before
+
+
+def test_a_torn_last_line_is_dropped_with_a_warning_and_its_record_made_again(tmp_path, caplog):
+    out = tmp_path / "out.jsonl"
+    run_sync(execute(Toy(tmp_path), [("a", "x"), ("b", "y")], progress=False))
+    whole = out.read_bytes()
+    out.write_bytes(whole + b'{"question_id": "c", "status": "o')  # a writer killed mid-line
+    toy = Toy(tmp_path)
+    with caplog.at_level("WARNING", logger="trek"):
+        run_sync(execute(toy, [("a", "x"), ("b", "y"), ("c", "z")], progress=False))
+    assert toy.calls == ["c"]
+    assert any("partial last line" in r.getMessage() and "out.jsonl, line 3" in r.getMessage() for r in caplog.records)
+    assert [json.loads(x)["question_id"] for x in out.read_text().splitlines()] == ["a", "b", "c"]
+
+
+def test_a_superseded_line_left_by_a_kill_is_compacted_away_on_resume(tmp_path):
+    out = tmp_path / "out.jsonl"
+    run_sync(execute(Toy(tmp_path, pending={"y"}), [("a", "x"), ("b", "y")], progress=False))
+    # as after a kill: the journal holds an old line of b and a newer one appended after it
+    lines = out.read_text().splitlines()
+    newer = json.dumps({"question_id": "b", "status": "ok", "value": "Y", "input_key": "k:y"})
+    out.write_text("\n".join([*lines, newer]) + "\n")
+    toy = Toy(tmp_path)
+    run_sync(execute(toy, [("a", "x"), ("b", "y")], progress=False))
+    assert toy.calls == []  # the newer line of b counts
+    assert [json.loads(x)["status"] for x in out.read_text().splitlines()] == ["ok", "ok"]
+
+
+def test_journal_completes_a_whole_last_line_and_cuts_a_partial_one(tmp_path):
+    from trek.journal import Journal
+
+    whole, partial = tmp_path / "whole.jsonl", tmp_path / "partial.jsonl"
+    whole.write_bytes(b'{"question_id": "a"}\n{"question_id": "b"}')
+    partial.write_bytes(b'{"question_id": "a"}\n{"question_id": "b", "sta')
+    for p in (whole, partial):
+        with Journal(p) as j:
+            j.add({"question_id": "c"})
+            j.flush()
+            assert j.lines == 1 and j.bytes == len(b'{"question_id":"c"}\n')
+    assert [o["question_id"] for _, o in iter_json_lines(whole)] == ["a", "b", "c"]
+    assert [o["question_id"] for _, o in iter_json_lines(partial)] == ["a", "c"]

@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: The audit judge's grades beside ``grades.jsonl``.
-AUDIT_GRADING = "audit-grading.jsonl"
+AUDIT_GRADING = runs.AUDIT
 #: The audited roles, in table order.
 ROLES = ("grading", "evidence", "query_adequacy", "gold_only", "noise", "stale")
 #: TrekTrace step name -> (audited role, the value field that holds its verdict).

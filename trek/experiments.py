@@ -570,7 +570,7 @@ def run_experiments(
     check_out(out_dir, work_dir)
     replay_path = Path(replay) if replay is not None else out_dir / REPLAY
     work_dir.mkdir(parents=True, exist_ok=True)
-    cache_path = work_dir / "llm-cache.sqlite"
+    cache_path = work_dir / runs.LLM_CACHE
     if fresh:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{cache_path}{suffix}").unlink(missing_ok=True)

@@ -26,6 +26,7 @@ import contextlib
 import gzip
 import io
 import json
+import logging
 import math
 import os
 import stat
@@ -224,9 +225,12 @@ def load_json(path: PathLike, what: str = "JSON file") -> Any:
     return loads(read_text(path, what), path)
 
 
-def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,
+               torn_tail: bool = False) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of a JSONL file (``.gz`` read through
-    gzip); with ``objects`` every value must be a JSON object; ``pipes``: a named pipe is read too."""
+    gzip); with ``objects`` every value must be a JSON object; ``pipes``: a named pipe is read too;
+    ``torn_tail``: a last line without its newline that is not JSON (a journal whose writer was
+    killed) is dropped with a warning instead of raising."""
     p = Path(path)
     with open_input(p, "JSONL file", pipes) as fh:
         lineno = 0
@@ -248,7 +252,15 @@ def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False) -> Ite
                 raise RecordError(p, lineno, "not UTF-8 text (a binary file?)") from None
             if not line.strip():
                 continue
-            obj = loads(line, p, lineno)
+            try:
+                obj = loads(line, p, lineno)
+            except RecordError:
+                if torn_tail and not raw.endswith(b"\n"):
+                    logging.getLogger("trek").warning(
+                        "%s, line %d: a partial last line (the writer was stopped while writing it) was dropped; "
+                        "its record is made again", p, lineno)
+                    return
+                raise
             if objects and not isinstance(obj, dict):
                 raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj

@@ -47,7 +47,6 @@ PathLike = str | os.PathLike[str]
 
 #: Names that are a run directory's own records (never a command's ``--out`` inside a run it reads).
 RUN_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".sqlite", ".sqlite-wal", ".sqlite-shm")
-_LOCK_NAMES = (".trek.lock",)
 
 
 class OutputError(ValueError):
@@ -102,7 +101,7 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _is_run_file(name: str) -> bool:
-    return name in _LOCK_NAMES or name.endswith(RUN_FILE_SUFFIXES)
+    return (name.startswith(".") and name.endswith(".lock")) or name.endswith(RUN_FILE_SUFFIXES)
 
 
 def real(path: PathLike) -> Path:

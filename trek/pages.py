@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.limits import EndpointLimits
-from trek.paths import env_path
+from trek.runs import RunDir
 from trek.sqlite import connect, transaction
 from trek.types import Document, utcnow
 
@@ -131,7 +131,7 @@ def truncate_head(text: str, limit: int = NON_GOLD_CHARS) -> str:
 
 def default_pages_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_PAGES`` when set, else ``<run_dir>/pages.sqlite``."""
-    return env_path("TREK_PAGES", Path(run_dir or ".") / "pages.sqlite")
+    return RunDir(run_dir or ".").pages
 
 
 @dataclass

@@ -9,25 +9,39 @@ A run is a folder written by one system answering one question set::
     RUN_DIR/trace.jsonl       one TrekTrace record per traced failure (``trek trace``)
     RUN_DIR/*.sqlite          response, search and page caches
 
-This module is the only place that knows those names. Every stage reads and writes run files
-through it, and the analysis layer reads a run through :func:`frame`: one row per question of
+    RUN_DIR/audit-grading.jsonl  the audit judge's answers beside an exact judge's verdicts
+    RUN_DIR/.trek.lock        the write lock (holds the writer's process id while it runs)
+    RUN_DIR/.<records>.spend  the spend ledger of a records file (``.grades.jsonl.spend``)
+    RUN_DIR/llm-cache.sqlite, search-cache.sqlite, pages.sqlite   response, search and page caches
+
+A Ctrl build folder (``trek ctrl build --out``) holds ``pools.jsonl``, ``contexts.jsonl`` and
+``build.json``.
+
+This module is the only place that knows those names (:class:`RunDir` hands out every path and
+reads and writes every record file), and the only one that locks files (:func:`lock_file`,
+:func:`run_lock`). The analysis layer reads a run through :func:`frame`: one row per question of
 the run's question set, whether or not it has an answer or a grade.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from trek.outputs import atomic_write
+from trek.paths import env_path
 from trek.types import (
     Grade,
     Question,
@@ -37,12 +51,27 @@ from trek.types import (
     Usage,
     describe_validation_error,
     iter_json_lines,
+    iter_jsonl,
     utcnow,
     write_jsonl,
 )
 
 __all__ = [
+    "RunDir",
+    "RunLockedError",
+    "lock_file",
+    "run_lock",
+    "ledger_of",
     "META",
+    "AUDIT",
+    "LOCK",
+    "LLM_CACHE",
+    "SEARCH_CACHE",
+    "PAGES",
+    "POOLS",
+    "CONTEXTS",
+    "BUILD_MANIFEST",
+    "BATCH_STATE",
     "QUESTIONS",
     "ANSWERS",
     "GRADES",
@@ -69,8 +98,226 @@ QUESTIONS = "questions.jsonl"
 ANSWERS = "answers.jsonl"
 GRADES = "grades.jsonl"
 TRACE = "trace.jsonl"
+AUDIT = "audit-grading.jsonl"
+LOCK = ".trek.lock"
+LLM_CACHE = "llm-cache.sqlite"
+SEARCH_CACHE = "search-cache.sqlite"
+PAGES = "pages.sqlite"
+#: The files of a Ctrl build folder (``trek ctrl build --out``).
+POOLS = "pools.jsonl"
+CONTEXTS = "contexts.jsonl"
+BUILD_MANIFEST = "build.json"
+#: The Batch API state of a ``trek llm run --batch`` (in the state folder beside its ``--out``).
+BATCH_STATE = "openai-batches.json"
 
 PathLike = str | os.PathLike[str]
+M = TypeVar("M", bound=BaseModel)
+
+
+def ledger_of(output: PathLike) -> Path:
+    """The spend ledger of an output file: ``.<name>.spend`` beside it (``RUN_DIR/.answers.jsonl.spend``)."""
+    p = Path(output)
+    return p.with_name(f".{p.name}.spend")
+
+
+class RunDir:
+    """One run directory: every file name and default path it holds, and its readers and writers.
+
+    ``RunDir(path)`` does not touch the disk; the readers raise :class:`RecordError` naming the
+    file and line of a bad record. The cache paths honour ``$TREK_CACHE``, ``$TREK_SEARCH_CACHE``
+    and ``$TREK_PAGES`` (see :mod:`trek.paths`).
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    # -- paths ----------------------------------------------------------------------------------
+    @property
+    def meta_path(self) -> Path:
+        return self.path / META
+
+    @property
+    def questions_path(self) -> Path:
+        return self.path / QUESTIONS
+
+    @property
+    def answers_path(self) -> Path:
+        return self.path / ANSWERS
+
+    @property
+    def grades_path(self) -> Path:
+        return self.path / GRADES
+
+    @property
+    def trace_path(self) -> Path:
+        return self.path / TRACE
+
+    @property
+    def audit_path(self) -> Path:
+        return self.path / AUDIT
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / LOCK
+
+    @property
+    def llm_cache(self) -> Path:
+        """``$TREK_CACHE`` when set, else ``RUN_DIR/llm-cache.sqlite``."""
+        return env_path("TREK_CACHE", self.path / LLM_CACHE)  # type: ignore[return-value]
+
+    @property
+    def search_cache(self) -> Path:
+        """``$TREK_SEARCH_CACHE`` when set, else ``RUN_DIR/search-cache.sqlite``."""
+        return env_path("TREK_SEARCH_CACHE", self.path / SEARCH_CACHE)  # type: ignore[return-value]
+
+    @property
+    def pages(self) -> Path:
+        """``$TREK_PAGES`` when set, else ``RUN_DIR/pages.sqlite``."""
+        return env_path("TREK_PAGES", self.path / PAGES)  # type: ignore[return-value]
+
+    @property
+    def pages_file(self) -> Path:
+        """``RUN_DIR/pages.sqlite`` itself (what ``trek import`` writes), whatever ``$TREK_PAGES`` says."""
+        return self.path / PAGES
+
+    def ledger(self, name: str) -> Path:
+        """The spend ledger of the record file ``name`` (``.grades.jsonl.spend``)."""
+        return ledger_of(self.path / name)
+
+    # -- readers and writers --------------------------------------------------------------------
+    def has(self, name: str) -> bool:
+        return (self.path / name).exists()
+
+    def meta(self) -> RunMeta | None:
+        return read_meta(self.path)
+
+    def write_meta(self, meta: RunMeta) -> Path:
+        return write_meta(self.path, meta)
+
+    def questions(self) -> dict[str, Question]:
+        return load_questions(self.path)
+
+    def answers(self, questions: Mapping[str, Question] | None = None) -> dict[str, Trajectory]:
+        return load_answers(self.path, questions)
+
+    def grades(self, questions: Mapping[str, Question] | None = None) -> dict[str, Grade]:
+        return load_grades(self.path, questions)
+
+    def records(self, name: str, model: type[M]) -> list[M]:
+        """Every record of ``RUN_DIR/name`` as ``model`` (empty when the file does not exist yet)."""
+        path = self.path / name
+        return list(iter_jsonl(path, model)) if path.exists() else []
+
+    def raw(self, name: str) -> Iterator[dict[str, Any]]:
+        """The JSON objects of ``RUN_DIR/name`` as they are (none when it does not exist)."""
+        path = self.path / name
+        if path.exists():
+            for _, obj in iter_json_lines(path):
+                yield obj
+
+    def write(self, name: str, records: Iterable[BaseModel | dict[str, Any]]) -> Path:
+        return write_records(self.path, name, records)
+
+    def lock(self) -> contextlib.AbstractContextManager[Path]:
+        """The write lock of the run (see :func:`run_lock`)."""
+        return run_lock(self.path)
+
+
+# -- file locks ------------------------------------------------------------------------------------
+class RunLockedError(RuntimeError):
+    """Another process is writing into the same run directory (or output)."""
+
+
+_held: dict[Path, tuple[int, int]] = {}  # lock file -> (fd, depth), this process
+_held_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def lock_file(path: PathLike, what: str | None = None, hint: str = "wait for it to finish (or stop it) and run again",
+              *, reentrant: bool = True) -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on the file ``path`` (created when missing; it holds the
+    holder's process id) for the ``with`` block.
+
+    The kernel drops the lock when the process dies (also on ``kill -9``), so a stale file never
+    blocks anyone. Re-entrant within one process (unless ``reentrant=False``: then a second
+    holder in the same process is refused too). A second process gets :class:`RunLockedError`
+    at once (no waiting): "``what`` is being written by process N; ``hint``".
+    """
+    p = Path(path).resolve()
+    with _held_lock:
+        entry = _held.get(p) if reentrant else None
+        if entry is not None:
+            _held[p] = (entry[0], entry[1] + 1)
+    if entry is None:
+        try:
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise RecordError(p, None, f"cannot open the lock ({e.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                who = f"process {holder}" if holder else "another process"
+                raise RunLockedError(f"{what or p} is being written by {who}; {hint}") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if not reentrant:
+            try:
+                yield p
+            finally:
+                os.close(fd)
+            return
+        with _held_lock:
+            _held[p] = (fd, 1)
+    try:
+        yield p
+    finally:
+        with _held_lock:
+            fd, depth = _held[p]
+            if depth > 1:
+                _held[p] = (fd, depth - 1)
+                fd = -1
+            else:
+                del _held[p]
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: PathLike) -> Iterator[Path]:
+    """Hold the write lock of ``run_dir`` (created when missing): an ``flock`` on
+    ``RUN_DIR/.trek.lock`` (see :func:`lock_file`). Yields the resolved run directory."""
+    d = Path(run_dir).resolve()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RecordError(d, None, f"cannot create the run directory ({e.strerror})") from None
+    if not d.is_dir():
+        raise RecordError(d, None, "is not a directory")
+    with lock_file(d / LOCK, what=str(d)):
+        yield d
+
+
+def _read_pid(fd: int) -> str | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None
 
 
 def _dir(run_dir: PathLike) -> Path:
@@ -122,7 +369,7 @@ def load_questions(run_dir: PathLike) -> dict[str, Question]:
     """The run's question set by id, in file order; a repeated id is an error naming its line."""
     path = _dir(run_dir) / QUESTIONS
     out: dict[str, Question] = {}
-    for line, q in _numbered(path, Question):
+    for line, q in _numbered(path, Question, torn_tail=False):
         if q.id in out:
             raise RecordError(path, line, f"field 'id': duplicate question id {q.id!r}")
         out[q.id] = q
@@ -153,8 +400,10 @@ def write_records(
     return write_jsonl(Path(run_dir) / name, records)
 
 
-def _numbered(path: Path, model: type[Any]) -> Iterator[tuple[int, Any]]:
-    for line, obj in iter_json_lines(path):
+def _numbered(path: Path, model: type[Any], torn_tail: bool = True) -> Iterator[tuple[int, Any]]:
+    # record files are journals while a stage writes them: a killed writer's partial last line
+    # is dropped with a warning (see trek.journal)
+    for line, obj in iter_json_lines(path, torn_tail=torn_tail):
         try:
             yield line, model.model_validate(obj)
         except ValidationError as e:

@@ -19,11 +19,13 @@ defines only its own logic by subclassing :class:`Stage`:
 * **resume**: finished records whose input key is unchanged are kept without any call;
 * **fan-out** through :func:`trek.aio.fan_out` (one progress bar: done/total, statuses and
   what the stage adds, e.g. dollars);
-* **checkpoints**: the record files touched since the last checkpoint are rewritten atomically
-  (a temporary file, fsync, rename) at most every ``checkpoint_seconds`` and once at the end,
-  also when the run stops on an error or Ctrl-C. A ``kill -9`` at any point leaves every file
-  either as it was or as a complete newer version (never a torn line); the work of items
-  finished after the last checkpoint is redone on the next run, from the response cache;
+* **checkpoints**: finished records are appended to their record file (a journal,
+  :class:`trek.journal.Journal`) and flushed and synced at most every ``checkpoint_seconds``, so
+  a checkpoint costs only what finished since the last one. When the stage ends (also on an
+  error or Ctrl-C) each record file is compacted once (rewritten atomically with one line per
+  record, in the items' order), and only if it holds superseded or foreign lines. A ``kill -9``
+  leaves at most a partial last line, which the next run drops with a warning; the work of
+  items finished after the last checkpoint is redone on the next run, from the response cache;
 * **errors**: an internal error in one item, or a request rejected for that item alone, becomes
   a ``failed`` record carrying the message and the run goes on; an error that dooms every item (:func:`trek.errors.is_run_fatal`) stops the
   run after the checkpoint;
@@ -45,14 +47,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import fcntl
 import functools
 import hashlib
 import inspect
 import json
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -64,7 +63,9 @@ from pydantic import BaseModel
 
 from trek.aio import closing, fan_out, run_sync
 from trek.errors import FatalLLMError, is_run_fatal
-from trek.types import RecordError, iter_jsonl, write_jsonl
+from trek.journal import Journal
+from trek.runs import LOCK, RunLockedError, run_lock
+from trek.types import iter_jsonl, write_jsonl
 
 __all__ = [
     "Slot",
@@ -87,7 +88,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 #: The lock file of a run directory (holds the process id of the writer while it runs).
-LOCK_FILE = ".trek.lock"
+LOCK_FILE = LOCK
 
 
 def digest(payload: Any, length: int = 64) -> str:
@@ -152,10 +153,37 @@ class Stage(Generic[I, R]):
         return ()
 
     def load(self, path: Path) -> dict[str, R]:
-        """The records already in ``path`` by id (a later line for the same id wins)."""
-        if not path.exists():
-            return {}
-        return {self.record_id(r): r for r in iter_jsonl(path, self.record)}  # type: ignore[misc]
+        """The records already in ``path`` by id (a later line for the same id wins; a partial
+        last line left by a killed writer is dropped with a warning)."""
+        return _scan(self, path).records
+
+
+@dataclass
+class _Scan(Generic[R]):
+    """What a record file holds: records by id (last line wins), and its ids line by line."""
+
+    records: dict[str, R]
+    line_ids: list[str]
+    exists: bool
+
+
+def _scan(stage: Stage[Any, R], path: Path) -> _Scan[R]:
+    if not path.exists():
+        return _Scan({}, [], False)
+    recs: dict[str, R] = {}
+    ids: list[str] = []
+    for r in iter_jsonl(path, stage.record, torn_tail=True):
+        rid = stage.record_id(r)  # type: ignore[arg-type]
+        recs[rid] = r  # type: ignore[assignment]
+        ids.append(rid)
+    # a torn tail that was dropped shows as a file whose size is past its last newline
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                ids.append("\x00torn")
+    return _Scan(recs, ids, True)
 
 
 @dataclass
@@ -193,6 +221,8 @@ class StagePlan(Generic[I, R]):
     previous: dict[Path, dict[str, R]]
     kept: dict[Slot, R]
     jobs: list[tuple[I, Slot, str]]
+    #: per record file, the id of each of its lines as found (to tell whether it needs compaction)
+    lines: dict[Path, list[str] | None] = field(default_factory=dict)
 
     @property
     def todo(self) -> list[I]:
@@ -211,7 +241,8 @@ def plan(stage: Stage[I, R], items: Sequence[I], outputs: Iterable[str | os.Path
     files: dict[Path, list[str]] = {Path(p): [] for p in outputs}
     for s in slots:
         files.setdefault(s.path, []).append(s.id)
-    previous = {p: stage.load(p) for p in files}
+    scans = {p: _scan(stage, p) for p in files}
+    previous = {p: sc.records for p, sc in scans.items()}
     kept: dict[Slot, R] = {}
     jobs: list[tuple[I, Slot, str]] = []
     for it, s in zip(items, slots, strict=True):
@@ -221,7 +252,8 @@ def plan(stage: Stage[I, R], items: Sequence[I], outputs: Iterable[str | os.Path
             kept[s] = old
         else:
             jobs.append((it, s, key))
-    return StagePlan(slots, files, previous, kept, jobs)
+    return StagePlan(slots, files, previous, kept, jobs,
+                     {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()})
 
 
 async def execute(
@@ -269,25 +301,35 @@ async def execute(
                 out += [r for i, r in have.items() if i not in known]
             return out
 
-        dirty: set[Path] = set()
+        journals = {p: Journal(p) for p in files}
         last = time.monotonic()
         live: Counter[str] = Counter()
 
-        def checkpoint(paths: Iterable[Path]) -> None:
-            for p in sorted(paths):
-                write_jsonl(p, contents(p))
+        def checkpoint() -> None:
+            for p in sorted(journals):
+                journals[p].flush()
+
+        def compact() -> None:
+            # one rewrite per file and invocation, and only when the file is not already exactly
+            # its records in the items' order (e.g. a run that only kept records writes nothing)
+            for p in sorted(files):
+                j = journals[p]
+                j.close()
+                want = contents(p)
+                found = p_.lines.get(p)
+                if j.lines == 0 and found is not None and found == [stage.record_id(r) for r in want]:
+                    continue
+                write_jsonl(p, want)
 
         def done(_: int, result: tuple[Slot, R]) -> None:
             nonlocal last
             s, rec = result
             current[s.path][s.id] = rec
             live[stage.status(rec)] += 1
-            dirty.add(s.path)
-            now = time.monotonic()
-            if now - last >= checkpoint_seconds:
-                checkpoint(dirty)
-                dirty.clear()
-                last = now
+            journals[s.path].add(rec)
+            if time.monotonic() - last >= checkpoint_seconds:
+                checkpoint()
+                last = time.monotonic()  # after the writes: a slow checkpoint never triggers the next
 
         async def one(job: tuple[I, Slot, str]) -> tuple[Slot, R]:
             it, s, key = job
@@ -311,9 +353,18 @@ async def execute(
         try:
             await fan_out(todo, one, limit=limit, desc=stage.name, unit=stage.unit, progress=progress,
                           postfix=postfix, on_result=done)
-        finally:
-            checkpoint(dirty)
-        checkpoint(p for p in files if p not in dirty)  # every owned file written once at the end
+        except BaseException:
+            try:
+                checkpoint()
+                compact()
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
+            finally:
+                for j in journals.values():
+                    j.close()
+            raise
+        checkpoint()
+        compact()
         tally.made = len(todo)
         for p in files:
             tally.records[p] = contents(p)
@@ -327,83 +378,6 @@ async def execute(
             if not stage.finished(rec) and err:
                 tally.errors.append(f"{st} {s.id}: {err}")
         return tally
-
-
-# -- the run lock ----------------------------------------------------------------------------------
-class RunLockedError(RuntimeError):
-    """Another process is writing into the same run directory."""
-
-
-_held: dict[Path, tuple[int, int]] = {}  # run dir -> (fd, depth), this process
-_held_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def run_lock(run_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the write lock of ``run_dir`` (created when missing) for the ``with`` block.
-
-    The lock is an ``flock`` on ``RUN_DIR/.trek.lock``, which holds the writer's process id. The
-    kernel drops it when the process dies (also on ``kill -9``), so a stale file never blocks
-    anyone. Re-entrant within one process. A second process gets :class:`RunLockedError`
-    naming the holder's pid at once (no waiting).
-    """
-    d = Path(run_dir).resolve()
-    with _held_lock:
-        if d in _held:
-            fd, depth = _held[d]
-            _held[d] = (fd, depth + 1)
-            reentered = True
-        else:
-            reentered = False
-    if not reentered:
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RecordError(d, None, f"cannot create the run directory ({e.strerror})") from None
-        if not d.is_dir():
-            raise RecordError(d, None, "is not a directory")
-        path = d / LOCK_FILE
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise RecordError(path, None, f"cannot open the run lock ({e.strerror})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = _read_pid(fd)
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                who = f"process {holder}" if holder else "another process"
-                raise RunLockedError(
-                    f"{d} is being written by {who}; wait for it to finish (or stop it) and run again"
-                ) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        with _held_lock:
-            _held[d] = (fd, 1)
-    try:
-        yield d
-    finally:
-        with _held_lock:
-            fd, depth = _held[d]
-            if depth > 1:
-                _held[d] = (fd, depth - 1)
-                fd = -1
-            else:
-                del _held[d]
-        if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
-            os.close(fd)  # closing the descriptor releases the flock
-
-
-def _read_pid(fd: int) -> str | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return text if text.isdigit() else None
 
 
 # -- clients ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import contextlib
 import datetime as _dt
 import gzip
 import json
+import logging
 import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +23,8 @@ from typing import IO, Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from trek.outputs import atomic_write
+
+_log = logging.getLogger("trek")
 
 __all__ = [
     "Record",
@@ -188,14 +191,15 @@ class Usage(Record):
         return self.prompt_tokens + self.completion_tokens
 
 
-StepKind = Literal["search", "open", "answer"]
+StepKind = Literal["search", "open", "tool", "answer"]
 
 
 class TrajectoryStep(Record):
     """One call of a trajectory, in the order it was made, as the model saw it.
 
     * ``kind``: ``search`` (a web search), ``open`` (a page read: the agent's ``open_url``, a
-      page search-then-read put in the prompt, a native ``open_page``/``find_in_page``) or
+      page search-then-read put in the prompt, a native ``open_page``/``find_in_page``),
+      ``tool`` (any other tool call an imported trace shows: a weather tool, a calculator) or
       ``answer`` (the model's final reply).
     * ``round``: the model turn that issued the call, 1-based; 0 for calls the system made
       before the first model turn (search-then-read's search and pages).
@@ -461,23 +465,29 @@ def describe_validation_error(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def iter_json_lines(path: str | os.PathLike[str], pipes: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False,
+                    pipes: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
 
     This is the one JSONL read loop of Trek: a missing file, a line that is not JSON or not a
     JSON object (``NaN`` and binary bytes included) raises :class:`RecordError` naming the file
     and line. It is :func:`trek.jsonio.iter_jsonl`: lines are read one at a time, bounded in
     length, nesting and (for a name ending in ``.gz``) decompression ratio; a named pipe or a
-    device is refused.
+    device is refused (``pipes``: a pipe is read, for an input streamed on purpose).
+
+    ``torn_tail``: the file is a record journal that a killed writer may have left with a
+    partial last line (no newline at its end and not valid JSON); that line is dropped with a
+    warning on the ``trek`` logger instead of raising. Anywhere else a broken line still raises.
     """
     from trek.jsonio import iter_jsonl as bounded  # the bounded reader (nesting, size, pipes)
 
-    yield from bounded(path, pipes=pipes)
+    yield from bounded(path, pipes=pipes, torn_tail=torn_tail)
 
 
-def iter_jsonl(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
-    """Yield validated records from a JSONL file; blank lines are allowed and skipped."""
-    for lineno, obj in iter_json_lines(path):
+def iter_jsonl(path: str | os.PathLike[str], model: type[R], *, torn_tail: bool = False) -> Iterator[R]:
+    """Yield validated records from a JSONL file; blank lines are allowed and skipped
+    (``torn_tail``: see :func:`iter_json_lines`)."""
+    for lineno, obj in iter_json_lines(path, torn_tail=torn_tail):
         try:
             yield model.model_validate(obj)
         except ValidationError as e:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from trek import runs
 from trek.cli import options
 from trek.ctrl import conditions as cond
 
@@ -292,7 +293,7 @@ def discover_command(
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
         cache_path = cache or default_cache_path(out.parent)
-        check_out(out, reads=[pools_file, longseal, pages, cache_path], example="pools.jsonl", owner=b'{"question":',
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS, owner=b'{"question":',
                   command="trek ctrl discover", force=force)
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from trek.cli import options
+from trek.runs import RunDir
 from trek.types import RecordError
 
 pages_app = typer.Typer(help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
@@ -16,7 +17,8 @@ pages_app = typer.Typer(help="The run's page store: add page text without a live
 
 def import_command(
     fmt: str = typer.Argument(..., metavar="FORMAT",
-                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions or gemini."),
+                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp "
+                              "or langfuse."),
     files: list[Path] = typer.Argument(..., metavar="FILE...", help="Log files (.json, .jsonl; .eval/.json for inspect-ai)."),
     out: Path = typer.Option(..., "--out", help="The run directory to write."),
     questions: Path = typer.Option(None, "--questions", help="Questions file (JSONL or CSV) the records answer; "
@@ -28,6 +30,12 @@ def import_command(
     model: str = typer.Option(None, "--model", help="The evaluated model, when the log does not name it."),
     epoch: int = typer.Option(1, "--epoch", min=1, help="inspect-ai: the epoch to import."),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run directory (once the import worked)."),
+    search_tool: list[str] = typer.Option(None, "--search-tool", metavar="PATTERN",
+                                          help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
+                                          "default *search* and *retriev*; retrieval spans always are)."),
+    question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
+                                     help="otlp, langfuse: the trace metadata, tag or span attribute naming the "
+                                     "question id (traces without it are matched in order)."),
 ) -> None:
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
@@ -39,7 +47,8 @@ def import_command(
 
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
-                            model=model, epoch=epoch, replace=replace)
+                            model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
+                            question_key=question_key)
     typer.echo(report.describe())
 
 
@@ -93,4 +102,4 @@ def pages_add_command(
     with options.exit_on(RecordError, ValueError):
         n = add_pages(run_dir, sources, url)
     html = any(s.suffix.lower() in (".html", ".htm") for s in sources)
-    typer.echo(f"stored {n} page(s) in {run_dir / 'pages.sqlite'}" + (f" (HTML text by {extractor()})" if html else ""))
+    typer.echo(f"stored {n} page(s) in {RunDir(run_dir).pages_file}" + (f" (HTML text by {extractor()})" if html else ""))

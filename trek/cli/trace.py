@@ -4,6 +4,7 @@
     trek trace review RUN_DIR            -> RUN_DIR/review.xlsx
     trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
     trek trace view RUN_DIR              -> RUN_DIR/trace.html
+    trek trace export RUN_DIR --format langfuse|otlp --out FILE   -> the labels as trace scores
 
 ``trek trace RUN_DIR`` is short for ``trek trace run RUN_DIR``.
 """
@@ -73,8 +74,8 @@ def run_command(
     progress: bool = options.PROGRESS,
     exact_rule: str = options.EXACT_RULE,
     query_depth: int = typer.Option(None, "--query-depth", min=1,
-                                    help="Exact query test: rank a gold page within this depth (default: the "
-                                    "system's own result depth from run.json)."),
+                                    help="Exact query test: rank a gold page within this depth (default: 10 or twice the "
+                                    "system's own result depth from run.json, the deeper)."),
     audit_judge: str = options.AUDIT_JUDGE,
     audit_limit: int = typer.Option(None, "--audit-limit", min=1,
                                     help="--audit-judge: audit only the first N traced cases (question order)."),
@@ -217,3 +218,19 @@ def view_command(
             typer.echo(f"note: {d} is given more than once; its cases are shown once", err=True)
         path = write_view(run_dirs, out)
     typer.echo(f"wrote {path}")
+
+
+@app.command("export")
+def export_command(
+    run_dir: Path = typer.Argument(..., help="A traced run imported from traces (trek import otlp|langfuse)."),
+    fmt: str = typer.Option(..., "--format", metavar="FORMAT", help="langfuse (score rows, JSONL) or otlp "
+                            "(gen_ai.evaluation.result events in the imported traces, OTLP/JSON)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (outside the run directory)."),
+) -> None:
+    """Write TrekTrace's labels back into the imported traces: one score per label per traced case
+    and one trektrace.status. Nothing is sent (see the README for Langfuse's API and a collector)."""
+    from trek.trace.export import export_labels
+
+    with options.exit_on(RecordError, FileNotFoundError, ValueError):
+        path, n, cases = export_labels(run_dir, fmt, out)
+    typer.echo(f"wrote {n} score(s) of {cases} traced case(s) to {path}")

@@ -31,13 +31,12 @@ from trek.ctrl.pools import Pool, shorten, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
+from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
 
-POOLS_FILE = "pools.jsonl"
-CONTEXTS_FILE = "contexts.jsonl"
-MANIFEST_FILE = "build.json"
+POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE = POOLS, CONTEXTS, BUILD_MANIFEST  # named by trek.runs
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trek.paths import env_path
+from trek.runs import QUESTIONS
 from trek.types import Document, Question, read_jsonl
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
 
 #: Environment variable that overrides the folder of the bundled benchmark.
 MINI_DIR_ENV = "TREK_MINI_DIR"
-QUESTIONS_FILE = "questions.jsonl"
+QUESTIONS_FILE = QUESTIONS  # the same name as a run's question set (trek.runs)
 DOCUMENTS_FILE = "documents.jsonl"
 #: The subfolder of generated timeline pages (:mod:`trek.datasets.mini_timeline`).
 GENERATED_DIR = "generated"

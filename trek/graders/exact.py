@@ -12,30 +12,37 @@ from LLM judges; :mod:`trek.audit` measures an LLM judge against it.
 articles and thousands separators as in :func:`trek.graders.freshqa.normalize_answer`, HTML
 entities decoded, then
 number words read as digits, ``thirty-one`` -> ``31``), and an answer is *named* where its words
-occur as a contiguous run of the response's words. Where two named answers overlap, the longer
+occur as a contiguous run of the words of one sentence of the response, never inside a URL or a
+slug (:func:`trek.graders.exact_rules.words`). Where two named answers overlap, the longer
 one is the one named (``Norvale Mobile Business`` names that, not ``Norvale Mobile``). An answer
 that also appears in the question (the options of "which of A, B and C") is not counted where the
 response only repeats the question (a run of :data:`ECHO_WORDS` or more words it shares with it).
 
 **Deciding** (``rule``, default :data:`DEFAULT_RULE`):
 
-* ``first`` — correct when the first annotated answer the response names is acceptable (the answer
-  it commits to; earlier values mentioned after it, as in "17 stations, up from 15", do not count);
+* ``first`` — correct when the answer the response commits to is acceptable: its first annotated
+  answer that is not negated, with every answer it offers beside it as an alternative
+  (:func:`trek.graders.exact_rules.commitment`: a hedge "A or B" or a list "A, B, C" that includes
+  a wrong candidate is not correct); earlier values mentioned after it in another role, as in
+  "17 stations, up from 15", do not count;
 * ``any`` — correct only when it names an acceptable answer and no competing one (strict: any
-  competing value anywhere makes it wrong);
+  competing value anywhere makes it wrong), and does not hedge;
 * ``mention`` — correct when it names an acceptable answer anywhere (the judge-free check of
   :func:`trek.analysis.mentions_answer`, most lenient).
 
 **Each dataset's protocol on top of it:**
 
 * FreshQA and InfoDeepSeek: ``correct`` or ``incorrect``; a response that declines to answer
-  (:func:`abstains`) is incorrect;
+  (:func:`trek.graders.exact_rules.abstains`, "no information"-style replies included) is
+  incorrect;
 * SealQA (and the generic grader's datasets): ``correct`` (A), ``incorrect`` (B) or
   ``not_attempted`` (C) — C when the response declines to answer and names no annotated answer (an
   empty response too), B for any other response that is not correct;
 * false-premise questions (FreshQA's and InfoDeepSeek's ``false_premise``): correct when the
-  response rejects the premise — it states a negation (:data:`REJECTION_WORDS`: no, none, never,
-  not, ...) and does not decline to answer; the reference's wording need not be repeated.
+  response rejects the premise with a statement that denies it
+  (:func:`trek.graders.exact_rules.rejects_premise`: a negation anywhere is not enough; a
+  correction aimed at one candidate, "X, not Y", accepts the premise; a clause that declines
+  denies nothing); the reference's wording need not be repeated.
 
 Every grade says ``method="exact"``, ``grader="exact"``, ``grader_version`` :data:`VERSION`, judge
 model ``oracle``; ``judge_raw`` holds the decision as JSON (what was named, which rule decided).
@@ -50,6 +57,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trek.graders import exact_rules
+from trek.graders.exact_rules import abstains
 from trek.graders.freshqa import normalize_answer
 from trek.types import Grade, Question, Usage
 
@@ -59,7 +68,6 @@ __all__ = [
     "RULES",
     "DEFAULT_RULE",
     "ECHO_WORDS",
-    "REJECTION_WORDS",
     "Decision",
     "normalize",
     "abstains",
@@ -68,29 +76,15 @@ __all__ = [
 ]
 
 GRADER = "exact"
-# Version history: exact-1 first release.
-VERSION = "exact-1"
+# Version history: exact-1 first release; exact-2 premise rejection by a denying statement,
+# "no information"-style abstentions, hedges and lists, no answer inside a URL or slug
+# (trek.graders.exact_rules).
+VERSION = "exact-2"
 #: How a response's named answers decide (see the module docstring).
 RULES = ("first", "any", "mention")
 DEFAULT_RULE = "first"
 #: A response run of at least this many words shared with the question is an echo of it.
 ECHO_WORDS = 4
-#: Words that reject a false premise (after normalization: apostrophes dropped, ``didn't`` -> ``didnt``).
-REJECTION_WORDS = frozenset({
-    "no", "none", "never", "not", "neither", "nor", "nobody", "nothing", "cannot", "didnt", "wasnt", "werent",
-    "hasnt", "hadnt", "isnt", "doesnt", "havent", "wont", "couldnt", "false", "incorrect", "untrue",
-})
-#: Phrases (normalized) that decline to answer.
-ABSTENTIONS = (
-    "i dont know", "i do not know", "dont know", "do not know", "not sure", "unsure", "cannot determine",
-    "cant determine", "cannot be determined", "can not be determined", "unable to determine",
-    "unable to answer", "unable to find", "unable to provide", "cannot answer", "cant answer", "cannot provide",
-    "cannot find", "could not find", "couldnt find", "no information", "not enough information",
-    "insufficient information", "does not mention", "does not say", "does not state", "does not provide",
-    "does not specify", "do not mention", "do not say", "do not state", "do not provide", "do not specify",
-    "do not have", "dont have", "not mentioned", "not provided", "not specified",
-    "not stated", "not available", "not given", "unknown", "no answer", "not possible to",
-)
 #: Datasets graded with three outcomes (A/B/C); the others are correct / incorrect.
 THREE_WAY = ("sealqa", "generic")
 
@@ -161,12 +155,6 @@ def _echo_mask(words: list[str], question: list[str]) -> list[bool]:
     return mask
 
 
-def abstains(text: str | None) -> bool:
-    """True when the response declines to answer (an empty one included)."""
-    norm = f" {' '.join(normalize_answer(html.unescape(text or '')).split())} "
-    return not norm.strip() or any(f" {p} " in norm for p in ABSTENTIONS)
-
-
 @dataclass
 class Decision:
     """What the exact grader found in a response and the outcome it gave."""
@@ -178,6 +166,8 @@ class Decision:
     acceptable: list[str] = field(default_factory=list)  # which of them are acceptable
     abstained: bool = False
     rejects_premise: bool | None = None
+    committed: list[str] = field(default_factory=list)  # the answers it commits to (rule first/any)
+    hedged: bool = False  # it offers an unannotated alternative too ("A or someone else")
 
     @property
     def correct(self) -> bool:
@@ -199,13 +189,19 @@ class Decision:
             parts.append(f"acceptable: {', '.join(repr(n) for n in self.acceptable)}")
         if wrong:
             parts.append(f"competing: {', '.join(repr(n) for n in wrong)}")
+        if self.committed and self.committed != self.named[:len(self.committed)] or len(self.committed) > 1:
+            parts.append(f"commits to: {', '.join(repr(n) for n in self.committed)}")
+        if self.hedged:
+            parts.append("hedges with an unannotated alternative")
         return "; ".join(parts) + f" (rule {self.rule})"
 
 
-def _named(response: str | None, question: Question, competing: Sequence[str]) -> list[tuple[int, str, bool]]:
-    """``(position, answer, acceptable)`` of every annotated answer the response names (maximal
-    spans, echoes of the question left out), by position."""
-    words = normalize(response)
+def _named(response: str | None, question: Question, competing: Sequence[str]
+           ) -> tuple[list[exact_rules.Word], list[tuple[int, int, str, bool]]]:
+    """The response's words and ``(start, end, answer, acceptable)`` of every annotated answer it
+    names (maximal spans within one sentence, echoes of the question left out), by position."""
+    ws = exact_rules.words(response, _numbers)
+    words = [w.text for w in ws]
     qwords = normalize(question.question)
     accepted = {tuple(normalize(a)): a for a in question.answers if normalize(a)}
     others: dict[tuple[str, ...], str] = {}
@@ -219,13 +215,15 @@ def _named(response: str | None, question: Question, competing: Sequence[str]) -
         for key, text in table.items():
             in_question = bool(_runs(qwords, list(key)))
             for i in _runs(words, list(key)):
+                if ws[i].sentence != ws[i + len(key) - 1].sentence:
+                    continue
                 if in_question and all(mask[i:i + len(key)]):
                     continue
                 spans.append((i, i + len(key), text, ok))
     kept = [s for s in spans if not any(o is not s and o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0])
                                         for o in spans)]
     kept.sort(key=lambda s: (s[0], -(s[1] - s[0])))
-    return [(s[0], s[2], s[3]) for s in kept]
+    return ws, kept
 
 
 def decide(question: Question, response: str | None, competing: Sequence[str] = (), *,
@@ -238,18 +236,23 @@ def decide(question: Question, response: str | None, competing: Sequence[str] = 
     protocol = protocol or question.grader or question.dataset
     three_way = protocol in THREE_WAY
     declined = abstains(response)
-    found = _named(response, question, competing)
-    names = list(dict.fromkeys(a for _, a, _ in found))
-    good = [a for a in names if any(a == b and ok for _, b, ok in found)]
-    d = Decision(outcome="incorrect", rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined)
+    ws, found = _named(response, question, competing)
+    names = list(dict.fromkeys(a for _, _, a, _ in found))
+    good = [a for a in names if any(a == b and ok for _, _, b, ok in found)]
     if question.false_premise:
-        d.rejects_premise = bool(set(normalize(response)) & REJECTION_WORDS) and not declined
-        d.outcome = "correct" if d.rejects_premise else ("not_attempted" if three_way and declined else "incorrect")
-        return d
+        alternatives = [normalize(a) for a in competing if a not in question.answers]
+        rejects = exact_rules.rejects_premise(question.question, response, alternatives)
+        outcome = "correct" if rejects else ("not_attempted" if three_way and declined else "incorrect")
+        return Decision(outcome=outcome, rule=rule, protocol=protocol, named=names, acceptable=good,
+                        abstained=declined, rejects_premise=rejects)
+    chosen, hedged = exact_rules.commitment(ws, [(s, e, ok) for s, e, _, ok in found])
+    committed = list(dict.fromkeys(found[k][2] for k in chosen))
+    d = Decision(outcome="incorrect", rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined,
+                 committed=committed, hedged=hedged)
     if rule == "first":
-        ok = bool(found) and found[0][2]
+        ok = bool(chosen) and all(found[k][3] for k in chosen) and not hedged
     elif rule == "any":
-        ok = bool(good) and len(good) == len(names)
+        ok = bool(good) and len(good) == len(names) and not hedged
     else:
         ok = bool(good)
     if ok:

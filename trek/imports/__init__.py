@@ -12,6 +12,11 @@ on it unchanged. Formats (one module each):
 * ``inspect-ai`` (:mod:`trek.imports.inspect_ai`): brings its own questions
 * ``chat-completions`` (:mod:`trek.imports.chat_completions`)
 * ``gemini`` (:mod:`trek.imports.gemini`)
+* ``otlp`` (:mod:`trek.imports.otlp`): OpenTelemetry traces (GenAI or OpenInference attributes)
+* ``langfuse`` (:mod:`trek.imports.langfuse`): Langfuse trace exports
+
+The two trace formats read their files whole (a trace's spans may be spread over several
+records) and share :mod:`trek.imports.spans`; ``search_tools`` and ``question_key`` apply to them.
 
 Any failure raises :class:`~trek.imports.common.ImportFailure` (or
 :class:`~trek.types.RecordError` for a questions file) naming the file and record, before
@@ -27,10 +32,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from trek.imports import anthropic_messages, chat_completions, gemini, inspect_ai, openai_responses
+from trek.imports import (
+    anthropic_messages,
+    chat_completions,
+    gemini,
+    inspect_ai,
+    langfuse,
+    openai_responses,
+    otlp,
+)
 from trek.imports.common import ImportFailure, match_questions, page_rows, read_records, trajectory, write_run
 from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
+from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
 from trek.jsonio import unique_paths
 from trek.outputs import check_replace, check_run_folder
 from trek.types import Question, Trajectory
@@ -44,6 +58,8 @@ FORMATS: dict[str, ModuleType] = {
     "inspect-ai": inspect_ai,
     "chat-completions": chat_completions,
     "gemini": gemini,
+    "otlp": otlp,
+    "langfuse": langfuse,
 }
 
 
@@ -89,6 +105,8 @@ def import_run(
     model: str | None = None,
     epoch: int = 1,
     replace: bool = False,
+    search_tools: Sequence[str] | None = None,
+    question_key: str = "question_id",
 ) -> ImportReport:
     """Import ``files`` of format ``fmt`` into the run directory ``out`` (see the module docstring).
 
@@ -96,7 +114,9 @@ def import_run(
     every format but ``inspect-ai``, whose samples bring their questions (a questions file
     then replaces them, matched by sample id). ``model`` names the evaluated model when the log
     does not (or overrides it). ``replace``: an existing run directory is replaced (only once
-    the import succeeded).
+    the import succeeded). ``search_tools`` (globs on tool names, default
+    :data:`~trek.imports.spans.DEFAULT_SEARCH_TOOLS`) and ``question_key`` (the trace metadata
+    or attribute naming the question id) apply to ``otlp`` and ``langfuse``.
     """
     mod = FORMATS.get(fmt)
     if mod is None:
@@ -130,6 +150,9 @@ def import_run(
                     raise r.fail(f"question id {q.id!r} again (also in {where[q.id]})")
                 where[q.id] = r.where
                 qs.append(q)
+    elif hasattr(mod, "read_traces"):
+        options = TraceOptions(search_tools=tuple(search_tools or DEFAULT_SEARCH_TOOLS), question_key=question_key)
+        records = mod.read_traces(files, options)
     else:
         records = [r for f in files for r in read_records(f, is_item=getattr(mod, "is_item", None))]
     by_id = {q.id: q for q in qs}
@@ -152,6 +175,9 @@ def import_run(
     rows = page_rows(pages)
     config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
+    if hasattr(mod, "read_traces"):
+        config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)
+        config["question_key"] = question_key
     path = write_run(out, qs, trajectories, rows, config, replace=replace)
     return ImportReport(out=path, trajectories=trajectories, pages=len(rows), skipped=skipped,
                         statuses=Counter(t.status for t in trajectories))

@@ -414,7 +414,7 @@ def write_run(
     with _staging(target, replace) as tmp:
         write_jsonl(tmp / runs.QUESTIONS, questions)
         write_jsonl(tmp / runs.ANSWERS, trajectories)
-        store = PageStore(tmp / "pages.sqlite")
+        store = PageStore(tmp / runs.PAGES)
         try:
             for p in pages:
                 store.put(p)

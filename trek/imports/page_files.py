@@ -27,6 +27,7 @@ from pathlib import Path
 from trek.imports.fields import link_kind
 from trek.jsonio import check_regular
 from trek.pages import PageStore, extract_text, normalize_url
+from trek.runs import PAGES, run_lock
 from trek.types import Document, RecordError, iter_json_lines
 
 __all__ = ["read_sources", "add_pages", "extractor"]
@@ -116,13 +117,11 @@ def add_pages(run_dir: str | os.PathLike[str], sources: Sequence[str | os.PathLi
               url: str | None = None) -> int:
     """Store the pages of ``sources`` in the run's ``pages.sqlite``; returns how many were
     written (one per URL identity). Every source is read before anything is written."""
-    from trek.stage import run_lock
-
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
     docs = read_sources(sources, url)
-    path = rd / "pages.sqlite"
+    path = rd / PAGES
     if path.exists():
         check_regular(path, "page store (SQLite)")
     with run_lock(rd):

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from trek import jsonio
+from trek.runs import ANSWERS, GRADES, META, PAGES, QUESTIONS, TRACE
 from trek.types import (
     TRAJECTORY_SCHEMA_VERSION,
     Grade,
@@ -36,7 +37,7 @@ __all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
 #: The shipped JSON Schema of the trajectory schema.
 SCHEMA_FILE = Path(__file__).with_name("trajectory.schema.json")
 
-_FILES: dict[str, type[BaseModel]] = {"questions.jsonl": Question, "answers.jsonl": Trajectory}
+_FILES: dict[str, type[BaseModel]] = {QUESTIONS: Question, ANSWERS: Trajectory}
 
 
 def schema() -> dict[str, Any]:
@@ -47,13 +48,12 @@ def schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"Trek trajectory schema, version {TRAJECTORY_SCHEMA_VERSION}",
         "description": (
-            "One line of answers.jsonl in a Trek run directory: what one system did for one question. "
-            "questions.jsonl holds Question lines and run.json a RunMeta object (see x-trek-files). "
+            f"One line of {ANSWERS} in a Trek run directory: what one system did for one question. "
+            f"{QUESTIONS} holds Question lines and {META} a RunMeta object (see x-trek-files). "
             "A trajectory without coverage is read as fully observed (all queries, all results, full page "
             "text, real URLs)."),
         "x-trek-schema-version": TRAJECTORY_SCHEMA_VERSION,
-        "x-trek-files": {"answers.jsonl": "#/$defs/Trajectory", "questions.jsonl": "#/$defs/Question",
-                         "run.json": "#/$defs/RunMeta"},
+        "x-trek-files": {ANSWERS: "#/$defs/Trajectory", QUESTIONS: "#/$defs/Question", META: "#/$defs/RunMeta"},
         "$ref": "#/$defs/Trajectory",
         "$defs": defs["$defs"],
     }
@@ -144,25 +144,25 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         files[name] = _records(p, model, got)
         problems += _capped(got, limit)
     qids: dict[str, int] = {}
-    for line, q in files.get("questions.jsonl", []):
+    for line, q in files.get(QUESTIONS, []):
         if q.id in qids:
-            problems.append(Problem(str(rd / "questions.jsonl"), line, "id",
+            problems.append(Problem(str(rd / QUESTIONS), line, "id",
                                     f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
         qids.setdefault(q.id, line)
     extra: list[Problem] = []
     answered: dict[str, int] = {}
-    for line, t in files.get("answers.jsonl", []):
+    for line, t in files.get(ANSWERS, []):
         if t.question_id in answered:
-            extra.append(Problem(str(rd / "answers.jsonl"), line, "question_id",
+            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
                                  f"{t.question_id!r} is answered twice (first on line {answered[t.question_id]}); "
                                  "a run holds one answer per question"))
         answered.setdefault(t.question_id, line)
-        if "questions.jsonl" in files and t.question_id not in qids:
-            extra.append(Problem(str(rd / "answers.jsonl"), line, "question_id",
-                                 f"{t.question_id!r} is not a question of questions.jsonl"))
-        extra += _coverage_checks(rd / "answers.jsonl", line, t)
+        if QUESTIONS in files and t.question_id not in qids:
+            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
+                                 f"{t.question_id!r} is not a question of {QUESTIONS}"))
+        extra += _coverage_checks(rd / ANSWERS, line, t)
     problems += _capped(extra, limit)
-    meta = rd / "run.json"
+    meta = rd / META
     if not meta.exists():
         problems.append(Problem(str(meta), None, None, "file does not exist (every Trek run has one: write it with "
                                 "trek import, or see the schema's RunMeta)"))
@@ -182,12 +182,12 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         for line, g in _records(path, model, got):
             qid = g.question_id
             if qids and qid not in qids:
-                got.append(Problem(str(path), line, "question_id", f"{qid!r} is not a question of questions.jsonl"))
+                got.append(Problem(str(path), line, "question_id", f"{qid!r} is not a question of {QUESTIONS}"))
             if qid in seen:
                 got.append(Problem(str(path), line, "question_id", f"{qid!r} appears twice (first on line {seen[qid]})"))
             seen.setdefault(qid, line)
         problems += _capped(got, limit)
-    pages = rd / "pages.sqlite"
+    pages = rd / PAGES
     if pages.exists():
         try:
             jsonio.check_regular(pages, "SQLite file")
@@ -207,7 +207,7 @@ def _graded_files() -> dict[str, type[BaseModel]]:
     from trek.audit import AUDIT_GRADING
     from trek.trace.records import TraceRecord
 
-    return {"grades.jsonl": Grade, AUDIT_GRADING: Grade, "trace.jsonl": TraceRecord}
+    return {GRADES: Grade, AUDIT_GRADING: Grade, TRACE: TraceRecord}
 
 
 def _capped(problems: list[Problem], limit: int) -> list[Problem]:

@@ -35,7 +35,6 @@ also after a ``kill -9``. Delete the ledger to start a new budget for the same o
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -48,6 +47,7 @@ from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.ledger import ledger_path, spending
 from trek.outputs import check_out
+from trek.runs import RunLockedError, lock_file
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
 __all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
@@ -218,17 +218,14 @@ class _Previous:
 def _locked(out: Path) -> Iterator[None]:
     """Hold ``.<out>.lock`` for the run; a second run on the same output is refused."""
     lock = out.with_name(f".{out.name}.lock")
-    try:
-        fh = lock.open("a")
-    except OSError as e:
-        raise BatchError(f"cannot write in {out.parent} for --out ({e.strerror})") from None
-    with fh:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BatchError(
-                f"another run is writing {out} (lock {lock.name} is held); wait for it or use another --out"
-            ) from None
+            stack.enter_context(lock_file(lock, what=f"{out} (lock {lock.name})", reentrant=False,
+                                          hint="wait for it or use another --out"))
+        except RunLockedError as e:
+            raise BatchError(f"another run is writing {out}: {e}") from None
+        except RecordError:
+            raise BatchError(f"cannot write in {out.parent} for --out") from None
         yield
 
 

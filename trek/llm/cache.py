@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from trek.paths import env_path
+from trek.runs import LLM_CACHE, RunDir
 from trek.sqlite import connect, transaction
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
@@ -156,7 +156,7 @@ def _settle(futs: list[asyncio.Future[None]], error: BaseException | None) -> No
 
 def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_CACHE`` when set, else ``<run_dir>/llm-cache.sqlite`` (run_dir defaults to cwd)."""
-    return env_path("TREK_CACHE", Path(run_dir or ".") / "llm-cache.sqlite")
+    return RunDir(run_dir or ".").llm_cache
 
 
 class ResponseCache:
@@ -173,7 +173,7 @@ class ResponseCache:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         if self.path is not None and self.path.is_dir():
-            raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path / 'llm-cache.sqlite'}")
+            raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path / LLM_CACHE}")
         try:
             self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
         except sqlite3.DatabaseError as e:  # garbage file, unwritable folder, ...

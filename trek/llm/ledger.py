@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trek.runs import ledger_of
 from trek.types import RecordError
 
 __all__ = ["DEFAULT_ASSUME_OUTPUT", "OverBudget", "Reservation", "SpendLedger", "check_budget", "ledger_path",
@@ -65,10 +66,8 @@ def check_budget(budget_usd: float | None) -> float | None:
     return float(budget_usd)
 
 
-def ledger_path(output: str | os.PathLike[str]) -> Path:
-    """The spend ledger of an output file: ``.<name>.spend`` beside it (``RUN_DIR/.answers.jsonl.spend``)."""
-    p = Path(output)
-    return p.with_name(f".{p.name}.spend")
+#: The spend ledger of an output file: ``.<name>.spend`` beside it (named by :mod:`trek.runs`).
+ledger_path = ledger_of
 
 
 class OverBudget(Exception):

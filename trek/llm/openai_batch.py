@@ -43,10 +43,10 @@ import openai
 from trek.llm.cache import request_key
 from trek.llm.client import LLMClient
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
+from trek.runs import BATCH_STATE
 
 __all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect", "run_openai_batch"]
 
-BATCH_STATE = "openai-batches.json"
 MAX_BATCH_LINES = 50_000
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 _URL = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from trek.runs import POOLS, QUESTIONS
 from trek.types import Question, RecordError, iter_json_lines
 
 __all__ = ["load_ctrl_questions", "questions_beside"]
@@ -32,7 +33,7 @@ def load_ctrl_questions(path: str | os.PathLike[str]) -> dict[str, Question]:
     return out
 
 
-def questions_beside(contexts: str | os.PathLike[str], names: Iterable[str] = ("questions.jsonl", "pools.jsonl")) -> Path | None:
+def questions_beside(contexts: str | os.PathLike[str], names: Iterable[str] = (QUESTIONS, POOLS)) -> Path | None:
     """The first of ``names`` found in the folder of ``contexts`` (``None`` when none is there)."""
     folder = Path(contexts).parent
     for name in names:

@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from trek.runs import GRADES, TRACE
+
 __all__ = ["demo_label", "benchmark_of", "judges_of", "runs_title"]
 
 #: How the exact judge (``--judge oracle``) is named in titles.
@@ -34,8 +36,8 @@ def judges_of(run_dir: str | os.PathLike[str]) -> list[str]:
     (``trace.jsonl``, its diagnostic and analysis roles), in order of first appearance; the
     exact judge (model ``oracle``) as :data:`EXACT_JUDGE`."""
     seen: dict[str, None] = {}
-    for name, pick in (("grades.jsonl", lambda r: [r.get("judge_model")]),
-                       ("trace.jsonl", lambda r: [str(v).split(" @ ")[0] for k, v in (r.get("models") or {}).items()
+    for name, pick in ((GRADES, lambda r: [r.get("judge_model")]),
+                       (TRACE, lambda r: [str(v).split(" @ ")[0] for k, v in (r.get("models") or {}).items()
                                                   if k in ("diagnostic", "analysis")])):
         path = Path(run_dir) / name
         if not path.is_file():

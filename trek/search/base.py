@@ -30,8 +30,8 @@ from trek.errors import RunFatalError
 from trek.limits import EndpointLimits
 from trek.llm.cache import ResponseCache
 from trek.llm.client import scrub
-from trek.paths import env_path
 from trek.retry import backoff, retrying
+from trek.runs import RunDir
 from trek.types import SearchCall, SearchResult, Usage
 
 __all__ = [
@@ -83,7 +83,7 @@ class FatalSearchError(SearchError, RunFatalError):
 
 def default_search_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$TREK_SEARCH_CACHE`` when set, else ``<run_dir>/search-cache.sqlite``."""
-    return env_path("TREK_SEARCH_CACHE", Path(run_dir or ".") / "search-cache.sqlite")
+    return RunDir(run_dir or ".").search_cache
 
 
 #: Search results are cached in the one response-cache shape of Trek (keyed by the canonical

@@ -10,10 +10,15 @@ and the test records stay TrekTrace's own:
   gold page of the question, or another annotated page of the question that is neither an older
   nor a neighbouring question's page (role ``outdated``/``relevance``/``fabrication``) and whose
   annotated answer the exact grader accepts;
-* **query adequacy** (analysis), made operational on a closed corpus: some recorded query,
-  searched on the same local BM25 index, ranks a gold page of the question within the system's own
-  result depth (``top_k`` for search-then-read, ``results_per_search`` for agentic search, from the
-  run's ``run.json``; ``query_depth`` replaces it);
+* **query adequacy** (analysis), made operational on a closed corpus and independent of what the
+  system itself retrieved: some recorded query, searched on the same local BM25 index, ranks a
+  gold page of the question within the first :func:`adequacy_depth` results — at least
+  :data:`ADEQUACY_DEPTH` (a first page of results a searcher would read) and at least twice the
+  system's own result depth (``top_k`` for search-then-read, ``results_per_search`` for agentic
+  search, from the run's ``run.json``); ``query_depth`` replaces it. A query that ranks the gold
+  page below the system's depth but within this cut-off is adequate although the system did not
+  read the page: the TrekTrace label Retrieval (at the system's own depth adequacy would always
+  equal retrieval, and Retrieval could never be given);
 * **gold-only and gold-plus-noise verdicts** (analysis): the exact grader's rule
   (:func:`trek.graders.exact.decide`) on the probe's answer, correct or not;
 * **stale reference** (diagnostic): a page of the question itself (gold or outdated) dated after
@@ -45,14 +50,26 @@ from trek.pages import PageStore, normalize_url
 from trek.trace.records import Step
 from trek.types import Question
 
-__all__ = ["VERSION", "ExactTrace", "exact_step", "DEPTH_KEYS"]
+__all__ = ["VERSION", "ExactTrace", "exact_step", "DEPTH_KEYS", "ADEQUACY_DEPTH", "ADEQUACY_FACTOR", "adequacy_depth"]
 
-# Version history: exact-trace-1 first release (also names the exact grader's version it uses).
-VERSION = f"exact-trace-1+{GRADER_VERSION}"
+# Version history: exact-trace-1 first release (also names the exact grader's version it uses);
+# exact-trace-2 query adequacy within a deeper cut-off than the system's (adequacy_depth).
+VERSION = f"exact-trace-2+{GRADER_VERSION}"
+#: The least depth within which a recorded query must rank a gold page to be adequate.
+ADEQUACY_DEPTH = 10
+#: ... and at least this multiple of the system's own result depth.
+ADEQUACY_FACTOR = 2
 #: The run.json system key that holds each system's result depth.
 DEPTH_KEYS = {"search-then-read": "top_k", "agentic": "results_per_search"}
 #: Roles of pages that never count as evidence for the reference (older answers, neighbouring questions).
 NOT_EVIDENCE = ("outdated", "relevance", "fabrication")
+
+
+def adequacy_depth(system_depth: int) -> int:
+    """The cut-off of the exact query test for a system that read ``system_depth`` results per
+    query: the larger of :data:`ADEQUACY_DEPTH` and :data:`ADEQUACY_FACTOR` times it (always deeper
+    than the system's own, so an adequate query can still miss the evidence)."""
+    return max(ADEQUACY_DEPTH, ADEQUACY_FACTOR * system_depth)
 
 
 @dataclass
@@ -83,13 +100,19 @@ class ExactTrace:
                         f"(e.g. {unknown[0]}); the exact judge decides evidence only for runs whose pages are "
                         f"annotated ({self.annotations.source})")
         if analysis and any(case.queries for case in cases):
-            self.depth()
+            if self.query_depth is None:
+                self.system_depth()
             self.index()
 
     def depth(self) -> int:
-        """The system's result depth (``run.json``), or ``query_depth`` when set."""
+        """The query test's cut-off: ``query_depth`` when set, else :func:`adequacy_depth` of the
+        system's result depth."""
         if self.query_depth is not None:
             return self.query_depth
+        return adequacy_depth(self.system_depth())
+
+    def system_depth(self) -> int:
+        """The system's own result depth per query (``run.json``)."""
         if self._depth is None:
             meta = runs.read_meta(self.run_dir)
             system = meta.config.get("system") if meta is not None else None
@@ -170,7 +193,7 @@ class ExactTrace:
                     hits.append({"query": query, "rank": rank, "url": url})
                     break
         if hits:
-            h = hits[0]
+            h = min(hits, key=lambda x: x["rank"])
             reason = f"The query {h['query']!r} ranks a gold page at {h['rank']} of {depth} on the local index."
         else:
             reason = f"No recorded query ranks a gold page within the top {depth} of the local index."

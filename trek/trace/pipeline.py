@@ -511,11 +511,12 @@ def _coverage_text(cov: Any) -> str:
 
 
 def load_trace(run_dir: str | os.PathLike[str]) -> list[TraceRecord]:
-    """The records of ``RUN_DIR/trace.jsonl`` (empty when the run is not traced yet)."""
+    """The records of ``RUN_DIR/trace.jsonl`` (empty when the run is not traced yet); a later line
+    for the same question wins (the file is a journal while ``trek trace`` runs)."""
     path = Path(run_dir) / runs.TRACE
     if not path.exists():
         return []
-    return list(iter_jsonl(path, TraceRecord))
+    return list({r.question_id: r for r in iter_jsonl(path, TraceRecord, torn_tail=True)}.values())
 
 
 def evaluated_role_from_run(

@@ -1,0 +1,135 @@
+"""Print the architecture figures of issue 29 for a checkout: import cycles (imports inside
+functions included), the longest command functions, LLM client construction sites, root modules,
+modules spelling run file names, modules locking files.
+
+    python scripts/architecture_figures.py [CHECKOUT]   (default: this checkout)
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+RUN_FILE = re.compile(r"[\w.-]+\.(sqlite|jsonl|json)|\.trek\.lock")
+
+
+def module_name(root: Path, p: Path) -> str:
+    parts = list(p.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> tuple[dict[str, set[str]], int, int]:
+    """(module -> trek modules it imports, import statements, of them inside functions)."""
+    mods = {module_name(root, p): p for p in sorted(root.rglob("*.py"))}
+
+    def resolve(m: str) -> str:
+        while m and m not in mods:
+            m = m.rpartition(".")[0]
+        return m
+
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    n_all = n_func = 0
+    for m, p in mods.items():
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        pkg = m.split(".") if p.name == "__init__.py" else m.split(".")[:-1]
+        in_func = {id(k) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                   for k in ast.walk(n) if k is not n}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                targets = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom):
+                base = ".".join(pkg[: len(pkg) - n.level + 1]) if n.level else ""
+                mod = ".".join(x for x in (base, n.module or "") if x)
+                targets = [f"{mod}.{a.name}" for a in n.names]
+            else:
+                continue
+            targets = [t for t in targets if t == "trek" or t.startswith("trek.")]
+            if targets:
+                n_all += 1
+                n_func += id(n) in in_func
+            for t in targets:
+                r = resolve(t)
+                if r and r != m and not m.startswith(r + "."):
+                    graph[m].add(r)
+    return graph, n_all, n_func
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main(checkout: Path) -> None:
+    root = checkout / "trek"
+    files = sorted(root.rglob("*.py"))
+    rel = {p: str(p.relative_to(checkout)) for p in files}
+    graph, n_all, n_func = import_graph(root)
+    found = cycles(graph)
+    print(f"internal import statements: {n_all}, inside functions: {n_func}")
+    print(f"import cycles (strongly connected groups): {len(found)}")
+    for c in found:
+        print(f"   {len(c)} modules: {', '.join(c[:8])}{' ...' if len(c) > 8 else ''}")
+    lengths = sorted(((n.end_lineno - n.lineno + 1, f"{rel[p]}:{n.lineno} {n.name}") for p in files
+                      for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                      if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), reverse=True)
+    cli = [x for x in lengths if "/cli/" in x[1]]
+    print("longest command functions:")
+    for n, where in cli[:7]:
+        print(f"   {n} {where}")
+    print(f"sum of the 7 longest: {sum(n for n, _ in cli[:7])}; cli functions over 40 lines: "
+          f"{sum(1 for n, _ in cli if n > 40)}; cli functions among the 10 longest of trek/: "
+          f"{sum(1 for _, w in lengths[:10] if '/cli/' in w)}")
+    sites = [f"{rel[p]}:{i}" for p in files for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bLLMClient\(", line) and not line.lstrip().startswith(("class ", "#"))]
+    print(f"LLMClient( sites: {len(sites)} ({sum('/cli/' in s for s in sites)} in trek/cli)")
+    for s in sites:
+        print(f"   {s}")
+    print("PriceTable.load( :", sum(p.read_text(encoding="utf-8").count("PriceTable.load(") for p in files))
+    root_mods = [p.name for p in sorted(root.glob("*.py")) if p.name != "__init__.py"]
+    print(f"root modules: {len(root_mods)}: {' '.join(root_mods)}")
+    spelled = {rel[p]: sorted({n.value for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                               if isinstance(n, ast.Constant) and isinstance(n.value, str) and RUN_FILE.fullmatch(n.value)})
+               for p in files}
+    spelled = {k: v for k, v in spelled.items() if v}
+    print(f"modules with file-name string literals: {len(spelled)}")
+    for k, v in sorted(spelled.items()):
+        print(f"   {k}: {', '.join(v[:6])}")
+    lockers = [rel[p] for p in files if re.search(r"^\s*(import fcntl|from fcntl|import filelock)", p.read_text(encoding="utf-8"), re.M)]
+    print(f"modules locking files: {lockers}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1])

@@ -1,0 +1,80 @@
+"""The architecture, checked on the sources: who owns the run files, who locks files.
+
+Every rule reads ``trek/`` with ``ast`` (no import of the package needed), so a rule fails on
+the line that breaks it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from trek import runs
+
+TREK = Path(__file__).resolve().parents[1] / "trek"
+
+#: Every file name a run directory (or a Ctrl build folder) holds, as :mod:`trek.runs` names them.
+RUN_FILES = {runs.META, runs.QUESTIONS, runs.ANSWERS, runs.GRADES, runs.TRACE, runs.AUDIT, runs.LOCK,
+             runs.LLM_CACHE, runs.SEARCH_CACHE, runs.PAGES, runs.POOLS, runs.CONTEXTS, runs.BUILD_MANIFEST,
+             runs.BATCH_STATE}
+
+
+def sources() -> list[Path]:
+    return sorted(TREK.rglob("*.py"))
+
+
+def string_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, value) of every string constant that is not a docstring."""
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def spelled_run_files(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(TREK.parent)}:{line} spells {value!r}"
+            for line, value in string_literals(tree) if value in RUN_FILES]
+
+
+def test_the_scan_sees_a_spelled_file_name(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text('"""answers.jsonl is fine in a docstring."""\nX = "grades.jsonl"\ndef f():\n    return "x" / "pages.sqlite"\n')
+    assert [s.split(" spells ")[1] for s in spelled_run_files_at(f)] == ["'grades.jsonl'", "'pages.sqlite'"]
+
+
+def spelled_run_files_at(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.name}:{line} spells {value!r}" for line, value in string_literals(tree) if value in RUN_FILES]
+
+
+def test_run_file_names_are_spelled_in_trek_runs_only():
+    bad = [s for p in sources() if p != TREK / "runs.py" for s in spelled_run_files(p)]
+    assert bad == [], "name run files through trek.runs (RunDir or its constants):\n" + "\n".join(bad)
+    spelled = {v for _, v in string_literals(ast.parse((TREK / "runs.py").read_text(encoding="utf-8")))}
+    assert spelled >= RUN_FILES, RUN_FILES - spelled
+
+
+def test_file_locking_lives_in_trek_runs_only():
+    lockers = sorted(str(p.relative_to(TREK.parent)) for p in sources()
+                     if any(isinstance(n, ast.Import | ast.ImportFrom)
+                            and ("fcntl" in [a.name for a in n.names] or getattr(n, "module", None) in ("fcntl", "filelock"))
+                            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+    assert lockers == ["trek/runs.py"]
+
+
+def test_a_run_dir_hands_out_every_path_and_reads_its_records(tmp_path, monkeypatch):
+    from trek.types import Grade, Question, write_jsonl
+
+    monkeypatch.delenv("TREK_CACHE", raising=False)
+    monkeypatch.setenv("TREK_PAGES", str(tmp_path / "elsewhere.sqlite"))
+    rd = runs.RunDir(tmp_path / "r")
+    assert rd.llm_cache == tmp_path / "r" / runs.LLM_CACHE
+    assert rd.pages == tmp_path / "elsewhere.sqlite" and rd.pages_file == tmp_path / "r" / runs.PAGES
+    assert rd.ledger(runs.GRADES).name == ".grades.jsonl.spend"
+    assert rd.records(runs.GRADES, Grade) == [] and not rd.path.exists()  # reading creates nothing
+    with rd.lock():
+        assert rd.lock_path.read_text().strip().isdigit()
+    write_jsonl(rd.questions_path, [Question(id="q1", dataset="d", question="?", answers=["a"])])
+    assert list(rd.questions()) == ["q1"] and [r["id"] for r in rd.raw(runs.QUESTIONS)] == ["q1"]
