@@ -164,9 +164,9 @@ def run(
                          "corpus you loaded into the run's page store with trek pages add) or none")
         search = "local"
     with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError):
-        from trek.outputs import check_run_folder
+        from trek.runs import RunDir
 
-        check_run_folder(run_dir, ("wild",), option="--run")
+        RunDir(run_dir).check_target("wild", option="--run")
         qs, docs, partial = _load_questions(questions, data_dir, allow_partial)
         if limit is not None:
             qs = qs[:limit]

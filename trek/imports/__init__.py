@@ -46,7 +46,7 @@ from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
 from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
 from trek.jsonio import unique_paths
-from trek.outputs import check_replace, check_run_folder
+from trek.runs import RunDir
 from trek.types import Question, Trajectory
 
 __all__ = ["FORMATS", "ImportFailure", "ImportReport", "import_run", "load_questions", "parse_mapping"]
@@ -126,9 +126,9 @@ def import_run(
     files, again = unique_paths(files)
     if again:
         raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
-    check_run_folder(out, ("import",), option="--out")
+    target = RunDir(out).check_target("import", option="--out")
     if replace:
-        check_replace(out, ("import",), inputs=[*files, questions], option="--out")
+        target.check_replace("import", inputs=[*files, questions], option="--out")
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from trek import jsonio
-from trek.runs import ANSWERS, GRADES, META, PAGES, QUESTIONS, TRACE
+from trek.runs import ANSWERS, AUDIT, GRADES, META, PAGES, QUESTIONS, TRACE
 from trek.types import (
     TRAJECTORY_SCHEMA_VERSION,
     Grade,
@@ -204,10 +204,9 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
 
 def _graded_files() -> dict[str, type[BaseModel]]:
     """The run files checked when present: grades, the audit judge's grades and the trace."""
-    from trek.audit import AUDIT_GRADING
     from trek.trace.records import TraceRecord
 
-    return {GRADES: Grade, AUDIT_GRADING: Grade, TRACE: TraceRecord}
+    return {GRADES: Grade, AUDIT: Grade, TRACE: TraceRecord}
 
 
 def _capped(problems: list[Problem], limit: int) -> list[Problem]:
