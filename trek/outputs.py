@@ -176,15 +176,15 @@ def _protected() -> list[tuple[Path, str]]:
     return [(real(BUNDLED_DIR), "the bundled TrekBench-Mini data"), (real(Path(__file__).parent), "the trek package")]
 
 
-#: The file that marks a recorded Ctrl build (``trek ctrl build``); nothing else is written inside one.
-BUILD_MARKER = "build.json"
 #: What a grid folder (``ctrl run --runs``) may hold besides its run folders.
 _GRID_FILES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".spend", ".lock", ".jsonl")
 
 
 def _run_kind(folder: Path) -> str | None:
     """The ``kind`` a folder's ``run.json`` names (``""`` when it has none or it is unreadable)."""
-    meta = folder / "run.json"
+    from trek.runs import META
+
+    meta = folder / META
     if not meta.is_file():
         return ""
     try:
@@ -203,6 +203,8 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
     of one of ``kinds`` unless it is new, empty, or already such a run: never a folder that is
     something else (a dataset, the repository, a folder of documents), never inside the bundled
     data, the package or a recorded Ctrl build (see :func:`check_folder_out` for files)."""
+    from trek.runs import BUILD_MANIFEST, CONTEXTS
+
     p = Path(path)
     kinds = tuple(kinds)
     rp = real(p)
@@ -210,8 +212,8 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
         if rp == root or root in rp.parents:
             raise OutputError(p, f"{option} is inside {what} ({root}); runs are written elsewhere: give another folder")
     for a in (rp, *rp.parents):
-        if (a / BUILD_MARKER).is_file() and (a / "contexts.jsonl").exists():
-            raise OutputError(p, f"{option} is inside the Ctrl build {a} (it holds {BUILD_MARKER}); a build is an input "
+        if (a / BUILD_MANIFEST).is_file() and (a / CONTEXTS).exists():
+            raise OutputError(p, f"{option} is inside the Ctrl build {a} (it holds {BUILD_MANIFEST}); a build is an input "
                               "of runs, not their folder: give another folder")
     check_folder_out(p, option=option)
     if not rp.is_dir():

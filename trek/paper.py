@@ -171,6 +171,7 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
     (``runs: 5``, ``runs: .nan``, a folder that is not there), a path parameter that is not text
     or names nothing, a text parameter that is a number. ``source`` (the params file) is named in
     the message. ``None`` always means the notebook's default."""
+    from trek import runs as R
     from trek.report.paths import resolve
 
     def bad(name: str, why: str) -> ParamsError:
@@ -192,11 +193,11 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
             if not where.is_dir():
                 raise bad(f"runs: {label}", f"run directory {where} does not exist (relative paths are read from "
                           "the repository root)")
-            missing = [f for f in ("questions.jsonl", "answers.jsonl") if not (where / f).is_file()]
+            missing = [f for f in (R.QUESTIONS, R.ANSWERS) if not (where / f).is_file()]
             if missing:
                 raise bad(f"runs: {label}", f"{where} is not a Trek run (no {' or '.join(missing)})")
-            if not (where / "grades.jsonl").is_file():
-                raise bad(f"runs: {label}", f"{where} is not graded (no grades.jsonl): run `trek grade {folder}` "
+            if not (where / R.GRADES).is_file():
+                raise bad(f"runs: {label}", f"{where} is not graded (no {R.GRADES}): run `trek grade {folder}` "
                           "first")
             key = os.path.realpath(where)
             if key in seen:

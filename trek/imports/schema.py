@@ -155,7 +155,8 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         if t.question_id in answered:
             extra.append(Problem(str(rd / ANSWERS), line, "question_id",
                                  f"{t.question_id!r} is answered twice (first on line {answered[t.question_id]}); "
-                                 "a run holds one answer per question"))
+                                 "a finished run holds one answer per question (a stage that was stopped leaves "
+                                 "its journal so until the same command runs again)"))
         answered.setdefault(t.question_id, line)
         if QUESTIONS in files and t.question_id not in qids:
             extra.append(Problem(str(rd / ANSWERS), line, "question_id",
