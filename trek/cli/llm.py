@@ -16,7 +16,7 @@ app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retry
 def run(
     requests: Path = typer.Argument(..., help="JSONL file: one chat request per line ({'id', 'messages', ...})."),
     out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write, one result per id, in input order."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1."),
+    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1; several, separated by commas, form a pool of replicas."),
     model: str = typer.Option(None, "--model", "-m", help="Model for lines that do not name one."),
     max_connections: int = options.MAX_CONNECTIONS,
     cache: Path = typer.Option(None, "--cache", help="SQLite cache file (default: $TREK_CACHE or llm-cache.sqlite next to --out)."),
@@ -82,6 +82,8 @@ def run(
         else:
             summary = run_sync(run_batch(requests, out, client, items=items))
     options.err.print(summary.describe(), highlight=False)
+    if client.pooled:
+        options.err.print(client.endpoint_summary(), highlight=False)
     if client.usage.calls:
         spent = client.spent_text()
         options.err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"

@@ -73,6 +73,9 @@ class ImportReport:
     pages: int
     skipped: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
+    #: Grades and TrekTrace records carried over from the log (inspect's trek/grade, trek/trektrace).
+    grades: int = 0
+    traces: int = 0
 
     def coverage(self) -> dict[str, Counter[str]]:
         """For each coverage field, how many trajectories have each value."""
@@ -88,6 +91,8 @@ class ImportReport:
                  f"and {self.pages} page(s) into {self.out}"]
         if self.skipped:
             lines.append(f"left out {self.skipped} sample(s) of other epochs")
+        if self.grades or self.traces:
+            lines.append(f"carried over from the log's Trek scores: {self.grades} grade(s), {self.traces} trace record(s)")
         cov = "; ".join(f"{k}: " + ", ".join(f"{v} {c}" for v, c in sorted(cnt.items()))
                         for k, cnt in self.coverage().items())
         lines.append(f"coverage: {cov}")
@@ -160,6 +165,7 @@ def import_run(
     trajectories = []
     pages = []
     responses: dict[str, str] = {}
+    grades, traces, corpus = [], [], []
     for q, r in pairs:
         try:
             parsed = mod.parse(r)
@@ -172,12 +178,20 @@ def import_run(
             responses[parsed.record_id] = r.where
         trajectories.append(trajectory(q, r, parsed, fmt, model))
         pages += parsed.pages
+        if mod is inspect_ai:  # what Trek's own inspect scorers recorded, and the corpus of trek/mini
+            g, tr = inspect_ai.carried(r)
+            grades += [g] if g is not None else []
+            traces += [tr] if tr is not None else []
+            corpus = corpus or inspect_ai.corpus(r)
     rows = page_rows(pages)
     config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
     if hasattr(mod, "read_traces"):
         config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)
         config["question_key"] = question_key
-    path = write_run(out, qs, trajectories, rows, config, replace=replace)
+    from trek import runs
+
+    path = write_run(out, qs, trajectories, rows, config, replace=replace, documents=corpus,
+                     records={runs.GRADES: grades, runs.TRACE: traces})
     return ImportReport(out=path, trajectories=trajectories, pages=len(rows), skipped=skipped,
-                        statuses=Counter(t.status for t in trajectories))
+                        statuses=Counter(t.status for t in trajectories), grades=len(grades), traces=len(traces))

@@ -405,8 +405,12 @@ def write_run(
     config: dict[str, Any],
     *,
     replace: bool = False,
+    documents: Sequence[Any] = (),
+    records: dict[str, Sequence[Any]] | None = None,
 ) -> Path:
-    """Write the run directory ``out`` at once (see the module docstring)."""
+    """Write the run directory ``out`` at once (see the module docstring). ``documents``: a frozen
+    corpus stored after the log's pages (a corpus page replaces the log's text of its URL);
+    ``records``: more run files by name (the grades and trace records a log carries)."""
     from trek import __version__, runs
 
     target = Path(out)
@@ -418,8 +422,13 @@ def write_run(
         try:
             for p in pages:
                 store.put(p)
+            if documents:
+                store.add_documents(documents)
         finally:
             store.close()
+        for name, rows in (records or {}).items():
+            if rows:
+                write_jsonl(tmp / name, rows)
         now = utcnow()
         runs.write_meta(tmp, RunMeta(run_id=target.name, kind="import", model=models[0] if len(models) == 1 else None,
                                      config={**config, "system": {"system": "imported", "format": config["format"]},

@@ -53,6 +53,8 @@ NAME = "inspect-ai"
 _ATTACHMENT = "attachment://"
 _URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>)\]]+")
 _SAMPLE_NAME = re.compile(r"^samples/.+\.json$")
+#: Client tools read as web searches without a note: inspect's ``web_search`` and Trek's ``trek/search``.
+SEARCH_TOOLS = ("web_search", "search")
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -69,12 +71,59 @@ def _resolve(value: Any, attachments: dict[str, Any], where: str) -> Any:
     return value
 
 
+#: The zip compression method inspect writes ``.eval`` members with since 0.3.2xx (zstd; the
+#: standard library reads it only from Python 3.14).
+_ZSTD = 93
+
+
+def _member(z: zipfile.ZipFile, name: str) -> bytes:
+    """The bytes of one member; zstd members are read raw from the archive and decompressed
+    with ``zstandard``."""
+    info = z.getinfo(name)
+    if info.compress_type != _ZSTD:
+        return z.read(name)
+    import struct
+
+    import zstandard
+
+    assert z.fp is not None
+    z.fp.seek(info.header_offset)
+    head = z.fp.read(30)
+    if head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header of {name}")
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    z.fp.seek(info.header_offset + 30 + name_len + extra_len)
+    raw = z.fp.read(info.compress_size)
+    import io
+
+    from trek import jsonio
+
+    chunks, n = [], 0
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
+        while chunk := reader.read(1 << 20):  # bounded as every compressed input (trek.jsonio)
+            n += len(chunk)
+            if n > jsonio.MAX_DOCUMENT or (n > jsonio.RATIO_FLOOR and n > jsonio.MAX_RATIO * max(1, len(raw))):
+                raise zipfile.BadZipFile(f"{name}: inflates more than {jsonio.MAX_RATIO} times or past "
+                                         f"{jsonio.MAX_DOCUMENT >> 20} MiB: refused as a decompression bomb")
+            chunks.append(chunk)
+    out = b"".join(chunks)
+    if len(out) != info.file_size:
+        raise zipfile.BadZipFile(f"{name}: {len(out)} bytes after zstd decompression, the zip says {info.file_size}")
+    return out
+
+
 def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
     """A JSON member of the zip, through the bounded reader (size, ratio, nesting)."""
     try:
-        return jsonio.loads(jsonio.zip_member(z, name, path), f"{path}, {name}")
+        if z.getinfo(name).compress_type == _ZSTD:
+            data = _member(z, name)
+        else:
+            data = jsonio.zip_member(z, name, path)
+        return jsonio.loads(data, f"{path}, {name}")
     except RecordError as e:
         raise ImportFailure(str(e)) from None
+    except (ValueError, zipfile.BadZipFile, OSError, KeyError) as e:
+        raise ImportFailure(f"{path}, {name}: not a readable JSON member ({e})") from None
 
 
 def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
@@ -142,9 +191,15 @@ def _input_text(value: Any) -> str:
     return "\n\n".join(_content_text(m.get("content")) for m in msgs if m.get("role") == "user").strip()
 
 
+#: The question fields a sample of Trek's own inspect tasks carries in its metadata (``trek: true``).
+OWN_QUESTION_FIELDS = ("dataset", "question", "answers", "effective_year_raw", "false_premise", "split", "grader")
+
+
 def question(rec: InputRecord, dataset: str | None) -> Question:
     s, spec = rec.data["sample"], rec.data["eval"]
-    text = _input_text(s.get("input"))
+    meta = as_dict(s.get("metadata"))
+    text = meta["question"] if meta.get("trek") is True and isinstance(meta.get("question"), str) else \
+        _input_text(s.get("input"))
     target = s.get("target")
     try:
         answers = [target.strip()] if isinstance(target, str) and target.strip() else _split(target, "target")
@@ -157,6 +212,13 @@ def question(rec: InputRecord, dataset: str | None) -> Question:
         raise rec.fail("field 'target': the sample has no reference answer; give them in a --questions file")
     meta = as_dict(s.get("metadata"))
     year = meta.get("effective_year")
+    if meta.get("trek") is True:  # a sample of Trek's own tasks (trek.inspect): the question as Trek has it
+        own = {k: meta[k] for k in OWN_QUESTION_FIELDS if meta.get(k) is not None}
+        return Question(id=rec.question_id or ident(s["id"], "id"), **{
+            "dataset": dataset or own.pop("dataset", None) or str(spec.get("task") or "inspect"), "question": text,
+            "answers": answers, "gold_urls": gold, **own,
+            "effective_year": year if isinstance(year, int) else None,
+            "metadata": as_dict(meta.get("question_metadata"))})
     return Question(id=rec.question_id or ident(s["id"], "id"), dataset=dataset or str(spec.get("task") or "inspect"),
                     question=text, answers=answers, gold_urls=gold,
                     effective_year=year if isinstance(year, int) else None, grader="generic",
@@ -318,13 +380,13 @@ def parse(rec: InputRecord) -> Parsed:
             err = as_dict(m.get("error"))
             error = f"{err.get('type') or 'error'}: {err.get('message') or ''}".strip(": ") if err else None
             text = _content_text(m.get("content"))
-            if fn == "web_search" or (("search" in fn) and isinstance(args.get("query"), str)):
+            if fn in SEARCH_TOOLS or (("search" in fn) and isinstance(args.get("query"), str)):
                 query = args.get("query") if isinstance(args.get("query"), str) else ""
                 if not query:
                     parsed.queries = "some"
                     parsed.note(f"a {fn} call without a query")
                 results = [] if error else _search_output(m.get("content"), parsed)
-                if fn != "web_search":
+                if fn not in SEARCH_TOOLS:
                     parsed.note(f"tool {fn!r} read as a web search")
                 parsed.steps.append(TrajectoryStep(kind="search", round=r, tool=fn, call_id=m.get("tool_call_id"),
                                                    query=query, result_urls=[x.url for x in results],
@@ -360,3 +422,43 @@ def parse(rec: InputRecord) -> Parsed:
     if scores:
         parsed.details["inspect_scores"] = scores
     return parsed
+
+
+# -- what Trek's own scorers left in a log ---------------------------------------------------------
+#: The score names of Trek's inspect scorers (``trek/grade``, ``trek/trektrace``) in a sample's ``scores``.
+GRADE_SCORE, TRACE_SCORE = "grade", "trektrace"
+
+
+def carried(rec: InputRecord) -> tuple[Any, Any]:
+    """The Trek grade and TrekTrace record that ``trek/grade`` / ``trek/trektrace`` stored in the
+    sample's score metadata (``trek_grade``, ``trek_trace``), as :class:`~trek.types.Grade` and
+    :class:`~trek.trace.records.TraceRecord`; ``None`` for what the log does not carry. The
+    ``trek/grade`` score's grade wins over the one ``trek/trektrace`` graded inline."""
+    from pydantic import ValidationError
+
+    from trek.trace.records import TraceRecord
+    from trek.types import Grade
+
+    scores = as_dict(rec.data["sample"].get("scores"))
+    grade = trace = None
+    for name in (TRACE_SCORE, GRADE_SCORE):
+        meta = as_dict(as_dict(scores.get(name)).get("metadata"))
+        try:
+            if isinstance(meta.get("trek_grade"), dict):
+                grade = Grade.model_validate(meta["trek_grade"])
+            if name == TRACE_SCORE and isinstance(meta.get("trek_trace"), dict):
+                trace = TraceRecord.model_validate(meta["trek_trace"])
+        except ValidationError as e:
+            raise rec.fail(f"scores.{name}.metadata: not a Trek record ({str(e).splitlines()[0]})") from None
+    return grade, trace
+
+
+def corpus(rec: InputRecord) -> list[Any]:
+    """The frozen corpus the sample was answered over (``metadata.corpus: mini``: TrekBench-Mini's
+    hand-written pages), for the run's page store; none otherwise."""
+    meta = as_dict(rec.data["sample"].get("metadata"))
+    if meta.get("trek") is not True or meta.get("corpus") != "mini":
+        return []
+    from trek.datasets import load_benchmark
+
+    return list(load_benchmark("mini", None).corpus)

@@ -19,6 +19,12 @@ On top of the SDK it adds what an evaluation needs:
   say how much of the provider's limit is left; requests are spread at the rate the limit
   refills instead of running into 429s (``max_connections`` stays the ceiling; the progress
   bar shows the pace);
+* endpoint pools: ``base_url`` may name several replicas of one model (a comma-separated
+  string or a list). Each request goes to the least-loaded replica, each replica has its own
+  connection limit and rate-limit pacing, and a replica that refuses connections or fails
+  ``pool_failures`` times in a row is taken out for ``pool_cooldown`` seconds while the others
+  carry its requests (:meth:`LLMClient.endpoint_report` says what each one served). Replicas
+  share cache entries: a pool's cache key names the model, not the URLs;
 * the HTTP transport is a parameter (``transport="httpx"``, the SDK default, or ``"aiohttp"``
   with the ``trek[aiohttp]`` extra; ``$TREK_HTTP_TRANSPORT`` sets the default);
 * token usage on every result and dollars from the price table; spending recorded in a
@@ -67,6 +73,8 @@ __all__ = [
     "scrub",
     "endpoint_identity",
     "url_secrets",
+    "split_base_urls",
+    "POOL_CACHE_ENDPOINT",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -198,9 +206,33 @@ class _Retryable(Exception):
 
 
 class _LoopState:
-    def __init__(self, sdk: openai.AsyncOpenAI, sem: asyncio.Semaphore):
-        self.sdk = sdk
-        self.sem = sem
+    def __init__(self, sdks: list[openai.AsyncOpenAI], sems: list[asyncio.Semaphore]):
+        self.sdks = sdks
+        self.sems = sems
+
+    @property
+    def sdk(self) -> openai.AsyncOpenAI:
+        return self.sdks[0]
+
+
+#: The endpoint a pool's cache entries name (the model is in the request body): replicas of one
+#: model give the same replies, so they share entries whatever their URLs.
+POOL_CACHE_ENDPOINT = "pool"
+
+
+@dataclass
+class _Replica:
+    """One URL of an endpoint pool and what it did."""
+
+    url: str  # as given (the HTTP client's)
+    identity: str  # as shown (no credentials)
+    in_flight: int = 0  # attempts waiting for or holding one of its connections
+    picks: int = 0
+    served: int = 0
+    errors: int = 0
+    failures: int = 0  # in a row
+    down_until: float = 0.0
+    taken_out: int = 0
 
 
 class LLMClient:
@@ -294,6 +326,8 @@ class LLMClient:
         local_server: Callable[[], Any] | None = None,
         unreachable_after: float = 8.0,
         role: str | None = None,
+        pool_failures: int = 3,
+        pool_cooldown: float = 30.0,
     ):
         if max_connections is not None and max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -308,12 +342,21 @@ class LLMClient:
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}")
         self.model = model
-        given = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        #: The endpoint as recorded and shown (no credentials); the HTTP client gets the URL as given.
-        self.base_url = endpoint_identity(given)
+        urls = split_base_urls(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        given = urls[0]
+        if pool_failures < 1:
+            raise ValueError("pool_failures must be at least 1")
+        if not pool_cooldown >= 0 or pool_cooldown == float("inf"):
+            raise ValueError(f"pool_cooldown must be a finite number of seconds, not {pool_cooldown}")
+        self.pool_failures = pool_failures
+        self.pool_cooldown = pool_cooldown
+        self._replicas = [_Replica(u, endpoint_identity(u)) for u in urls]
+        #: The endpoint as recorded and shown (no credentials; a pool's URLs joined by commas);
+        #: the HTTP client gets the URLs as given.
+        self.base_url = ",".join(r.identity for r in self._replicas)
         self.request_base_url = given
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
-        self._secrets = [self._api_key, *url_secrets(given)]
+        self._secrets = [self._api_key, *(s for u in urls for s in url_secrets(u))]
         self._local = None
         #: The endpoint constrains replies to a JSON schema given as ``response_format`` (the
         #: embedded llama.cpp model does; judges then ask it for ``{"verdict": ...}``).
@@ -324,6 +367,7 @@ class LLMClient:
 
             self.model, self.base_url, self._api_key = MODEL_NAME, LOCAL_ENDPOINT, "local"
             self.request_base_url = LOCAL_ENDPOINT
+            self._replicas = [_Replica(LOCAL_ENDPOINT, LOCAL_ENDPOINT)]
             self._local = local_server or shared_server
             self.json_schema_replies = True
         self.max_connections = max_connections or (1 if self._local else 16)
@@ -361,6 +405,46 @@ class LLMClient:
             return "$- (model not in the price table)"
         return f"${spent:.4f}" + (" + calls without a price" if unpriced else "")
 
+    @property
+    def pooled(self) -> bool:
+        """The endpoint is a pool of several replicas."""
+        return len(self._replicas) > 1
+
+    @property
+    def cache_endpoint(self) -> str:
+        """The endpoint as cache keys name it: the base URL, or :data:`POOL_CACHE_ENDPOINT` for a pool."""
+        return POOL_CACHE_ENDPOINT if self.pooled else self.base_url
+
+    def endpoint_report(self) -> list[dict[str, Any]]:
+        """Per replica: its URL (no credentials), replies served, failed attempts, times taken out."""
+        return [{"url": r.identity, "served": r.served, "errors": r.errors, "taken_out": r.taken_out}
+                for r in self._replicas]
+
+    def endpoint_summary(self) -> str:
+        """One line on how a pool's requests were spread ("" for a single endpoint)."""
+        if not self.pooled:
+            return ""
+        parts = []
+        for r in self._replicas:
+            extra = f", {r.errors} failed attempt(s), taken out {r.taken_out} time(s)" if r.errors else ""
+            parts.append(f"{r.identity}: {r.served} served{extra}")
+        return "endpoint pool: " + "; ".join(parts)
+
+    def _pick(self) -> int:
+        """The replica for the next attempt: the least loaded of those in service (relative to the
+        limit), else the one that comes back first."""
+        if len(self._replicas) == 1:
+            return 0
+        now = time.monotonic()
+        up = [i for i, r in enumerate(self._replicas) if r.down_until <= now]
+        if not up:
+            return min(range(len(self._replicas)), key=lambda i: self._replicas[i].down_until)
+        return min(up, key=lambda i: (self._replicas[i].in_flight, self._replicas[i].picks))
+
+    def _available_other(self, i: int) -> bool:
+        now = time.monotonic()
+        return any(j != i and r.down_until <= now for j, r in enumerate(self._replicas))
+
     def __repr__(self) -> str:  # never show the key
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_connections={self.max_connections})"
 
@@ -371,18 +455,23 @@ class LLMClient:
         if st is None:
             import openai  # here, not at import time: analysis code imports this module without calling
 
-            # a query in the base URL (?api-version=..., ?key=...) goes with every request
-            url = urlsplit(self._local().base_url if self._local else self.request_base_url)
-            query = dict(parse_qsl(url.query, keep_blank_values=True))
-            sdk = openai.AsyncOpenAI(
-                base_url=urlunsplit((url.scheme, url.netloc, url.path, "", "")),
-                default_query=query or None,
-                api_key=self._api_key,
-                max_retries=0,  # the one retry policy is ours (_send_with_retries)
-                timeout=self.timeout,
-                http_client=_http_client(self.transport),
-            )
-            st = _LoopState(sdk, self.limits.semaphore(self.base_url, self.max_connections))
+            sdks, sems = [], []
+            for rep in self._replicas:
+                # a query in the base URL (?api-version=..., ?key=...) goes with every request
+                url = urlsplit(self._local().base_url if self._local else rep.url)
+                query = dict(parse_qsl(url.query, keep_blank_values=True))
+                sdks.append(openai.AsyncOpenAI(
+                    base_url=urlunsplit((url.scheme, url.netloc, url.path, "", "")),
+                    default_query=query or None,
+                    api_key=self._api_key,
+                    max_retries=0,  # the one retry policy is ours (_send_with_retries)
+                    timeout=self.timeout,
+                    http_client=_http_client(self.transport),
+                ))
+                # each replica has its own connection limit (a single endpoint: keyed as before)
+                sems.append(self.limits.semaphore(rep.identity if self.pooled else self.base_url,
+                                                  self.max_connections))
+            st = _LoopState(sdks, sems)
             self._states = {id(loop): st}  # drop clients bound to finished loops
         return st
 
@@ -397,7 +486,7 @@ class LLMClient:
 
     def cache_request(self, api: str, body: dict[str, Any], sample: int) -> dict[str, Any]:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
-        return {"endpoint": self.base_url, "api": api, "body": body, "sample": int(sample)}
+        return {"endpoint": self.cache_endpoint, "api": api, "body": body, "sample": int(sample)}
 
     def worst_cost(self, model: str, body: dict[str, Any], price: Price) -> float:
         """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
@@ -530,32 +619,70 @@ class LLMClient:
             st = self._state()
         except LocalModelUnavailable as e:  # the embedded model cannot be started: no call can succeed
             raise FatalLLMError(f"the local model is needed for a call that is not cached: {e}") from None
-        pacer = self.limits.pacer(self.base_url, self.start_limits)
         guess: tuple[float, float | None] | None = None
+        last_replica = 0
 
         async def attempt() -> dict[str, Any]:
-            nonlocal guess
-            async with st.sem:
-                # each attempt reserves what it will count against a token limit when it is about
-                # to be sent: prompt (chars / 4) plus the output cap, else the mean output so far
-                # (nothing while the endpoint has no token limit, known or assumed)
-                tokens = 0.0
-                if pacer.tokens.remaining is not None:
-                    guess = guess or _prompt_guess(body)
-                    tokens = guess[0] + self._output_guess(guess[1], 0.0)
-                ticket = await pacer.acquire(tokens)
-                self.http_calls += 1
-                seen: dict[str, Any] = {}
+            nonlocal guess, last_replica
+            while True:
+                i = last_replica = self._pick()
+                rep = self._replicas[i]
+                rep.picks += 1
+                rep.in_flight += 1
                 try:
-                    return await self._send_once(st.sdk, api, body, seen)
+                    await st.sems[i].acquire()
+                except BaseException:
+                    rep.in_flight -= 1
+                    raise
+                if self.pooled and rep.down_until > time.monotonic() and self._available_other(i):
+                    # taken out while this attempt waited for its connection: go elsewhere
+                    st.sems[i].release()
+                    rep.in_flight -= 1
+                    continue
+                break
+            pacer = self.limits.pacer(rep.identity if self.pooled else self.base_url, self.start_limits)
+            try:
+                try:
+                    # each attempt reserves what it will count against a token limit when it is about
+                    # to be sent: prompt (chars / 4) plus the output cap, else the mean output so far
+                    # (nothing while the endpoint has no token limit, known or assumed)
+                    tokens = 0.0
+                    if pacer.tokens.remaining is not None:
+                        guess = guess or _prompt_guess(body)
+                        tokens = guess[0] + self._output_guess(guess[1], 0.0)
+                    ticket = await pacer.acquire(tokens)
+                    self.http_calls += 1
+                    seen: dict[str, Any] = {}
+                    try:
+                        raw = await self._send_once(st.sdks[i], api, body, seen)
+                    finally:
+                        pacer.observe(seen.get("headers"), ticket, counted=seen.get("status") != 429)
                 finally:
-                    pacer.observe(seen.get("headers"), ticket, counted=seen.get("status") != 429)
+                    st.sems[i].release()
+            except _Retryable as e:
+                rep.errors += 1
+                rep.failures += 1
+                out = rep.down_until > time.monotonic()
+                if self.pooled and not out and (e.connect or rep.failures >= self.pool_failures):
+                    rep.down_until = time.monotonic() + self.pool_cooldown  # its requests go to the others
+                    rep.taken_out += 1
+                    rep.failures = 0
+                raise
+            finally:
+                rep.in_flight -= 1
+            rep.served += 1
+            rep.failures = 0
+            return raw
 
         async def once() -> dict[str, Any]:
+            failovers = 0
             while True:
                 try:
                     return await attempt()
                 except _Retryable as e:
+                    if self.pooled and failovers < len(self._replicas) and self._available_other(last_replica):
+                        failovers += 1  # another replica is in service: try it at once, no backoff
+                        continue
                     if self._answered or not e.connect:
                         raise
                     # the endpoint never answered: try once a second for a few seconds, then stop
@@ -582,6 +709,8 @@ class LLMClient:
 
     def pace(self) -> str:
         """The current rate-limit pace of this client's endpoint, for a progress bar."""
+        if self.pooled:
+            return ""
         return self.limits.pacer(self.base_url, self.start_limits).pace()
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
@@ -699,8 +828,23 @@ class LLMClient:
 
     async def aclose(self) -> None:
         for st in self._states.values():
-            await st.sdk.close()
+            for sdk in st.sdks:
+                await sdk.close()
         self._states = {}
+
+
+def split_base_urls(base_url: str | Sequence[str]) -> list[str]:
+    """The URLs of an endpoint: one, or a pool given as a comma-separated string or a list
+    (surrounding spaces and trailing slashes dropped; a repeated URL is an error)."""
+    items = base_url.split(",") if isinstance(base_url, str) else list(base_url)
+    urls = [str(u).strip().rstrip("/") for u in items]
+    if not urls or any(not u for u in urls):
+        raise ValueError("the base URL has an empty entry: give one URL, or several separated by commas")
+    seen = [endpoint_identity(u) for u in urls]
+    dup = next((u for i, u in enumerate(seen) if u in seen[:i]), None)
+    if dup:
+        raise ValueError(f"base URL {dup} is given twice in one endpoint pool")
+    return urls
 
 
 def _prompt_guess(body: dict[str, Any]) -> tuple[float, float | None]:

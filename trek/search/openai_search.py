@@ -214,7 +214,7 @@ class OpenAISearch(SearchBackend):
 
     def cache_params(self) -> dict[str, Any]:
         return {
-            "endpoint": self.client.base_url,
+            "endpoint": self.client.cache_endpoint,
             "model": self.model,
             "tool": self.tool(),
             "prompt": template_version("search.openai", SEARCH_ONLY_PROMPT, SEARCH_ONLY_VERSION),

@@ -105,7 +105,7 @@ class ProxySearch(SearchBackend):
 
     def cache_params(self) -> dict[str, Any]:
         return {
-            "endpoint": self.client.base_url,
+            "endpoint": self.client.cache_endpoint,
             "model": self.model,
             "api": self.api,
             "web_search_options": self.web_search_options,
