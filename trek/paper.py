@@ -294,11 +294,37 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
     try:
         with _environ(**{MANIFEST_ENV: str(manifest.resolve()), OUT_ENV: str(target) if target else None}), logging:
             pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
-                                kernel_name="python3")
+                                kernel_name="python3", kernel_manager_class=ipc_kernel_manager())
         os.replace(tmp, dst)
     finally:
         tmp.unlink(missing_ok=True)
     return manifest.read_text().split() if manifest.exists() else []
+
+
+def ipc_kernel_manager() -> type:
+    """A kernel manager whose kernel talks over Unix sockets in a fresh private folder instead of
+    TCP ports on localhost. A TCP kernel's ports are chosen free and then bound by the kernel a
+    moment later, so two kernels started at once on a busy machine (``make paper`` beside
+    ``make test``) can pick the same port and one dies; socket files in a folder of their own
+    cannot collide."""
+    import tempfile
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.transport = "ipc"
+            # short: a Unix socket path holds at most ~107 bytes
+            self.ip = os.path.join(tempfile.mkdtemp(prefix="trek-k-"), "k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.dirname(self.ip))
+
+    return IpcKernelManager
 
 
 def _shown(path: str | Path) -> Path:
