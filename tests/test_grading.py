@@ -194,7 +194,7 @@ def test_the_judge_endpoint_is_judge_base_url_and_the_old_flag_warns(run_dir):
         (run_dir / "grades.jsonl").unlink()
         res = CliRunner().invoke(cli(), [*args, "--base-url", srv.base_url])
         assert res.exit_code == 0, res.output
-        assert "--base-url is deprecated" in res.output and f"judge-model @ {srv.base_url}" in res.output
+        assert "notice: --base-url is the old spelling of --judge-base-url" in res.output and f"judge-model @ {srv.base_url}" in res.output
         res = CliRunner().invoke(cli(), [*args, "--base-url", srv.base_url, "--judge-base-url", srv.base_url])
         assert res.exit_code == 2 and "give only --judge-base-url" in res.output
 
@@ -282,3 +282,25 @@ def test_judge_params_are_sent_only_when_asked_and_rejections_name_the_flag(run_
                                          "--no-progress", "--judge-param", "temperature=0"])
     assert res.exit_code == 2
     assert "hint:" in res.output and "--judge-param temperature=0" in res.output
+
+
+def test_regrade_unparsed_asks_a_fixed_judge_afresh_and_keeps_the_rest(run_dir):
+    from trek.testing.fake_openai import load_script
+
+    broken = [{"pattern": "How many bridges", "reply": "I cannot say."}, *SCRIPT]
+    with FakeOpenAIServer(script=broken) as srv:
+        args = ["grade", str(run_dir), "--judge", "judge-model", "--no-progress", "--judge-param", "max_reasks=0",
+                "--judge-base-url", srv.base_url]
+        assert CliRunner().invoke(cli(), args).exit_code == 3  # one unparsed verdict
+        first = srv.stats()["requests"]
+        assert {g.question_id: g.outcome for g in read_jsonl(run_dir / "grades.jsonl", Grade)}["sealqa:1"] == "unparsed"
+        srv.rules = load_script(SCRIPT)  # the judge is fixed behind the same endpoint and model
+        assert CliRunner().invoke(cli(), args).exit_code == 3  # without --regrade: kept (the cache replays it)
+        assert srv.stats()["requests"] == first
+        res = CliRunner().invoke(cli(), [*args, "--regrade", "unparsed"])
+        assert res.exit_code == 0, res.output
+        assert srv.stats()["requests"] == first + 1  # only the unparsed verdict was asked again
+        assert CliRunner().invoke(cli(), args).exit_code == 0 and srv.stats()["requests"] == first + 1  # and it stays
+        assert CliRunner().invoke(cli(), [*args, "--regrade", "sometimes"]).exit_code == 2
+    grades = {g.question_id: g.outcome for g in read_jsonl(run_dir / "grades.jsonl", Grade)}
+    assert grades["sealqa:1"] == "correct" and grades["freshqa:1"] == "correct"

@@ -363,3 +363,48 @@ def test_the_command_line_exits_2_with_one_line_and_no_run(tmp_path):
     r = CliRunner().invoke(app, ["import", "zipkin", str(f), "--questions", str(QS), "--out", str(tmp_path / "r")])
     assert r.exit_code == 2 and "unknown format 'zipkin'" in r.output and "otlp" in r.output
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("tool", "args", "result", "urls"), [
+    # LangChain's DuckDuckGoSearchResults through OpenInference: a Python-literal input, a ToolMessage output
+    ("duckduckgo_results_json", "{'query': 'Harbor Bridge lanes'}",
+     {"content": "snippet: Six lanes open, title: Opening, link: https://harbor-city.example/bridge-opening",
+      "type": "tool", "name": "duckduckgo_results_json", "tool_call_id": "x", "id": "run-1"},
+     ["https://harbor-city.example/bridge-opening"]),
+    # BeeAI's tools are named for the engine alone
+    ("Wikipedia", {"query": "Harbor Bridge"},
+     {"results": [{"title": "Harbor Bridge", "description": "A bridge.", "url": "https://en.wikipedia.org/wiki/HB"}]},
+     ["https://en.wikipedia.org/wiki/HB"]),
+    ("DuckDuckGo", {"query": "Harbor Bridge"}, [{"title": "T", "url": "https://harbor-city.example/old-plans"}],
+     ["https://harbor-city.example/old-plans"]),
+    # LangChain's WikipediaQueryRun: text naming no URL
+    ("wikipedia", "Harbor Bridge", "Page: Harbor Bridge\nSummary: Six lanes.", [WIKIPEDIA + "Harbor_Bridge"]),
+])
+def test_framework_search_tools_are_searches_by_default(tmp_path, tool, args, result, urls):
+    s = spans(Run("fw", [Turn(tools=[Tool(tool, {"query": "placeholder"}, "x", call_id="f1")]), Turn(text="six")],
+                  question_id="lake-2"), "openinference")
+    for span in s:
+        for a in span["attributes"]:
+            if a["key"] == "input.value" and span["name"] == tool:
+                a["value"] = {"stringValue": args if isinstance(args, str) else json.dumps(args)}
+            if a["key"] == "output.value" and span["name"] == tool:
+                a["value"] = {"stringValue": json.dumps(result) if not isinstance(result, str) else result}
+    f = tmp_path / "fw.json"
+    f.write_text(json.dumps(request(s)))
+    (t,) = imported("otlp", [f], tmp_path / "r")
+    assert [c.backend for c in t.search_calls] == [tool]
+    assert t.search_calls[0].query in ("Harbor Bridge lanes", "Harbor Bridge")
+    assert [r.url for r in t.search_calls[0].results] == urls
+
+
+def test_traces_that_do_not_match_the_questions_say_how_to_name_them(tmp_path):
+    reqs = [request(spans(bridge(name=f"n{i}"), "genai")) for i in range(2)]
+    f = write_jsonl(tmp_path / "two.jsonl", reqs)
+    with pytest.raises(ImportFailure, match=r"2 trace\(s\) in .* but 3 question\(s\).*--question-key"):
+        import_run("otlp", [f], tmp_path / "r", questions=QS, mapping=MAP)
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [reqs[0], request(spans(bridge(name="n3", question_id="lake-1"),
+                                                                           "genai"))])
+    with pytest.raises(ImportFailure, match=r"mixed\.jsonl, line 1: a trace naming no question among traces naming "
+                                            r"one"):
+        import_run("otlp", [mixed], tmp_path / "r", questions=QS, mapping=MAP)
+    assert not (tmp_path / "r").exists()

@@ -8,10 +8,8 @@ import pytest
 
 from trek.datasets.common import default_data_dir
 from trek.datasets.mini import BUNDLED_DIR, default_mini_dir
-from trek.llm.cache import default_cache_path
-from trek.pages import default_pages_path
 from trek.paths import PATH_VARIABLES, env_path
-from trek.search.base import default_search_cache_path
+from trek.runs import default_cache_path, default_pages_path, default_search_cache_path
 
 REPO = Path(__file__).resolve().parents[1]
 #: Modules that still read a path variable by hand (owned by changes under way elsewhere).

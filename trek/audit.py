@@ -241,7 +241,8 @@ def _step_pair(label: str, rec: Any, s: Any, exact_value: dict[str, Any]) -> dic
 def _derive(rd: Path, exact: Any) -> Any:
     """``f(record, step name) -> exact value`` for a run traced by LLM judges; ``False`` when the
     annotations do not cover the run."""
-    from trek.pages import PageStore, default_pages_path
+    from trek.pages import PageStore
+    from trek.runs import default_pages_path
     from trek.trace.exact import for_trace
 
     questions = runs.load_questions(rd)

@@ -23,10 +23,10 @@ from typing import Any
 from trek import runs, templates
 from trek.aio import run_sync
 from trek.graders import _forced, agrade, agrade_many, grader_for, grader_version
-from trek.graders.common import JudgeConfig, is_empty_response, make_grade
-from trek.llm.cache import default_cache_path
+from trek.graders.common import FRESH_SAMPLE, JudgeConfig, is_empty_response, make_grade
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path, spending
+from trek.runs import default_cache_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Grade, Question, RecordError, Trajectory
@@ -119,19 +119,32 @@ def grade_input_key(question: Question, response: str | None, config: JudgeConfi
     })
 
 
+#: What ``trek grade --regrade`` grades again besides pending and failed grades (``None``: nothing).
+REGRADE = (None, "unparsed", "all")
+
+
 class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
     """Grading on :mod:`trek.stage`: one grade per answered question in ``grades.jsonl``.
 
     Pending grades (a judge call failed) and failed ones (an internal error) are tried again;
-    unparsed grades are kept like decided ones (asking again would replay the same reply)."""
+    unparsed grades are kept like decided ones (asking again would replay the same reply), unless
+    ``regrade`` names them: ``unparsed`` grades them again, ``all`` every grade (``trek grade
+    --regrade``, e.g. after fixing a judge's prompt folder or parameters)."""
 
     record = Grade
     name = "grade"
     unit = "q"
 
-    def __init__(self, root: Path, judge: LLMClient, settings: dict[str, Any]):
-        self.root, self.judge, self.settings = root, judge, settings
+    def __init__(self, root: Path, judge: LLMClient, settings: dict[str, Any], regrade: str | None = None):
+        if regrade not in REGRADE:
+            raise ValueError(f"--regrade must be one of {', '.join(x for x in REGRADE if x)}, not {regrade!r}")
+        self.root, self.judge, self.settings, self.regrade = root, judge, settings, regrade
         self.config = JudgeConfig.from_settings(judge, settings)
+
+    def finished(self, record: Grade) -> bool:
+        if self.regrade == "all" or (self.regrade == "unparsed" and record.outcome == "unparsed"):
+            return False
+        return super().finished(record)
 
     def slot(self, item: tuple[Question, Trajectory]) -> Slot:
         return Slot(self.root / runs.GRADES, item[0].id)
@@ -144,7 +157,11 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
 
     async def produce(self, item: tuple[Question, Trajectory], key: str) -> Grade:
         q, t = item
-        g = await agrade(q, t.final_answer, self.judge, **self.settings)
+        token = FRESH_SAMPLE.set(1 if self.regrade else 0)  # a regrade asks afresh, not from the cache
+        try:
+            g = await agrade(q, t.final_answer, self.judge, **self.settings)
+        finally:
+            FRESH_SAMPLE.reset(token)
         return g.model_copy(update={"input_key": key})
 
     def llm_clients(self) -> list[LLMClient]:
@@ -207,6 +224,7 @@ async def arun_grading(
     prompts_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
+    regrade: str | None = None,
     **settings: Any,
 ) -> GradingReport:
     """Grade a run directory into ``grades.jsonl`` (see the module docstring).
@@ -220,7 +238,7 @@ async def arun_grading(
     calls0, hits0 = judge.http_calls, judge.cache_hits
     with _grading_context(rd, judge, prompts_dir):
         plan = _plan(rd, judge)
-        stage = GradeStage(rd, judge, settings)
+        stage = GradeStage(rd, judge, settings, regrade)
         tally = await execute(stage, plan.items, outputs=[rd / runs.GRADES], limit=judge.max_connections,
                               progress=progress, checkpoint_seconds=checkpoint_seconds,
                               ledger=ledger_path(rd / runs.GRADES))
@@ -375,3 +393,47 @@ def grade_run(
     if report.pending_answers or report.pending_grades or report.unanswered:
         log.warning("%s", report.describe())
     return report.grades
+
+
+def grade_with_roles(
+    run_dir: str | os.PathLike[str], judge: Any, *, audit: Any = None, exact_rule: str = "first",
+    audit_limit: int | None = None, batch: Any = None, regrade: str | None = None, prompts_dir: Any = None,
+    progress: bool = True, budget_usd: float | None = None, client_settings: dict[str, Any] | None = None,
+    proceed: Any = lambda estimate, ledger: True, announce: Any = lambda roles: None, say: Any = lambda text: None,
+    audit_with: Any = None,
+) -> GradingReport | None:
+    """``trek grade`` as one call: grade ``run_dir`` with the judge :class:`~trek.roles.Role`
+    (model ``oracle``: the exact judge, with ``audit``, a role whose model records its verdicts
+    beside the exact ones, through ``audit_with``, :func:`trek.audit.audit_grading`). ``batch``: the Batch API settings (``{"wait", "poll_seconds"}``) or
+    ``None``. ``proceed(estimate, ledger)`` may stop before any call (``None`` is returned);
+    ``announce(roles)`` and ``say(text)`` report. Clients come from :meth:`trek.runs.RunDir.client`."""
+    from trek.exact import ORACLE, ExactJudge
+
+    rd = runs.RunDir(run_dir)
+    if not rd.path.is_dir():
+        raise RecordError(rd.path, None, "run directory does not exist")
+    settings, params = dict(client_settings or {}), dict(judge.params)
+    if judge.model == ORACLE:
+        if batch is not None:
+            raise ValueError("--batch sends model calls: the exact judge (oracle) makes none")
+        auditor = rd.client(audit, progress=progress, **settings) if audit is not None and audit.model else None
+        announce({"judge": (exact := ExactJudge(rule=exact_rule)), "audit judge": auditor})
+        report = run_grading(rd.path, exact, progress=progress, regrade=regrade)
+        if auditor is not None:
+            say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
+        return report
+    if audit is not None and audit.model:
+        raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
+    client = rd.client(judge, progress=progress, budget_usd=budget_usd, **settings)
+    announce({"judge": client})
+    est = estimate_grading(rd.path, client, prompts_dir=prompts_dir, batch=batch is not None,
+                           assume_output=client.assume_output, **params)
+    if not proceed(est, rd.ledger(runs.GRADES)):
+        return None
+    if batch is None:
+        return run_grading(rd.path, client, prompts_dir=prompts_dir, progress=progress, regrade=regrade, **params)
+    if regrade:
+        raise ValueError("--regrade grades from the judge directly: run it without --batch")
+    report, br = run_grading_batch(rd.path, client, prompts_dir=prompts_dir, progress=progress, **batch, **params)
+    say(br.describe())
+    return report

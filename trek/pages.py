@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from trek.limits import EndpointLimits
-from trek.runs import RunDir
 from trek.sqlite import connect, transaction
 from trek.types import Document, utcnow
 
@@ -44,7 +43,6 @@ __all__ = [
     "normalize_url",
     "strip_openai_tracking",
     "truncate_head",
-    "default_pages_path",
     "extract_text",
     "shared_ssl_context",
 ]
@@ -128,10 +126,6 @@ def truncate_head(text: str, limit: int = NON_GOLD_CHARS) -> str:
         return text
     return text[:limit] + _TRUNCATION_NOTE.format(shown=limit, total=len(text))
 
-
-def default_pages_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``$TREK_PAGES`` when set, else ``<run_dir>/pages.sqlite``."""
-    return RunDir(run_dir or ".").pages
 
 
 @dataclass

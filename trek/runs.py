@@ -34,13 +34,15 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ValidationError
 
+from trek.llm.ledger import ledger_path
 from trek.outputs import atomic_write, check_replace, check_run_folder
+
+if TYPE_CHECKING:  # pandas is imported by the functions that build frames: a command starts without it
+    import pandas as pd
 from trek.paths import env_path
 from trek.types import (
     Grade,
@@ -62,6 +64,9 @@ __all__ = [
     "lock_file",
     "run_lock",
     "ledger_of",
+    "default_cache_path",
+    "default_pages_path",
+    "default_search_cache_path",
     "META",
     "AUDIT",
     "LOCK",
@@ -114,10 +119,23 @@ PathLike = str | os.PathLike[str]
 M = TypeVar("M", bound=BaseModel)
 
 
-def ledger_of(output: PathLike) -> Path:
-    """The spend ledger of an output file: ``.<name>.spend`` beside it (``RUN_DIR/.answers.jsonl.spend``)."""
-    p = Path(output)
-    return p.with_name(f".{p.name}.spend")
+#: The spend ledger of an output file: ``.<name>.spend`` beside it (``RUN_DIR/.answers.jsonl.spend``).
+ledger_of = ledger_path
+
+
+def default_cache_path(run_dir: PathLike | None = None) -> Path:
+    """``$TREK_CACHE`` when set, else ``<run_dir>/llm-cache.sqlite`` (run_dir defaults to cwd)."""
+    return RunDir(run_dir or ".").llm_cache
+
+
+def default_pages_path(run_dir: PathLike | None = None) -> Path:
+    """``$TREK_PAGES`` when set, else ``<run_dir>/pages.sqlite``."""
+    return RunDir(run_dir or ".").pages
+
+
+def default_search_cache_path(run_dir: PathLike | None = None) -> Path:
+    """``$TREK_SEARCH_CACHE`` when set, else ``<run_dir>/search-cache.sqlite``."""
+    return RunDir(run_dir or ".").search_cache
 
 
 class RunDir:
@@ -226,6 +244,16 @@ class RunDir:
 
     def write(self, name: str, records: Iterable[BaseModel | dict[str, Any]]) -> Path:
         return write_records(self.path, name, records)
+
+    def client(self, role: Any, **settings: Any) -> Any:
+        """The client that plays ``role`` (a :class:`trek.roles.Role`) in this run: the run's
+        response cache (:attr:`llm_cache`), its price table and connection limit, and
+        ``settings`` (``limits``, ``ledger``, ``budget_usd``, ``max_retries``, ``progress``...;
+        see :func:`trek.roles.build_client`)."""
+        from trek.roles import build_client
+
+        settings.setdefault("cache", self.llm_cache)
+        return build_client(role, **settings)
 
     def lock(self) -> contextlib.AbstractContextManager[Path]:
         """The write lock of the run (see :func:`run_lock`)."""
@@ -511,6 +539,9 @@ def frame(run_dir: PathLike) -> pd.DataFrame:
     * usage of the answer (tokens, dollars; NaN dollars when the model has no price) and the
       judge's dollars.
     """
+    import numpy as np
+    import pandas as pd
+
     rd = _dir(run_dir)
     questions = load_questions(rd)
     answers = load_answers(rd, questions)
@@ -544,6 +575,8 @@ def correctness(runs: Mapping[str, PathLike]) -> pd.DataFrame:
     Only questions present in every run are kept (paired tests need the same questions);
     index ``question_id``, sorted.
     """
+    import pandas as pd
+
     cols = {label: frame(d).set_index("question_id")["correct"] for label, d in runs.items()}
     df = pd.DataFrame(cols).dropna()
     df.index.name = "question_id"

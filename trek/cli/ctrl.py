@@ -133,9 +133,10 @@ def build_command(
         by_model = [p for p in pools if fabricator == "model" or (fabricator == "auto" and not has_answer_span(p))]
         if model and by_model:
             from trek.ctrl.estimate import estimate_fabrication
-            from trek.llm.cache import LLMCache, default_cache_path
+            from trek.llm.cache import LLMCache
             from trek.llm.client import LLMClient
             from trek.llm.usage import PriceTable
+            from trek.runs import default_cache_path
 
             cache_path = cache or default_cache_path(out)
             if not spending.dry_run:
@@ -279,14 +280,15 @@ def discover_command(
     from trek.ctrl.common import CtrlError
     from trek.ctrl.estimate import estimate_discovery
     from trek.ctrl.pools import Pool, apply_quotas, write_pools
-    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.cache import LLMCache
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.ledger import ledger_path
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
     from trek.outputs import check_out
     from trek.pages import PageStore
-    from trek.search import SearchError, default_search_cache_path, make_backend
+    from trek.runs import default_cache_path, default_search_cache_path
+    from trek.search import SearchError, make_backend
     from trek.types import RecordError
 
     qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None

@@ -74,7 +74,7 @@ def ctrl_run_command(
     from trek import templates
     from trek.contexts import read_contexts
     from trek.exact import ORACLE, ExactJudge
-    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.cache import LLMCache
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
@@ -89,6 +89,7 @@ def ctrl_run_command(
         plan_grid,
         run_ctrl,
     )
+    from trek.runs import default_cache_path
     from trek.types import RecordError
 
     with (

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from trek.cli import options
-from trek.graders.common import explain_unsupported_parameter, parse_judge_params
-from trek.grading import estimate_grading, run_grading, run_grading_batch
-from trek.llm.cache import LLMCache, default_cache_path
-from trek.llm.client import LLMClient
+from trek.errors import FatalLLMError
+from trek.exact import ORACLE
+from trek.graders.common import explain_unsupported_parameter
+from trek.roles import role_options
 from trek.types import RecordError
 
 
@@ -30,122 +31,76 @@ def format_accuracy(table: Any) -> str:
     return shown[cols].to_string()
 
 
+JUDGE = role_options("judge", required=True, base_url_env="TREK_JUDGE_BASE_URL", old={"--base-url": "base-url"},
+                     model_help="Judge model name, e.g. gpt-4.1-mini; oracle: the exact judge (decided from the "
+                     "annotations of TrekBench-Mini or Ctrl contexts, no model call).",
+                     base_url_help="Endpoint of the judge (default: $OPENAI_BASE_URL, else OpenAI's).")
+AUDIT = role_options("audit-judge", model_help="With --judge oracle: also ask this model each verdict the exact judge "
+                     "gave and record its answers beside them (they decide nothing; compare with `trek judge audit`).")
+
+
 @options.grouped
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
-    judge: str = typer.Option(..., "--judge", help="Judge model name, e.g. gpt-4.1-mini; oracle: the exact judge "
-                              "(decided from the annotations of TrekBench-Mini or Ctrl contexts, no model call)."),
-    grader: str = typer.Option(None, "--grader", help="Grade every question with this grader (generic, freshqa, "
-                               "infodeepseek, sealqa) instead of each question's own."),
-    judge_base_url: str = options.JUDGE_BASE_URL,
-    base_url: str = typer.Option(None, "--base-url", hidden=True, help="Deprecated here: use --judge-base-url."),
+    judge: JUDGE = options.GROUP,
+    grader: str = options.GRADER,
+    regrade: str = typer.Option(None, "--regrade", help="Also grade again: unparsed (the verdicts that could not be "
+                                "read, e.g. after fixing the judge's prompts or parameters) or all."),
     max_connections: int = options.MAX_CONNECTIONS,
     prompts: Path = options.PROMPTS,
     max_retries: int = options.MAX_RETRIES,
     seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
-    judge_param: list[str] = options.JUDGE_PARAM,
     progress: bool = options.PROGRESS,
     budget: float = options.BUDGET,
     spending: options.Spending = options.GROUP,
     batch: options.Batch = options.GROUP,
     prices: Path = options.PRICES,
     exact_rule: str = options.EXACT_RULE,
-    audit_judge: str = options.AUDIT_JUDGE,
+    audit: AUDIT = options.GROUP,
     audit_limit: int = options.AUDIT_LIMIT,
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
-    With --judge oracle the exact judge grades from the annotations (no model call; questions it has
-    no annotations for are refused) and --audit-judge MODEL records that model's verdicts beside
-    the exact ones (RUN_DIR/audit-grading.jsonl; they decide nothing; `trek judge audit` compares).
-
-    Questions of other datasets (your own, an imported log's) are graded by the generic judge
-    (correct / incorrect / not attempted) when their `grader` says so, or with --grader generic.
+    With --judge oracle the exact judge grades from the annotations (no model call; questions it
+    has no annotations for are refused) and --audit-judge MODEL records that model's verdicts
+    beside the exact ones (RUN_DIR/audit-grading.jsonl; they decide nothing; `trek judge audit`
+    compares). Questions of other datasets (your own, an imported log's) are graded by the
+    generic judge (correct / incorrect / not attempted) when their `grader` says so, or with
+    --grader generic.
 
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
-    come from the cache. --budget is a ceiling over every invocation on the run (the judge's
-    spend is recorded in RUN_DIR/.grades.jsonl.spend). The API key comes from OPENAI_API_KEY. Accuracy is over every question
-    of the run (unanswered, pending and unparsed count as not correct). Exit code 0 when every
-    answered question has a decided grade, 2 for bad input, 3 while some grades are pending, failed
-    or unparsed (run the same command again to retry pending and failed ones). The judge's endpoint
-    is --judge-base-url, as in every command (--base-url is the evaluated model's).
+    come from the cache (--regrade unparsed|all grades those again). --budget is a ceiling over
+    every invocation on the run (RUN_DIR/.grades.jsonl.spend). The API key comes from
+    OPENAI_API_KEY. Accuracy is over every question of the run (unanswered, pending and
+    unparsed count as not correct). Exit code 0 when every answered question has a decided
+    grade, 2 for bad input, 3 while some grades are pending, failed or unparsed.
     """
     from trek import graders
-    from trek.exact import ORACLE
-    from trek.llm.client import FatalLLMError
-    from trek.llm.ledger import ledger_path
-    from trek.llm.usage import PriceTable
-    from trek.runs import GRADES
+    from trek.audit import audit_grading
+    from trek.grading import grade_with_roles
 
-    def hint(message: str) -> str | None:
-        return explain_unsupported_parameter(message, sources={"seed": "--seed"})
-
-    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint), \
-            graders.using(grader):
-        if not run_dir.is_dir():
-            raise RecordError(run_dir, None, "run directory does not exist")
-        if judge == ORACLE and spending.dry_run:
-            typer.echo("trek grade with the exact judge (oracle): 0 model calls, $0.00"
-                       + (f"; the audit judge {audit_judge} grades the same answers once more (estimate it with "
-                          f"trek grade RUN --judge {audit_judge} --dry-run)" if audit_judge else ""))
+    hint = lambda message: explain_unsupported_parameter(message, sources={"seed": "--seed"})  # noqa: E731
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint), graders.using(grader):
+        role = judge.role(prices, max_connections)
+        role = dataclasses.replace(role, params={**role.params, **({"seed": seed} if seed is not None else {})})
+        if role.model == ORACLE and spending.dry_run:
+            typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(audit)}")
             return
-        if judge == ORACLE:
-            report = _grade_exactly(run_dir, exact_rule, audit_judge, audit_limit, batch.enabled, progress,
-                                    lambda m: LLMClient(m, base_url=options.deprecated_base_url(
-                                        "trek grade", base_url, judge_base_url), max_connections=max_connections,
-                                        max_retries=max_retries, cache=LLMCache(default_cache_path(run_dir)),
-                                        progress=progress, prices=PriceTable.load(prices)),
-                                    parse_judge_params(judge_param) | ({"seed": seed} if seed is not None else {}))
-            _finish(run_dir, report)
-            return
-        if audit_judge:
-            options.fail("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
-        client = LLMClient(
-            judge,
-            base_url=options.deprecated_base_url("trek grade", base_url, judge_base_url),
-            max_connections=max_connections,
-            max_retries=max_retries,
-            cache=LLMCache(default_cache_path(run_dir)),
-            progress=progress,
-            prices=PriceTable.load(prices),
-            budget_usd=budget,
-            assume_output=spending.assume_output,
-        )
-        settings = parse_judge_params(judge_param)
-        if seed is not None:
-            settings["seed"] = seed
-        options.say_roles({"judge": client})
-        est = estimate_grading(run_dir, client, prompts_dir=prompts, batch=batch.enabled,
-                               assume_output=spending.assume_output, **settings)
-        if not spending.proceed(est, budget, ledger=ledger_path(run_dir / GRADES)):
-            return
-        if batch.enabled:
-            report, br = run_grading_batch(run_dir, client, prompts_dir=prompts, progress=progress,
-                                           **batch.settings(), **settings)
-            typer.echo(br.describe(), err=True)
-        else:
-            report = run_grading(run_dir, client, prompts_dir=prompts, progress=progress, **settings)
-    _finish(run_dir, report)
+        report = grade_with_roles(
+            run_dir, role, audit=options.or_role(audit.role(prices, max_connections), role, model=False),
+            exact_rule=exact_rule, audit_limit=audit_limit,
+            batch=batch.settings() if batch.enabled else None, regrade=regrade, prompts_dir=prompts, progress=progress,
+            budget_usd=budget, client_settings={"max_retries": max_retries, "assume_output": spending.assume_output},
+            proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger), announce=options.say_roles,
+            say=lambda text: typer.echo(text, err=True), audit_with=audit_grading)
+    if report is not None:
+        _finish(run_dir, report)
 
 
-def _grade_exactly(run_dir: Path, rule: str, audit_judge: str | None, audit_limit: int | None, batch: bool,
-                   progress: bool, make_client: Any, settings: dict[str, Any]) -> Any:
-    """``trek grade --judge oracle``: the exact grades, then the audit judge's verdicts beside them."""
-    from trek.exact import ExactJudge
-    from trek.grading import run_grading
-
-    if batch:
-        options.fail("--batch sends model calls: the exact judge (oracle) makes none")
-    exact = ExactJudge(rule=rule)
-    audit = make_client(audit_judge) if audit_judge else None
-    options.say_roles({"judge": exact, "audit judge": audit})
-    report = run_grading(run_dir, exact, progress=progress)
-    if audit is not None:
-        from trek.audit import audit_grading
-
-        rep = audit_grading(run_dir, audit, limit=audit_limit, progress=progress, **settings)
-        typer.echo(rep.describe(), err=True)
-    return report
+def _audit_note(audit: Any) -> str:
+    model = audit.audit_judge
+    return (f"; the audit judge {model} grades the same answers once more (estimate it with trek grade RUN --judge "
+            f"{model} --dry-run)") if model else ""
 
 
 def _finish(run_dir: Path, report: Any) -> None:

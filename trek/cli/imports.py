@@ -32,7 +32,7 @@ def import_command(
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run directory (once the import worked)."),
     search_tool: list[str] = typer.Option(None, "--search-tool", metavar="PATTERN",
                                           help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
-                                          "default *search* and *retriev*; retrieval spans always are)."),
+                                          "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
     question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
                                      help="otlp, langfuse: the trace metadata, tag or span attribute naming the "
                                      "question id (traces without it are matched in order)."),

@@ -39,9 +39,10 @@ def run(
     """
 
     from trek.llm.batch import _ledger, check_output_path, run_batch
-    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.cache import LLMCache
     from trek.llm.client import FatalLLMError, LLMClient, run_sync
     from trek.llm.usage import PriceTable
+    from trek.runs import default_cache_path
     from trek.types import RecordError
 
     cache_path = cache or default_cache_path(out.parent)

@@ -99,6 +99,8 @@ JUDGE_PARAM = typer.Option(
     "max_completion_tokens=2000, ...). None is sent unless given.",
 )
 
+GRADER = typer.Option(None, "--grader", help="Grade every question with this grader (generic, freshqa, infodeepseek, "
+                      "sealqa) instead of each question's own (generic for a custom dataset).")
 EXACT_RULE = typer.Option(
     "first", "--exact-rule",
     help="With the exact judge (oracle): how named answers decide: first (the first annotated answer named must "
@@ -137,6 +139,15 @@ def say_roles(roles: Mapping[str, Any]) -> None:
         model, url = who if isinstance(who, tuple) else (getattr(who, "model", None), getattr(who, "base_url", None))
         parts.append(f"{role} {model or '?'} @ {endpoint_identity(url)}")
     err.print("roles: " + "; ".join(parts), highlight=False, soft_wrap=True)
+
+
+def or_role(role: Any, fallback: Any, model: bool = True) -> Any:
+    """``role`` with what it leaves unset taken from ``fallback`` (``--judge`` for the diagnostic
+    and analysis judges: model when ``model``, endpoint and parameters)."""
+    import dataclasses as dc
+
+    return dc.replace(role, model=role.model or (fallback.model if model else None),
+                      base_url=role.base_url or fallback.base_url, params=dict(role.params) or dict(fallback.params))
 
 
 def deprecated_base_url(command: str, base_url: str | None, judge_base_url: str | None) -> str | None:

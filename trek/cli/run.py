@@ -142,15 +142,14 @@ def run(
     """
     from trek.datasets.common import MissingDataError
     from trek.limits import EndpointLimits
-    from trek.llm.cache import LLMCache, default_cache_path
+    from trek.llm.cache import LLMCache
     from trek.llm.client import FatalLLMError, LLMClient
     from trek.llm.ledger import ledger_path
     from trek.llm.usage import PriceTable
-    from trek.pages import default_pages_path
     from trek.runner import run_system
-    from trek.runs import ANSWERS
+    from trek.runs import ANSWERS, default_cache_path, default_pages_path, default_search_cache_path
     from trek.search import make_backend
-    from trek.search.base import FatalSearchError, SearchCache, default_search_cache_path
+    from trek.search.base import FatalSearchError, SearchCache
 
     if system not in SYSTEMS[:2]:
         options.fail(f"--system must be agentic or search-then-read, not {system!r}")

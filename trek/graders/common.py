@@ -24,15 +24,15 @@ function. Everything else lives here:
 
 from __future__ import annotations
 
-import json
-import math
+import contextvars
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trek.llm.client import LLMClient
 from trek.llm.structured import json_reply_format, object_schema
+from trek.roles import JUDGE_PARAM_FLAG, parse_judge_params
 from trek.templates import render, template_version
 from trek.types import Grade, Question, Usage
 
@@ -111,6 +111,12 @@ class JudgeReply:
     error: str | None = None
 
 
+#: The sample index of the judge calls made in this context (0: the usual one). ``trek grade
+#: --regrade`` grades again with sample 1, so a judge fixed behind the same endpoint and model is
+#: asked afresh instead of replaying its cached replies (the index is part of the cache key only).
+FRESH_SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("trek_judge_sample", default=0)
+
+
 async def ask_judge(
     judge: LLMClient,
     prompt: str,
@@ -129,7 +135,8 @@ async def ask_judge(
     for attempt in range(config.max_reasks + 1):
         if attempt:
             messages = [*messages, {"role": "user", "content": reask}]
-        res = await judge.achat(messages, model=config.model, **config.params)
+        sample = {"sample": n} if (n := FRESH_SAMPLE.get()) else {}
+        res = await judge.achat(messages, model=config.model, **sample, **config.params)
         out.usage = out.usage + res.usage
         if not res.ok:
             out.status = "pending"
@@ -256,71 +263,7 @@ def strip_markup(text: str | None) -> str:
     return _MARKUP.sub(" ", text or "").strip()
 
 
-# -- judge parameters from the command line ----------------------------------------------------
-
-#: The command-line flag that sets one judge request parameter.
-JUDGE_PARAM_FLAG = "--judge-param"
-
-# Fields of the request that a parameter flag must not replace (they have their own options
-# or are built by the grader).
-_RESERVED_PARAMS = {
-    "model": "use --judge to choose the judge model",
-    "messages": "the grader builds the messages",
-    "input": "the grader builds the messages",
-    "tools": "the judge is called without tools",
-    "stream": "streaming is not supported",
-}
-_INT_PARAMS = {"seed", "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "top_logprobs", "max_reasks"}
-_NUMBER_PARAMS = {"temperature", "top_p", "frequency_penalty", "presence_penalty"}
-_KEY_SYNTAX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def parse_judge_params(values: Iterable[str] | None, flag: str = JUDGE_PARAM_FLAG) -> dict[str, Any]:
-    """Settings for the judge from repeated ``KEY=VALUE`` flags (``--judge-param``).
-
-    The value is read as JSON when it parses (``0`` -> ``0``, ``0.7`` -> ``0.7``, ``true``,
-    ``null``, ``[1, 2]``, ``{"effort": "high"}``, ``"0"`` -> the string ``0``) and as a plain
-    string otherwise (``reasoning_effort=high``). ``null`` leaves the parameter out of the
-    request. Hyphens in the key become underscores (``reasoning-effort`` = ``reasoning_effort``).
-    Known numeric parameters are checked (``temperature`` and ``top_p`` take a number;
-    ``seed``, ``max_tokens``, ``max_completion_tokens`` an integer).
-
-    Raises ``ValueError`` naming ``flag`` and the offending item for a missing ``=``, an empty
-    or malformed key, a key given twice, a reserved key (``model``, ``messages``, ...), a
-    non-finite number or a value of the wrong type.
-    """
-    out: dict[str, Any] = {}
-    for item in values or ():
-        raw = str(item)
-        key, sep, text = raw.partition("=")
-        key = key.strip().replace("-", "_")
-        example = f"e.g. {flag} temperature=0 or {flag} reasoning_effort=high"
-        if not sep:
-            raise ValueError(f"{flag} {raw!r}: expected KEY=VALUE ({example})")
-        if not _KEY_SYNTAX.fullmatch(key):
-            raise ValueError(f"{flag} {raw!r}: the key must be a parameter name such as temperature ({example})")
-        if key in _RESERVED_PARAMS:
-            raise ValueError(f"{flag} {raw!r}: {key!r} cannot be set this way ({_RESERVED_PARAMS[key]})")
-        if key in out:
-            raise ValueError(f"{flag} {raw!r}: {key!r} is given more than once")
-        text = text.strip()
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = text
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{flag} {raw!r}: the value must be a finite number")
-        if value is not None and key in _INT_PARAMS and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"{flag} {raw!r}: {key} takes an integer")
-        if value is not None and key in _NUMBER_PARAMS and (
-            isinstance(value, bool) or not isinstance(value, (int, float))
-        ):
-            raise ValueError(f"{flag} {raw!r}: {key} takes a number")
-        if value == "" and key not in _NUMBER_PARAMS:
-            raise ValueError(f"{flag} {raw!r}: the value is empty (use {key}=null to leave it out)")
-        out[key] = value
-    return out
-
+# -- judge parameters from the command line: trek.roles parses them ---------------------------
 
 # Provider error messages, matched without regard to case.
 _UNSUPPORTED_PARAMETER = re.compile(

@@ -161,7 +161,7 @@ def import_run(
     else:
         records = [r for f in files for r in read_records(f, is_item=getattr(mod, "is_item", None))]
     by_id = {q.id: q for q in qs}
-    pairs = match_questions(records, by_id, questions)
+    pairs = match_questions(records, by_id, questions, traces=hasattr(mod, "read_traces"))
     trajectories = []
     pages = []
     responses: dict[str, str] = {}

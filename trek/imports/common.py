@@ -201,23 +201,31 @@ def read_records(path: str | os.PathLike[str], *, is_item: Any = None) -> list[I
 
 
 # -- matching --------------------------------------------------------------------------------------
+#: How a record names its question, for the messages of :func:`match_questions`.
+_WRAP = "wrap them as {\"question_id\": ..., \"record\": ...}"
+_NAME_IN_TRACE = "name the question in each trace (a question_id attribute, metadata or tag; see --question-key)"
+
+
 def match_questions(
-    records: Sequence[InputRecord], questions: Mapping[str, Question], questions_file: str | os.PathLike[str] | None
+    records: Sequence[InputRecord], questions: Mapping[str, Question], questions_file: str | os.PathLike[str] | None,
+    *, traces: bool = False,
 ) -> list[tuple[Question, InputRecord]]:
     """Pair every record with its question: a wrapper's ``question_id`` names it; bare records
-    are taken in the order of the questions file, one record per question."""
+    are taken in the order of the questions file, one record per question. ``traces``: the
+    records are traces, which name their question themselves (the messages say so)."""
     wrapped = [r for r in records if r.question_id is not None]
     bare = [r for r in records if r.question_id is None]
     qfile = questions_file or "the questions file"
+    how = _NAME_IN_TRACE if traces else _WRAP
     if wrapped and bare:
-        raise bare[0].fail(f"a bare record among wrapped ones (e.g. {wrapped[0].where}): wrap every record "
-                           "as {\"question_id\": ..., \"record\": ...} or none")
+        what = "a trace naming no question among traces naming one" if traces else "a bare record among wrapped ones"
+        raise bare[0].fail(f"{what} (e.g. {wrapped[0].where}): {how}, or none")
     if bare:
         if len(bare) != len(questions):
             raise ImportFailure(
-                f"{len(bare)} record(s) in {', '.join(sorted({str(r.file) for r in bare}))} but {len(questions)} "
-                f"question(s) in {qfile}: bare records are matched to the questions in order, one each; wrap them "
-                "as {\"question_id\": ..., \"record\": ...} to import some questions only")
+                f"{len(bare)} {'trace' if traces else 'record'}(s) in {', '.join(sorted({str(r.file) for r in bare}))} "
+                f"but {len(questions)} question(s) in {qfile}: {'traces' if traces else 'bare records'} naming no "
+                f"question are matched to the questions in order, one each; {how} to import some questions only")
         return list(zip(questions.values(), bare, strict=True))
     seen: dict[str, InputRecord] = {}
     out = []

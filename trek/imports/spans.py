@@ -60,8 +60,10 @@ from trek.types import SearchCall, TrajectoryStep, Usage
 __all__ = ["DEFAULT_SEARCH_TOOLS", "OPEN_TOOLS", "Span", "TraceOptions", "parse_spans", "question_id_of",
            "REDACTED"]
 
-#: Tool names that are searches unless ``--search-tool`` says otherwise (globs, case-insensitive).
-DEFAULT_SEARCH_TOOLS: tuple[str, ...] = ("*search*", "*retriev*")
+#: Tool names that are searches unless ``--search-tool`` says otherwise (globs, case-insensitive):
+#: the issue's two, and the search tools whose names say neither (LangChain's
+#: ``duckduckgo_results_json`` and ``wikipedia``, BeeAI's ``DuckDuckGo`` and ``Wikipedia``, Tavily's).
+DEFAULT_SEARCH_TOOLS: tuple[str, ...] = ("*search*", "*retriev*", "duckduckgo*", "wikipedia*", "tavily*")
 #: Tool names that open a page when their arguments hold a URL (globs, case-insensitive).
 OPEN_TOOLS: tuple[str, ...] = ("*fetch*", "*open*", "*browse*", "*scrape*", "*crawl*", "*visit*", "*read_url*")
 #: What OpenInference writes in place of hidden inputs and outputs.

@@ -24,6 +24,7 @@ Retrieval documents (OpenTelemetry's ``gen_ai.retrieval.documents``, OpenInferen
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ _LIST_KEYS = ("results", "organic_results", "organic", "items", "documents", "hi
 _DDG = re.compile(r"snippet: (?P<snippet>.*?), title: (?P<title>.*?), link: (?P<url>https?://[^\s,\]]+)", re.DOTALL)
 _WIKI = re.compile(r"^Page: (?P<title>.+?)\s*\nSummary: (?P<summary>.*?)(?=\n\s*\nPage: |\Z)", re.DOTALL | re.MULTILINE)
 _MESSAGE_KEYS = ("content", "output", "result", "response", "text")
+_LITERAL_CHARS = 100_000
 
 
 @dataclass
@@ -64,12 +66,19 @@ class ParsedResult:
 
 
 def maybe_json(value: Any) -> Any:
-    """``value`` parsed when it is a string holding a JSON object or array, else unchanged."""
+    """``value`` parsed when it is a string holding a JSON object or array (or, as some Python
+    instrumentations write them, a Python literal such as ``{'query': 'x'}``), else unchanged."""
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
             return json.loads(value)
         except ValueError:
-            return value
+            pass
+        if len(value) <= _LITERAL_CHARS:
+            try:
+                parsed = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return value
+            return parsed if isinstance(parsed, (dict, list)) else value
     return value
 
 

@@ -1,7 +1,7 @@
 """The LLM layer: one cached, concurrent, retrying OpenAI-compatible client."""
 
 from trek.limits import EndpointLimits, StartLimits
-from trek.llm.cache import LLMCache, default_cache_path, request_key
+from trek.llm.cache import LLMCache, request_key
 from trek.llm.client import ChatRequest, FatalLLMError, LLMClient, LLMResult, run_sync, scrub
 from trek.llm.structured import StructuredResult, achat_json, chat_json, parse_json_lenient
 from trek.llm.usage import Price, PriceTable, usage_from_raw
@@ -19,7 +19,6 @@ __all__ = [
     "StructuredResult",
     "achat_json",
     "chat_json",
-    "default_cache_path",
     "parse_json_lenient",
     "request_key",
     "run_sync",

@@ -39,11 +39,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from trek.runs import LLM_CACHE, RunDir
 from trek.sqlite import connect, transaction
 from trek.types import RecordError, iter_json_lines, write_jsonl
 
-__all__ = ["ResponseCache", "LLMCache", "request_key", "keyed", "default_cache_path"]
+__all__ = ["ResponseCache", "LLMCache", "request_key", "keyed"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -154,10 +153,6 @@ def _settle(futs: list[asyncio.Future[None]], error: BaseException | None) -> No
                 fut.set_exception(error)
 
 
-def default_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``$TREK_CACHE`` when set, else ``<run_dir>/llm-cache.sqlite`` (run_dir defaults to cwd)."""
-    return RunDir(run_dir or ".").llm_cache
-
 
 class ResponseCache:
     """SQLite-backed response cache (``path=None``: in memory).
@@ -173,7 +168,7 @@ class ResponseCache:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         if self.path is not None and self.path.is_dir():
-            raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path / LLM_CACHE}")
+            raise ValueError(f"cache {self.path} is a folder; give a file name, e.g. {self.path}/responses.sqlite")
         try:
             self._conn = self._retry_locked(lambda: connect(self.path, _SCHEMA))
         except sqlite3.DatabaseError as e:  # garbage file, unwritable folder, ...

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trek.runs import ledger_of
 from trek.types import RecordError
 
 __all__ = ["DEFAULT_ASSUME_OUTPUT", "OverBudget", "Reservation", "SpendLedger", "check_budget", "ledger_path",
@@ -66,8 +65,10 @@ def check_budget(budget_usd: float | None) -> float | None:
     return float(budget_usd)
 
 
-#: The spend ledger of an output file: ``.<name>.spend`` beside it (named by :mod:`trek.runs`).
-ledger_path = ledger_of
+def ledger_path(output: str | os.PathLike[str]) -> Path:
+    """The spend ledger of an output file: ``.<name>.spend`` beside it (``RUN_DIR/.answers.jsonl.spend``)."""
+    p = Path(output)
+    return p.with_name(f".{p.name}.spend")
 
 
 class OverBudget(Exception):

@@ -26,7 +26,6 @@ from trek.search.base import (
     SearchOutcome,
     SearchUnavailable,
     TransientSearchError,
-    default_search_cache_path,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +42,6 @@ __all__ = [
     "SearchOutcome",
     "SearchUnavailable",
     "TransientSearchError",
-    "default_search_cache_path",
     "make_backend",
 ]
 

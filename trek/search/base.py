@@ -22,7 +22,6 @@ import os
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trek.aio import run_sync
@@ -31,7 +30,6 @@ from trek.limits import EndpointLimits
 from trek.llm.cache import ResponseCache
 from trek.llm.client import scrub
 from trek.retry import backoff, retrying
-from trek.runs import RunDir
 from trek.types import SearchCall, SearchResult, Usage
 
 __all__ = [
@@ -43,7 +41,6 @@ __all__ = [
     "SearchCache",
     "SearchOutcome",
     "SearchBackend",
-    "default_search_cache_path",
 ]
 
 
@@ -80,10 +77,6 @@ class FatalSearchError(SearchError, RunFatalError):
     """A misconfiguration no retry can fix and that dooms every search (missing/invalid key,
     exhausted plan)."""
 
-
-def default_search_cache_path(run_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``$TREK_SEARCH_CACHE`` when set, else ``<run_dir>/search-cache.sqlite``."""
-    return RunDir(run_dir or ".").search_cache
 
 
 #: Search results are cached in the one response-cache shape of Trek (keyed by the canonical

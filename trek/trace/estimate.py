@@ -20,7 +20,8 @@ from pathlib import Path
 
 from trek.aio import run_sync
 from trek.llm.estimate import Estimate
-from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, PageStore, default_pages_path, normalize_url
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, PageStore, normalize_url
+from trek.runs import default_pages_path
 from trek.tokens import count_tokens
 from trek.trace.common import RoleModel, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, noise_context, select_cases

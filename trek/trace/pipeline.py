@@ -42,10 +42,12 @@ from trek import runs
 from trek.answer_prompts import year_text
 from trek.exact import is_exact
 from trek.graders.common import join_answers
-from trek.llm.cache import LLMCache, default_cache_path
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path
-from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, default_pages_path, normalize_url
+from trek.local import LOCAL_MODEL
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, normalize_url
+from trek.roles import EVALUATED, Role
+from trek.runs import default_cache_path, default_pages_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.trace import evidence, exact, probes, queries, stale, verdict
 from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
@@ -520,11 +522,20 @@ def load_trace(run_dir: str | os.PathLike[str]) -> list[TraceRecord]:
 
 
 def evaluated_role_from_run(
-    run_dir: str | os.PathLike[str], client: LLMClient | None = None, model: str | None = None, **params: Any
+    run_dir: str | os.PathLike[str], client: LLMClient | None = None, model: str | None = None,
+    base_url: str | None = None, settings: dict[str, Any] | None = None, role: Role | None = None, **params: Any
 ) -> RoleModel:
     """The evaluated-model role: ``model`` / ``client`` when given, else the run's own model and
     endpoint from ``run.json`` (cached in the run's LLM cache). For the run's own model without
-    explicit ``params``, the run's reasoning effort (``config.system.effort``) is sent too."""
+    explicit ``params``, the run's reasoning effort (``config.system.effort``) is sent too.
+
+    The endpoint is ``base_url``, else the one ``run.json`` records; a run that records none (an
+    imported log) without ``base_url`` is a :class:`~trek.roles.RoleError` naming ``--base-url``,
+    before any call (never a silent default host). ``settings``: keywords of the client
+    (:meth:`trek.runs.RunDir.client`); ``role``: the evaluated model's :class:`~trek.roles.Role` (its model,
+    endpoint, parameters, prices and connections stand for ``model``, ``base_url`` and ``params``)."""
+    if role is not None:
+        model, base_url, params = role.model or model, role.base_url or base_url, {**role.params, **params}
     meta = runs.read_meta(run_dir)
     if meta is not None and model is None and client is None and not params:
         system = meta.config.get("system")
@@ -535,8 +546,11 @@ def evaluated_role_from_run(
     if not name:
         raise ValueError(f"{run_dir}: run.json names no model; pass the evaluated model explicitly")
     if client is None:
-        client = LLMClient(name, base_url=meta.endpoint if meta else None,
-                           cache=LLMCache(default_cache_path(run_dir)), progress=False)
+        role = Role(EVALUATED, name, base_url, prices=role.prices if role else None,
+                    max_connections=role.max_connections if role else None)
+        if name != LOCAL_MODEL:
+            role = role.require_endpoint(meta.endpoint if meta else None, where=f"{Path(run_dir) / runs.META}")
+        client = runs.RunDir(run_dir).client(role, **(settings or {}))
     return RoleModel("evaluated", client, name, dict(params))
 
 

@@ -1,0 +1,73 @@
+"""``trek trace RUN_DIR`` as one library call: roles in, the traced run out.
+
+:func:`trace_with_roles` builds the role clients from :class:`~trek.roles.Role` records (all
+in the run's response cache, roles on one server sharing its connection limit), resolves the
+evaluated model against the run's ``run.json`` (an endpoint neither given nor recorded is refused
+before any call), estimates the work, asks ``proceed`` and traces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from trek import runs
+from trek.aio import closing_run
+from trek.exact import ORACLE, ExactJudge
+from trek.limits import EndpointLimits
+from trek.roles import Role, RoleError
+from trek.trace.common import RoleModel
+from trek.trace.estimate import estimate_trace
+from trek.trace.pipeline import UNKNOWN_POLICIES, TraceReport, atrace_run, evaluated_role_from_run
+
+__all__ = ["trace_with_roles"]
+
+
+def trace_with_roles(
+    run_dir: str | os.PathLike[str], *, diagnostic: Role, analysis: Role, evaluated: Role, audit: Role | None = None,
+    client_settings: Mapping[str, Any] | None = None, exact_rule: str = "first",
+    proceed: Callable[[Any, Any], bool] = lambda estimate, ledger: True, announce: Callable[[dict[str, Any]], None] =
+    lambda roles: None, unknown: str = "incomplete", **trace: Any,
+) -> TraceReport | None:
+    """Trace ``run_dir`` with these roles (``None`` when ``proceed(estimate, ledger)`` said no).
+
+    A judge role whose model is ``oracle`` is the exact judge (``exact_rule``); ``audit``: a model
+    asked every step the exact judge answered. ``evaluated.model`` ``None``: the run's own model
+    and endpoint. ``client_settings``: keywords of every client (``max_retries``,
+    ``assume_output``...). ``announce(roles)`` is called once with the clients before any call;
+    ``trace``: the keywords of :func:`trek.trace.pipeline.atrace_run` (and the page limits).
+    """
+    if unknown not in UNKNOWN_POLICIES:
+        raise ValueError(f"--unknown-judgments must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
+    if not diagnostic.model or not analysis.model:
+        raise RoleError("name the judges: --judge M, or --diagnostic-judge and --analysis-judge")
+    rd = runs.RunDir(run_dir)
+    if not rd.path.is_dir():
+        raise runs.RecordError(rd.path, None, "run directory does not exist")
+    settings = {"limits": EndpointLimits(), **(client_settings or {})}  # roles on one server share its limit
+    exact = ExactJudge(rule=exact_rule) if ORACLE in (diagnostic.model, analysis.model) else None
+
+    def play(role: Role, name: str) -> RoleModel:
+        if role.model == ORACLE:
+            return RoleModel(name, exact, ORACLE, {})  # type: ignore[arg-type]
+        return RoleModel(name, rd.client(role, **settings), role.model or "", dict(role.params))
+
+    diag, ana = play(diagnostic, "diagnostic"), play(analysis, "analysis")
+    audits: dict[str, RoleModel] = {}
+    if audit is not None and audit.model:
+        if exact is None:
+            raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge oracle")
+        auditor = rd.client(audit, **settings)
+        audits = {w.role: RoleModel(w.role, auditor, audit.model, dict(audit.params)) for w in (diag, ana)
+                  if w.model == ORACLE}
+    ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
+    announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client,
+              "audit judge": next(iter(audits.values())).client if audits else None})
+    limits = {k: trace.pop(k) for k in ("gold_chars", "other_chars", "query_depth") if k in trace}
+    est = estimate_trace(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=trace.get("check_stale", False),
+                         assume_output=ev.client.assume_output, unknown=unknown, **limits)
+    if not proceed(est, rd.ledger(runs.TRACE)):
+        return None
+    return closing_run(atrace_run(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, audit=audits, unknown=unknown,
+                                  **limits, **trace), diag, ana, ev, *audits.values())
