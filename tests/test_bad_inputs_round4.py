@@ -558,7 +558,8 @@ def test_X2_paper_params_runs_are_checked_before_a_notebook_starts(tmp_path, run
 
 def test_X3_trace_run_on_an_ungraded_import_is_not_a_success(tmp_path):
     run = imported(tmp_path / "imp")
-    code, out = trek("trace", run, "--diagnostic-judge", "oracle", "--analysis-judge", "oracle")
+    code, out = trek("trace", run, "--diagnostic-judge", "oracle", "--analysis-judge", "oracle",
+                     "--base-url", "http://127.0.0.1:9/v1")
     assert code == 3 and "no grade" in out, out
 
 
