@@ -43,13 +43,13 @@ def test_paired_comparisons_against_reference():
     # b = q1..q5 = 5, c = 0, p = 2 * 0.5^5 = 0.0625.
     a = out.loc["A"]
     assert (a["n"], a["b"], a["c"]) == (8, 5, 0)
-    assert (a["acc_ref"], a["acc_cond"], a["delta_pp"]) == pytest.approx((87.5, 25.0, 62.5))
+    assert (a["acc_ref"], a["acc_cond"], a["delta_pp"]) == pytest.approx((87.5, 25.0, -62.5))  # lower: negative
     assert a["p"] == pytest.approx(0.0625)
     # B vs OO: q7 is dropped (NaN), n = 7. OO 6/7 = 85.714%, B 7/7 = 100%,
     # delta = -14.286 pp (B is better); b = 0, c = 1 (q8), p = 1.
     b = out.loc["B"]
     assert (b["n"], b["b"], b["c"]) == (7, 0, 1)
-    assert (b["acc_ref"], b["acc_cond"], b["delta_pp"]) == pytest.approx((600 / 7, 100.0, 600 / 7 - 100))
+    assert (b["acc_ref"], b["acc_cond"], b["delta_pp"]) == pytest.approx((600 / 7, 100.0, 100 - 600 / 7))
     assert b["p"] == pytest.approx(1.0)
     # Holm over [0.0625, 1.0]: 0.0625 * 2 = 0.125, 1.0 * 1 = 1.0.
     np.testing.assert_allclose(out["p_holm"], [0.125, 1.0])

@@ -92,7 +92,7 @@ def test_kappa_interval_matches_the_normal_approximation():
     assert hi - k == pytest.approx(k - lo) and 0.15 < lo < 0.16  # se 0.127 (Fleiss, Cohen, Everitt)
     assert cohens_kappa_ci(a, b, level=0.5)[2] < hi
     k1, lo1, hi1 = cohens_kappa_ci([1, 1, 1], [1, 1, 1])
-    assert k1 == 1.0 and math.isnan(lo1) and math.isnan(hi1)
+    assert math.isnan(k1) and math.isnan(lo1) and math.isnan(hi1)  # undefined, not 1.0
 
 
 def test_no_audit_data_is_said_not_failed(tmp_path):
@@ -126,4 +126,24 @@ def test_a_kappa_without_interval_says_why_on_the_plot():
                          index=pd.Index(["evidence", "grading"], name="role"))
     fig = plot_audit(AuditData(pd.DataFrame({"role": ["evidence"]}), table), "t")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["judge said yes\nevery time"]
+    assert texts == ["no interval:\njudge said yes\nevery time"]
+
+
+def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
+    """Both judges said no every time: kappa 0/0 is undefined (NaN), not 1 and not 0."""
+    import pandas as pd
+
+    from trek.audit import audit_table, show_kappa
+
+    pairs = pd.DataFrame({"role": ["noise"] * 3 + ["grading"] * 2, "exact": ["no"] * 3 + ["correct", "incorrect"],
+                          "judge": ["no"] * 3 + ["correct", "correct"], "judge_model": ["m"] * 5})
+    table = audit_table(pairs)
+    assert math.isnan(table.loc["noise", "kappa"]) and "undefined: both judges said 'no'" in table.loc["noise",
+                                                                                                         "kappa_note"]
+    assert table.loc["grading", "kappa"] == 0.0 and "audited judge said 'correct'" in table.loc["grading",
+                                                                                                 "kappa_note"]
+    shown = show_kappa(table, 2)
+    assert list(shown["kappa"]) == ["0.00", "undefined"]  # the roles' fixed order: grading first
+    fig = plot_audit(AuditData(pairs, table), "t")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "undefined:\nboth judges said 'no'\nevery time" in texts

@@ -51,7 +51,7 @@ def test_table9_exact_mcnemar_and_holm():
     t = reports.ctrl_vs_oo(DF, conditions=("MND", "SAA"))
     # OO vs MND: b = 2 (q1, q2), c = 0 -> p = 2 * 0.5**2 = 0.5; OO vs SAA: b = 3 -> p = 0.25
     assert t.loc[("m", "MND"), ["b", "c", "p"]].tolist() == [2, 0, 0.5]
-    assert t.loc[("m", "SAA"), "p"] == 0.25 and t.loc[("m", "SAA"), "delta_pp"] == 75.0
+    assert t.loc[("m", "SAA"), "p"] == 0.25 and t.loc[("m", "SAA"), "delta_pp"] == -75.0
     assert t["p_holm"].tolist() == [0.5, 0.5]  # Holm: 2 x 0.25 = 0.5, then max(0.5, 0.5)
 
 

@@ -131,3 +131,18 @@ def test_figure4_bars_take_their_heuristic_colour():
     table = pd.DataFrame({h: [100.0, 20.0] for h in HEURISTICS}, index=pd.Index(["OO", "SBA"], name="condition"))
     fig = ctrl_build.plot_shortcuts(table, "T")
     check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "heuristic")
+
+
+def test_a_zero_bar_is_marked_and_a_missing_one_is_not():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from trek.report.figures import ZERO_MARK, grouped_bars
+
+    fig, ax = plt.subplots()
+    grouped_bars(ax, ["a", "b", "c"], {"s": [0.0, np.nan, 12.5], "t": [3.0, 0.0, 0.0]}, {"s": "#111111", "t": "#222222"})
+    marks = [t for t in ax.texts if t.get_gid() == "zero-mark"]
+    assert [t.get_text() for t in marks] == [ZERO_MARK] * 3  # s at a; t at b and c; nothing for the NaN
+    assert sorted(round(t.xy[0], 2) for t in marks) == [-0.2, 1.2, 2.2]
+    assert {to_rgba(t.get_color()) for t in marks} == {to_rgba("#111111"), to_rgba("#222222")}
+    plt.close(fig)

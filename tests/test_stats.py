@@ -22,6 +22,7 @@ from trek.stats import (
     cochrans_q,
     cohens_kappa,
     holm,
+    kappa_undefined,
     mcnemar,
     mcnemar_exact,
     micro_macro,
@@ -451,8 +452,13 @@ def test_cohens_kappa_two_by_two_by_hand():
 
 def test_cohens_kappa_special_cases():
     assert cohens_kappa([1, 2, 3, 1], [1, 2, 3, 1]) == pytest.approx(1.0)
-    # Both raters constant and equal: p_e = 1, kappa defined as 1.
-    assert cohens_kappa(["x", "x", "x"], ["x", "x", "x"]) == 1.0
+    # Both raters constant and equal: p_e = 1, kappa = 0/0 is undefined (NaN), not 1.
+    assert math.isnan(cohens_kappa(["x", "x", "x"], ["x", "x", "x"]))
+    assert math.isnan(cohens_kappa([False] * 5, [False] * 5))
+    assert "0/0" in kappa_undefined(["x", "x"], ["x", "x"]) and "'x'" in kappa_undefined(["x"], ["x"])
+    assert kappa_undefined(["x", "x"], ["x", "y"]) is None and kappa_undefined(["x", "x"], ["y", "y"]) is None
+    # One rater constant, the other not: p_o = p_e, kappa 0 (defined).
+    assert cohens_kappa(["x", "x", "x", "x"], ["x", "y", "x", "x"]) == pytest.approx(0.0)
     # Constant but different: p_o = 0, p_e = 1*0 + 0*1 = 0 -> kappa = 0.
     assert cohens_kappa(["x", "x"], ["y", "y"]) == pytest.approx(0.0)
     # Total disagreement on a balanced pair: p_o = 0, p_e = 0.5 -> kappa = -1.

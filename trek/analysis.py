@@ -160,12 +160,21 @@ def mentions_answer(response: str | None, answers: Sequence[str]) -> bool:
     return any(n and f" {n} " in words for n in (normalize_answer(a) for a in answers))
 
 
+def _check_note(judged: np.ndarray, mentioned: np.ndarray) -> str:
+    """Why the judge check's kappa is undefined ("" when it is defined)."""
+    if stats.kappa_undefined(judged, mentioned) is None:
+        return ""
+    which = "every answer correct" if judged.all() else "no answer correct"
+    return f"undefined: the judge and the mention check both call {which} (kappa 0/0)"
+
+
 def judge_check(runs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
     """How the judge's verdicts compare with :func:`mentions_answer`, one row per run.
 
     Over the questions of each run with a decided grade (correct, incorrect or not attempted):
-    ``n``, ``judged_correct`` (%), ``mentions_answer`` (%), ``agreement`` (%) and Cohen's
-    ``kappa`` between the two. A judge that calls answers
+    ``n``, ``judged_correct`` (%), ``mentions_answer`` (%), ``agreement`` (%), Cohen's
+    ``kappa`` between the two (NaN when both give one verdict throughout) and ``kappa_note``
+    (why it is undefined). A judge that calls answers
     correct far more often than they name an acceptable answer, with kappa near 0, is not
     reading them: its accuracy figures say little.
     """
@@ -184,9 +193,10 @@ def judge_check(runs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
             "mentions_answer": 100 * mentioned.mean() if n else np.nan,
             "agreement": 100 * (judged == mentioned).mean() if n else np.nan,
             "kappa": stats.cohens_kappa(judged, mentioned) if n else np.nan,
+            "kappa_note": _check_note(judged, mentioned) if n else "no answers",
         }
     out = pd.DataFrame.from_dict(rows, orient="index",
-                                 columns=["n", "judged_correct", "mentions_answer", "agreement", "kappa"])
+                                 columns=["n", "judged_correct", "mentions_answer", "agreement", "kappa", "kappa_note"])
     out.index.name = "run"
     return out
 
@@ -207,7 +217,9 @@ def paired_comparisons(
 
     Returns:
         A DataFrame indexed by condition with ``n``, ``acc_ref`` and ``acc_cond`` (percent),
-        ``delta_pp`` (``acc_ref - acc_cond``, the drop from the reference), ``b`` (reference
+        ``delta_pp`` (``acc_cond - acc_ref``, the change from the reference in points, negative
+        when the condition is lower: the one sign of every Δ in Trek's tables,
+        :func:`trek.report.titles.delta_note`), ``b`` (reference
         right, condition wrong), ``c`` (the reverse), ``p`` (exact McNemar) and ``p_holm``
         (Holm across the compared conditions).
     """
@@ -243,7 +255,7 @@ def paired_comparisons(
             raise ValueError(f"table[{reference!r}] (x) vs table[{cond!r}] (y): {e}") from None
         rows.append({
             "n": res.n, "acc_ref": 100.0 * res.acc_x, "acc_cond": 100.0 * res.acc_y,
-            "delta_pp": 100.0 * (res.acc_x - res.acc_y), "b": res.b, "c": res.c, "p": res.p,
+            "delta_pp": 100.0 * (res.acc_y - res.acc_x), "b": res.b, "c": res.c, "p": res.p,
         })
     out = pd.DataFrame(rows, index=pd.Index(conds, name="condition"))
     out["p_holm"] = stats.holm(out["p"].to_numpy())

@@ -51,6 +51,8 @@ __all__ = [
     "aaudit_grading",
     "audit_pairs",
     "audit_table",
+    "kappa_note",
+    "show_kappa",
     "confusion",
     "disagreements",
 ]
@@ -304,15 +306,49 @@ def audit_pairs(run_dirs: Mapping[str, str | os.PathLike[str]] | Iterable[str | 
 
 # -- the tables -----------------------------------------------------------------------------------------
 TABLE_COLUMNS = ["n", "agreement", "kappa", "kappa_low", "kappa_high", "exact_yes", "judge_yes", "unreadable",
-                 "judge_model"]
+                 "judge_model", "kappa_note"]
+
+
+def kappa_note(exact: Any, judge: Any, kappa: float, low: float) -> str:
+    """Why a kappa of the audit is undefined or has no interval ("" when it has both): both judges
+    gave one verdict throughout (kappa 0/0, undefined), or one of them did (kappa 0 by
+    construction, no interval)."""
+    import math
+
+    ex, ju = pd.unique(pd.Series(exact, dtype=object)), pd.unique(pd.Series(judge, dtype=object))
+    if not len(ex):
+        return "no verdicts"
+    if math.isnan(kappa):
+        return f"undefined: both judges said {ex[0]!r} every time (kappa 0/0)"
+    if not math.isnan(low):
+        return ""
+    if len(ju) == 1:
+        return f"no interval: the audited judge said {ju[0]!r} every time (kappa 0)"
+    if len(ex) == 1:
+        return f"no interval: the exact judge said {ex[0]!r} every time (kappa 0)"
+    return "no interval: standard error 0"
+
+
+def show_kappa(table: pd.DataFrame, digits: int = 2, column: str = "kappa") -> pd.DataFrame:
+    """A copy of ``table`` to show: ``column`` (a kappa) written with ``digits`` decimals and an
+    undefined kappa (NaN) written ``undefined``, so it never reads as a number (the reason is the
+    table's ``kappa_note``)."""
+    import math
+
+    out = table.copy()
+    if column in out:
+        out[column] = [("undefined" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}")
+                       for v in out[column]]
+    return out
 
 
 def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float = 0.95) -> pd.DataFrame:
     """Per role (``by``: columns to group by, default ``role``): ``n`` verdicts both judges gave,
     ``agreement`` (%), Cohen's kappa with its ``level`` interval (:func:`trek.stats.cohens_kappa_ci`),
     the share of ``correct``/``yes`` verdicts of each judge (%), the audit judge's ``unreadable``
-    (unparsed or pending) verdicts, left out of ``n``, and the audit judge model(s). Empty when there
-    are no pairs."""
+    (unparsed or pending) verdicts, left out of ``n``, the audit judge model(s) and ``kappa_note``
+    (:func:`kappa_note`: why a kappa is undefined, NaN, or has no interval). Empty when there are no
+    pairs."""
     from trek.stats import cohens_kappa_ci
 
     keys = [by] if isinstance(by, str) else list(by)
@@ -328,7 +364,8 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
         rows[key] = {"n": n, "agreement": 100.0 * (ok["exact"] == ok["judge"]).mean() if n else float("nan"),
                      "kappa": kappa, "kappa_low": lo, "kappa_high": hi, "exact_yes": pos(ok["exact"]),
                      "judge_yes": pos(ok["judge"]), "unreadable": int(g["judge"].isna().sum()),
-                     "judge_model": ", ".join(sorted({str(m) for m in g["judge_model"].dropna()}))}
+                     "judge_model": ", ".join(sorted({str(m) for m in g["judge_model"].dropna()})),
+                     "kappa_note": kappa_note(ok["exact"], ok["judge"], kappa, lo)}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=TABLE_COLUMNS)
     if len(keys) > 1:
         out.index = pd.MultiIndex.from_tuples(out.index, names=keys)
@@ -374,7 +411,7 @@ def describe(pairs: pd.DataFrame) -> str:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
         parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval; none "
                  "where a judge gave one verdict throughout, as kappa then has no standard error)",
-                 audit_table(pairs).round(3).to_string(), ""]
+                 show_kappa(audit_table(pairs).round(3), 3).to_string(), ""]
         for role in [r for r in ROLES if r in set(pairs.loc[pairs["judge"].notna(), "role"])]:
             parts += [f"{role}:", confusion(pairs, role).to_string(), ""]
         d = disagreements(pairs)

@@ -400,6 +400,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
     import pandas as pd
 
     from trek.analysis import accuracy_by_run, judge_check
+    from trek.audit import show_kappa
     from trek.report import ctrl as ctrl_reports
     from trek.report.trace import label_shares
 
@@ -410,10 +411,11 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         acc = accuracy_by_run(wild, datasets=["freshqa", "infodeepseek", "sealqa"]).round(1)
         text += "\n## Wild: accuracy (%) over all questions\n\n```\n" + acc.to_string() + "\n```\n"
-        check = judge_check(wild).round({"judged_correct": 1, "mentions_answer": 1, "agreement": 1, "kappa": 2})
+        check = show_kappa(judge_check(wild).round({"judged_correct": 1, "mentions_answer": 1, "agreement": 1}))
         text += ("\n## Wild: the judge against a plain answer-mention check\n\n"
                  "Share of graded answers the judge called correct, share that name an acceptable answer as\n"
-                 "whole words (`trek.analysis.mentions_answer`), their agreement and Cohen's kappa:\n\n```\n"
+                 "whole words (`trek.analysis.mentions_answer`), their agreement and Cohen's kappa (undefined\n"
+                 "where both give one verdict to every answer: chance agreement is then 1 and kappa 0/0):\n\n```\n"
                  + check.to_string() + "\n```\n")
         traced = {k: v for k, v in wild.items() if (v / runs.TRACE).exists()}
         if traced:
@@ -487,20 +489,21 @@ def _audit_section(root: Path) -> str:
     """The judge audit of the recorded runs (the model's verdicts against the exact judge's)."""
     import pandas as pd
 
-    from trek.audit import audit_pairs, audit_table
+    from trek.audit import audit_pairs, audit_table, show_kappa
 
     dirs = [d for d in sorted(root.glob("wild/*")) + sorted(root.glob("ctrl/runs/*")) if d.is_dir()]
     pairs = audit_pairs({f"{d.parent.name}/{d.name}": d for d in dirs})
     if pairs.empty:
         return ""
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        table = audit_table(pairs).round({"agreement": 1, "kappa": 2, "kappa_low": 2, "kappa_high": 2,
-                                          "exact_yes": 1, "judge_yes": 1})
+        table = show_kappa(audit_table(pairs).round({"agreement": 1, "kappa_low": 2, "kappa_high": 2,
+                                                     "exact_yes": 1, "judge_yes": 1}))
         return ("\n## Judge audit: the embedded model against the exact judge\n\n"
                 "Per role, the verdicts both gave (`n`), agreement (%), Cohen's kappa with a 95% interval, the share "
-                "each called correct/yes (%) and the model's unreadable verdicts (`trek judge audit`). Where the "
-                "model gave one verdict throughout (`judge_yes` 100 or 0), kappa is 0 by construction and has no "
-                "interval (NaN):\n\n```\n"
+                "each called correct/yes (%), the model's unreadable verdicts (`trek judge audit`) and why a kappa "
+                "is undefined or has no interval (`kappa_note`): where both judges gave one verdict throughout, "
+                "kappa is 0/0 (undefined); where only the model did (`judge_yes` 100 or 0), it is 0 by "
+                "construction and has no interval (NaN):\n\n```\n"
                 + table.to_string() + "\n```\n")
 
 

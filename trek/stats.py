@@ -51,6 +51,7 @@ __all__ = [
     "holm",
     "cohens_kappa",
     "cohens_kappa_ci",
+    "kappa_undefined",
     "multilabel_kappa",
     "is_missing_scalar",
     "label_set",
@@ -607,8 +608,9 @@ def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
 
     Returns:
         Kappa as a float in [-1, 1]; 1.0 for perfect agreement. If the expected agreement is 1
-        (both raters give every item the same single label) kappa is 0/0; since the raters
-        agree on every item, this case returns 1.0.
+        (both raters give every item the same single label) kappa is 0/0: **undefined**, NaN
+        (:func:`kappa_undefined` gives the reason to show beside it). Agreement on such items
+        says nothing about the raters' ability to tell the labels apart, so it is not read as 1.
 
     Raises:
         ValueError: on empty input, mismatched lengths or missing labels.
@@ -617,6 +619,19 @@ def cohens_kappa(labels_a: Any, labels_b: Any) -> float:
     b = _vector(labels_b, "labels_b").astype(object)
     _same_length(a, b, "labels_a", "labels_b")
     return _kappa_from_codes(a, b)
+
+
+def kappa_undefined(labels_a: Any, labels_b: Any) -> str | None:
+    """Why Cohen's kappa of these two raters is undefined, or None when it is defined: both gave
+    one single label to every item (chance agreement 1, kappa 0/0). Arguments as
+    :func:`cohens_kappa`."""
+    a = _vector(labels_a, "labels_a").astype(object)
+    b = _vector(labels_b, "labels_b").astype(object)
+    _same_length(a, b, "labels_a", "labels_b")
+    values = pd.unique(np.concatenate([a, b]))
+    if len(values) == 1:
+        return f"undefined: both raters gave {values[0]!r} to every item (chance agreement 1, kappa 0/0)"
+    return None
 
 
 def cohens_kappa_ci(labels_a: Any, labels_b: Any, level: float = 0.95) -> tuple[float, float, float]:
@@ -655,11 +670,11 @@ def _kappa_from_codes(a: np.ndarray, b: np.ndarray) -> float:
     n, m = a.shape[0], len(uniques)
     table = np.zeros((m, m), dtype=np.int64)
     np.add.at(table, (codes[:n], codes[n:]), 1)
-    if m == 1:  # both raters used one single label throughout: perfect, though kappa is 0/0
-        return 1.0
+    if m == 1:  # both raters used one single label throughout: kappa is 0/0, undefined
+        return float("nan")
     expected = table.sum(axis=1) @ table.sum(axis=0)
     if expected == n * n:
-        return 1.0
+        return float("nan")
     return float(_sm_inter_rater.cohens_kappa(table, return_results=False))
 
 
@@ -720,7 +735,8 @@ def multilabel_kappa(sets_a: Any, sets_b: Any, labels: Sequence[Hashable]) -> fl
             ``sets_a`` or ``sets_b`` must appear here (this catches typos).
 
     Returns:
-        Kappa as a float (1.0 when both raters make identical decisions throughout).
+        Kappa as a float; NaN (undefined, as :func:`cohens_kappa`) when every decision of both
+        raters is the same one.
 
     Raises:
         ValueError: on empty input, mismatched lengths, a string where a set is expected,

@@ -27,8 +27,9 @@ what the response *says* about them. Each is one named function with its own tes
 * :func:`rejects_premise` — **false premises**: a response rejects the premise only with a
   statement that denies it: a clause with a negation or a word of denial (``no``, ``never``,
   ``wasn't``, ``blocked``, ``cancelled``, ``false``…) that bears on the question (it shares a
-  content word with it, speaks of the event happening, of the premise, or is a bare ``None`` /
-  ``Nobody``), and that is not a contrast aimed at one candidate (``not Tessaly Holdings``). The
+  content word with it, speaks of the event happening, of the premise, states that something was
+  blocked, cancelled or false, or is a bare ``None`` / ``Nobody``), and that is not aimed at one
+  candidate (``not Tessaly Holdings``, ``Tessaly Holdings did not``). The
   response's first clause that either denies or asserts an annotated answer as the answer (names
   one with no negation bearing on it) decides: ``Calloway Marine Group acquired it, not Tessaly
   Holdings.`` accepts the premise, ``No election was held in 2024; the party kept its 9 seats``
@@ -69,6 +70,11 @@ DENIALS = frozenset({
     "abandoned", "collapsed", "withdrawn", "scrapped", "postponed", "failed", "rejected", "vetoed", "halted",
     "nonexistent", "misconception",
 })
+#: Denial words that say the event itself failed ("the Calloway takeover was blocked").
+_EVENT_FAILS = frozenset({
+    "blocked", "cancelled", "canceled", "abandoned", "collapsed", "withdrawn", "scrapped", "postponed", "failed",
+    "rejected", "vetoed", "halted",
+})
 #: Words of knowing, finding and saying: a negation close before one declines to answer.
 _KNOWING = frozenset({
     "know", "known", "knowledge", "sure", "certain", "determine", "determined", "find", "found", "say", "says",
@@ -91,6 +97,8 @@ _LIST_WORDS = frozenset({
     "otherwise", "it", "its", "could", "might", "may", "be", "is", "was", "would", "possible", "likely",
     "plausibly", "possibility", "another", "candidate", "else", "i", "think", "guess", "too", "as", "well",
 })
+#: Words that may follow the last item of a list of answers.
+_ITEM_FOLLOWERS = frozenset({"or", "and", "/", "&", "are", "were", "both", "all", "either", "each"})
 #: Words that open a hedge (needed for an alternative offered in a later sentence).
 _HEDGES = frozenset({"or", "maybe", "perhaps", "possibly", "alternatively", "might", "could", "otherwise", "else"})
 #: Words after ``or`` that approximate rather than offer an alternative (``17 or so``).
@@ -271,6 +279,15 @@ def _hedged_before(ws: Sequence[Word], start: int) -> bool:
     return j >= 0 and ws[j].phrase == ws[start].phrase and ws[j].text in _HEDGES | {"may", "maybe", "perhaps"}
 
 
+def _ends_item(ws: Sequence[Word], spans: Sequence[tuple[int, int, bool]], k: int) -> bool:
+    """True when the answer ``spans[k]`` ends a list item: nothing follows it in its phrase but a
+    list word, a plural verb or another answer ("A, B and C are ..."; not "A, and B is the assistant")."""
+    end = spans[k][1]
+    if end >= len(ws) or ws[end].phrase != ws[end - 1].phrase:
+        return True
+    return ws[end].text in _ITEM_FOLLOWERS or any(s == end for s, _, _ in spans)
+
+
 def commitment(ws: Sequence[Word], spans: Sequence[tuple[int, int, bool]]) -> tuple[list[int], bool]:
     """What a response commits to (see the module docstring). ``ws``: its words; ``spans``: the
     annotated answers it names as ``(start, end, acceptable)`` word positions, in order. Returns
@@ -285,7 +302,8 @@ def commitment(ws: Sequence[Word], spans: Sequence[tuple[int, int, bool]]) -> tu
         start = spans[k][0]
         if start < prev_end:
             continue
-        if _alternatives(ws, prev_end, start) or _hedged_before(ws, start):
+        if _hedged_before(ws, start) or (_alternatives(ws, prev_end, start) and (
+                any(w.text in _HEDGES for w in ws[prev_end:start]) or _ends_item(ws, spans, k))):
             chosen.append(k)
     taken = {i for k in spans for i in range(k[0], k[1])}
     first, last = spans[chosen[0]], spans[chosen[-1]]
@@ -328,12 +346,15 @@ def _clause_kind(ws: list[str], topic: set[str], answers: Sequence[Sequence[str]
     cues = [i for i, w in enumerate(ws) if (w in NEGATIONS or w in DENIALS) and i not in contrast]
     if not cues:
         return "asserts" if free else None
-    if free and min(free) < min(cues) and all(ws[c] in _DETERMINERS for c in cues):
-        return "asserts"  # "9 seats, no more": a determiner after the answer negates no predicate of it
+    if free and min(free) < min(cues):
+        if all(ws[c] in _DETERMINERS for c in cues):
+            return "asserts"  # "9 seats, no more": a determiner after the answer negates no predicate of it
+        if not any(ws[c] in _EVENT_FAILS for c in cues):
+            return None  # "Tessaly Holdings did not", "Tessaly is wrong": one candidate denied, not the premise
     bare = ws in (["no"], ["nope"])
     if bare:
         return "denies" if alone else None
-    bears = (ws[0] in _NEGATIVE_ANSWERS or bool(named) or any(w in _PREMISE_WORDS for w in ws)
+    bears = (ws[0] in _NEGATIVE_ANSWERS or bool(named) or any(w in _PREMISE_WORDS or w in DENIALS for w in ws)
              or any(_stem(w) in topic for w in ws if w not in _STOPWORDS and len(w) >= 3))
     return "denies" if bears else None
 

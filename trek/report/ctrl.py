@@ -218,7 +218,8 @@ def _table(df: pd.DataFrame, model: str, method: str, conditions: Sequence[str])
 def ctrl_vs_oo(df: pd.DataFrame, method: str = "direct", conditions: Sequence[str] = ("MND", "SAA", "SBA"),
                reference: str = "OO") -> pd.DataFrame:
     """Table 9: each condition against ``reference`` on the same questions, per model: accuracies
-    (%), the decrease in points, discordant counts, exact McNemar p and Holm-adjusted p."""
+    (%), the change in points (``delta_pp``: condition minus reference, negative when lower),
+    discordant counts, exact McNemar p and Holm-adjusted p."""
     parts = []
     for model in dict.fromkeys(df["model"]):
         t = _table(df, model, method, [reference, *conditions])

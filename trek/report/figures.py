@@ -18,7 +18,7 @@ import seaborn as sns  # noqa: E402
 from trek.report.palette import SPARE  # noqa: E402
 from trek.report.paths import record_output  # noqa: E402
 
-__all__ = ["use_style", "grouped_bars", "drawn_legend", "finish", "save_figure"]
+__all__ = ["use_style", "ZERO_MARK", "grouped_bars", "drawn_legend", "finish", "save_figure"]
 
 
 def use_style() -> None:
@@ -37,18 +37,29 @@ def use_style() -> None:
     })
 
 
+#: What marks a bar whose value is 0 (a missing value draws nothing).
+ZERO_MARK = "0"
+
+
 def grouped_bars(ax: plt.Axes, groups: Sequence[object], series: Mapping[str, Sequence[float]],
                  colour: Mapping[str, str], errors: Mapping[str, np.ndarray] | None = None,
                  width: float = 0.8) -> None:
     """One group of bars per entry of ``groups`` on the x axis, one bar per ``series`` (name ->
     one value per group) in ``colour[name]`` and labelled with its name (so :func:`drawn_legend`
-    finds it); ``errors[name]`` is a 2 x groups array of lower and upper error lengths."""
+    finds it); ``errors[name]`` is a 2 x groups array of lower and upper error lengths. A value of
+    exactly 0 gets a ``0`` printed in the bar's colour on the axis (:data:`ZERO_MARK`), so a zero
+    can be told from a missing value (NaN: nothing drawn)."""
     x = np.arange(len(groups))
     each = width / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
         err = None if errors is None else errors.get(name)
-        ax.bar(x - width / 2 + each * (i + 0.5), np.asarray(values, dtype=float), each, color=colour[name],
-               label=str(name), yerr=err, error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
+        ys = np.asarray(values, dtype=float)
+        xs = x - width / 2 + each * (i + 0.5)
+        ax.bar(xs, ys, each, color=colour[name], label=str(name), yerr=err,
+               error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
+        for xi in xs[ys == 0]:
+            ax.annotate(ZERO_MARK, (xi, 0), xytext=(0, 1.5), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=6, color=colour[name], gid="zero-mark")
     ax.set_xticks(x, [str(g) for g in groups])
 
 

@@ -23,7 +23,7 @@ from trek import runs
 from trek.audit import ROLES, audit_pairs, audit_table, confusion, disagreements
 from trek.report.paths import recorded_dir, resolve
 
-__all__ = ["NO_DATA", "AuditData", "audit_runs", "audit_data", "plot_audit"]
+__all__ = ["NO_DATA", "AuditData", "audit_runs", "audit_data", "audit_title", "plot_audit"]
 
 NO_DATA = ("no audit data: no verdict was given by both an LLM judge and the exact judge in these runs "
            "(record some with `trek grade RUN --judge oracle --audit-judge MODEL` or `trek trace RUN --judge "
@@ -96,8 +96,20 @@ def audit_data(run_dirs: dict[str, Path]) -> AuditData:
     return AuditData(pairs, table, skipped)
 
 
+def audit_title(data: AuditData, run_dirs: dict[str, Path]) -> str:
+    """The audit's title, naming the audited judge(s) and the runs (:func:`trek.report.titles.runs_title`):
+    ``Judge audit: SmolLM2-135M-Instruct-Q4_1 (audited) vs the exact judge (...)``."""
+    from trek.report.titles import runs_title
+
+    judges = sorted({str(m) for m in data.pairs["judge_model"].dropna()}) if not data.empty else []
+    who = ", ".join(judges) or "LLM judge"
+    return runs_title(f"Judge audit: {who} (audited) vs the exact judge", run_dirs, benchmark="TrekBench-Mini")
+
+
 def plot_audit(data: AuditData, title: str) -> plt.Figure:
-    """Cohen's kappa of the audit judge against the exact judge per role, with 95% intervals."""
+    """Cohen's kappa of the audit judge against the exact judge per role, with 95% intervals; a kappa
+    that is undefined (both judges gave one verdict throughout) is a cross at 0 with the reason, one
+    without an interval a dot with the reason."""
     fig, ax = plt.subplots(figsize=(7, 3.6))
     ax.set_title(title, fontsize=9)
     if data.empty:
@@ -112,12 +124,18 @@ def plot_audit(data: AuditData, title: str) -> plt.Figure:
     has = ~np.isnan(lo)
     ax.errorbar(x[has], k[has], yerr=[k[has] - lo[has], hi[has] - k[has]], fmt="none", ecolor="black", capsize=3)
     ax.axhline(0, color="grey", linewidth=0.8)
+    notes = t["kappa_note"].fillna("").astype(str).to_numpy() if "kappa_note" in t else np.full(len(t), "")
     judge_yes = t["judge_yes"].to_numpy(dtype=float) if "judge_yes" in t else np.full(len(t), np.nan)
-    for i in np.flatnonzero(~has & ~np.isnan(k)):  # kappa without an interval: say why on the plot
-        why = {100.0: "judge said yes\nevery time", 0.0: "judge said no\nevery time"}.get(judge_yes[i], "no interval")
-        ax.plot([x[i]], [k[i]], marker="o", color="#4477AA")
-        ax.annotate(why, (x[i], k[i]), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=7, color="#444444")
+    for i in np.flatnonzero(~has):  # kappa undefined or without an interval: a marker and the reason
+        undefined = bool(np.isnan(k[i]))
+        reason = notes[i].split(": ", 1)[-1].split(" (kappa")[0] if notes[i] else {
+            100.0: "judge said yes every time", 0.0: "judge said no every time"}.get(judge_yes[i], "")
+        why = ("undefined" if undefined else "no interval") + (":\n" + reason.replace(" every time", "\nevery time")
+                                                               if reason else "")
+        y = 0.0 if undefined else k[i]
+        ax.plot([x[i]], [y], marker="x" if undefined else "o", color="#4477AA", markersize=8 if undefined else 6)
+        ax.annotate(why, (x[i], y), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom", fontsize=7,
+                    color="#444444")
     ax.set_xticks(x, [f"{r}\nn={n}" for r, n in zip(t.index, t["n"], strict=True)], fontsize=8)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("Cohen's kappa vs exact judge")

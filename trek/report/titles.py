@@ -14,7 +14,14 @@ from pathlib import Path
 
 from trek.runs import GRADES, TRACE
 
-__all__ = ["demo_label", "benchmark_of", "judges_of", "runs_title"]
+__all__ = ["demo_label", "benchmark_of", "judges_of", "runs_title", "delta_note"]
+
+
+def delta_note(reference: str) -> str:
+    """The one sign convention of every Δ (and ``delta_pp``) in Trek's tables, for a caption:
+    accuracy minus the reference's, in points, negative when lower. (The paper's Table 9 gives
+    the decrease from OO instead: its Δ is this one's negation.)"""
+    return f"Δ = accuracy − {reference} accuracy, in points (negative: lower than {reference})"
 
 #: How the exact judge (``--judge oracle``) is named in titles.
 EXACT_JUDGE = "the exact judge"

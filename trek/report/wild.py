@@ -24,7 +24,8 @@ from trek.report.paths import find_runs, recorded_dir, resolve
 from trek.types import Question
 
 __all__ = [
-    "WILD_DATASETS", "CI_NOTE", "load_questions", "reference_years", "plot_reference_years", "discover_runs",
+    "WILD_DATASETS", "CI_NOTE", "load_questions", "reference_years", "reference_years_title", "plot_reference_years",
+    "discover_runs",
     "wild_accuracy", "plot_wild_accuracy", "significance", "cochran",
 ]
 
@@ -52,6 +53,19 @@ def reference_years(questions: list[Question]) -> pd.DataFrame:
     df["total"] = df.sum(axis=1)
     df.loc["total"] = df.sum(axis=0)
     return df
+
+
+def reference_years_title(questions: list[Question]) -> str:
+    """Table 10's title naming the question set it counts: the paper's Table 10 counts
+    TrekBench-Wild; on TrekBench-Mini (the default without the source datasets) the title says so
+    and how to count Wild's instead."""
+    from trek.report.titles import benchmark_of
+
+    name = benchmark_of([q.id for q in questions], "TrekBench-Wild")
+    title = f"Questions per reference year, {name} ({len(questions)} questions)"
+    if name != "TrekBench-Wild":
+        title += "; the paper's Table 10 counts TrekBench-Wild (questions=\"wild\", as `trek data info` prints)"
+    return title
 
 
 def plot_reference_years(table: pd.DataFrame, title: str) -> plt.Figure:
