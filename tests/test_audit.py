@@ -93,6 +93,8 @@ def test_kappa_interval_matches_the_normal_approximation():
     assert cohens_kappa_ci(a, b, level=0.5)[2] < hi
     k1, lo1, hi1 = cohens_kappa_ci([1, 1, 1], [1, 1, 1])
     assert math.isnan(k1) and math.isnan(lo1) and math.isnan(hi1)  # undefined, not 1.0
+    k2, lo2, hi2 = cohens_kappa_ci([1, 0, 1, 0, 0], [1, 1, 1, 1, 1])  # one rater constant: 0, no interval
+    assert k2 == 0.0 and math.isnan(lo2) and math.isnan(hi2)
 
 
 def test_no_audit_data_is_said_not_failed(tmp_path):
