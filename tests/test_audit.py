@@ -128,7 +128,7 @@ def test_a_kappa_without_interval_says_why_on_the_plot():
                          index=pd.Index(["evidence", "grading"], name="role"))
     fig = plot_audit(AuditData(pd.DataFrame({"role": ["evidence"]}), table), "t")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["no interval:\njudge said yes\nevery time"]
+    assert texts == ["no interval:\njudge\nsaid yes\nevery time"]
 
 
 def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
@@ -148,4 +148,4 @@ def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
     assert list(shown["kappa"]) == ["0.00", "undefined"]  # the roles' fixed order: grading first
     fig = plot_audit(AuditData(pairs, table), "t")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "undefined:\nboth judges said 'no'\nevery time" in texts
+    assert "undefined:\nboth judges\nsaid 'no'\nevery time" in texts
