@@ -13,7 +13,7 @@ from trek.cli import options
 
 __all__ = ["app"]
 
-app = typer.Typer(help="The judges: measure an LLM judge against the exact judge on annotated runs.",
+app = typer.Typer(rich_markup_mode=None, help="The judges: measure an LLM judge against the exact judge on annotated runs.",
                   no_args_is_help=True)
 
 

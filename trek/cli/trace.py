@@ -34,7 +34,7 @@ class _RunByDefault(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None,
     cls=_RunByDefault,
     help="TrekTrace: where did a search-augmented system fail? (`trek trace RUN_DIR` traces a run.)",
     no_args_is_help=True,

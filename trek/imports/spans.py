@@ -22,7 +22,8 @@ one trace to :func:`parse_spans`. Attributes are read in two dialects:
 
 A Langfuse observation without OTel attributes is read from its ``type`` (``TOOL``,
 ``RETRIEVER``, ``GENERATION``, ``AGENT``), ``name``, ``input``, ``output``, ``model`` and
-``usageDetails``.
+``usageDetails``; a ``SPAN`` observation without children whose name matches a search-tool
+pattern and that has an input is a tool call too (older Langfuse SDKs wrote tools as spans).
 
 Searches: every retrieval span, and every tool call whose name matches one of the search-tool
 patterns (globs, :data:`DEFAULT_SEARCH_TOOLS` unless ``--search-tool`` names others). A tool
@@ -38,7 +39,7 @@ that started before it. The answer is Langfuse's ``trace.output``, else the root
 else the text of the last model span that ends without tool calls.
 
 Coverage: ``queries`` ``all``/``some``/``none`` as the searches' arguments were recorded;
-``results`` ``all`` when every search's result was recorded, ``none`` when none was,
+``results`` ``all`` when every search's result (or its error) was recorded, ``none`` when none was,
 ``cited_only`` when some were (a lower bound). A trace in which no span carries any content
 (content capture off, the default of OpenTelemetry instrumentations) is said to be so in its
 notes, with queries and results ``none``, so TrekTrace skips the tests it cannot do instead of
@@ -408,10 +409,20 @@ def _documents(span: Span) -> Any:
     return _result(span)
 
 
-def _calls_from_spans(spans: Sequence[Span]) -> list[_Call]:
+def _legacy_tool(span: Span, parents: set[str], patterns: Sequence[str]) -> bool:
+    """A Langfuse ``SPAN`` observation that older SDKs (LangChain callbacks before observation
+    types) wrote for a tool call: no OTel attributes, a leaf, with an input, named like a search."""
+    return ((span.kind or "").upper() == "SPAN" and not span.attrs and span.span_id not in parents
+            and _present(span.input) is not None and _matches(span.name, patterns))
+
+
+def _calls_from_spans(spans: Sequence[Span], patterns: Sequence[str] = ()) -> list[_Call]:
     calls = []
+    parents = {s.parent_id for s in spans if s.parent_id}
     for s in spans:
         kind = _tool_kind(s)
+        if kind == "other" and _legacy_tool(s, parents, patterns):
+            kind = "tool"
         if kind == "tool":
             calls.append(_Call(s, _tool_name(s), _call_id(s), _arguments(s), _result(s), s.error, s.start, s.order,
                                parent=s.parent_id))
@@ -556,7 +567,7 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
                                "root_span_id": roots[0].span_id if roots else None}
     llm = [s for s in spans if _tool_kind(s) == "llm"]
     wrappers = {s.parent_id for s in spans if s.parent_id and _tool_kind(s) in ("tool", "retrieval", "llm")}
-    calls = _calls_from_spans(spans)
+    calls = _calls_from_spans(spans, options.search_tools)
     if not calls:
         calls = _calls_from_messages(llm)
     calls += _server_calls(llm)
@@ -574,8 +585,8 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
             queries = _queries(c.args)
             with_query += bool(queries)
             pr = parse_result(c.documents if c.retrieval else c.result, c.name, documents=c.retrieval)
-            if c.result is not None or (c.retrieval and c.documents is not None):
-                with_result += 1
+            if c.result is not None or c.error or (c.retrieval and c.documents is not None):
+                with_result += 1  # a failed search returned nothing: that is recorded too
             if pr.how:
                 parsed.note(pr.how)
             parsed.pages += pr.pages
