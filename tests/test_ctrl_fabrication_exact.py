@@ -194,7 +194,9 @@ def test_fabricator_choices_are_checked(tmp_path):
     r = build(pools, tmp_path, fabricator="none", conditions=("SAA",), count_tokens=False)
     assert r.fabrication == "skipped" and not r.pools[0].role("fabrication")
     assert any("skipped for 1 of 1 questions: --fabricator none" in m for m in r.messages)
-    bad = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "x"), "--fabricator", "magic"])
-    assert bad.exit_code != 0 and "--fabricator must be one of" in bad.output
-    bad = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "x"), "--fabricator", "model"])
-    assert bad.exit_code != 0 and "--fabricator model needs --model" in bad.output
+    bad = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "x"), "--fabrication", "magic"])
+    assert bad.exit_code != 0 and "--fabrication must be one of" in bad.output
+    bad = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "x"), "--fabrication", "model"])
+    assert bad.exit_code != 0 and "--fabrication model needs --fabricator MODEL" in bad.output
+    old = CliRunner().invoke(app, ["ctrl", "build", "--out", str(tmp_path / "x"), "--fabricator", "model"])  # old spelling
+    assert old.exit_code != 0 and "old spelling of --fabrication model" in old.output and "needs --fabricator" in old.output

@@ -528,3 +528,28 @@ def test_an_endpoint_that_answered_once_gets_the_usual_retries():
         client.base_url = srv.base_url  # the same endpoint, now gone
     res = client.chat([{"role": "user", "content": "again"}])
     assert res.status == "pending" and "gave up after 2 attempts" in res.error
+
+
+def test_replies_stored_in_one_pass_of_the_loop_reach_the_writer_in_one_hand_over(tmp_path):
+    cache = LLMCache(tmp_path / "c.sqlite")
+    puts: list[int] = []
+
+    async def main():
+        await cache._astore("warm", "{}", {"n": -1})  # starts the writer thread
+        real = cache._writer._queue
+
+        class Counting:
+            def put(self, item):
+                puts.append(len(item) if item else 0)
+                real.put(item)
+
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+        cache._writer._queue = Counting()
+        await asyncio.gather(*(cache._astore(f"k{i}", "{}", {"n": i}) for i in range(100)))
+
+    asyncio.run(main())
+    assert puts == [100]  # one queue put (one wake of the writer) for the hundred replies
+    assert [cache.lookup(f"k{i}") for i in (0, 99)] == [{"n": 0}, {"n": 99}]
+    cache.close()

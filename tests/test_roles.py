@@ -56,3 +56,47 @@ def test_an_old_spelling_works_with_a_one_line_notice(tmp_path):
                                      "--analysis-judge-base-url", srv.base_url, "--dry-run"])
     assert "notice: --diagnostic-base-url is the old spelling of --diagnostic-judge-base-url" in r.output
     assert "--base-url" in r.output and r.exit_code == 2  # still refused for the evaluated model's endpoint
+
+
+def commands():
+    """(name, click command) of every command of `trek`, sub-commands included."""
+    import typer
+
+    def walk(cmd, prefix):
+        if hasattr(cmd, "commands"):  # a group
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, f"{prefix} {name}".strip())
+        else:
+            yield prefix, cmd
+
+    return dict(walk(typer.main.get_command(app), ""))
+
+
+def shown_flags(cmd) -> set[str]:
+    return {o for p in cmd.params if not getattr(p, "hidden", False) for o in p.opts if o.startswith("--")}
+
+
+def test_every_command_follows_the_flag_rule():
+    cmds = commands()
+    assert {"grade", "trace run", "ctrl build", "ctrl discover", "ctrl calibrate", "ctrl run", "wild run"} <= set(cmds)
+    for name in ("grade", "ctrl discover", "ctrl build", "ctrl calibrate"):
+        assert "--base-url" not in shown_flags(cmds[name]), f"{name} calls no evaluated model"
+    with_judge = [n for n, c in cmds.items() if "--judge" in shown_flags(c)]
+    assert {"grade", "trace run", "ctrl run"} <= set(with_judge)
+    for name in with_judge:
+        assert {"--judge-base-url", "--judge-param"} <= shown_flags(cmds[name]), name
+    assert "--prompts" in shown_flags(cmds["wild run"])
+    roles = set(ROLE_NAMES)
+    for name, c in cmds.items():  # an endpoint flag names a role of the one list (or is the evaluated model's)
+        for flag in shown_flags(c):
+            if flag.endswith("-base-url") and flag != "--base-url":
+                role = flag.removeprefix("--").removesuffix("-base-url")
+                assert role in roles or role == "search", f"{name}: {flag} names no role of {sorted(roles)}"
+
+
+def test_every_help_is_readable_at_80_columns():
+    for name in commands():
+        r = CliRunner().invoke(app, [*name.split(), "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+        assert r.exit_code == 0, (name, r.output)
+        long = [line for line in r.output.splitlines() if len(line) > 80]
+        assert not long and "…" not in r.output, (name, long[:3])

@@ -206,14 +206,14 @@ def role_options(name: str, *, model_help: str, required: bool = False, default:
     key = name.replace("-", "_")
     flag, url_flag, param_flag = flag_of(name), flag_of(name, "base-url"), flag_of(name, "param")
     fields: list[tuple[str, Any, Any]] = [
-        (key, str, typer.Option(default if not required else ..., flag, *model_flags, help=model_help)),
-        (f"{key}_base_url", str, typer.Option(None, url_flag, envvar=base_url_env, show_envvar=False,
+        (key, str, typer.Option(default if not required else ..., flag, *model_flags, metavar="MODEL", help=model_help)),
+        (f"{key}_base_url", str, typer.Option(None, url_flag, envvar=base_url_env, show_envvar=False, metavar="URL",
                                               help=base_url_help or f"Endpoint of the {name.replace('-', ' ')} "
                                               "(OpenAI-compatible).")),
     ]
     if params:
         fields.append((f"{key}_param", list[str], typer.Option(
-            None, param_flag, help=f"Request parameter KEY=VALUE of the {name.replace('-', ' ')}, repeatable "
+            None, param_flag, metavar="KEY=VALUE", help=f"Request parameter KEY=VALUE of the {name.replace('-', ' ')}, repeatable "
             "(temperature=0, reasoning_effort=high); none is sent unless given.")))
     olds = dict(old or {})
     for i, (old_flag, what) in enumerate(olds.items()):

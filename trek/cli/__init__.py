@@ -9,7 +9,7 @@ import typer
 
 from trek import __version__
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None,
     name="trek",
     help="Trek: failure attribution and benchmarks for search-augmented LLMs on fast-changing facts.",
     no_args_is_help=True,

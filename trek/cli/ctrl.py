@@ -9,8 +9,9 @@ import typer
 from trek import runs
 from trek.cli import options
 from trek.ctrl import conditions as cond
+from trek.roles import role_options
 
-app = typer.Typer(help="TrekBench-Ctrl: distractor pools, synthetic distractors and frozen contexts.",
+app = typer.Typer(rich_markup_mode=None, help="TrekBench-Ctrl: distractor pools, synthetic distractors and frozen contexts.",
                   no_args_is_help=True)
 
 SOURCES = ("mini", "longseal", "pools", "wild")
@@ -51,6 +52,22 @@ def _all_pools(source: str, mini_dir: Path | None, longseal: Path | None, pools_
     )
 
 
+FABRICATOR = role_options("fabricator", old={"--model": "model", "-m": "model", "--base-url": "base-url"},
+                          model_help="Model that fabricates documents (for pools without annotated answer spans "
+                          "under --fabrication auto).")
+EMBEDDER = role_options("embedder", default="wordllama", params=False, old={"--embeddings": "model"},
+                        model_help="'wordllama' (offline) or 'openai:MODEL'.",
+                        base_url_help="Embeddings endpoint for openai:MODEL (default: $OPENAI_BASE_URL, else OpenAI).")
+#: ``trek ctrl calibrate`` calls only the embedder: its old ``--base-url`` was the embedder's.
+CALIBRATED = role_options("embedder", default="wordllama", params=False,
+                          old={"--embeddings": "model", "--base-url": "base-url"},
+                          model_help="'wordllama' (offline) or 'openai:MODEL'.",
+                          base_url_help="Embeddings endpoint for openai:MODEL (default: $OPENAI_BASE_URL, else "
+                          "OpenAI).")
+DISCOVERY = role_options("discovery", old={"--model": "model", "-m": "model", "--base-url": "base-url"},
+                         model_help="Model that proposes queries and verifies pages (required).")
+
+
 @app.command("build")
 @options.grouped
 def build_command(
@@ -60,14 +77,12 @@ def build_command(
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet file (for --source longseal)."),
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to rebuild from (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep (default: all)."),
-    model: str = typer.Option(None, "--model", "-m", help="Model for fabrication (of pools without annotated answer "
-                              "spans under --fabricator auto)."),
-    fabricator: str = typer.Option(
-        "auto", "--fabricator",
-        help="auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --model "
-        "elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication."),
-    base_url: str = options.BASE_URL,
-    embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
+    fabricator_role: FABRICATOR = options.GROUP,
+    fabrication: str = typer.Option(
+        "auto", "--fabrication",
+        help="auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --fabricator "
+        "model elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication."),
+    embedder_role: EMBEDDER = options.GROUP,
     conditions: str = typer.Option(",".join(cond.ALL_CONDITIONS), "--conditions",
                                    help="Comma-separated conditions to write, in order."),
     historical: int = typer.Option(20, "--historical", min=0, help="Historical (outdated) documents kept per pool."),
@@ -96,10 +111,22 @@ def build_command(
     With --model, fabrication spends on model calls: --dry-run estimates them and writes nothing,
     and --budget is a ceiling over every build into OUT (recorded in OUT/.build.spend). Exit code
     3 when a question's fabrication is left pending (a failed call, or the budget): run again."""
+    import dataclasses
+
     from trek import templates
     from trek.ctrl.build import build
     from trek.ctrl.common import CtrlError
     from trek.ctrl.fabrication import FABRICATORS, FabricationSettings, has_answer_span
+    from trek.embeddings import make_embedder
+
+    fabricator = fabrication
+    if fabricator_role.fabricator in FABRICATORS and fabricator == "auto":  # the old --fabricator auto|exact|...
+        typer.echo(f"notice: --fabricator {fabricator_role.fabricator} is the old spelling of --fabrication "
+                   f"{fabricator_role.fabricator}; it still works in this release", err=True)
+        fabricator, fabricator_role = fabricator_role.fabricator, dataclasses.replace(fabricator_role, fabricator=None)
+    fab, emb = fabricator_role.role(prices, max_connections), embedder_role.role()
+    embedder = emb.model if not emb.base_url else make_embedder(emb.model, base_url=emb.base_url)
+    model = fab.model
     from trek.llm.client import FatalLLMError
     from trek.llm.ledger import spending as ledger_for
     from trek.types import RecordError
@@ -109,9 +136,9 @@ def build_command(
     if show_urls not in cond.SHOW_URLS:
         raise typer.BadParameter(f"--show-urls must be one of {', '.join(cond.SHOW_URLS)}, got {show_urls!r}")
     if fabricator not in FABRICATORS:
-        raise typer.BadParameter(f"--fabricator must be one of {', '.join(FABRICATORS)}, got {fabricator!r}")
+        raise typer.BadParameter(f"--fabrication must be one of {', '.join(FABRICATORS)}, got {fabricator!r}")
     if fabricator == "model" and not model:
-        raise typer.BadParameter("--fabricator model needs --model")
+        raise typer.BadParameter("--fabrication model needs --fabricator MODEL")
     names = tuple(c.strip() for c in conditions.split(",") if c.strip())
     bad = [c for c in names if c not in cond.ALL_CONDITIONS]
     if bad or not names:
@@ -125,7 +152,7 @@ def build_command(
         qids = [q.strip() for q in questions.split(",") if q.strip()] if questions else None
         pools = _pools(source, mini_dir, longseal, pools_file, historical, relevance, qids)
         settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
-                                       chat_params={"reasoning_effort": effort} if effort else {})
+                                       chat_params={**({"reasoning_effort": effort} if effort else {}), **fab.params})
         client = None
         ledger = out / BUILD_LEDGER
         # the pools the model fabricates: all under --fabricator model, those without annotated answer
@@ -134,23 +161,19 @@ def build_command(
         if model and by_model:
             from trek.ctrl.estimate import estimate_fabrication
             from trek.llm.cache import LLMCache
-            from trek.llm.client import LLMClient
-            from trek.llm.usage import PriceTable
-            from trek.runs import default_cache_path
 
-            cache_path = cache or default_cache_path(out)
+            cache_path = cache or runs.RunDir(out).llm_cache
             if not spending.dry_run:
                 make_folder(out)
-            client = LLMClient(model, base_url=base_url, cache=LLMCache(cache_path) if cache_path.exists() or
-                               not spending.dry_run else None, max_connections=max_connections, progress=False,
-                               prices=PriceTable.load(prices), budget_usd=budget,
-                               assume_output=spending.assume_output)
+            client = runs.RunDir(out).client(fab, cache=LLMCache(cache_path) if cache_path.exists() or
+                                             not spending.dry_run else None, budget_usd=budget,
+                                             assume_output=spending.assume_output)
             est = estimate_fabrication(by_model, client, settings, assume_output=spending.assume_output)
             if not spending.proceed(est, budget, ledger=ledger):
                 return
             options.say_roles({"fabricator": client})
         elif spending.dry_run:
-            typer.echo("no model fabrication to do (no --model, or every pool is fabricated exactly): "
+            typer.echo("no model fabrication to do (no --fabricator, or every pool is fabricated exactly): "
                        "no model call would be made")
             return
         with ledger_for([client], ledger):
@@ -166,10 +189,9 @@ def build_command(
 
 
 @app.command("calibrate")
+@options.grouped
 def calibrate_command(
-    embedder: str = typer.Option("wordllama", "--embeddings", help="'wordllama' (offline) or 'openai:MODEL'."),
-    base_url: str = typer.Option(None, "--base-url", help="Embeddings endpoint for openai:MODEL "
-                                 "(default: $OPENAI_BASE_URL, else OpenAI)."),
+    embedder_role: CALIBRATED = options.GROUP,
     thresholds: str = typer.Option("0.80,0.85,0.89,0.90,0.95", "--thresholds",
                                    help="Comma-separated thresholds to report the separation at."),
     reference_unrelated: float = typer.Option(None, "--reference-unrelated",
@@ -177,6 +199,7 @@ def calibrate_command(
                                                    "pairs on this set, when measured (default: the published 0.20)."),
     set_file: Path = typer.Option(None, "--set", help="Another calibration set in the same JSON shape."),
     json_out: Path = typer.Option(None, "--json", help="Also write every pair's similarity to this JSON file."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --json file that is not a calibration."),
 ) -> None:
     """What a fabrication similarity threshold separates for an embedder: one-span edits vs rewrites."""
     import json
@@ -196,8 +219,14 @@ def calibrate_command(
     if reference_unrelated is not None and not -1 <= reference_unrelated < K.PAPER_THRESHOLD:
         raise typer.BadParameter(f"--reference-unrelated must be below {K.PAPER_THRESHOLD}, got {reference_unrelated}")
     with options.exit_on(CtrlError, ValueError, openai.OpenAIError):
+        if json_out is not None:
+            from trek.outputs import check_out
+
+            check_out(json_out, reads=[set_file], example="calibration.json", owner=b'{\n  "embedder": ',
+                      command="trek ctrl calibrate", force=force)
         pairs = K.load_pairs(set_file)
-        emb = make_embedder(embedder, base_url=base_url)
+        role = embedder_role.role()
+        emb = make_embedder(role.model, base_url=role.base_url)
         result = K.calibrate(emb, ts, pairs=pairs, reference_unrelated=reference_unrelated)
     typer.echo(result.report())
     default, why = K.default_min_similarity(result.embedder)
@@ -205,7 +234,8 @@ def calibrate_command(
     if json_out is not None:
         from trek.ctrl.build import _atomic_text
 
-        _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
+        with options.exit_on(ValueError):
+            _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
         typer.echo(f"wrote {json_out}")
 
 
@@ -228,7 +258,7 @@ def discover_command(
     source: str = typer.Option("wild", "--source", help="Questions and starting pools: wild, mini, longseal, pools."),
     out: Path = typer.Option(..., "--out", "-o", help="pools.jsonl to write (then: trek ctrl build --source pools); "
                              "a report goes beside it (NAME.report.json)."),
-    model: str = typer.Option(..., "--model", "-m", help="Model that proposes queries and verifies pages."),
+    discovery: DISCOVERY = options.GROUP,
     search: str = typer.Option("local", "--search", help="Search backend: local, tavily, duckduckgo, proxy:MODEL."),
     pages: Path = typer.Option(None, "--pages", help="Page store SQLite file (default: in memory)."),
     fetch: bool = typer.Option(False, "--fetch/--no-fetch", help="Fetch pages that are not in the page store."),
@@ -240,7 +270,6 @@ def discover_command(
     longseal: Path = typer.Option(None, "--longseal", help="LongSeal parquet: SealQA pools for wild/longseal."),
     pools_file: Path = typer.Option(None, "--pools", help="pools.jsonl to extend (for --source pools)."),
     questions: str = typer.Option(None, "--questions", help="Comma-separated question ids to keep (default: all)."),
-    base_url: str = options.BASE_URL,
     historical: int = typer.Option(20, "--historical", min=0, help="Historical documents wanted per question."),
     relevance: int = typer.Option(10, "--relevance", min=0, help="Relevance documents wanted per question."),
     check_gold: bool = typer.Option(True, "--check-gold/--no-check-gold",
@@ -256,6 +285,7 @@ def discover_command(
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="--source wild: go on when a source file holds fewer questions than the "
                                        "paper's benchmark (without it that is an error)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out file that is not a pools file."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
@@ -273,10 +303,9 @@ def discover_command(
     from trek.ctrl.estimate import estimate_discovery
     from trek.ctrl.pools import Pool, apply_quotas, write_pools
     from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError
     from trek.llm.ledger import ledger_path
     from trek.llm.ledger import spending as ledger_for
-    from trek.llm.usage import PriceTable
     from trek.outputs import check_out
     from trek.pages import PageStore
     from trek.runs import default_cache_path, default_search_cache_path
@@ -287,13 +316,17 @@ def discover_command(
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
         cache_path = cache or default_cache_path(out.parent)
-        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS)
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS, owner=b'{"question":',
+                  command="trek ctrl discover", force=force)
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \
             PageStore(pages, fetch=fetch, allow_private=fetch_private)
-        client = LLMClient(model, base_url=base_url, progress=False, prices=PriceTable.load(prices),
-                           budget_usd=budget, assume_output=spending.assume_output,
-                           cache=LLMCache(cache_path) if cache_path.exists() or not spending.dry_run else None)
+        role = discovery.role(prices)
+        if not role.model:
+            raise ValueError("name the discovery model: --discovery MODEL")
+        client = runs.RunDir(out.parent).client(role, budget_usd=budget, assume_output=spending.assume_output,
+                                                cache=LLMCache(cache_path) if cache_path.exists() or
+                                                not spending.dry_run else None)
         skipped: list[dict] = []
         if source == "wild":
             from trek.datasets import load_benchmark

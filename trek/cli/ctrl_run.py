@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from trek.cli import options
+from trek.roles import role_options
 
 __all__ = ["ctrl_run_command", "DEFAULT_METHODS", "DEFAULT_CONDITIONS"]
 
@@ -18,6 +19,18 @@ DEFAULT_CONDITIONS = "OO,MND,SAA,SBA,GOLD"
 
 def _split(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+JUDGE = role_options("judge", base_url_env="TREK_JUDGE_BASE_URL",
+                     model_help="Grade every run afterwards with this judge model (oracle: the exact judge, from the "
+                     "contexts' annotations; no model call).",
+                     base_url_help="Endpoint of the judge (default: $OPENAI_BASE_URL, else OpenAI's).")
+AUDIT = role_options("audit-judge", model_help="With --judge oracle: also ask this model each verdict the exact judge "
+                     "gave and record its answers beside them (they decide nothing).")
+RERANKER = role_options("reranker", default="wordllama", params=False, base_url_env="TREK_RERANK_BASE_URL",
+                        old={"--rerank-scorer": "model", "--rerank-base-url": "base-url"},
+                        model_help="Rerank relevance: wordllama (offline), rerank:MODEL or score:MODEL (an endpoint).",
+                        base_url_help="Endpoint of rerank:/score: rerankers (e.g. vLLM's http://host:8000/v1).")
 
 
 @options.grouped
@@ -35,10 +48,7 @@ def ctrl_run_command(
     effort: str = typer.Option(None, "--effort", help="reasoning_effort sent with every call (not sent when unset)."),
     temperature: float = typer.Option(None, "--temperature", callback=options.number(0, 2), help="Sampling temperature (not sent when unset)."),
     max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="max_completion_tokens (not sent when unset)."),
-    scorer: str = typer.Option("wordllama", "--rerank-scorer",
-                               help="Rerank relevance: wordllama (offline), rerank:MODEL or score:MODEL (an endpoint)."),
-    rerank_base_url: str = typer.Option(None, "--rerank-base-url", envvar="TREK_RERANK_BASE_URL",
-                                        help="Endpoint of rerank:/score: scorers (e.g. vLLM's http://host:8000/v1)."),
+    reranker: RERANKER = options.GROUP,
     sigma_days: float = typer.Option(365.0, "--sigma-days", callback=options.POSITIVE, help="Rerank: width of the Gaussian temporal decay, in days."),
     combine: str = typer.Option("product", "--combine", help="Rerank: product or sum of relevance and temporal weight."),
     alpha: float = typer.Option(0.5, "--alpha", callback=options.number(0, 1), help="Rerank with --combine sum: weight of relevance."),
@@ -51,10 +61,8 @@ def ctrl_run_command(
         False, "--structured-json/--no-structured-json",
         help="Structured: ask for the final answer as JSON (contrast, answer), schema-constrained where the "
         "endpoint supports it, instead of the #Answer: line. Off by default (the paper's format)."),
-    judge: str = typer.Option(None, "--judge", help="Grade every run afterwards with this judge model (oracle: the "
-                              "exact judge, from the contexts' annotations; no model call)."),
-    audit_judge: str = options.AUDIT_JUDGE,
-    judge_base_url: str = options.JUDGE_BASE_URL,
+    judge_role: JUDGE = options.GROUP,
+    audit: AUDIT = options.GROUP,
     max_connections: int = options.MAX_CONNECTIONS,
     budget: float = options.BUDGET,
     timeout: float = options.TIMEOUT,
@@ -73,6 +81,10 @@ def ctrl_run_command(
     """
     from trek import templates
     from trek.contexts import read_contexts
+
+    j, r = judge_role.role(), reranker.role()
+    a = options.or_role(audit.role(), j, model=False)
+    judge, judge_base_url, audit_judge, scorer, rerank_base_url = j.model, j.base_url, a.model, r.model, r.base_url
     from trek.exact import ORACLE, ExactJudge
     from trek.llm.cache import LLMCache
     from trek.llm.client import FatalLLMError, LLMClient
@@ -96,9 +108,10 @@ def ctrl_run_command(
         options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
         templates.prompts_folder(prompts),
     ):
-        from trek.outputs import check_folder_out, make_folder
+        from trek.outputs import make_folder
+        from trek.runs import RunDir
 
-        check_folder_out(runs, option="--runs")
+        RunDir(runs).check_target("ctrl", option="--runs", grid=True)
         method_names = _split(methods)
         cond_names = _split(conditions)
         records = read_contexts(contexts, check_rendering=True)
@@ -166,14 +179,14 @@ def ctrl_run_command(
                 from trek.grading import run_grading
 
                 for rd in summary.runs:
-                    rep = run_grading(rd, judge_client, progress=False)
+                    rep = run_grading(rd, judge_client, progress=False, **dict(j.params))
                     options.err.print(f"{rd.name}: {rep.describe().splitlines()[0]}", highlight=False)
                     ungraded += rep.pending_grades + rep.failed_grades
                     if audit_judge:
                         from trek.audit import audit_grading
 
-                        arep = audit_grading(rd, endpoint(audit_judge, base_url=judge_base_url, role="audit judge"),
-                                             progress=False)
+                        arep = audit_grading(rd, endpoint(audit_judge, base_url=a.base_url, role="audit judge"),
+                                             progress=False, **dict(a.params))
                         options.err.print(f"{rd.name}: {arep.describe().splitlines()[0]}", highlight=False)
     if ungraded:
         options.err.print(f"{ungraded} grade(s) pending or failed: run the same command again to retry them.",

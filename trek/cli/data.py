@@ -18,7 +18,7 @@ _DATA_DIR_HELP = (
     "under the current directory."
 )
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None,
     help=(
         "Source datasets of TrekBench-Wild (FreshQA, InfoDeepSeek, SealQA): fetch them at their "
         "pinned versions and report what is loaded.\n\n"

@@ -12,7 +12,7 @@ from trek.cli import options
 from trek.runs import RunDir
 from trek.types import RecordError
 
-pages_app = typer.Typer(help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
+pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
 
 
 def import_command(

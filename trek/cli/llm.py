@@ -8,7 +8,7 @@ import typer
 
 from trek.cli import options
 
-app = typer.Typer(help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Run model calls through Trek's cached, concurrent, retrying client.", no_args_is_help=True)
 
 
 @app.command("run")

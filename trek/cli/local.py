@@ -10,7 +10,7 @@ import typer
 from trek.cli import options
 from trek.local import MODEL_NAME, LocalModelUnavailable, LocalServer, find_model_file, server_available
 
-app = typer.Typer(help="The embedded local model (llama.cpp server with SmolLM2-135M).", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="The embedded local model (llama.cpp server with SmolLM2-135M).", no_args_is_help=True)
 
 
 @app.command("serve")
@@ -58,8 +58,9 @@ def experiments_command(
     ctrl_questions: int = typer.Option(None, "--ctrl-questions", min=1,
                                        help="Mini questions used in Ctrl (taking each source style in turn; "
                                        "default: trek.experiments.Settings.ctrl_questions)."),
-    judge: str = typer.Option(None, "--judge", help="Who plays every judge role: oracle (the exact judge, the "
+    judge: str = typer.Option(None, "--judges", help="Who plays every judge role: oracle (the exact judge, the "
                               "model judging alongside for the audit) or model (default: Settings.judge)."),
+    old_judge: str = typer.Option(None, "--judge", hidden=True, help="Old spelling of --judges."),
     progress: bool = options.PROGRESS,
 ) -> None:
     """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
@@ -73,6 +74,10 @@ def experiments_command(
 
     from trek.experiments import ExperimentsError, Settings, run_experiments
 
+    if old_judge is not None:
+        typer.echo("notice: --judge is the old spelling of --judges in trek experiments; it still works in this "
+                   "release", err=True)
+        judge = judge or old_judge
     try:
         given = {"ctrl_questions": ctrl_questions, "judge": judge}
         settings = replace(Settings(), **{k: v for k, v in given.items() if v is not None})

@@ -15,7 +15,7 @@ from trek.pages import AGENT_PAGE_CHARS, PageStore
 from trek.search.agent import EFFORTS, SYSTEMS
 from trek.types import Question, RecordError
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None,
     help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
 )
 
@@ -121,6 +121,7 @@ def run(
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
     prices: Path = options.PRICES,
+    prompts: Path = options.PROMPTS,
     progress: bool = options.PROGRESS,
     dry_run: bool = options.DRY_RUN,
     assume_rounds: int = typer.Option(
@@ -162,10 +163,13 @@ def run(
             options.fail("choose a search backend with --search: tavily, duckduckgo, openai, proxy:MODEL, local (a "
                          "corpus you loaded into the run's page store with trek pages add) or none")
         search = "local"
-    with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError):
-        from trek.outputs import check_folder_out
+    from trek import templates
 
-        check_folder_out(run_dir, option="--run")
+    with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError), \
+            templates.prompts_folder(prompts):
+        from trek.runs import RunDir
+
+        RunDir(run_dir).check_target("wild", option="--run")
         qs, docs, partial = _load_questions(questions, data_dir, allow_partial)
         if limit is not None:
             qs = qs[:limit]

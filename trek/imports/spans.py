@@ -20,9 +20,14 @@ one trace to :func:`parse_spans`. Attributes are read in two dialects:
   tool_call.{id, function.name, function.arguments}``, ``tool_call_id``),
   ``llm.model_name``, ``llm.token_count.*``.
 
+OpenLLMetry's spans are GenAI spans, with older names it still writes: ``llm.request.type``
+(a model span), ``traceloop.span.kind`` ``tool``/``agent`` with ``traceloop.entity.name``,
+``traceloop.entity.input`` and ``traceloop.entity.output`` (a tool span).
+
 A Langfuse observation without OTel attributes is read from its ``type`` (``TOOL``,
 ``RETRIEVER``, ``GENERATION``, ``AGENT``), ``name``, ``input``, ``output``, ``model`` and
-``usageDetails``.
+``usageDetails``; a ``SPAN`` observation without children whose name matches a search-tool
+pattern and that has an input is a tool call too (older Langfuse SDKs wrote tools as spans).
 
 Searches: every retrieval span, and every tool call whose name matches one of the search-tool
 patterns (globs, :data:`DEFAULT_SEARCH_TOOLS` unless ``--search-tool`` names others). A tool
@@ -38,7 +43,7 @@ that started before it. The answer is Langfuse's ``trace.output``, else the root
 else the text of the last model span that ends without tool calls.
 
 Coverage: ``queries`` ``all``/``some``/``none`` as the searches' arguments were recorded;
-``results`` ``all`` when every search's result was recorded, ``none`` when none was,
+``results`` ``all`` when every search's result (or its error) was recorded, ``none`` when none was,
 ``cited_only`` when some were (a lower bound). A trace in which no span carries any content
 (content capture off, the default of OpenTelemetry instrumentations) is said to be so in its
 notes, with queries and results ``none``, so TrekTrace skips the tests it cannot do instead of
@@ -170,20 +175,21 @@ def _tool_kind(span: Span) -> str:
     """``tool``, ``retrieval``, ``llm``, ``agent`` or ``other``."""
     op = str(span.attrs.get("gen_ai.operation.name") or "").lower()
     oi = str(span.attrs.get("openinference.span.kind") or "").upper()
-    if op == "execute_tool" or oi == "TOOL":
+    tl = str(span.attrs.get("traceloop.span.kind") or "").lower()  # OpenLLMetry's decorators
+    if op == "execute_tool" or oi == "TOOL" or tl == "tool":
         return "tool"
     if op == "retrieval" or oi == "RETRIEVER":
         return "retrieval"
-    if op in _LLM_OPS or oi == "LLM":
+    if op in _LLM_OPS or oi == "LLM" or str(span.attrs.get("llm.request.type") or "").lower() in _LLM_OPS:
         return "llm"
-    if op in _AGENT_OPS or oi == "AGENT":
+    if op in _AGENT_OPS or oi == "AGENT" or tl == "agent":
         return "agent"
     lf = (span.kind or "").upper()
     return {"TOOL": "tool", "RETRIEVER": "retrieval", "GENERATION": "llm", "AGENT": "agent"}.get(lf, "other")
 
 
 def _tool_name(span: Span) -> str:
-    name = span.attrs.get("gen_ai.tool.name") or span.attrs.get("tool.name")
+    name = span.attrs.get("gen_ai.tool.name") or span.attrs.get("tool.name") or span.attrs.get("traceloop.entity.name")
     if isinstance(name, str) and name.strip():
         return name.strip()
     n = span.name or ""
@@ -203,14 +209,16 @@ def _call_id(span: Span) -> str | None:
 
 
 def _arguments(span: Span) -> Any:
-    for v in (span.attrs.get("gen_ai.tool.call.arguments"), span.attrs.get("input.value"), span.input):
+    for v in (span.attrs.get("gen_ai.tool.call.arguments"), span.attrs.get("input.value"),
+              span.attrs.get("traceloop.entity.input"), span.input):
         if _present(v) is not None:
             return maybe_json(v)
     return None
 
 
 def _result(span: Span) -> Any:
-    for v in (span.attrs.get("gen_ai.tool.call.result"), span.attrs.get("output.value"), span.output):
+    for v in (span.attrs.get("gen_ai.tool.call.result"), span.attrs.get("output.value"),
+              span.attrs.get("traceloop.entity.output"), span.output):
         if _present(v) is not None:
             return v
     return None
@@ -250,7 +258,8 @@ def _url_arg(args: Any) -> str | None:
 def _has_content(span: Span) -> bool:
     keys = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.retrieval.query.text",
             "gen_ai.retrieval.documents", "gen_ai.input.messages", "gen_ai.output.messages", "input.value",
-            "output.value", "gen_ai.prompt", "gen_ai.completion")
+            "output.value", "gen_ai.prompt", "gen_ai.completion", "traceloop.entity.input",
+            "traceloop.entity.output")
     if any(_present(span.attrs.get(k)) is not None for k in keys):
         return True
     if any(k.startswith(("llm.input_messages.", "llm.output_messages.", "retrieval.documents.", "gen_ai.prompt.",
@@ -408,10 +417,20 @@ def _documents(span: Span) -> Any:
     return _result(span)
 
 
-def _calls_from_spans(spans: Sequence[Span]) -> list[_Call]:
+def _legacy_tool(span: Span, parents: set[str], patterns: Sequence[str]) -> bool:
+    """A Langfuse ``SPAN`` observation that older SDKs (LangChain callbacks before observation
+    types) wrote for a tool call: no OTel attributes, a leaf, with an input, named like a search."""
+    return ((span.kind or "").upper() == "SPAN" and not span.attrs and span.span_id not in parents
+            and _present(span.input) is not None and _matches(span.name, patterns))
+
+
+def _calls_from_spans(spans: Sequence[Span], patterns: Sequence[str] = ()) -> list[_Call]:
     calls = []
+    parents = {s.parent_id for s in spans if s.parent_id}
     for s in spans:
         kind = _tool_kind(s)
+        if kind == "other" and _legacy_tool(s, parents, patterns):
+            kind = "tool"
         if kind == "tool":
             calls.append(_Call(s, _tool_name(s), _call_id(s), _arguments(s), _result(s), s.error, s.start, s.order,
                                parent=s.parent_id))
@@ -556,7 +575,7 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
                                "root_span_id": roots[0].span_id if roots else None}
     llm = [s for s in spans if _tool_kind(s) == "llm"]
     wrappers = {s.parent_id for s in spans if s.parent_id and _tool_kind(s) in ("tool", "retrieval", "llm")}
-    calls = _calls_from_spans(spans)
+    calls = _calls_from_spans(spans, options.search_tools)
     if not calls:
         calls = _calls_from_messages(llm)
     calls += _server_calls(llm)
@@ -574,8 +593,8 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
             queries = _queries(c.args)
             with_query += bool(queries)
             pr = parse_result(c.documents if c.retrieval else c.result, c.name, documents=c.retrieval)
-            if c.result is not None or (c.retrieval and c.documents is not None):
-                with_result += 1
+            if c.result is not None or c.error or (c.retrieval and c.documents is not None):
+                with_result += 1  # a failed search returned nothing: that is recorded too
             if pr.how:
                 parsed.note(pr.how)
             parsed.pages += pr.pages

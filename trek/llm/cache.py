@@ -84,6 +84,10 @@ class _GroupCommit:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        # rows submitted during one pass of an event loop, handed to the writer together at the
+        # end of that pass (one queue put and one thread wake for many replies, not one each)
+        self._pending: dict[asyncio.AbstractEventLoop, list[Any]] = {}
+        self._pending_lock = threading.Lock()
 
     def submit(self, row: tuple[str, str, str], loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> None:
         if self._thread is None:
@@ -91,11 +95,24 @@ class _GroupCommit:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="trek-cache-writer", daemon=True)
                     self._thread.start()
-        self._queue.put((row, loop, fut))
+        with self._pending_lock:
+            rows = self._pending.get(loop)
+            if rows is None:
+                rows = self._pending[loop] = []
+                loop.call_soon(self._hand_over, loop)
+            rows.append((row, loop, fut))
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._pending_lock:
+            rows = self._pending.pop(loop, None)
+        if rows:
+            self._queue.put(rows)
 
     def close(self) -> None:
         with self._start_lock:
             if self._thread is not None:
+                for loop in list(self._pending):
+                    self._hand_over(loop)
                 self._queue.put(None)
                 self._thread.join()
                 self._thread = None
@@ -107,7 +124,7 @@ class _GroupCommit:
                 item = self._queue.get()
                 if item is None:
                     return
-                batch = [item]
+                batch = list(item)
                 stop = False
                 while len(batch) < 512:
                     try:
@@ -117,7 +134,7 @@ class _GroupCommit:
                     if nxt is None:
                         stop = True
                         break
-                    batch.append(nxt)
+                    batch.extend(nxt)
                 error = self._commit(conn, [(k, req, resp, time.time()) for (k, req, resp), _, _ in batch])
                 by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
                 for _, loop, fut in batch:

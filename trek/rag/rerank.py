@@ -313,7 +313,7 @@ def make_scorer(spec: str = "wordllama", *, base_url: str | None = None, cache: 
     api, _, model = spec.partition(":")
     if api in ("rerank", "score") and model:
         if not base_url:
-            raise ValueError(f"scorer {spec!r} needs a base URL (--rerank-base-url)")
+            raise ValueError(f"scorer {spec!r} needs a base URL (--reranker-base-url)")
         return HTTPScorer(model, base_url, api=api, cache=cache, **kw)
     raise ValueError(f"unknown relevance scorer {spec!r}: use 'wordllama', 'rerank:MODEL' or 'score:MODEL'")
 

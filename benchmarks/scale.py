@@ -1,0 +1,311 @@
+"""Trek at scale: the whole chain on N synthetic questions against the fake server.
+
+    python benchmarks/scale.py [--sizes 1000,10000,100000] [--latency 0.05] [--connections 256]
+                               [--stages executor,answer,grade,trace,ctrl,loader,import] [--json]
+
+For each N it writes a synthetic TrekBench-Mini-shaped benchmark (N questions, each with a gold
+page and two outdated pages, every text distinct) and runs, each stage as the real ``trek``
+command in its own child process against the fake OpenAI server (its own process, ``--latency``
+seconds per reply, replies scripted generically so that every stage does its full work):
+
+* ``executor``: the stage executor alone (a stage with no model call), the records file's cost;
+* ``answer``: ``trek wild run`` (search-then-read over the local BM25 index of the pages, 2 pages);
+* ``grade``: ``trek grade`` (FreshQA's protocol with a judge that rejects every answer);
+* ``trace``: ``trek trace`` on the graded failures (diagnostic, analysis and evaluated roles);
+* ``ctrl``: ``trek.ctrl.build.build`` on N synthetic pools (the five main conditions);
+* ``loader``: ``trek.runs.frame`` of the graded run, as the notebooks read it;
+* ``import``: ``trek import chat-completions`` of an N-record log.
+
+Per stage and N it prints wall and CPU seconds per item, records rewritten / N (whole-file
+rewrites of the stage's record file: compactions), bytes written to the record file / its final
+size, and the child's peak RSS. It ends with the ratios t(largest)/t(previous) per item and
+rss(largest)/rss(previous), so linear time shows as a ratio near 1 and bounded memory as a ratio
+well below N's. CPU seconds are the less noisy figure on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# A child stage runs under this wrapper: it counts what the stage executor writes (journal bytes,
+# compactions, records rewritten) and prints the counters as the last stdout line.
+WRAPPER = r"""
+import atexit, json, os, sys
+import trek.journal, trek.stage
+counts = {"journal_bytes": 0, "rewrites": 0, "records_rewritten": 0, "rewrite_bytes": 0}
+_flush = trek.journal.Journal.flush
+def flush(self):
+    before = self.bytes
+    _flush(self)
+    counts["journal_bytes"] += self.bytes - before
+trek.journal.Journal.flush = flush
+_write = trek.stage.write_jsonl
+def write(path, recs):
+    recs = list(recs)
+    out = _write(path, recs)
+    counts["rewrites"] += 1
+    counts["records_rewritten"] += len(recs)
+    counts["rewrite_bytes"] += os.path.getsize(path)
+    return out
+trek.stage.write_jsonl = write
+atexit.register(lambda: print("SCALE-COUNTS " + json.dumps(counts), flush=True))
+kind, args = sys.argv[1], json.loads(sys.argv[2])
+if kind == "cli":
+    from trek.cli import app
+    sys.argv = ["trek", *args]
+    try:
+        app()
+    except SystemExit as e:
+        if e.code not in (0, None, 3, 4):
+            raise
+else:
+    import runpy
+    sys.argv = [kind, *args]
+    runpy.run_path(kind, run_name="__main__")
+"""
+
+JUDGE, DIAG, ANA, MODEL = "scale-judge", "scale-diagnostic", "scale-analysis", "scale-lm"
+
+
+def script() -> list[dict]:
+    """Generic fake-server rules: every request of every stage gets a well-formed reply."""
+    def step(who: str, name: str, reply: dict) -> dict:
+        return {"model": who, "any_pattern": rf"\[TrekTrace: {name}\]", "reply": json.dumps(reply)}
+
+    return [
+        {"model": JUDGE, "reply": "The response names another person.\nevaluation: incorrect"},
+        step(ANA, "answer check", {"correct": False, "reason": "A different answer."}),
+        step(DIAG, "key evidence", {"key_evidence": "The gold page gives the answer.", "gold_evidence_urls": []}),
+        step(DIAG, "evidence match", {"evidence_match": False, "retrieved_key_evidence": "", "equivalent_urls": [],
+                                      "reason": "Not in the retrieved pages."}),
+        step(ANA, "query adequacy", {"query_adequate": True, "reason": "The query names the subject."}),
+        step(MODEL, "gold-only probe", {"answer": "the gold answer", "used_urls": [], "reasoning": "From the page."}),
+        step(MODEL, "gold-plus-noise probe", {"answer": "another answer", "used_urls": [], "reasoning": "Noise."}),
+        {"model": MODEL, "reply": "An answer from the pages."},
+    ]
+
+
+def write_benchmark(root: Path, n: int) -> None:
+    """A Mini-shaped folder: questions.jsonl and documents.jsonl for ``n`` questions."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "questions.jsonl").open("w") as qf, (root / "documents.jsonl").open("w") as df:
+        for i in range(n):
+            qid = f"scale:{i:06d}"
+            words = f"item{i} place{i % 997} group{i % 89}"
+            gold = f"https://scale.example/{i}/now"
+            qf.write(json.dumps({"id": qid, "dataset": "freshqa", "question": f"Who leads {words} today?",
+                                 "answers": [f"Leader {i}"], "effective_year": 2025, "effective_year_raw": "2025",
+                                 "gold_urls": [gold], "false_premise": False, "split": "mini",
+                                 "metadata": {"benchmark": "scale"}}) + "\n")
+            pages = (("gold", gold, 2025), ("outdated", f"https://scale.example/{i}/old1", 2019),
+                     ("outdated", f"https://scale.example/{i}/old2", 2021))
+            for j, (role, url, year) in enumerate(pages):
+                text = f"{words}: in {year} the leader was Leader {i - j}. Reported by the {words} desk."
+                df.write(json.dumps({"id": f"{qid}:{role}:{j}", "question_id": qid, "url": url,
+                                     "title": f"{words} {year}", "text": text, "date": f"{year}-03-01",
+                                     "role": role, "supports_answer": f"Leader {i - j}"}) + "\n")
+
+
+def write_chat_log(path: Path, n: int) -> None:
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"chatcmpl-{i}", "object": "chat.completion", "model": "gpt-x", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": f"Leader {i} leads it. " + "x" * 400},
+                 "finish_reason": "stop"}], "usage": {"prompt_tokens": 100, "completion_tokens": 20,
+                                                     "total_tokens": 120}}) + "\n")
+
+
+def run_child(kind: str, args: list[str], env: dict[str, str]) -> dict:
+    """:func:`child` with the CPU time and peak RSS of that child alone (``os.wait4``)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", WRAPPER, kind, json.dumps(args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    out_b, err_b = b"", b""
+    # read both pipes to the end without blocking the child, then reap it with its rusage
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    while sel.get_map():
+        for key, _ in sel.select():
+            chunk = os.read(key.fileobj.fileno(), 1 << 16)
+            if not chunk:
+                sel.unregister(key.fileobj)
+            elif key.data == "out":
+                out_b += chunk
+            else:
+                err_b = (err_b + chunk)[-20000:]
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
+    if proc.returncode != 0 or "SCALE-COUNTS " not in out:
+        raise RuntimeError(f"{kind} {' '.join(args[:3])} exited {proc.returncode}:\n{err[-3000:]}")
+    line = next(x for x in reversed(out.splitlines()) if x.startswith("SCALE-COUNTS "))
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
+            **json.loads(line.split(" ", 1)[1])}
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str, Path]:
+    tmp = Path(tempfile.mkdtemp(prefix="scale-script-")) / "script.json"
+    tmp.write_text(json.dumps(script()))
+    proc = subprocess.Popen([sys.executable, "-m", "trek.testing.fake_openai", "--port", "0", "--latency",
+                             str(latency), "--script", str(tmp)], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    return proc, line.rsplit(" ", 1)[-1], tmp
+
+
+EXECUTOR = r"""
+import sys
+from pathlib import Path
+from trek.aio import run_sync
+from trek.stage import Slot, Stage, execute
+from trek.types import Record
+
+class Rec(Record):
+    question_id: str
+    status: str
+    value: str
+    input_key: str | None = None
+
+class Copy(Stage):
+    record = Rec
+    name = "executor"
+    def __init__(self, out): self.out = out
+    def slot(self, item): return Slot(self.out, item)
+    def input_key(self, item): return "k"
+    async def produce(self, item, key): return Rec(question_id=item, status="ok", value="v" * 600, input_key=key)
+    def failure(self, item, key, error): raise AssertionError(error)
+
+out, n = Path(sys.argv[1]), int(sys.argv[2])
+run_sync(execute(Copy(out), [f"q{i:07d}" for i in range(n)], progress=False, checkpoint_seconds=0.2))
+"""
+
+LOADER = r"""
+import sys
+from trek import runs
+df = runs.frame(sys.argv[1])
+assert len(df) == int(sys.argv[2]), len(df)
+"""
+
+CTRL = r"""
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from ctrl_assembly import synthetic_pools
+from trek.ctrl.build import build
+from trek.ctrl.conditions import MAIN_CONDITIONS
+pools = synthetic_pools(int(sys.argv[2]), 120)
+build(pools, sys.argv[1], embedder=None, conditions=MAIN_CONDITIONS, fabricator="none", count_tokens=False)
+"""
+
+
+def measure(n: int, stages: list[str], latency: float, connections: int, work: Path) -> dict[str, dict]:
+    work.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))}
+    env["OPENAI_API_KEY"] = "sk-scale"
+    out: dict[str, dict] = {}
+    bench, run = work / "bench", work / "run"
+    common = ["--max-connections", str(connections), "--no-progress", "--yes"]
+    srv = None
+    try:
+        if {"answer", "grade", "trace", "loader", "import"} & set(stages):
+            write_benchmark(bench, n)
+        if {"answer", "grade", "trace", "loader"} & set(stages):
+            srv, url, _ = start_server(latency)
+        if "executor" in stages:
+            f = work / "executor.jsonl"
+            script_path = work / "executor.py"
+            script_path.write_text(EXECUTOR)
+            r = run_child(str(script_path), [str(f), str(n)], env)
+            out["executor"] = _figures(r, n, f)
+        if "answer" in stages or "grade" in stages or "trace" in stages or "loader" in stages:
+            r = run_child("cli", ["wild", "run", "--model", MODEL, "--base-url", url, "--run", str(run), "--questions",
+                                  "mini", "--data-dir", str(bench), "--search", "local", "--system",
+                                  "search-then-read", "--top-k", "2", *common], env)
+            out["answer"] = _figures(r, n, run / "answers.jsonl")
+        if {"grade", "trace", "loader"} & set(stages):
+            r = run_child("cli", ["grade", str(run), "--judge", JUDGE, "--judge-base-url", url, *common], env)
+            out["grade"] = _figures(r, n, run / "grades.jsonl")
+        if "trace" in stages:
+            r = run_child("cli", ["trace", str(run), "--diagnostic-judge", DIAG, "--analysis-judge", ANA,
+                                  "--judge-base-url", url, "--base-url", url, *common], env)
+            out["trace"] = _figures(r, n, run / "trace.jsonl")
+        if "loader" in stages:
+            p = work / "loader.py"
+            p.write_text(LOADER)
+            out["loader"] = _figures(run_child(str(p), [str(run), str(n)], env), n, None)
+        if "ctrl" in stages:
+            p = work / "ctrl.py"
+            p.write_text(CTRL)
+            r = run_child(str(p), [str(work / "ctrl"), str(n), str(HERE)], env)
+            out["ctrl"] = _figures(r, n, work / "ctrl" / "contexts.jsonl")
+        if "import" in stages:
+            log = work / "chat.jsonl"
+            write_chat_log(log, n)
+            r = run_child("cli", ["import", "chat-completions", str(log), "--questions", str(bench / "questions.jsonl"),
+                                  "--out", str(work / "imported")], env)
+            out["import"] = _figures(r, n, work / "imported" / "answers.jsonl")
+    finally:
+        if srv is not None:
+            srv.kill()
+            srv.wait()
+    return out
+
+
+def _figures(r: dict, n: int, path: Path | None) -> dict:
+    size = path.stat().st_size if path is not None and path.exists() else 0
+    written = r.get("journal_bytes", 0) + r.get("rewrite_bytes", 0)
+    return {"n": n, "wall_ms_per_item": 1000 * r["wall"] / n, "cpu_ms_per_item": 1000 * r["cpu"] / n,
+            "rewritten_per_n": r.get("records_rewritten", 0) / n, "rewrites": r.get("rewrites", 0),
+            "written_over_size": (written / size) if size and written else None, "rss_mb": r["rss_mb"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--connections", type=int, default=256)
+    ap.add_argument("--stages", default="executor,answer,grade,trace,loader,ctrl,import")
+    ap.add_argument("--work", type=Path, default=None, help="folder for the runs (default: a temporary one)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    sizes = [int(s) for s in a.sizes.split(",")]
+    stages = [s for s in a.stages.split(",") if s]
+    results: dict[int, dict[str, dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trek-scale-", dir=a.work) as d:
+        for n in sizes:
+            results[n] = measure(n, stages, a.latency, a.connections, Path(d) / str(n))
+            for stage, f in results[n].items():
+                wo = f"{f['written_over_size']:.2f}" if f["written_over_size"] else "-"
+                print(f"N={n:>7} {stage:<9} wall {f['wall_ms_per_item']:8.3f} ms/item  cpu {f['cpu_ms_per_item']:8.3f} "
+                      f"ms/item  rewritten/N {f['rewritten_per_n']:.2f}  written/size {wo}  peak RSS "
+                      f"{f['rss_mb']:7.1f} MB", flush=True)
+    if len(sizes) >= 2:
+        big, prev = sizes[-1], sizes[-2]
+        print(f"ratios N={big} over N={prev}:")
+        for stage in results[big]:
+            if stage not in results[prev]:
+                continue
+            b, p = results[big][stage], results[prev][stage]
+            print(f"  {stage:<9} cpu/item {b['cpu_ms_per_item'] / p['cpu_ms_per_item']:.2f}  wall/item "
+                  f"{b['wall_ms_per_item'] / p['wall_ms_per_item']:.2f}  rss {b['rss_mb'] / p['rss_mb']:.2f}")
+    if a.json:
+        print(json.dumps({str(k): v for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
