@@ -44,7 +44,6 @@ def make_search_backend(backend: str = "local", *, pages: str | None = None, cac
     none for the deterministic local search)."""
     from pathlib import Path
 
-    from trek.runs import default_search_cache_path
     from trek.search import make_backend
     from trek.search.base import SearchCache
 
