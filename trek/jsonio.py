@@ -197,11 +197,13 @@ def depth_error(value: Any, limit: int | None = None) -> str | None:
     return None
 
 
-def loads(text: str | bytes, path: PathLike, line: int | None = None) -> Any:
+def loads(text: str | bytes, path: PathLike, line: int | None = None, *, nonfinite: bool = False) -> Any:
     """The JSON value of ``text`` read from ``path`` (``line`` of it), refused with a
-    :class:`RecordError` when it is not JSON, holds a non-finite number or nests too deep."""
+    :class:`RecordError` when it is not JSON, holds a non-finite number or nests too deep.
+    ``nonfinite``: ``NaN`` and ``Infinity`` are read as floats (inspect_ai's logs write an unscored
+    score and an undefined metric as ``NaN``)."""
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text) if nonfinite else json.loads(text, parse_constant=_constant, parse_float=_float)
     except json.JSONDecodeError as e:
         where = f": line {e.lineno}, column {e.colno}" if line is None else f" at column {e.colno}"
         tail = text.rstrip() if isinstance(text, str) else text.rstrip().decode("utf-8", "replace")
