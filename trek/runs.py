@@ -138,6 +138,11 @@ def default_search_cache_path(run_dir: PathLike | None = None) -> Path:
     return RunDir(run_dir or ".").search_cache
 
 
+def _in_run(name: str) -> property:
+    """The path of the run file ``name`` (``RUN_DIR/name``), as a property of :class:`RunDir`."""
+    return property(lambda self: self.path / name, doc=f"``RUN_DIR/{name}``")
+
+
 class RunDir:
     """One run directory: every file name and default path it holds, and its readers and writers.
 
@@ -159,33 +164,14 @@ class RunDir:
         return self.path / name
 
     # -- paths ----------------------------------------------------------------------------------
-    @property
-    def meta_path(self) -> Path:
-        return self.path / META
-
-    @property
-    def questions_path(self) -> Path:
-        return self.path / QUESTIONS
-
-    @property
-    def answers_path(self) -> Path:
-        return self.path / ANSWERS
-
-    @property
-    def grades_path(self) -> Path:
-        return self.path / GRADES
-
-    @property
-    def trace_path(self) -> Path:
-        return self.path / TRACE
-
-    @property
-    def audit_path(self) -> Path:
-        return self.path / AUDIT
-
-    @property
-    def lock_path(self) -> Path:
-        return self.path / LOCK
+    meta_path = _in_run(META)
+    questions_path = _in_run(QUESTIONS)
+    answers_path = _in_run(ANSWERS)
+    grades_path = _in_run(GRADES)
+    trace_path = _in_run(TRACE)
+    audit_path = _in_run(AUDIT)
+    lock_path = _in_run(LOCK)
+    pages_file = _in_run(PAGES)  # what `trek import` writes, whatever $TREK_PAGES says
 
     @property
     def llm_cache(self) -> Path:
@@ -201,11 +187,6 @@ class RunDir:
     def pages(self) -> Path:
         """``$TREK_PAGES`` when set, else ``RUN_DIR/pages.sqlite``."""
         return env_path("TREK_PAGES", self.path / PAGES)  # type: ignore[return-value]
-
-    @property
-    def pages_file(self) -> Path:
-        """``RUN_DIR/pages.sqlite`` itself (what ``trek import`` writes), whatever ``$TREK_PAGES`` says."""
-        return self.path / PAGES
 
     def ledger(self, name: str) -> Path:
         """The spend ledger of the record file ``name`` (``.grades.jsonl.spend``)."""
