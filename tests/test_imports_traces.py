@@ -435,3 +435,31 @@ def test_a_legacy_langfuse_span_named_like_a_search_is_one(tmp_path):
     (t,) = imported("langfuse", [f], tmp_path / "r")
     assert [(c.query, c.backend, len(c.results)) for c in t.search_calls] == [("Harbor Bridge lanes", "web_search", 2)]
     assert t.final_answer == "Six lanes." and t.model == "m-3" and t.source.record_id == "lf-1"
+
+
+def test_openllmetry_spans_and_base64_ids(tmp_path):
+    import base64
+
+    tid = base64.b64encode(bytes.fromhex("ab" * 16)).decode()
+    root = {"traceId": tid, "spanId": base64.b64encode(b"r" * 8).decode(), "name": "agent.workflow",
+            "startTimeUnixNano": "1", "endTimeUnixNano": "100",
+            "attributes": [kv("traceloop.span.kind", "workflow"), kv("question_id", "lake-2")]}
+    parent = root["spanId"]
+    llm = {"traceId": tid, "spanId": "1" * 16, "parentSpanId": parent, "name": "openai.chat",
+           "startTimeUnixNano": "10", "endTimeUnixNano": "20",
+           "attributes": [kv("llm.request.type", "chat"), kv("gen_ai.response.model", "m-4"),
+                          kv("gen_ai.completion.0.role", "assistant"), kv("gen_ai.completion.0.content", "")]}
+    tool = {"traceId": tid, "spanId": "2" * 16, "parentSpanId": parent, "name": "web_search.tool",
+            "startTimeUnixNano": "30", "endTimeUnixNano": "40",
+            "attributes": [kv("traceloop.span.kind", "tool"), kv("traceloop.entity.name", "web_search"),
+                           kv("traceloop.entity.input", json.dumps({"args": [], "kwargs": {"query": "lanes"}})),
+                           kv("traceloop.entity.output", json.dumps(HITS))]}
+    llm2 = {**llm, "spanId": "3" * 16, "startTimeUnixNano": "50", "endTimeUnixNano": "60",
+            "attributes": [kv("llm.request.type", "chat"), kv("gen_ai.response.model", "m-4"),
+                           kv("gen_ai.completion.0.role", "assistant"), kv("gen_ai.completion.0.content", "Six.")]}
+    f = tmp_path / "tl.json"
+    f.write_text(json.dumps(request([root, llm, tool, llm2])))
+    (t,) = imported("otlp", [f], tmp_path / "r")
+    assert t.source.record_id == "ab" * 16 and t.details["trace"]["root_span_id"] == (b"r" * 8).hex()
+    assert [(c.query, c.round, len(c.results)) for c in t.search_calls] == [("lanes", 1, 2)]
+    assert t.final_answer == "Six." and t.model == "m-4" and t.usage.calls == 2

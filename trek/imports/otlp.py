@@ -3,7 +3,8 @@
 A record is an ``ExportTraceServiceRequest`` (``resourceSpans[].scopeSpans[].spans[]``): a
 ``.json`` file holds one (or an array of them), a ``.jsonl`` file one a line, as the
 OpenTelemetry Collector's file exporter writes them. A trace's spans may be spread over several
-lines and files; they are gathered by ``traceId`` (hex, as OTLP/JSON writes it) in the order
+lines and files; they are gathered by ``traceId`` (hex, as OTLP/JSON writes it; base64 ids of a
+protobuf JSON dump are turned into hex) in the order
 the traces first appear. Each span's ``attributes`` (OTLP's typed ``AnyValue``:
 ``stringValue``, ``intValue``, ``doubleValue``, ``boolValue``, ``arrayValue``, ``kvlistValue``,
 ``bytesValue``), ``events``, ``status`` (``code`` 2 / ``STATUS_CODE_ERROR`` with its
@@ -73,6 +74,21 @@ def attributes(kvs: Any) -> dict[str, Any]:
     return out
 
 
+def _hex_id(v: Any, size: int) -> str | None:
+    """An OTLP trace or span id as lower-case hex: OTLP/JSON writes hex; a protobuf JSON dump
+    writes the bytes as base64 (decoded when they are ``size`` bytes long)."""
+    if not isinstance(v, str) or not v.strip():
+        return None
+    v = v.strip()
+    if len(v) == 2 * size and all(c in "0123456789abcdefABCDEF" for c in v):
+        return v.lower()
+    try:
+        raw = base64.b64decode(v, validate=True)
+    except (ValueError, TypeError):
+        return v
+    return raw.hex() if len(raw) == size else v
+
+
 def _ns(v: Any) -> int:
     try:
         return int(v or 0)
@@ -105,14 +121,13 @@ def _spans(rec: InputRecord, order: int) -> list[tuple[Span, dict[str, Any]]]:
                 where = f"resourceSpans {i}, span {j}"
                 if not isinstance(s, dict):
                     raise rec.fail(f"{where}: expected a JSON object")
-                tid, sid = get(s, "traceId", "trace_id"), get(s, "spanId", "span_id")
-                if not isinstance(tid, str) or not tid.strip() or not isinstance(sid, str) or not sid.strip():
+                tid, sid = _hex_id(get(s, "traceId", "trace_id"), 16), _hex_id(get(s, "spanId", "span_id"), 8)
+                if tid is None or sid is None:
                     raise rec.fail(f"{where} ({s.get('name')!r}): no 'traceId' or 'spanId'")
                 events = [(str(e.get("name") or ""), attributes(e.get("attributes")))
                           for e in get(s, "events") or [] if isinstance(e, dict)]
-                parent = get(s, "parentSpanId", "parent_span_id")
-                out.append((Span(trace_id=tid.strip().lower(), span_id=sid.strip().lower(),
-                                 parent_id=parent.strip().lower() if isinstance(parent, str) and parent.strip() else None,
+                parent = _hex_id(get(s, "parentSpanId", "parent_span_id"), 8)
+                out.append((Span(trace_id=tid, span_id=sid, parent_id=parent,
                                  name=str(s.get("name") or ""),
                                  start=_ns(get(s, "startTimeUnixNano", "start_time_unix_nano")),
                                  end=_ns(get(s, "endTimeUnixNano", "end_time_unix_nano")),

@@ -20,6 +20,10 @@ one trace to :func:`parse_spans`. Attributes are read in two dialects:
   tool_call.{id, function.name, function.arguments}``, ``tool_call_id``),
   ``llm.model_name``, ``llm.token_count.*``.
 
+OpenLLMetry's spans are GenAI spans, with older names it still writes: ``llm.request.type``
+(a model span), ``traceloop.span.kind`` ``tool``/``agent`` with ``traceloop.entity.name``,
+``traceloop.entity.input`` and ``traceloop.entity.output`` (a tool span).
+
 A Langfuse observation without OTel attributes is read from its ``type`` (``TOOL``,
 ``RETRIEVER``, ``GENERATION``, ``AGENT``), ``name``, ``input``, ``output``, ``model`` and
 ``usageDetails``; a ``SPAN`` observation without children whose name matches a search-tool
@@ -171,20 +175,21 @@ def _tool_kind(span: Span) -> str:
     """``tool``, ``retrieval``, ``llm``, ``agent`` or ``other``."""
     op = str(span.attrs.get("gen_ai.operation.name") or "").lower()
     oi = str(span.attrs.get("openinference.span.kind") or "").upper()
-    if op == "execute_tool" or oi == "TOOL":
+    tl = str(span.attrs.get("traceloop.span.kind") or "").lower()  # OpenLLMetry's decorators
+    if op == "execute_tool" or oi == "TOOL" or tl == "tool":
         return "tool"
     if op == "retrieval" or oi == "RETRIEVER":
         return "retrieval"
-    if op in _LLM_OPS or oi == "LLM":
+    if op in _LLM_OPS or oi == "LLM" or str(span.attrs.get("llm.request.type") or "").lower() in _LLM_OPS:
         return "llm"
-    if op in _AGENT_OPS or oi == "AGENT":
+    if op in _AGENT_OPS or oi == "AGENT" or tl == "agent":
         return "agent"
     lf = (span.kind or "").upper()
     return {"TOOL": "tool", "RETRIEVER": "retrieval", "GENERATION": "llm", "AGENT": "agent"}.get(lf, "other")
 
 
 def _tool_name(span: Span) -> str:
-    name = span.attrs.get("gen_ai.tool.name") or span.attrs.get("tool.name")
+    name = span.attrs.get("gen_ai.tool.name") or span.attrs.get("tool.name") or span.attrs.get("traceloop.entity.name")
     if isinstance(name, str) and name.strip():
         return name.strip()
     n = span.name or ""
@@ -204,14 +209,16 @@ def _call_id(span: Span) -> str | None:
 
 
 def _arguments(span: Span) -> Any:
-    for v in (span.attrs.get("gen_ai.tool.call.arguments"), span.attrs.get("input.value"), span.input):
+    for v in (span.attrs.get("gen_ai.tool.call.arguments"), span.attrs.get("input.value"),
+              span.attrs.get("traceloop.entity.input"), span.input):
         if _present(v) is not None:
             return maybe_json(v)
     return None
 
 
 def _result(span: Span) -> Any:
-    for v in (span.attrs.get("gen_ai.tool.call.result"), span.attrs.get("output.value"), span.output):
+    for v in (span.attrs.get("gen_ai.tool.call.result"), span.attrs.get("output.value"),
+              span.attrs.get("traceloop.entity.output"), span.output):
         if _present(v) is not None:
             return v
     return None
@@ -251,7 +258,8 @@ def _url_arg(args: Any) -> str | None:
 def _has_content(span: Span) -> bool:
     keys = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.retrieval.query.text",
             "gen_ai.retrieval.documents", "gen_ai.input.messages", "gen_ai.output.messages", "input.value",
-            "output.value", "gen_ai.prompt", "gen_ai.completion")
+            "output.value", "gen_ai.prompt", "gen_ai.completion", "traceloop.entity.input",
+            "traceloop.entity.output")
     if any(_present(span.attrs.get(k)) is not None for k in keys):
         return True
     if any(k.startswith(("llm.input_messages.", "llm.output_messages.", "retrieval.documents.", "gen_ai.prompt.",
