@@ -321,6 +321,7 @@ def test_validate_names_file_line_and_field(tmp_path):
 
 
 def test_a_hand_written_run_and_coverage_contradictions(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "mine", "kind": "import"}) + "\n")
     (tmp_path / "questions.jsonl").write_text(json.dumps(
         {"id": "q1", "dataset": "mine", "question": "Who?", "answers": ["X"], "grader": "generic"}) + "\n")
     t = {"question_id": "q1", "model": "my-agent", "schema_version": 1, "final_answer": "X",

@@ -50,9 +50,12 @@ from trek.imports.common import (
     trajectory,
     write_run,
 )
+from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
 from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
+from trek.jsonio import unique_paths
 from trek.pages import Page
+from trek.runs import RunDir
 from trek.types import Question, Trajectory
 
 __all__ = ["FORMATS", "ImportFailure", "ImportReport", "import_run", "load_questions", "parse_mapping"]
@@ -147,6 +150,12 @@ def import_run(
         raise ImportFailure(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     if not files:
         raise ImportFailure("no input file given")
+    files, again = unique_paths(files)
+    if again:
+        raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
+    target = RunDir(out).check_target("import", option="--out")
+    if replace:
+        target.check_replace("import", inputs=[*files, questions], option="--out")
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")
@@ -178,11 +187,20 @@ def import_run(
     report = ImportReport(out=Path(out), count=0, pages=0, skipped=skipped)
     pages: list[PageText] = []
     grades, traces, corpus = [], [], []
+    responses: dict[str, str] = {}
 
     def trajectories() -> Iterator[Trajectory]:
         nonlocal corpus
         for q, r in pairs:
-            parsed = mod.parse(r)
+            try:
+                parsed = mod.parse(r)
+            except FieldError as e:
+                raise r.fail(str(e)) from None
+            if parsed.record_id is not None:
+                if parsed.record_id in responses:
+                    raise r.fail(f"response id {parsed.record_id!r} was already imported "
+                                 f"({responses[parsed.record_id]}): the same response cannot answer two questions")
+                responses[parsed.record_id] = r.where
             yield report.note(trajectory(q, r, parsed, fmt, model))
             pages.extend(parsed.pages)
             if mod is inspect_ai:  # what Trek's own inspect scorers recorded, and the corpus of trek/mini

@@ -24,8 +24,6 @@ here, the same for every format:
 from __future__ import annotations
 
 import contextlib
-import gzip
-import json
 import os
 import re
 import shutil
@@ -35,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from trek import jsonio
+from trek.imports.fields import link_kind
 from trek.outputs import folder_mode
 from trek.pages import Page, PageStore, normalize_url
 from trek.types import (
@@ -148,32 +148,13 @@ class Parsed:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def _json_error(path: Path, text: str, e: json.JSONDecodeError) -> ImportFailure:
-    tail = text.rstrip()
-    ends = e.pos >= len(tail) or not tail.endswith(("}", "]"))
-    why = "; the file ends in the middle of a value (truncated?)" if ends else ""
-    return ImportFailure(f"{path}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}){why}")
-
-
 def load_json(path: Path) -> Any:
-    """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken)."""
+    """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken),
+    read through the bounded reader (:mod:`trek.jsonio`: nesting, size, decompression ratio)."""
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ImportFailure(f"{path}: cannot be read ({e.strerror})") from None
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise ImportFailure(f"{path}: cannot be decompressed ({e})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ImportFailure(f"{path}: not UTF-8 text (a binary file?)") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _json_error(path, text, e) from None
+        return jsonio.load_json(path)
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
 
 
 def _is_wrapper(obj: Any) -> bool:
@@ -207,10 +188,10 @@ def iter_records(path: str | os.PathLike[str], *, is_item: Any = None) -> Iterat
     """:func:`read_records` one record at a time: a JSONL file is read line by line, so memory
     does not grow with the file (a ``.json`` file is one document and is read whole)."""
     p = Path(path)
-    if not p.exists():
-        raise ImportFailure(f"{p}: file does not exist")
-    if p.is_dir():
-        raise ImportFailure(f"{p}: is a folder, not a file")
+    try:
+        jsonio.check_regular(p)
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
     name = p.name.lower()
     n = 0
     if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
@@ -326,8 +307,33 @@ def _page_text(urls: Sequence[str], pages: Sequence[PageText]) -> str:
     return next(k for k, v in _PAGE_RANK.items() if v == worst)
 
 
+def _drop_bad_links(parsed: Parsed) -> None:
+    """Leave out of ``parsed`` every link that is neither an http(s) URL nor a document id
+    (``javascript:``, ``file:``, a ``..`` path, an overlong one: see :func:`trek.imports.fields.link_kind`),
+    with a coverage note; such a value is never a retrieved URL, a link or a page key."""
+    bad: list[str] = []
+
+    def ok(u: str | None) -> bool:
+        if u is None or link_kind(u) != "bad":
+            return True
+        bad.append(u)
+        return False
+
+    parsed.steps = [s.model_copy(update={"url": s.url if ok(s.url) else None,
+                                         "result_urls": [u for u in s.result_urls if ok(u)]}) for s in parsed.steps]
+    parsed.searches = [c.model_copy(update={"results": [r for r in c.results if ok(r.url)]}) for c in parsed.searches]
+    parsed.opened = [u for u in parsed.opened if ok(u)]
+    parsed.seen_urls = [u for u in parsed.seen_urls if ok(u)]
+    parsed.citations = [c for c in parsed.citations if ok(c.url)]
+    parsed.pages = [p for p in parsed.pages if link_kind(p.url) == "http"]
+    if bad:
+        example = bad[0] if len(bad[0]) <= 60 else bad[0][:57] + "..."
+        parsed.note(f"left out {len(bad)} link(s) that are neither http(s) URLs nor document ids (e.g. {example!r})")
+
+
 def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, model: str | None) -> Trajectory:
     """The :class:`Trajectory` of one parsed record (see the module docstring)."""
+    _drop_bad_links(parsed)
     steps = list(parsed.steps)
     urls: list[str] = []
     for s in steps:
@@ -387,7 +393,7 @@ def page_rows(pages: Iterable[PageText]) -> list[Page]:
     over snippets over encrypted content); several snippets of one page are joined, each once."""
     best: dict[str, list[PageText]] = {}
     for p in pages:
-        if not p.url or (p.kind != "encrypted" and not p.text.strip()):
+        if not p.url or link_kind(p.url) != "http" or (p.kind != "encrypted" and not p.text.strip()):
             continue
         k = normalize_url(p.url)
         have = best.get(k)

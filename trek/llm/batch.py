@@ -99,7 +99,7 @@ def load_requests(path: str | os.PathLike[str], default_model: str | None = None
     p = Path(path)
     items: list[BatchItem] = []
     seen: dict[str, int] = {}
-    for lineno, obj in iter_json_lines(p):
+    for lineno, obj in iter_json_lines(p, pipes=True):  # a pipe (/dev/stdin) is read once
         rid = obj.get("id")
         if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, bool):
             raise RecordError(p, lineno, "field 'id': missing or empty")
