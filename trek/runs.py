@@ -245,13 +245,13 @@ class RunDir:
         """Refuse this folder as the target of a run of ``kinds`` (``grid``: a folder of such runs)
         unless it is new, empty or already one; never inside the bundled data, the package or a
         recorded Ctrl build (:func:`trek.outputs.check_run_folder`)."""
-        check_run_folder(self.path, kinds, option=option, grid=grid)
+        check_run_folder(self.path, kinds, meta=META, build=(BUILD_MANIFEST, CONTEXTS), option=option, grid=grid)
         return self
 
     def check_replace(self, *kinds: str, inputs: Iterable[PathLike | None] = (), option: str = "--out") -> RunDir:
         """Refuse to replace this folder unless it is a run of ``kinds``, not the current folder
         and holding none of ``inputs`` (:func:`trek.outputs.check_replace`)."""
-        check_replace(self.path, kinds, inputs=inputs, option=option)
+        check_replace(self.path, kinds, meta=META, inputs=inputs, option=option)
         return self
 
 
