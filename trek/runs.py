@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -491,7 +490,11 @@ def discover(
         meta = d / META
         order = 0
         if meta.exists():
-            order = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("order", 0)
+            from trek import jsonio
+
+            data = jsonio.load_json(meta, "run.json")  # bounded: a pipe or a deep value is a clear error
+            cfg = data.get("config") if isinstance(data, dict) else None
+            order = cfg.get("order", 0) if isinstance(cfg, dict) else 0
         found.append((order, d.name, d))
     if not found:
         raise FileNotFoundError(f"no runs with {require} under {base}")
