@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def refresh(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    from trek.paper import ipc_kernel_manager  # Unix sockets: no port to collide with another kernel
+
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                   kernel_manager_class=ipc_kernel_manager()).execute()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nbformat.write(nb, path)

@@ -93,6 +93,8 @@ def test_kappa_interval_matches_the_normal_approximation():
     assert cohens_kappa_ci(a, b, level=0.5)[2] < hi
     k1, lo1, hi1 = cohens_kappa_ci([1, 1, 1], [1, 1, 1])
     assert math.isnan(k1) and math.isnan(lo1) and math.isnan(hi1)  # undefined, not 1.0
+    k2, lo2, hi2 = cohens_kappa_ci([1, 0, 1, 0, 0], [1, 1, 1, 1, 1])  # one rater constant: 0, no interval
+    assert k2 == 0.0 and math.isnan(lo2) and math.isnan(hi2)
 
 
 def test_no_audit_data_is_said_not_failed(tmp_path):
@@ -126,7 +128,7 @@ def test_a_kappa_without_interval_says_why_on_the_plot():
                          index=pd.Index(["evidence", "grading"], name="role"))
     fig = plot_audit(AuditData(pd.DataFrame({"role": ["evidence"]}), table), "t")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["no interval:\njudge said yes\nevery time"]
+    assert texts == ["no interval:\njudge\nsaid yes\nevery time"]
 
 
 def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
@@ -146,4 +148,4 @@ def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
     assert list(shown["kappa"]) == ["0.00", "undefined"]  # the roles' fixed order: grading first
     fig = plot_audit(AuditData(pairs, table), "t")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "undefined:\nboth judges said 'no'\nevery time" in texts
+    assert "undefined:\nboth judges\nsaid 'no'\nevery time" in texts

@@ -48,6 +48,7 @@ ALBUM_COMPETING = ["Lowland Radio", "Glass Orchard"]
     (BRIDGE, BRIDGE_COMPETING, "It never opened."),
     (BRIDGE, BRIDGE_COMPETING, "The Dunmore Crossing was cancelled before completion, so it did not open."),
     (SEATS, SEATS_COMPETING, "No election was held in 2024; the party kept its 9 seats."),
+    (SEATS, SEATS_COMPETING, "Nope, there wasn't one."),
 ])
 def test_a_statement_that_denies_the_premise_rejects_it(q, competing, response):
     d = decide(q, response, competing)

@@ -511,7 +511,7 @@ def test_stats_endpoint_counts(srv):
     srv.reset_stats()
     assert srv.stats() == {"requests": 0, "ok_by_key": {}, "faults": dict.fromkeys(FAULT_TYPES, 0),
                            "rate_limited": 0, "admitted": {}, "admitted_span_s": 0.0, "batches": 0, "files": 0,
-                           "stalled_by_key": {}}
+                           "stalled_by_key": {}, "held": 0, "active": 0}
 
 
 def test_concurrent_requests_with_latency():
@@ -589,3 +589,20 @@ def test_a_bug_in_a_subclass_fails_the_call_at_once_with_its_message():
         _client(server).chat.completions.create(model=MODEL, messages=HELLO)
     assert err.value.status_code == 400
     assert "TypeError" in str(err.value) and "_pick_rule" in str(err.value)
+
+
+def test_held_requests_wait_unanswered_until_release():
+    with FakeOpenAIServer() as srv:
+        srv.hold_after(1)
+        first = httpx.post(srv.base_url + "/chat/completions", json=_chat_body(HELLO), timeout=30)
+        assert first.status_code == 200 and srv.stats()["held"] == 0
+        got: queue.Queue = queue.Queue()
+        t = threading.Thread(target=lambda: got.put(httpx.post(srv.base_url + "/chat/completions",
+                                                               json=_chat_body(HELLO), timeout=60)))
+        t.start()
+        stats = srv.wait_for(lambda s: s["held"] == 1, timeout=30)
+        assert stats["ok_by_key"] == {request_key(HELLO): 1} and got.empty()  # the second is held, unanswered
+        srv.release()
+        t.join(60)
+        assert got.get_nowait().status_code == 200 and srv.stats()["ok_by_key"] == {request_key(HELLO): 2}
+        assert srv.stats()["held"] == 0 and srv.stats()["active"] == 0

@@ -180,7 +180,10 @@ def bad(tmp_path: Path, name: str, text: str | bytes) -> Path:
     ("chat-completions", "c.json", json.dumps([{"id": "x", "choices": []}] * 3), r"c\.json, record 1: .*no choice"),
     ("anthropic-messages", "a.jsonl", json.dumps({"question_id": "lake-9", "record": {"content": []}}) + "\n",
      r"a\.jsonl, line 1: field 'question_id': 'lake-9' is not a question"),
-    ("gemini", "g2.json", json.dumps([{"candidates": []}] * 2), r"2 record\(s\) in .* but 3 question"),
+    ("gemini", "g2.json", json.dumps(json.loads((EX / "gemini.json").read_text())[:2]),
+     r"2 record\(s\) in .* but 3 question"),
+    ("chat-completions", "c4.jsonl", "".join([(EX / "chat-completions.jsonl").read_text()] * 2),
+     r"6 record\(s\) in .*c4\.jsonl but 3 question"),  # read one at a time, counted to the end
 ])
 def test_malformed_input_names_file_and_record(tmp_path, fmt, name, content, match):
     p = bad(tmp_path, name, content)
@@ -318,6 +321,7 @@ def test_validate_names_file_line_and_field(tmp_path):
 
 
 def test_a_hand_written_run_and_coverage_contradictions(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "mine", "kind": "import"}) + "\n")
     (tmp_path / "questions.jsonl").write_text(json.dumps(
         {"id": "q1", "dataset": "mine", "question": "Who?", "answers": ["X"], "grader": "generic"}) + "\n")
     t = {"question_id": "q1", "model": "my-agent", "schema_version": 1, "final_answer": "X",

@@ -190,11 +190,15 @@ def test_token_limit_is_paced_from_a_cold_start(tmp_path):
     pacer = client.limits.pacer(client.base_url)
     assert pacer.paced > 0  # it did slow down
     assert pacer.tokens.sent >= 160 * 100  # every request sent counted its tokens (the estimate is >= the server's count)
-    # the rate the server let through, on its own clock, beyond the first full bucket; the
-    # real figure is a benchmark (benchmarks/paced_run.py --token-limit), this bound only
-    # catches a pacer that stalls
+    # a pacer that stalls plans a wait longer than the limit needs: at most 16 requests (~110
+    # tokens each, as the client estimates) reserved ahead of one, plus a full bucket, at 8,000
+    # tokens/s is under 0.5 s. The planned waits follow from the server's headers, not from how
+    # fast this machine is; the throughput itself is a benchmark (benchmarks/paced_run.py
+    # --token-limit), since under load the client cannot keep up with any rate
+    assert 0 < pacer.longest_wait <= 1.0, pacer.longest_wait
+    # the rate the server let through, on its own clock, beyond the first full bucket
     rate = (stats["admitted"]["tokens"] - 2000) / stats["admitted_span_s"]
-    assert 0.5 * 8000 <= rate <= 1.05 * 8000
+    assert rate <= 1.05 * 8000
 
 
 def test_start_limits_pace_the_first_burst_until_a_reply_tells_the_real_ones():

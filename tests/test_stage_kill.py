@@ -5,12 +5,16 @@ uninterrupted run makes. Two writers at once: the second stops with the first on
 and the first ends with every record.
 
 Each stage runs as the real ``trek`` command in a child process against the scripted fake server
-of the offline demo (``tests/demo``); the test kills it with SIGKILL once the server has seen a
-chosen number of requests, so the kill lands while calls are in flight.
+of the offline demo (``tests/demo``). Nothing depends on timing: the server answers a chosen
+number of requests and holds every later one unanswered (``hold_after``), and the test kills the
+child with SIGKILL once the replies answered are in its cache, so the kill lands while calls are
+in flight and exactly the answered calls must not be sent again. The two writers: the server
+holds the first writer's calls until the second has been refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -154,13 +158,24 @@ def test_kill_9_at_random_points_then_resume(stage, world, tmp_path):
             shutil.copytree(snaps[f"before-{stage}"], target)
         at = max(1, int(total * fraction) + rng.randint(-2, 2))
         srv.reset_stats()
-        proc = trek(command(stage, target, srv.base_url, build))
-        deadline = time.monotonic() + 300
-        while srv.stats()["requests"] < at and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-        assert proc.returncode == -signal.SIGKILL, "the stage finished before the kill point: slow it down"
+        # the kill point, without timing: the first `at` calls are answered, every later one is held
+        # unanswered at the server (in flight at the kill); the kill comes once the replies answered
+        # are in the run's cache, so exactly those must not be sent again
+        srv.hold_after(at)
+        try:
+            proc = trek(command(stage, target, srv.base_url, build))
+            with contextlib.suppress(TimeoutError):  # the assertion below says what went wrong
+                srv.wait_for(lambda s: s["held"] >= 1 and s["active"] == s["held"], timeout=300)
+            assert proc.poll() is None, "the stage finished before the kill point"
+            answered = set(srv.stats()["ok_by_key"])
+            deadline = time.monotonic() + 120
+            while not answered <= stored_keys(target) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the replies' commits, on the child's cache writer thread
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=60)  # dead before the held calls are let through (else they are answered)
+        finally:
+            srv.release()
+        assert proc.returncode == -signal.SIGKILL, "the stage finished before the kill point"
         assert_whole(target, journal=True)
         before = srv.stats()["ok_by_key"]
         stored = stored_keys(target)
@@ -169,9 +184,10 @@ def test_kill_9_at_random_points_then_resume(stage, world, tmp_path):
         after = srv.stats()["ok_by_key"]
         repeated = sorted(k for k in stored if after.get(k, 0) != before.get(k, 0))
         assert repeated == [], f"{len(repeated)} stored call(s) sent again after the kill"
-        # at most the calls in flight at the kill (2 connections) were answered but not yet stored
+        # every call answered before the kill was stored, so none is sent again (the held ones were
+        # in flight, unanswered: they are sent again, as they must be)
         resent = [k for k, n in before.items() if after.get(k, 0) > n]
-        assert len(resent) <= 2, f"{len(resent)} answered calls were sent again"
+        assert resent == [], f"{len(resent)} answered calls were sent again"
         assert_whole(target)
         assert outcome(stage, target) == reference
 
@@ -186,15 +202,16 @@ def test_two_writers_on_one_run_directory(stage, world, tmp_path):
     if snaps[f"before-{stage}"] is not None:
         shutil.copytree(snaps[f"before-{stage}"], target)
     srv.reset_stats()
-    srv.latency = 0.5  # the first writer is still at work when the second one starts
+    srv.hold()  # the first writer's calls wait unanswered until the second one has been refused: no timing
     try:
         first = trek(command(stage, target, srv.base_url, build))
-        srv.wait_for(lambda s: s["requests"] >= 1 or first.poll() is not None, timeout=120)
+        with contextlib.suppress(TimeoutError):  # the assertion below says what went wrong
+            srv.wait_for(lambda s: s["held"] >= 1, timeout=300)
         assert first.poll() is None, "the first writer ended before the second one started"
         second = trek(command(stage, target, srv.base_url, build))
         _, err = second.communicate(timeout=300)
     finally:
-        srv.latency = 0.04
+        srv.release()
     out, err1 = first.communicate(timeout=600)
     flat = " ".join(err.split())
     assert second.returncode == 2, err

@@ -422,3 +422,16 @@ def describe(pairs: pd.DataFrame) -> str:
                 short[col] = [_short(v) for v in short[col]]
             parts.append(short.to_string(index=False))
     return "\n".join(parts)
+
+
+def write_pairs(pairs: pd.DataFrame, out: str | os.PathLike[str], run_dirs: Iterable[str | os.PathLike[str]],
+                force: bool = False) -> Path:
+    """Write ``pairs`` as CSV to ``out`` by the output rule (:mod:`trek.outputs`): never over a
+    record of the runs read, a device or a folder; an existing file that is not an earlier audit
+    CSV only with ``force``; text cells a spreadsheet would evaluate are made inert."""
+    from trek.outputs import atomic_write, check_out, csv_safe
+
+    header = ",".join(PAIR_COLUMNS).encode()
+    path = check_out(out, runs=list(run_dirs), example="audit.csv", owner=header, command="trek judge audit",
+                     force=force)
+    return atomic_write(path, csv_safe(pairs).to_csv(index=False))

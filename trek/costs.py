@@ -96,6 +96,13 @@ def _usage(obj: Any, where: str) -> Usage:
     the field (a sum over it would be wrong without a word)."""
     if not isinstance(obj, dict):
         raise ValueError(f"field '{where}': must be an object of token counts, got {type(obj).__name__}")
+    for name in _COUNTS:
+        v = obj.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            raise ValueError(f"field '{where}.{name}': a token or call count cannot be negative, got {v}")
+    cost = obj.get("cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and not (math.isfinite(cost) and cost >= 0):
+        raise ValueError(f"field '{where}.cost_usd': must be a non-negative number of dollars, got {cost}")
     try:
         u = Usage.model_validate(obj)
     except Exception as e:  # noqa: BLE001 - pydantic's message names the field

@@ -232,6 +232,7 @@ class RatePacer:
         self.waited_s = 0.0
         self.paced = 0  # requests that had to wait
         self.last_wait = 0.0
+        self.longest_wait = 0.0  # the longest wait planned for one request
         self.basis = 0  # bumped when an assumed limit gives way to a reply's (or to none)
         if start is not None:
             now = clock()
@@ -249,6 +250,7 @@ class RatePacer:
                 self.paced += 1
                 self.waited_s += w
             self.last_wait = w
+            self.longest_wait = max(self.longest_wait, w)
             return w
 
     @property
@@ -278,6 +280,7 @@ class RatePacer:
             self.tokens.total -= tokens
             w = max(self.requests.reserve(1.0, now), self.tokens.reserve(tokens, now))
             self.last_wait = w
+            self.longest_wait = max(self.longest_wait, w)
             return w
 
     def send(self, tokens: float = 0.0) -> tuple[float, float, float]:

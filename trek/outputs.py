@@ -15,6 +15,15 @@ Every file Trek writes (record files, ``run.json``, workbooks, pages, manifests)
   then renamed over the target. A write that fails (read-only folder, full disk, a path under a
   file) raises :class:`OutputError` naming the path and the reason, leaves the previous file as
   it was and removes the temporary file;
+* **never a run's records, never someone else's file**: the record check resolves ``..`` and
+  symlinks first (whether or not the folder exists yet), and an existing file that is not an
+  earlier output of the same command is refused unless ``--force`` (:func:`check_out`);
+* **runs where runs belong**: a run folder is new, empty or a Trek run of the same kind, never
+  inside the bundled data, the package or a recorded Ctrl build (:func:`check_run_folder`), and
+  ``--replace`` only replaces a run of the same kind, never the current folder or one holding an
+  input (:func:`check_replace`);
+* **inert CSV**: a text cell that a spreadsheet would evaluate (``=``, ``+``, ``-``, ``@``) is
+  written with a leading ``'`` (:func:`csv_safe`);
 * **the umask decides the mode**: new files are created with mode ``0o666`` minus the process's
   umask (``0644`` under the usual ``022``), as any other program's files are.
 """
@@ -29,10 +38,10 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["OutputError", "check_out", "check_folder_out", "make_folder", "folder_mode", "atomic_write",
-           "RUN_FILE_SUFFIXES"]
+__all__ = ["OutputError", "check_out", "check_folder_out", "check_run_folder", "check_replace", "make_folder",
+           "folder_mode", "atomic_write", "real", "csv_cell", "csv_safe", "RUN_FILE_SUFFIXES"]
 
 PathLike = str | os.PathLike[str]
 
@@ -95,17 +104,41 @@ def _is_run_file(name: str) -> bool:
     return (name.startswith(".") and name.endswith(".lock")) or name.endswith(RUN_FILE_SUFFIXES)
 
 
+def real(path: PathLike) -> Path:
+    """``path`` with ``..`` and every symlink resolved, whether or not it exists yet (so
+    ``RUN/new/../trace.jsonl`` is ``RUN/trace.jsonl``)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def _owned(p: Path, owner: bytes | Callable[[Path], bool]) -> bool:
+    """Whether the existing file ``p`` is an output of the command: it starts with the bytes
+    ``owner`` (a CSV header, a JSON key), or ``owner(p)`` says so."""
+    if callable(owner):
+        try:
+            return bool(owner(p))
+        except Exception:  # noqa: BLE001 - a file the check cannot read is not the command's
+            return False
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(len(owner)) == owner
+    except OSError:
+        return False
+
+
 def check_out(
     path: PathLike, *, reads: Iterable[PathLike | None] = (), runs: Iterable[PathLike | None] = (),
-    option: str = "--out", example: str | None = None,
+    option: str = "--out", example: str | None = None, owner: bytes | Callable[[Path], bool] | None = None,
+    command: str = "this command", force: bool = False,
 ) -> Path:
     """Refuse ``path`` as a file output unless it is a regular file (or missing) that the command
     does not read; returns it as a :class:`~pathlib.Path`.
 
     ``reads``: the files the command reads (``None`` entries are ignored). ``runs``: the run
     directories it reads; inside those, every record file of the run is refused (``*.jsonl``,
-    ``*.json``, ``*.sqlite``, the lock). ``example``: a file name to suggest when ``path`` is a
-    folder.
+    ``*.json``, ``*.sqlite``, the lock), after resolving ``..`` and symlinks, whether or not the
+    folder exists yet. ``example``: a file name to suggest when ``path`` is a folder. ``owner``:
+    how an earlier output of the same command starts (bytes) or a test of it; an existing file
+    that is not one is refused unless ``force`` (``command`` names the command in the error).
     """
     p = Path(path)
     st = _stat(p)
@@ -117,18 +150,128 @@ def check_out(
         if kind is not None:
             raise OutputError(p, f"{option} is {kind}, not a regular file; Trek writes a new file and renames it into "
                               "place, which would replace it: give the path of a file")
+    rp = real(p)
     for r in reads:
-        if r is not None and _same(p, Path(r)):
+        if r is not None and (rp == real(r) or _same(p, Path(r))):
             raise OutputError(p, f"{option} is {r}, a file this command reads; writing it would destroy it: "
                               "give another path")
     for r in runs:
-        if r is not None and p.parent.exists() and _same(p.parent, Path(r)) and _is_run_file(p.name):
+        if r is not None and rp.parent == real(r) and _is_run_file(rp.name):
             raise OutputError(p, f"{option} is one of the records of {r}, which this command reads; "
                               "writing it would destroy them: give a path outside the run's record files")
     if st is None:
         anc = next((a for a in p.parents if a.exists()), None)
         if anc is not None and not anc.is_dir():
             raise OutputError(p, f"cannot be written: {anc} is a file, not a folder")
+    elif owner is not None and not force and st.st_size > 0 and not _owned(p, owner):
+        raise OutputError(p, f"{option} exists and is not an output of {command}; give a new path, or --force to "
+                          "replace it")
+    return p
+
+
+#: Where no run folder may be created: the bundled TrekBench-Mini data and the package itself.
+def _protected() -> list[tuple[Path, str]]:
+    from trek.datasets.mini import BUNDLED_DIR
+
+    return [(real(BUNDLED_DIR), "the bundled TrekBench-Mini data"), (real(Path(__file__).parent), "the trek package")]
+
+
+#: What a grid folder (``ctrl run --runs``) may hold besides its run folders.
+_GRID_FILES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".spend", ".lock", ".jsonl")
+
+
+def _run_kind(folder: Path) -> str | None:
+    """The ``kind`` a folder's ``run.json`` names (``""`` when it has none or it is unreadable)."""
+    from trek.runs import META
+
+    meta = folder / META
+    if not meta.is_file():
+        return ""
+    try:
+        import json
+
+        with open(meta, "rb") as fh:
+            data = json.loads(fh.read(1 << 20))
+        kind = data.get("kind") if isinstance(data, dict) else None
+        return kind if isinstance(kind, str) else ""
+    except (OSError, ValueError, RecursionError):
+        return ""
+
+
+def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--run", grid: bool = False) -> Path:
+    """Refuse ``path`` as the folder of a run (``grid``: a folder of runs, as ``ctrl run --runs``)
+    of one of ``kinds`` unless it is new, empty, or already such a run: never a folder that is
+    something else (a dataset, the repository, a folder of documents), never inside the bundled
+    data, the package or a recorded Ctrl build (see :func:`check_folder_out` for files)."""
+    from trek.runs import BUILD_MANIFEST, CONTEXTS
+
+    p = Path(path)
+    kinds = tuple(kinds)
+    rp = real(p)
+    for root, what in _protected():
+        if rp == root or root in rp.parents:
+            raise OutputError(p, f"{option} is inside {what} ({root}); runs are written elsewhere: give another folder")
+    for a in (rp, *rp.parents):
+        if (a / BUILD_MANIFEST).is_file() and (a / CONTEXTS).exists():
+            raise OutputError(p, f"{option} is inside the Ctrl build {a} (it holds {BUILD_MANIFEST}); a build is an input "
+                              "of runs, not their folder: give another folder")
+    check_folder_out(p, option=option)
+    if not rp.is_dir():
+        return p
+    entries = [e for e in rp.iterdir() if not e.name.startswith(".")]
+    if not entries:
+        return p
+    want = " or ".join(kinds)
+    if not grid:
+        kind = _run_kind(rp)
+        foreign = next((e for e in sorted(entries) if not (e.is_file() and _is_run_file(e.name))), None)
+        if kind == "" and foreign is not None:  # only run files and no run.json: a run that was cut short
+            raise OutputError(p, f"{option} exists, is not empty and is not a Trek run (no run.json; it holds "
+                              f"{foreign.name}): give a new or empty folder")
+        if kind and kind not in kinds:
+            raise OutputError(p, f"{option} is a Trek run of kind {kind!r}, not a {want} run: give another folder")
+        return p
+    if _run_kind(rp) != "":
+        raise OutputError(p, f"{option} is a run directory (it holds run.json), not a folder of runs: give its parent "
+                          "or another folder")
+    for e in entries:
+        if e.is_dir():
+            kind = _run_kind(e)
+            if kind not in kinds:
+                what = "is not a Trek run" if kind == "" else f"is a run of kind {kind!r}"
+                raise OutputError(p, f"{option} holds {e.name}, which {what}: a folder of {want} runs holds only "
+                                  "those; give a new or empty folder")
+        elif not e.name.endswith(_GRID_FILES):
+            raise OutputError(p, f"{option} holds {e.name}, which is not part of a folder of {want} runs: give a new "
+                              "or empty folder")
+    return p
+
+
+def check_replace(path: PathLike, kinds: Iterable[str], *, inputs: Iterable[PathLike | None] = (),
+                  option: str = "--out") -> Path:
+    """Refuse to replace the folder ``path`` (``--replace``) unless it is a Trek run of one of
+    ``kinds`` (its run.json says so); never the current folder or one holding it, never a folder
+    that holds one of ``inputs``."""
+    p = Path(path)
+    rp = real(p)
+    if not rp.exists():
+        return p
+    cwd = real(os.getcwd())
+    if rp == cwd or rp in cwd.parents:
+        raise OutputError(p, f"{option} is the current folder (or holds it); --replace never removes it: give "
+                          "another folder")
+    if not rp.is_dir():
+        raise OutputError(p, f"{option} exists and is not a folder; --replace only replaces a run directory")
+    for i in inputs:
+        if i is not None and (real(i) == rp or rp in real(i).parents):
+            raise OutputError(p, f"{option} holds {i}, an input of this command; --replace would delete it: give "
+                              "another folder")
+    kind = _run_kind(rp)
+    kinds = tuple(kinds)
+    if kind not in kinds:
+        what = "is not a Trek run (no run.json)" if kind == "" else f"is a Trek run of kind {kind!r}"
+        raise OutputError(p, f"{option} {what}; --replace only replaces a {' or '.join(kinds)} run: give another "
+                          "folder")
     return p
 
 
@@ -238,7 +381,48 @@ def atomic_write(path: PathLike, content: bytes | str | Callable[[IO[bytes]], ob
     return p
 
 
+#: First characters that make a spreadsheet read a cell as a formula.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` as a CSV cell a spreadsheet shows as text: a text starting with ``=``, ``+``,
+    ``-``, ``@`` (or a tab, a carriage return) gets a leading ``'``; other values are unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA):
+        return "'" + value
+    return value
+
+
+def _texty(values: Any) -> bool:
+    import pandas as pd
+
+    return values.dtype == object or pd.api.types.is_string_dtype(values.dtype)
+
+
+def csv_safe(frame: Any) -> Any:
+    """A copy of the DataFrame ``frame`` with every text cell through :func:`csv_cell` (numbers,
+    negative ones included, stay numbers); the column names too."""
+    import pandas as pd
+
+    out = frame.copy()
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if _texty(col):
+            out.iloc[:, i] = col.map(csv_cell)
+
+    def names(index: Any) -> Any:
+        if isinstance(index, pd.MultiIndex):
+            return index.set_levels([lv.map(csv_cell) if _texty(lv) else lv for lv in index.levels])
+        return index.map(csv_cell) if _texty(index) else index
+
+    out.columns = names(out.columns)
+    out.index = names(out.index)
+    return out
+
+
 def _reason(e: OSError) -> str:
-    if e.errno == errno.ENOSPC:
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
         return "no space left on the device"
+    if e.errno == errno.EROFS:
+        return "the file system is read-only"
     return e.strerror or str(e)

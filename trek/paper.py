@@ -99,13 +99,15 @@ def _load_params(
 
     p = Path(params_file)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_unique_keys_loader()) or {}  # noqa: S506 - a safe loader
     except FileNotFoundError:
         raise ParamsError(f"params file {p} does not exist") from None
     except IsADirectoryError:
         raise ParamsError(f"params file {p} is a folder") from None
     except yaml.YAMLError as e:
-        raise ParamsError(f"params file {p} is not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        why = f"{e.problem} (line {mark.line + 1})" if getattr(e, "problem", None) and mark else " ".join(str(e).split())
+        raise ParamsError(f"params file {p} is not valid YAML: {why}") from None
     if not isinstance(data, dict):
         raise ParamsError(f"params file {p}: expected a mapping at the top level")
     stems = set(declared) if declared is not None else _notebook_stems()
@@ -133,6 +135,29 @@ def _load_params(
     return {**common, **specific}
 
 
+def _unique_keys_loader() -> type:
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last)."""
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice (line {seen[key].line + 1} and line "
+                        f"{key_node.start_mark.line + 1}); give it once", key_node.start_mark)
+                if isinstance(key, (str, int, float, bool)):
+                    seen[key] = key_node.start_mark
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
+
+
+
+
 #: Parameters naming something the notebook reads: a folder, or a file.
 _INPUT_FOLDERS = ("runs_dir", "ctrl_runs_dir", "ctrl_dir", "data_dir")
 _INPUT_FILES = ("ctrl_contexts", "prices")
@@ -146,6 +171,7 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
     (``runs: 5``, ``runs: .nan``, a folder that is not there), a path parameter that is not text
     or names nothing, a text parameter that is a number. ``source`` (the params file) is named in
     the message. ``None`` always means the notebook's default."""
+    from trek import runs as R
     from trek.report.paths import resolve
 
     def bad(name: str, why: str) -> ParamsError:
@@ -161,11 +187,22 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
         if not isinstance(runs, dict) or not runs:
             raise bad("runs", f"must be a mapping of label: run directory (e.g. runs:\n  GPT-5.4: runs/gpt54), "
                       f"not {runs!r}")
+        seen: dict[str, Any] = {}
         for label, folder in runs.items():
             where = path_text(f"runs: {label}", folder)
             if not where.is_dir():
                 raise bad(f"runs: {label}", f"run directory {where} does not exist (relative paths are read from "
                           "the repository root)")
+            missing = [f for f in (R.QUESTIONS, R.ANSWERS) if not (where / f).is_file()]
+            if missing:
+                raise bad(f"runs: {label}", f"{where} is not a Trek run (no {' or '.join(missing)})")
+            if not (where / R.GRADES).is_file():
+                raise bad(f"runs: {label}", f"{where} is not graded (no {R.GRADES}): run `trek grade {folder}` "
+                          "first")
+            key = os.path.realpath(where)
+            if key in seen:
+                raise bad(f"runs: {label}", f"{where} is the run of {seen[key]!r} too; give each run once")
+            seen[key] = label
     for name in _INPUT_FOLDERS:
         if params.get(name) is not None:
             where = path_text(name, params[name])
@@ -257,11 +294,37 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
     try:
         with _environ(**{MANIFEST_ENV: str(manifest.resolve()), OUT_ENV: str(target) if target else None}), logging:
             pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
-                                kernel_name="python3")
+                                kernel_name="python3", kernel_manager_class=ipc_kernel_manager())
         os.replace(tmp, dst)
     finally:
         tmp.unlink(missing_ok=True)
     return manifest.read_text().split() if manifest.exists() else []
+
+
+def ipc_kernel_manager() -> type:
+    """A kernel manager whose kernel talks over Unix sockets in a fresh private folder instead of
+    TCP ports on localhost. A TCP kernel's ports are chosen free and then bound by the kernel a
+    moment later, so two kernels started at once on a busy machine (``make paper`` beside
+    ``make test``) can pick the same port and one dies; socket files in a folder of their own
+    cannot collide."""
+    import tempfile
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.transport = "ipc"
+            # short: a Unix socket path holds at most ~107 bytes
+            self.ip = os.path.join(tempfile.mkdtemp(prefix="trek-k-"), "k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.dirname(self.ip))
+
+    return IpcKernelManager
 
 
 def _shown(path: str | Path) -> Path:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from trek.llm.ledger import ledger_path
-from trek.outputs import atomic_write
+from trek.outputs import atomic_write, check_replace, check_run_folder
 
 if TYPE_CHECKING:  # pandas is imported by the functions that build frames: a command starts without it
     import pandas as pd
@@ -258,6 +257,20 @@ class RunDir:
     def lock(self) -> contextlib.AbstractContextManager[Path]:
         """The write lock of the run (see :func:`run_lock`)."""
         return run_lock(self.path)
+
+    # -- the output rule (trek.outputs) ---------------------------------------------------------
+    def check_target(self, *kinds: str, option: str = "--run", grid: bool = False) -> RunDir:
+        """Refuse this folder as the target of a run of ``kinds`` (``grid``: a folder of such runs)
+        unless it is new, empty or already one; never inside the bundled data, the package or a
+        recorded Ctrl build (:func:`trek.outputs.check_run_folder`)."""
+        check_run_folder(self.path, kinds, option=option, grid=grid)
+        return self
+
+    def check_replace(self, *kinds: str, inputs: Iterable[PathLike | None] = (), option: str = "--out") -> RunDir:
+        """Refuse to replace this folder unless it is a run of ``kinds``, not the current folder
+        and holding none of ``inputs`` (:func:`trek.outputs.check_replace`)."""
+        check_replace(self.path, kinds, inputs=inputs, option=option)
+        return self
 
 
 # -- file locks ------------------------------------------------------------------------------------
@@ -496,7 +509,11 @@ def discover(
         meta = d / META
         order = 0
         if meta.exists():
-            order = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("order", 0)
+            from trek import jsonio
+
+            data = jsonio.load_json(meta, "run.json")  # bounded: a pipe or a deep value is a clear error
+            cfg = data.get("config") if isinstance(data, dict) else None
+            order = cfg.get("order", 0) if isinstance(cfg, dict) else 0
         found.append((order, d.name, d))
     if not found:
         raise FileNotFoundError(f"no runs with {require} under {base}")

@@ -641,8 +641,9 @@ def cohens_kappa_ci(labels_a: Any, labels_b: Any, level: float = 0.95) -> tuple[
     ``statsmodels.stats.inter_rater.cohens_kappa`` computes it; the interval is
     ``kappa -/+ z * se`` with ``z`` the normal quantile of ``(1 + level) / 2``, clipped to
     [-1, 1]. Arguments and the kappa are those of :func:`cohens_kappa`. When kappa is 0/0 (both
-    raters used one single label) or its standard error is 0, there is no interval: ``low`` and
-    ``high`` are NaN. (Few items give wide, approximate intervals; the counts belong beside them.)
+    raters used one single label), when one rater used one single label (kappa is then 0 whatever
+    the other did, so an interval would only show rounding noise) or when its standard error is 0,
+    there is no interval: ``low`` and ``high`` are NaN. (Few items give wide, approximate intervals; the counts belong beside them.)
     """
     lev = _level(level)
     a = _vector(labels_a, "labels_a").astype(object)
@@ -655,8 +656,8 @@ def cohens_kappa_ci(labels_a: Any, labels_b: Any, level: float = 0.95) -> tuple[
         return kappa, float("nan"), float("nan")
     table = np.zeros((m, m), dtype=np.int64)
     np.add.at(table, (codes[:n], codes[n:]), 1)
-    if table.sum(axis=1) @ table.sum(axis=0) == n * n:
-        return kappa, float("nan"), float("nan")
+    if (table.sum(axis=1) > 0).sum() == 1 or (table.sum(axis=0) > 0).sum() == 1:
+        return kappa, float("nan"), float("nan")  # a rater gave one label throughout: kappa 0 by construction
     with np.errstate(all="ignore"):
         se = float(_sm_inter_rater.cohens_kappa(table).std_kappa)
     if not np.isfinite(se) or se == 0:

@@ -16,12 +16,11 @@ import json
 import logging
 import operator
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from trek.outputs import atomic_write
 
@@ -84,6 +83,18 @@ DocumentRole = Literal[
 ]
 
 
+def _whole(value: Any) -> Any:
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return value
+
+
+#: A count (tokens, calls): a non-negative whole number (not ``true``, not ``"12"``, not ``12.7``).
+Count = Annotated[int, Field(ge=0), BeforeValidator(_whole)]
+#: A year a question is read against: a plausible calendar year.
+Year = Annotated[int, Field(ge=1000, le=2999), BeforeValidator(_whole)]
+
+
 class Question(Record):
     """One benchmark question.
 
@@ -98,7 +109,7 @@ class Question(Record):
     dataset: str = Field(min_length=1)
     question: str = Field(min_length=1)
     answers: list[str] = Field(min_length=1)
-    effective_year: int | None = None
+    effective_year: Year | None = None
     effective_year_raw: str | None = None
     gold_urls: list[str] = Field(default_factory=list)
     false_premise: bool = False
@@ -153,19 +164,20 @@ class SearchCall(Record):
 class Usage(Record):
     """Token usage of one or more model calls, and its price when the model's price is known."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    cached_tokens: int = 0
-    calls: int = 0
-    cached_calls: int = 0
-    cost_usd: float | None = 0.0
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    reasoning_tokens: Count = 0
+    cached_tokens: Count = 0
+    calls: Count = 0
+    cached_calls: Count = 0
+    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = 0.0
 
     def _combine(self, other: Usage, op: Callable[[Any, Any], Any]) -> Usage:
         """Every count of both, combined by ``op``; the cost too when both have one."""
         both = self.cost_usd is not None and other.cost_usd is not None
-        return Usage(**{f: op(getattr(self, f), getattr(other, f)) for f in Usage.model_fields if f != "cost_usd"},
-                     cost_usd=op(self.cost_usd, other.cost_usd) if both else None)
+        # built unchecked: a difference of two readings may be checked for a negative count by its caller
+        return Usage.model_construct(**{f: op(getattr(self, f), getattr(other, f)) for f in Usage.model_fields
+                                        if f != "cost_usd"}, cost_usd=op(self.cost_usd, other.cost_usd) if both else None)
 
     def __add__(self, other: Usage) -> Usage:
         return self._combine(other, operator.add)
@@ -351,7 +363,7 @@ class Trajectory(Record):
     steps: list[TrajectoryStep] = Field(default_factory=list)
     search_usage: Usage = Field(default_factory=Usage)
     input_key: str | None = None
-    schema_version: int | None = Field(default=None, ge=1, exclude_if=_unset)
+    schema_version: Annotated[int, Field(ge=1), BeforeValidator(_whole)] | None = Field(default=None, exclude_if=_unset)
     citations: list[Citation] = Field(default_factory=list, exclude_if=_unset)
     source: TrajectorySource | None = Field(default=None, exclude_if=_unset)
     coverage: Coverage | None = Field(default=None, exclude_if=_unset)
@@ -453,60 +465,23 @@ def describe_validation_error(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False,
+                    pipes: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
 
     This is the one JSONL read loop of Trek: a missing file, a line that is not JSON or not a
     JSON object (``NaN`` and binary bytes included) raises :class:`RecordError` naming the file
-    and line. Lines are read one at a time, so memory stays bounded by the longest line. A name
-    ending in ``.gz`` is read through gzip.
+    and line. It is :func:`trek.jsonio.iter_jsonl`: lines are read one at a time, bounded in
+    length, nesting and (for a name ending in ``.gz``) decompression ratio; a named pipe or a
+    device is refused (``pipes``: a pipe is read, for an input streamed on purpose).
 
     ``torn_tail``: the file is a record journal that a killed writer may have left with a
     partial last line (no newline at its end and not valid JSON); that line is dropped with a
     warning on the ``trek`` logger instead of raising. Anywhere else a broken line still raises.
     """
-    p = Path(path)
-    if not p.exists():
-        raise RecordError(p, None, "file does not exist")
-    if p.is_dir():
-        raise RecordError(p, None, "is a folder, not a JSONL file")
-    try:
-        fh = gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
-    with fh:
-        lineno = 0
-        while True:
-            try:
-                raw = fh.readline()
-            except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated gzip file
-                raise RecordError(p, lineno + 1, f"cannot be decompressed ({e})") from None
-            if not raw:
-                break
-            lineno += 1
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise RecordError(p, lineno, "not UTF-8 text (a binary file?)") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line, parse_constant=_reject_constant)
-            except json.JSONDecodeError as e:
-                if torn_tail and not raw.endswith(b"\n"):
-                    _log.warning("%s, line %d: a partial last line (the writer was stopped while writing "
-                                 "it) was dropped; its record is made again", p, lineno)
-                    break
-                raise RecordError(p, lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
-            except ValueError as e:
-                raise RecordError(p, lineno, str(e)) from None
-            if not isinstance(obj, dict):
-                raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+    from trek.jsonio import iter_jsonl as bounded  # the bounded reader (nesting, size, pipes)
 
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"not valid JSON ({name} is not allowed)")
+    yield from bounded(path, pipes=pipes, torn_tail=torn_tail)
 
 
 def iter_jsonl(path: str | os.PathLike[str], model: type[R], *, torn_tail: bool = False) -> Iterator[R]:

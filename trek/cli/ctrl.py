@@ -199,6 +199,7 @@ def calibrate_command(
                                                    "pairs on this set, when measured (default: the published 0.20)."),
     set_file: Path = typer.Option(None, "--set", help="Another calibration set in the same JSON shape."),
     json_out: Path = typer.Option(None, "--json", help="Also write every pair's similarity to this JSON file."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --json file that is not a calibration."),
 ) -> None:
     """What a fabrication similarity threshold separates for an embedder: one-span edits vs rewrites."""
     import json
@@ -218,6 +219,11 @@ def calibrate_command(
     if reference_unrelated is not None and not -1 <= reference_unrelated < K.PAPER_THRESHOLD:
         raise typer.BadParameter(f"--reference-unrelated must be below {K.PAPER_THRESHOLD}, got {reference_unrelated}")
     with options.exit_on(CtrlError, ValueError, openai.OpenAIError):
+        if json_out is not None:
+            from trek.outputs import check_out
+
+            check_out(json_out, reads=[set_file], example="calibration.json", owner=b'{\n  "embedder": ',
+                      command="trek ctrl calibrate", force=force)
         pairs = K.load_pairs(set_file)
         role = embedder_role.role()
         emb = make_embedder(role.model, base_url=role.base_url)
@@ -228,7 +234,8 @@ def calibrate_command(
     if json_out is not None:
         from trek.ctrl.build import _atomic_text
 
-        _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
+        with options.exit_on(ValueError):
+            _atomic_text(json_out, json.dumps(result.as_dict(), indent=2) + "\n")
         typer.echo(f"wrote {json_out}")
 
 
@@ -278,6 +285,7 @@ def discover_command(
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="--source wild: go on when a source file holds fewer questions than the "
                                        "paper's benchmark (without it that is an error)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out file that is not a pools file."),
 ) -> None:
     """Discover outdated and relevance distractors with a search backend and a model; write pools.
 
@@ -308,7 +316,8 @@ def discover_command(
     with (options.exit_on(CtrlError, RecordError, ValueError, FileNotFoundError, SearchError, FatalLLMError),
           templates.prompts_folder(prompts)):
         cache_path = cache or default_cache_path(out.parent)
-        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS)
+        check_out(out, reads=[pools_file, longseal, pages, cache_path], example=runs.POOLS, owner=b'{"question":',
+                  command="trek ctrl discover", force=force)
         # a dry run reads and writes no page store and fetches nothing
         store = PageStore(None, fetch=False) if spending.dry_run else \
             PageStore(pages, fetch=fetch, allow_private=fetch_private)

@@ -108,9 +108,10 @@ def ctrl_run_command(
         options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, TypeError),
         templates.prompts_folder(prompts),
     ):
-        from trek.outputs import check_folder_out, make_folder
+        from trek.outputs import make_folder
+        from trek.runs import RunDir
 
-        check_folder_out(runs, option="--runs")
+        RunDir(runs).check_target("ctrl", option="--runs", grid=True)
         method_names = _split(methods)
         cond_names = _split(conditions)
         records = read_contexts(contexts, check_rendering=True)

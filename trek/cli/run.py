@@ -167,9 +167,9 @@ def run(
 
     with options.exit_on(FatalLLMError, FatalSearchError, MissingDataError, RecordError, ValueError, FileNotFoundError), \
             templates.prompts_folder(prompts):
-        from trek.outputs import check_folder_out
+        from trek.runs import RunDir
 
-        check_folder_out(run_dir, option="--run")
+        RunDir(run_dir).check_target("wild", option="--run")
         qs, docs, partial = _load_questions(questions, data_dir, allow_partial)
         if limit is not None:
             qs = qs[:limit]

@@ -178,9 +178,13 @@ def view_command(
     out: Path = typer.Option(None, "--out", help="HTML path (default: RUN_DIR/trace.html of the first run)."),
 ) -> None:
     """Write one self-contained HTML page of the traced cases (filters by label and dataset)."""
+    from trek.jsonio import unique_paths
     from trek.trace.view import write_view
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
+        run_dirs, again = unique_paths(run_dirs)
+        for d in again:
+            typer.echo(f"note: {d} is given more than once; its cases are shown once", err=True)
         path = write_view(run_dirs, out)
     typer.echo(f"wrote {path}")
 

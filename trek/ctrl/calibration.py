@@ -27,7 +27,6 @@ measured; :data:`TE3_SMALL_UNRELATED` is the published figure used until it is
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections.abc import Sequence
@@ -92,10 +91,14 @@ def load_pairs(path: str | os.PathLike[str] | None = None) -> list[Pair]:
     from trek.ctrl.fabrication import apply_edits
 
     p = Path(path) if path is not None else SET_PATH
+    from trek import jsonio
+
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = jsonio.load_json(p, "calibration set (JSON)")
         passages = data["passages"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except ValueError as e:  # a RecordError: names the file
+        raise CtrlError(f"not a calibration set: {e}") from None
+    except (KeyError, TypeError) as e:
         raise CtrlError(f"{p}: not a calibration set ({type(e).__name__}: {e})") from None
     pairs: list[Pair] = []
     for i, item in enumerate(passages):

@@ -66,8 +66,15 @@ def load_infodeepseek(path: str | os.PathLike[str], *, strict: bool = True) -> L
     p = Path(path)
     if not p.is_file():
         raise DatasetError("file does not exist", path=p)
+    from trek import jsonio
+    from trek.types import RecordError
+
     try:
-        data = json.loads(p.read_text(encoding="utf-8-sig"))
+        data = json.loads(jsonio.read_text(p, "dataset file"))  # bounded in size; never a pipe
+    except RecordError as e:
+        raise DatasetError(str(e).removeprefix(f"{p}: "), path=p) from None
+    except RecursionError:
+        raise DatasetError(f"nested deeper than {jsonio.MAX_DEPTH} arrays or objects: refused", path=p) from None
     except UnicodeDecodeError as e:
         raise DatasetError(f"not UTF-8 text ({e.reason} at byte {e.start})", path=p) from None
     except json.JSONDecodeError as e:

@@ -78,8 +78,9 @@ __all__ = [
 GRADER = "exact"
 # Version history: exact-1 first release; exact-2 premise rejection by a denying statement,
 # "no information"-style abstentions, hedges and lists, no answer inside a URL or slug
-# (trek.graders.exact_rules).
-VERSION = "exact-2"
+# (trek.graders.exact_rules); exact-3 a clause denying existence ("there isn't one") rejects a
+# false premise.
+VERSION = "exact-3"
 #: How a response's named answers decide (see the module docstring).
 RULES = ("first", "any", "mention")
 DEFAULT_RULE = "first"

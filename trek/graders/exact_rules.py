@@ -28,7 +28,8 @@ what the response *says* about them. Each is one named function with its own tes
   statement that denies it: a clause with a negation or a word of denial (``no``, ``never``,
   ``wasn't``, ``blocked``, ``cancelled``, ``false``…) that bears on the question (it shares a
   content word with it, speaks of the event happening, of the premise, states that something was
-  blocked, cancelled or false, or is a bare ``None`` / ``Nobody``), and that is not aimed at one
+  blocked, cancelled or false, that there is none (``there isn't one``), or is a bare ``None`` /
+  ``Nobody``), and that is not aimed at one
   candidate (``not Tessaly Holdings``, ``Tessaly Holdings did not``). The
   response's first clause that either denies or asserts an annotated answer as the answer (names
   one with no negation bearing on it) decides: ``Calloway Marine Group acquired it, not Tessaly
@@ -354,9 +355,22 @@ def _clause_kind(ws: list[str], topic: set[str], answers: Sequence[Sequence[str]
     bare = ws in (["no"], ["nope"])
     if bare:
         return "denies" if alone else None
-    bears = (ws[0] in _NEGATIVE_ANSWERS or bool(named) or any(w in _PREMISE_WORDS or w in DENIALS for w in ws)
+    bears = (ws[0] in _NEGATIVE_ANSWERS or _existential(ws) or bool(named) or any(w in _PREMISE_WORDS or w in DENIALS for w in ws)
              or any(_stem(w) in topic for w in ws if w not in _STOPWORDS and len(w) >= 3))
     return "denies" if bears else None
+
+
+def _existential(ws: Sequence[str]) -> bool:
+    """True for a clause that denies that something exists ("there isn't one", "there was no …")."""
+    for i, w in enumerate(ws[:-1]):
+        if w != "there":
+            continue
+        if ws[i + 1] in ("isnt", "wasnt", "arent", "werent", "hasnt", "havent", "hadnt"):
+            return True
+        if ws[i + 1] in ("is", "was", "are", "were", "has", "have", "had", "been") and i + 2 < len(ws) and (
+                ws[i + 2] in ("no", "not", "never", "none")):
+            return True
+    return False
 
 
 def rejects_premise(question: str, response: str | None, answers: Sequence[Sequence[str]]) -> bool:

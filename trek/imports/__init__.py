@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -41,9 +41,21 @@ from trek.imports import (
     openai_responses,
     otlp,
 )
-from trek.imports.common import ImportFailure, match_questions, page_rows, read_records, trajectory, write_run
+from trek.imports.common import (
+    ImportFailure,
+    PageText,
+    iter_matched,
+    iter_records,
+    page_rows,
+    trajectory,
+    write_run,
+)
+from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
 from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
+from trek.jsonio import unique_paths
+from trek.pages import Page
+from trek.runs import RunDir
 from trek.types import Question, Trajectory
 
 __all__ = ["FORMATS", "ImportFailure", "ImportReport", "import_run", "load_questions", "parse_mapping"]
@@ -66,24 +78,37 @@ class ImportReport:
     samples left out (other epochs) and the coverage of the run."""
 
     out: Path
-    trajectories: list[Trajectory]
+    count: int
     pages: int
     skipped: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     #: Grades and TrekTrace records carried over from the log (inspect's trek/grade, trek/trektrace).
     grades: int = 0
     traces: int = 0
+    #: For each coverage field, how many trajectories have each value.
+    coverage_counts: dict[str, Counter[str]] = field(default_factory=dict)
+
+    @property
+    def trajectories(self) -> list[Trajectory]:
+        """The imported trajectories, read back from the run directory (the import itself keeps none)."""
+        from trek import runs
+
+        return list(runs.load_answers(self.out).values())
 
     def coverage(self) -> dict[str, Counter[str]]:
         """For each coverage field, how many trajectories have each value."""
-        out: dict[str, Counter[str]] = {}
-        for t in self.trajectories:
-            for k, v in t.observed.model_dump(exclude={"notes"}).items():
-                out.setdefault(k, Counter())[v] += 1
-        return out
+        return self.coverage_counts
+
+    def note(self, t: Trajectory) -> Trajectory:
+        """Count one trajectory as it goes to the run directory."""
+        self.count += 1
+        self.statuses[t.status] += 1
+        for k, v in t.observed.model_dump(exclude={"notes"}).items():
+            self.coverage_counts.setdefault(k, Counter())[v] += 1
+        return t
 
     def describe(self) -> str:
-        n = len(self.trajectories)
+        n = self.count
         lines = [f"imported {n} trajectories ({', '.join(f'{k} {v}' for k, v in sorted(self.statuses.items()))}) "
                  f"and {self.pages} page(s) into {self.out}"]
         if self.skipped:
@@ -125,6 +150,12 @@ def import_run(
         raise ImportFailure(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     if not files:
         raise ImportFailure("no input file given")
+    files, again = unique_paths(files)
+    if again:
+        raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
+    target = RunDir(out).check_target("import", option="--out")
+    if replace:
+        target.check_replace("import", inputs=[*files, questions], option="--out")
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")
@@ -149,23 +180,40 @@ def import_run(
     elif hasattr(mod, "read_traces"):
         options = TraceOptions(search_tools=tuple(search_tools or DEFAULT_SEARCH_TOOLS), question_key=question_key)
         records = mod.read_traces(files, options)
-    else:
-        records = [r for f in files for r in read_records(f, is_item=getattr(mod, "is_item", None))]
+    else:  # read, parse and written one record at a time
+        records = (r for f in files for r in iter_records(f, is_item=getattr(mod, "is_item", None)))
     by_id = {q.id: q for q in qs}
-    pairs = match_questions(records, by_id, questions, traces=hasattr(mod, "read_traces"))
-    trajectories = []
-    pages = []
+    pairs = iter_matched(records, by_id, questions, traces=hasattr(mod, "read_traces"))
+    report = ImportReport(out=Path(out), count=0, pages=0, skipped=skipped)
+    pages: list[PageText] = []
     grades, traces, corpus = [], [], []
-    for q, r in pairs:
-        parsed = mod.parse(r)
-        trajectories.append(trajectory(q, r, parsed, fmt, model))
-        pages += parsed.pages
-        if mod is inspect_ai:  # what Trek's own inspect scorers recorded, and the corpus of trek/mini
-            g, tr = inspect_ai.carried(r)
-            grades += [g] if g is not None else []
-            traces += [tr] if tr is not None else []
-            corpus = corpus or inspect_ai.corpus(r)
-    rows = page_rows(pages)
+    responses: dict[str, str] = {}
+
+    def trajectories() -> Iterator[Trajectory]:
+        nonlocal corpus
+        for q, r in pairs:
+            try:
+                parsed = mod.parse(r)
+            except FieldError as e:
+                raise r.fail(str(e)) from None
+            if parsed.record_id is not None:
+                if parsed.record_id in responses:
+                    raise r.fail(f"response id {parsed.record_id!r} was already imported "
+                                 f"({responses[parsed.record_id]}): the same response cannot answer two questions")
+                responses[parsed.record_id] = r.where
+            yield report.note(trajectory(q, r, parsed, fmt, model))
+            pages.extend(parsed.pages)
+            if mod is inspect_ai:  # what Trek's own inspect scorers recorded, and the corpus of trek/mini
+                g, tr = inspect_ai.carried(r)
+                grades.extend([g] if g is not None else [])
+                traces.extend([tr] if tr is not None else [])
+                corpus = corpus or inspect_ai.corpus(r)
+
+    def rows() -> Iterator[Page]:  # once every trajectory is written: the best text per URL
+        found = page_rows(pages)
+        report.pages = len(found)
+        yield from found
+
     config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
     if hasattr(mod, "read_traces"):
@@ -173,7 +221,7 @@ def import_run(
         config["question_key"] = question_key
     from trek import runs
 
-    path = write_run(out, qs, trajectories, rows, config, replace=replace, documents=corpus,
-                     records={runs.GRADES: grades, runs.TRACE: traces})
-    return ImportReport(out=path, trajectories=trajectories, pages=len(rows), skipped=skipped,
-                        statuses=Counter(t.status for t in trajectories), grades=len(grades), traces=len(traces))
+    report.out = write_run(out, qs, trajectories(), rows(), config, replace=replace, documents=lambda: corpus,
+                           records=lambda: {runs.GRADES: grades, runs.TRACE: traces})
+    report.grades, report.traces = len(grades), len(traces)
+    return report

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.imports.common import InputRecord, PageText, Parsed, as_dict
+from trek.imports.fields import count, ident, model_name
 from trek.types import Citation, SearchCall, SearchResult, TrajectoryStep, Usage
 
 NAME = "anthropic-messages"
@@ -39,9 +40,11 @@ def is_item(obj: Any) -> bool:
 
 def usage_of(u: Any) -> Usage:
     u = as_dict(u)
-    cached = int(u.get("cache_read_input_tokens") or 0)
-    prompt = int(u.get("input_tokens") or 0) + cached + int(u.get("cache_creation_input_tokens") or 0)
-    return Usage(prompt_tokens=prompt, completion_tokens=int(u.get("output_tokens") or 0), cached_tokens=cached,
+    cached = count(u.get("cache_read_input_tokens"), "usage.cache_read_input_tokens")
+    prompt = (count(u.get("input_tokens"), "usage.input_tokens") + cached
+              + count(u.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens"))
+    return Usage(prompt_tokens=prompt, completion_tokens=count(u.get("output_tokens"), "usage.output_tokens"),
+                 cached_tokens=cached,
                  calls=1 if u else 0, cost_usd=None)
 
 
@@ -144,7 +147,8 @@ def parse(rec: InputRecord) -> Parsed:
     turns = rec.data if isinstance(rec.data, list) else [rec.data]
     if not turns or not all(isinstance(t, dict) for t in turns):
         raise rec.fail("expected a message object (or a list of them)")
-    parsed = Parsed(model=turns[-1].get("model"), record_id=turns[-1].get("id"))
+    parsed = Parsed(model=model_name(turns[-1].get("model"), "model"),
+                    record_id=ident(turns[-1].get("id"), "id", required=False))
     answer: list[str] = []
     for rnd, turn in enumerate(turns, start=1):
         content = turn.get("content")

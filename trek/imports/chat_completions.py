@@ -11,6 +11,7 @@ text. ``utm_source=openai`` is removed from the URLs. A reply without ``choices`
 from __future__ import annotations
 
 from trek.imports.common import InputRecord, Parsed, as_dict
+from trek.imports.fields import ident, model_name
 from trek.imports.openai_responses import usage_of
 from trek.pages import strip_openai_tracking
 from trek.types import Citation
@@ -28,7 +29,7 @@ def parse(rec: InputRecord) -> Parsed:
     message = as_dict(as_dict(choices[0]).get("message"))
     if not message:
         raise rec.fail("field 'choices.0.message': missing")
-    parsed = Parsed(model=data.get("model"), record_id=data.get("id"), usage=usage_of(data.get("usage")),
+    parsed = Parsed(model=model_name(data.get("model"), "model"), record_id=ident(data.get("id"), "id", required=False), usage=usage_of(data.get("usage")),
                     queries="none", results="cited_only", has_page_text=False)
     content = message.get("content")
     parsed.answer = content if isinstance(content, str) else (message.get("refusal") or None)

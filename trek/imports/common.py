@@ -24,17 +24,17 @@ here, the same for every format:
 from __future__ import annotations
 
 import contextlib
-import gzip
-import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from trek import jsonio
+from trek.imports.fields import link_kind
 from trek.outputs import folder_mode
 from trek.pages import Page, PageStore, normalize_url
 from trek.types import (
@@ -60,6 +60,8 @@ __all__ = [
     "PageText",
     "Parsed",
     "read_records",
+    "iter_records",
+    "iter_matched",
     "match_questions",
     "trajectory",
     "page_rows",
@@ -146,32 +148,13 @@ class Parsed:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def _json_error(path: Path, text: str, e: json.JSONDecodeError) -> ImportFailure:
-    tail = text.rstrip()
-    ends = e.pos >= len(tail) or not tail.endswith(("}", "]"))
-    why = "; the file ends in the middle of a value (truncated?)" if ends else ""
-    return ImportFailure(f"{path}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}){why}")
-
-
 def load_json(path: Path) -> Any:
-    """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken)."""
+    """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken),
+    read through the bounded reader (:mod:`trek.jsonio`: nesting, size, decompression ratio)."""
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ImportFailure(f"{path}: cannot be read ({e.strerror})") from None
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise ImportFailure(f"{path}: cannot be decompressed ({e})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ImportFailure(f"{path}: not UTF-8 text (a binary file?)") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _json_error(path, text, e) from None
+        return jsonio.load_json(path)
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
 
 
 def _is_wrapper(obj: Any) -> bool:
@@ -191,32 +174,44 @@ def _unwrap(rec: InputRecord) -> InputRecord:
 
 
 def read_records(path: str | os.PathLike[str], *, is_item: Any = None) -> list[InputRecord]:
-    """The records of one input file (see the module docstring).
+    """The records of one input file (see the module docstring), all at once (see
+    :func:`iter_records` for one at a time).
 
     A ``.json`` file holding an array is an array of records, except when ``is_item`` says
     every element is an item of a single record (e.g. the output items of one Responses reply,
     as the Agents SDK lists them): then the whole array is one record.
     """
+    return list(iter_records(path, is_item=is_item))
+
+
+def iter_records(path: str | os.PathLike[str], *, is_item: Any = None) -> Iterator[InputRecord]:
+    """:func:`read_records` one record at a time: a JSONL file is read line by line, so memory
+    does not grow with the file (a ``.json`` file is one document and is read whole)."""
     p = Path(path)
-    if not p.exists():
-        raise ImportFailure(f"{p}: file does not exist")
-    if p.is_dir():
-        raise ImportFailure(f"{p}: is a folder, not a file")
+    try:
+        jsonio.check_regular(p)
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
     name = p.name.lower()
+    n = 0
     if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
         try:
-            out = [InputRecord(p, line, obj, unit="line") for line, obj in iter_json_lines(p)]
+            for line, obj in iter_json_lines(p):
+                n += 1
+                yield _unwrap(InputRecord(p, line, obj, unit="line"))
         except RecordError as e:
             raise ImportFailure(str(e)) from None
     else:
         data = load_json(p)
         if isinstance(data, list) and not (data and is_item is not None and all(is_item(x) for x in data)):
-            out = [InputRecord(p, i, obj) for i, obj in enumerate(data, start=1)]
+            for i, obj in enumerate(data, start=1):
+                n += 1
+                yield _unwrap(InputRecord(p, i, obj))
         else:
-            out = [InputRecord(p, 1, data)]
-    if not out:
+            n = 1
+            yield _unwrap(InputRecord(p, 1, data))
+    if not n:
         raise ImportFailure(f"{p}: holds no record")
-    return [_unwrap(r) for r in out]
 
 
 # -- matching --------------------------------------------------------------------------------------
@@ -232,32 +227,54 @@ def match_questions(
     """Pair every record with its question: a wrapper's ``question_id`` names it; bare records
     are taken in the order of the questions file, one record per question. ``traces``: the
     records are traces, which name their question themselves (the messages say so)."""
-    wrapped = [r for r in records if r.question_id is not None]
-    bare = [r for r in records if r.question_id is None]
+    return list(iter_matched(records, questions, questions_file, traces=traces))
+
+
+def iter_matched(
+    records: Iterable[InputRecord], questions: Mapping[str, Question], questions_file: str | os.PathLike[str] | None,
+    *, traces: bool = False,
+) -> Iterator[tuple[Question, InputRecord]]:
+    """:func:`match_questions` one pair at a time, for records read one at a time: the first
+    record decides whether the records are wrapped or bare; what is kept is the ids seen (wrapped)
+    or the position in the questions file (bare), never the records."""
     qfile = questions_file or "the questions file"
     how = _NAME_IN_TRACE if traces else _WRAP
-    if wrapped and bare:
-        what = "a trace naming no question among traces naming one" if traces else "a bare record among wrapped ones"
-        raise bare[0].fail(f"{what} (e.g. {wrapped[0].where}): {how}, or none")
-    if bare:
-        if len(bare) != len(questions):
-            raise ImportFailure(
-                f"{len(bare)} {'trace' if traces else 'record'}(s) in {', '.join(sorted({str(r.file) for r in bare}))} "
-                f"but {len(questions)} question(s) in {qfile}: {'traces' if traces else 'bare records'} naming no "
-                f"question are matched to the questions in order, one each; {how} to import some questions only")
-        return list(zip(questions.values(), bare, strict=True))
-    seen: dict[str, InputRecord] = {}
-    out = []
-    for r in wrapped:
-        assert r.question_id is not None
+    what = "a trace naming no question among traces naming one" if traces else "a bare record among wrapped ones"
+    order = iter(questions.values())
+    seen: dict[str, str] = {}
+    first: InputRecord | None = None
+    bare_files: set[str] = set()
+    n_bare = 0
+    it = iter(records)
+    for r in it:
+        if first is None:
+            first = r
+        if (r.question_id is None) != (first.question_id is None):
+            wrapped, plain = (first, r) if r.question_id is None else (r, first)
+            raise plain.fail(f"{what} (e.g. {wrapped.where}): {how}, or none")
+        if r.question_id is None:
+            n_bare += 1
+            bare_files.add(str(r.file))
+            q = next(order, None)
+            if q is None:  # more records than questions: count them all for the message
+                for rest in it:
+                    n_bare += 1
+                    bare_files.add(str(rest.file))
+                break
+            yield q, r
+            continue
         q = questions.get(r.question_id)
         if q is None:
             raise r.fail(f"field 'question_id': {r.question_id!r} is not a question of {qfile}")
         if r.question_id in seen:
-            raise r.fail(f"question {r.question_id!r} already has a record ({seen[r.question_id].where})")
-        seen[r.question_id] = r
-        out.append((q, r))
-    return out
+            raise r.fail(f"question {r.question_id!r} already has a record ({seen[r.question_id]})")
+        seen[r.question_id] = r.where
+        yield q, r
+    if n_bare and n_bare != len(questions):
+        raise ImportFailure(
+            f"{n_bare} {'trace' if traces else 'record'}(s) in {', '.join(sorted(bare_files))} "
+            f"but {len(questions)} question(s) in {qfile}: {'traces' if traces else 'bare records'} naming no "
+            f"question are matched to the questions in order, one each; {how} to import some questions only")
 
 
 # -- building the trajectory -----------------------------------------------------------------------
@@ -290,8 +307,33 @@ def _page_text(urls: Sequence[str], pages: Sequence[PageText]) -> str:
     return next(k for k, v in _PAGE_RANK.items() if v == worst)
 
 
+def _drop_bad_links(parsed: Parsed) -> None:
+    """Leave out of ``parsed`` every link that is neither an http(s) URL nor a document id
+    (``javascript:``, ``file:``, a ``..`` path, an overlong one: see :func:`trek.imports.fields.link_kind`),
+    with a coverage note; such a value is never a retrieved URL, a link or a page key."""
+    bad: list[str] = []
+
+    def ok(u: str | None) -> bool:
+        if u is None or link_kind(u) != "bad":
+            return True
+        bad.append(u)
+        return False
+
+    parsed.steps = [s.model_copy(update={"url": s.url if ok(s.url) else None,
+                                         "result_urls": [u for u in s.result_urls if ok(u)]}) for s in parsed.steps]
+    parsed.searches = [c.model_copy(update={"results": [r for r in c.results if ok(r.url)]}) for c in parsed.searches]
+    parsed.opened = [u for u in parsed.opened if ok(u)]
+    parsed.seen_urls = [u for u in parsed.seen_urls if ok(u)]
+    parsed.citations = [c for c in parsed.citations if ok(c.url)]
+    parsed.pages = [p for p in parsed.pages if link_kind(p.url) == "http"]
+    if bad:
+        example = bad[0] if len(bad[0]) <= 60 else bad[0][:57] + "..."
+        parsed.note(f"left out {len(bad)} link(s) that are neither http(s) URLs nor document ids (e.g. {example!r})")
+
+
 def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, model: str | None) -> Trajectory:
     """The :class:`Trajectory` of one parsed record (see the module docstring)."""
+    _drop_bad_links(parsed)
     steps = list(parsed.steps)
     urls: list[str] = []
     for s in steps:
@@ -351,7 +393,7 @@ def page_rows(pages: Iterable[PageText]) -> list[Page]:
     over snippets over encrypted content); several snippets of one page are joined, each once."""
     best: dict[str, list[PageText]] = {}
     for p in pages:
-        if not p.url or (p.kind != "encrypted" and not p.text.strip()):
+        if not p.url or link_kind(p.url) != "http" or (p.kind != "encrypted" and not p.text.strip()):
             continue
         k = normalize_url(p.url)
         have = best.get(k)
@@ -402,33 +444,47 @@ def _staging(out: Path, replace: bool) -> Iterator[Path]:
 def write_run(
     out: str | os.PathLike[str],
     questions: Sequence[Question],
-    trajectories: Sequence[Trajectory],
-    pages: Sequence[Page],
+    trajectories: Iterable[Trajectory],
+    pages: Iterable[Page],
     config: dict[str, Any],
     *,
     replace: bool = False,
-    documents: Sequence[Any] = (),
-    records: dict[str, Sequence[Any]] | None = None,
+    documents: Sequence[Any] | Callable[[], Sequence[Any]] = (),
+    records: dict[str, Sequence[Any]] | Callable[[], dict[str, Sequence[Any]]] | None = None,
 ) -> Path:
-    """Write the run directory ``out`` at once (see the module docstring). ``documents``: a frozen
-    corpus stored after the log's pages (a corpus page replaces the log's text of its URL);
-    ``records``: more run files by name (the grades and trace records a log carries)."""
+    """Write the run directory ``out`` at once (see the module docstring). ``trajectories`` and
+    then ``pages`` are consumed one at a time, in that order (each may be a generator, the pages
+    one worked out from what the trajectories' parse found), so an import's memory does not grow
+    with the log. ``documents``: a frozen corpus stored after the log's pages (a corpus page
+    replaces the log's text of its URL); ``records``: more run files by name (the grades and
+    trace records a log carries). Either may be a function, called once the trajectories are
+    written (what they hold is found while the log is parsed)."""
     from trek import __version__, runs
 
     target = Path(out)
-    models = sorted({t.model for t in trajectories if t.model and t.model != "unknown"})
+    found: set[str] = set()
+
+    def noting_models() -> Iterator[Trajectory]:
+        for t in trajectories:
+            if t.model and t.model != "unknown":
+                found.add(t.model)
+            yield t
+
     with _staging(target, replace) as tmp:
         write_jsonl(tmp / runs.QUESTIONS, questions)
-        write_jsonl(tmp / runs.ANSWERS, trajectories)
+        write_jsonl(tmp / runs.ANSWERS, noting_models())
+        models = sorted(found)
         store = PageStore(tmp / runs.PAGES)
         try:
             for p in pages:
                 store.put(p)
-            if documents:
-                store.add_documents(documents)
+            docs = documents() if callable(documents) else documents
+            if docs:
+                store.add_documents(docs)
         finally:
             store.close()
-        for name, rows in (records or {}).items():
+        more = records() if callable(records) else records
+        for name, rows in (more or {}).items():
             if rows:
                 write_jsonl(tmp / name, rows)
         now = utcnow()

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.imports.common import InputRecord, Parsed, as_dict, get
+from trek.imports.fields import count, ident, model_name
 from trek.types import Citation, SearchCall, TrajectoryStep, Usage
 
 NAME = "gemini"
@@ -35,11 +36,13 @@ def is_item(obj: Any) -> bool:
 def usage_of(u: Any) -> Usage:
     u = as_dict(u)
     return Usage(
-        prompt_tokens=int(get(u, "promptTokenCount", "prompt_token_count") or 0),
-        completion_tokens=int(get(u, "candidatesTokenCount", "candidates_token_count") or 0)
-        + int(get(u, "thoughtsTokenCount", "thoughts_token_count") or 0),
-        reasoning_tokens=int(get(u, "thoughtsTokenCount", "thoughts_token_count") or 0),
-        cached_tokens=int(get(u, "cachedContentTokenCount", "cached_content_token_count") or 0),
+        prompt_tokens=count(get(u, "promptTokenCount", "prompt_token_count"), "usageMetadata.promptTokenCount"),
+        completion_tokens=count(get(u, "candidatesTokenCount", "candidates_token_count"),
+                                "usageMetadata.candidatesTokenCount")
+        + count(get(u, "thoughtsTokenCount", "thoughts_token_count"), "usageMetadata.thoughtsTokenCount"),
+        reasoning_tokens=count(get(u, "thoughtsTokenCount", "thoughts_token_count"), "usageMetadata.thoughtsTokenCount"),
+        cached_tokens=count(get(u, "cachedContentTokenCount", "cached_content_token_count"),
+                            "usageMetadata.cachedContentTokenCount"),
         calls=1 if u else 0, cost_usd=None,
     )
 
@@ -76,7 +79,8 @@ def parse(rec: InputRecord) -> Parsed:
     data = rec.data
     if not isinstance(data, dict):
         raise rec.fail(f"expected a GenerateContentResponse object, got {type(data).__name__}")
-    parsed = Parsed(model=get(data, "modelVersion", "model_version"), record_id=get(data, "responseId", "response_id"),
+    parsed = Parsed(model=model_name(get(data, "modelVersion", "model_version"), "modelVersion"),
+                    record_id=ident(get(data, "responseId", "response_id"), "responseId", required=False),
                     usage=usage_of(get(data, "usageMetadata", "usage_metadata")), results="cited_only", has_page_text=False)
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:

@@ -35,17 +35,18 @@ From ``messages`` (rounds are the assistant turns):
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from trek import jsonio
 from trek.imports import anthropic_messages
 from trek.imports.common import ImportFailure, InputRecord, PageText, Parsed, as_dict, load_json
+from trek.imports.fields import FieldError, count, ident, model_name, texts
 from trek.imports.openai_responses import parse_items
 from trek.pages import strip_openai_tracking
-from trek.types import Citation, Question, SearchCall, SearchResult, TrajectoryStep, Usage
+from trek.types import Citation, Question, RecordError, SearchCall, SearchResult, TrajectoryStep, Usage
 
 NAME = "inspect-ai"
 
@@ -95,17 +96,33 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
     raw = z.fp.read(info.compress_size)
     import io
 
+    from trek import jsonio
+
+    chunks, n = [], 0
     with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
-        out = reader.read()
+        while chunk := reader.read(1 << 20):  # bounded as every compressed input (trek.jsonio)
+            n += len(chunk)
+            if n > jsonio.MAX_DOCUMENT or (n > jsonio.RATIO_FLOOR and n > jsonio.MAX_RATIO * max(1, len(raw))):
+                raise zipfile.BadZipFile(f"{name}: inflates more than {jsonio.MAX_RATIO} times or past "
+                                         f"{jsonio.MAX_DOCUMENT >> 20} MiB: refused as a decompression bomb")
+            chunks.append(chunk)
+    out = b"".join(chunks)
     if len(out) != info.file_size:
         raise zipfile.BadZipFile(f"{name}: {len(out)} bytes after zstd decompression, the zip says {info.file_size}")
     return out
 
 
 def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
+    """A JSON member of the zip, through the bounded reader (size, ratio, nesting)."""
     try:
-        return json.loads(_member(z, name).decode("utf-8"))
-    except (ValueError, zipfile.BadZipFile, OSError) as e:
+        if z.getinfo(name).compress_type == _ZSTD:
+            data = _member(z, name)
+        else:
+            data = jsonio.zip_member(z, name, path)
+        return jsonio.loads(data, f"{path}, {name}")
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
+    except (ValueError, zipfile.BadZipFile, OSError, KeyError) as e:
         raise ImportFailure(f"{path}, {name}: not a readable JSON member ({e})") from None
 
 
@@ -113,8 +130,10 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
     """The samples of one log (attachments resolved) and how many samples of other epochs
     were left out."""
     p = Path(path)
-    if not p.exists():
-        raise ImportFailure(f"{p}: file does not exist")
+    try:
+        jsonio.check_regular(p)
+    except RecordError as e:
+        raise ImportFailure(str(e)) from None
     if p.suffix == ".eval":
         try:
             z = zipfile.ZipFile(p)
@@ -141,12 +160,17 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
     for i, (name, s) in enumerate(samples, start=1):
         if not isinstance(s, dict) or "id" not in s:
             raise ImportFailure(f"{p}, {name}: not a sample (no 'id')")
-        if int(s.get("epoch") or 1) != epoch:
+        try:
+            sample_epoch = count(s.get("epoch", 1), "epoch", minimum=1)
+            sample_id = ident(s["id"], "id")
+        except FieldError as e:
+            raise ImportFailure(f"{p}, {name}: {e}") from None
+        if sample_epoch != epoch:
             skipped += 1
             continue
         where = f"{p}, {name} (sample id {s['id']!r})"
         s = _resolve(s, as_dict(s.get("attachments")), where)
-        out.append(InputRecord(p, i, {"sample": s, "eval": as_dict(spec), "member": name}, str(s["id"]),
+        out.append(InputRecord(p, i, {"sample": s, "eval": as_dict(spec), "member": name}, sample_id,
                                unit="sample"))
     if not out:
         raise ImportFailure(f"{p}: no sample of epoch {epoch}")
@@ -154,12 +178,10 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
 
 
 # -- questions -------------------------------------------------------------------------------------
-def _split(value: Any) -> list[str]:
+def _split(value: Any, field: str) -> list[str]:
     if isinstance(value, str):
         return [v.strip() for v in value.split("|") if v.strip()]
-    if isinstance(value, list):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return []
+    return texts(value, field)
 
 
 def _input_text(value: Any) -> str:
@@ -179,8 +201,11 @@ def question(rec: InputRecord, dataset: str | None) -> Question:
     text = meta["question"] if meta.get("trek") is True and isinstance(meta.get("question"), str) else \
         _input_text(s.get("input"))
     target = s.get("target")
-    answers = [target.strip()] if isinstance(target, str) and target.strip() else _split(target if isinstance(
-        target, list) else None)
+    try:
+        answers = [target.strip()] if isinstance(target, str) and target.strip() else _split(target, "target")
+        gold = _split(as_dict(s.get("metadata")).get("gold_urls"), "metadata.gold_urls")
+    except FieldError as e:
+        raise rec.fail(str(e)) from None
     if not text:
         raise rec.fail("field 'input': the sample has no question text")
     if not answers:
@@ -189,13 +214,13 @@ def question(rec: InputRecord, dataset: str | None) -> Question:
     year = meta.get("effective_year")
     if meta.get("trek") is True:  # a sample of Trek's own tasks (trek.inspect): the question as Trek has it
         own = {k: meta[k] for k in OWN_QUESTION_FIELDS if meta.get(k) is not None}
-        return Question(id=rec.question_id or str(s["id"]), **{
+        return Question(id=rec.question_id or ident(s["id"], "id"), **{
             "dataset": dataset or own.pop("dataset", None) or str(spec.get("task") or "inspect"), "question": text,
-            "answers": answers, "gold_urls": _split(meta.get("gold_urls")), **own,
+            "answers": answers, "gold_urls": gold, **own,
             "effective_year": year if isinstance(year, int) else None,
             "metadata": as_dict(meta.get("question_metadata"))})
-    return Question(id=rec.question_id or str(s["id"]), dataset=dataset or str(spec.get("task") or "inspect"),
-                    question=text, answers=answers, gold_urls=_split(meta.get("gold_urls")),
+    return Question(id=rec.question_id or ident(s["id"], "id"), dataset=dataset or str(spec.get("task") or "inspect"),
+                    question=text, answers=answers, gold_urls=gold,
                     effective_year=year if isinstance(year, int) else None, grader="generic",
                     metadata={k: v for k, v in meta.items() if k not in ("gold_urls", "effective_year")})
 
@@ -218,8 +243,8 @@ def _json(text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        return json.loads(text)
-    except ValueError:
+        return jsonio.loads(text, "a tool call's arguments")
+    except RecordError:
         return text
 
 
@@ -309,14 +334,21 @@ def _citations(content: Any, parsed: Parsed) -> None:
 
 def _usage(s: dict[str, Any]) -> Usage:
     total = Usage(cost_usd=None)
-    usages = list(as_dict(s.get("model_usage")).values()) or [as_dict(s.get("output")).get("usage")]
-    for u in map(as_dict, usages):
-        if not u:
+    mu = s.get("model_usage")
+    if mu is not None and not isinstance(mu, dict):
+        raise FieldError("model_usage", f"expected an object of usage by model, got {type(mu).__name__}")
+    usages = [(f"model_usage.{k}", v) for k, v in (mu or {}).items()] or [
+        ("output.usage", as_dict(s.get("output")).get("usage"))]
+    for where, u in usages:
+        if u is None:
             continue
-        total = total + Usage(prompt_tokens=int(u.get("input_tokens") or 0),
-                              completion_tokens=int(u.get("output_tokens") or 0),
-                              cached_tokens=int(u.get("input_tokens_cache_read") or 0),
-                              reasoning_tokens=int(u.get("reasoning_tokens") or 0), cost_usd=None)
+        if not isinstance(u, dict):
+            raise FieldError(where, f"expected a usage object, got {type(u).__name__}")
+        total = total + Usage(prompt_tokens=count(u.get("input_tokens"), f"{where}.input_tokens"),
+                              completion_tokens=count(u.get("output_tokens"), f"{where}.output_tokens"),
+                              cached_tokens=count(u.get("input_tokens_cache_read"), f"{where}.input_tokens_cache_read"),
+                              reasoning_tokens=count(u.get("reasoning_tokens"), f"{where}.reasoning_tokens"),
+                              cost_usd=None)
     return total
 
 
@@ -324,7 +356,7 @@ def parse(rec: InputRecord) -> Parsed:
     s = rec.data["sample"]
     spec = rec.data["eval"]
     output = as_dict(s.get("output"))
-    parsed = Parsed(model=output.get("model") or spec.get("model"), record_id=f"{s['id']}/epoch {s.get('epoch') or 1}",
+    parsed = Parsed(model=model_name(output.get("model") or spec.get("model"), "output.model"), record_id=f"{s['id']}/epoch {s.get('epoch') or 1}",
                     usage=_usage(s))
     messages = s.get("messages")
     if not isinstance(messages, list):

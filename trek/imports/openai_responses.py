@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from trek.imports.common import InputRecord, Parsed, as_dict, get
+from trek.imports.fields import count, ident, model_name
 from trek.pages import strip_openai_tracking
 from trek.search.openai_search import parse_web_search_output
 from trek.types import Citation, Usage
@@ -69,10 +70,12 @@ def output_items(rec: InputRecord) -> tuple[list[dict[str, Any]], dict[str, Any]
 
 def usage_of(u: Any) -> Usage:
     u = as_dict(u)
-    prompt = int(get(u, "input_tokens", "prompt_tokens") or 0)
-    completion = int(get(u, "output_tokens", "completion_tokens") or 0)
-    cached = int(as_dict(get(u, "input_tokens_details", "prompt_tokens_details")).get("cached_tokens") or 0)
-    reasoning = int(as_dict(get(u, "output_tokens_details", "completion_tokens_details")).get("reasoning_tokens") or 0)
+    prompt = count(get(u, "input_tokens", "prompt_tokens"), "usage.input_tokens")
+    completion = count(get(u, "output_tokens", "completion_tokens"), "usage.output_tokens")
+    cached = count(as_dict(get(u, "input_tokens_details", "prompt_tokens_details")).get("cached_tokens"),
+                   "usage.input_tokens_details.cached_tokens")
+    reasoning = count(as_dict(get(u, "output_tokens_details", "completion_tokens_details")).get("reasoning_tokens"),
+                      "usage.output_tokens_details.reasoning_tokens")
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
                  reasoning_tokens=reasoning, calls=1 if u else 0, cost_usd=None)
 
@@ -109,7 +112,7 @@ def answer_of(items: list[dict[str, Any]]) -> str | None:
 
 def parse(rec: InputRecord) -> Parsed:
     items, response = output_items(rec)
-    parsed = Parsed(model=response.get("model"), record_id=response.get("id"), usage=usage_of(response.get("usage")),
+    parsed = Parsed(model=model_name(response.get("model"), "model"), record_id=ident(response.get("id"), "id", required=False), usage=usage_of(response.get("usage")),
                     has_page_text=False)
     parse_items(items, parsed)
     parsed.answer = answer_of(items)

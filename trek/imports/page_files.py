@@ -20,10 +20,13 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from trek.pages import PageStore, extract_text
+from trek.imports.fields import link_kind
+from trek.jsonio import check_regular
+from trek.pages import PageStore, extract_text, normalize_url
 from trek.runs import PAGES, run_lock
 from trek.types import Document, RecordError, iter_json_lines
 
@@ -65,9 +68,7 @@ def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = No
         raise ValueError("--url names the page of one HTML or text file; give one source with it")
     docs: list[Document] = []
     for src in sources:
-        p = Path(src)
-        if not p.is_file():
-            raise RecordError(p, None, "file does not exist")
+        p = check_regular(src, "page file")
         kind = p.suffix.lower()
         if kind in (".jsonl", ".ndjson"):
             for line, obj in iter_json_lines(p):
@@ -99,6 +100,16 @@ def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = No
             docs.append(Document(id=p.name, url=url, text=text, source=str(p)))
         else:
             raise RecordError(p, None, f"unknown kind of page file {kind or '(no suffix)'!r}: use .jsonl, .html or .txt")
+    seen: dict[str, Document] = {}
+    for d in docs:
+        if link_kind(d.url) != "http":
+            raise RecordError(d.source or "", None, f"page {d.id}: field 'url': {d.url[:80]!r} is not an http(s) URL "
+                              "(a page is stored under its web address)")
+        key = normalize_url(d.url)
+        first = seen.setdefault(key, d)
+        if first is not d and first.text != d.text:
+            raise RecordError(d.source or "", None, f"page {d.id}: the URL {d.url[:80]} is given twice with different "
+                              f"text (first as {first.id}); give each page once")
     return docs
 
 
@@ -110,9 +121,17 @@ def add_pages(run_dir: str | os.PathLike[str], sources: Sequence[str | os.PathLi
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
     docs = read_sources(sources, url)
+    path = rd / PAGES
+    if path.exists():
+        check_regular(path, "page store (SQLite)")
     with run_lock(rd):
-        store = PageStore(rd / PAGES)
+        try:
+            store = PageStore(path)
+        except sqlite3.DatabaseError as e:
+            raise RecordError(path, None, f"not a Trek page store ({e}): move it away or give another run") from None
         try:
             return store.add_documents(docs)
+        except sqlite3.DatabaseError as e:
+            raise RecordError(path, None, f"cannot be written as a page store ({e})") from None
         finally:
             store.close()

@@ -17,7 +17,6 @@ raises :class:`~trek.types.RecordError` naming the file, the line and the field.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from trek import jsonio
+from trek.imports.fields import FieldError, ident, texts
 from trek.types import Question, RecordError, describe_validation_error, iter_json_lines
 
 __all__ = ["FIELDS", "parse_mapping", "load_questions"]
@@ -78,16 +79,29 @@ def _list(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
-        return [str(v).strip() for v in value if str(v).strip()]
+        return texts(value, "list")
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ValueError(f"expected a list of strings or a text, got {type(value).__name__}")
     text = str(value).strip()
     if text.startswith("["):
         try:
-            parsed = json.loads(text)
-        except ValueError:
+            parsed = jsonio.loads(text, "a list cell")
+        except RecordError:
             parsed = None
         if isinstance(parsed, list):
             return _list(parsed)
     return [a.strip() for a in text.split("|") if a.strip()]
+
+
+def _year(value: Any) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"expected a year, got {value!r}"[:80])
+    try:
+        return int(str(value).strip())  # the range is the Question model's
+    except ValueError:
+        raise ValueError(f"expected a year, got {value!r}"[:80]) from None
 
 
 def _flag(value: Any) -> bool:
@@ -135,11 +149,17 @@ def load_questions(
                     if f in _LISTS:
                         v = _list(v)
                     elif f == "effective_year":
-                        v = int(str(v).strip()) if str(v or "").strip() else None
+                        v = _year(v)
                     elif f == "false_premise":
                         v = _flag(v)
-                    elif f in ("id", "question", "dataset"):
-                        v = str(v).strip() if v is not None else ""
+                    elif f == "id":
+                        v = (ident(v, f) or "").strip() if v is not None and v != "" else ""
+                    elif f in ("question", "dataset"):
+                        if v is not None and not isinstance(v, str):
+                            raise ValueError(f"expected a text, got {type(v).__name__}")
+                        v = (v or "").strip()
+                except FieldError as e:
+                    raise RecordError(p, line, f"field '{f}' (column {c!r}): {str(e).split(': ', 1)[-1]}") from None
                 except ValueError as e:
                     raise RecordError(p, line, f"field '{f}' (column {c!r}): {e}") from None
                 fields[f] = v

@@ -20,8 +20,17 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from trek.runs import ANSWERS, GRADES, META, PAGES, QUESTIONS
-from trek.types import TRAJECTORY_SCHEMA_VERSION, Grade, Question, RunMeta, Trajectory, iter_json_lines
+from trek import jsonio
+from trek.runs import ANSWERS, AUDIT, GRADES, META, PAGES, QUESTIONS, TRACE
+from trek.types import (
+    TRAJECTORY_SCHEMA_VERSION,
+    Grade,
+    Question,
+    RecordError,
+    RunMeta,
+    Trajectory,
+    iter_json_lines,
+)
 
 __all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
 
@@ -82,8 +91,6 @@ def _errors(path: Path, line: int | None, model: type[BaseModel], obj: Any) -> t
 
 
 def _records(path: Path, model: type[BaseModel], problems: list[Problem]) -> list[tuple[int, Any]]:
-    from trek.types import RecordError
-
     out: list[tuple[int, Any]] = []
     try:
         for line, obj in iter_json_lines(path):
@@ -117,7 +124,10 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
     ``questions.jsonl`` and ``answers.jsonl`` must exist; each line must be a valid record
     (every field error of every line is listed); question ids are unique; every answer's
     ``question_id`` is a question of the run; a trajectory's contents must not contradict its
-    stated coverage. ``run.json``, ``grades.jsonl`` and ``pages.sqlite`` are checked when present.
+    stated coverage; one answer per question. ``run.json`` must exist and be a valid RunMeta;
+    ``grades.jsonl``, ``audit-grading.jsonl``, ``trace.jsonl`` (one record per question each) and
+    ``pages.sqlite`` are checked when present. A file that is a pipe or a device is a problem
+    (never read, so validating never hangs).
     At most ``limit`` problems are listed per file (with a count of the rest).
     """
     rd = Path(run_dir)
@@ -140,36 +150,64 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
                                     f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
         qids.setdefault(q.id, line)
     extra: list[Problem] = []
+    answered: dict[str, int] = {}
     for line, t in files.get(ANSWERS, []):
+        if t.question_id in answered:
+            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
+                                 f"{t.question_id!r} is answered twice (first on line {answered[t.question_id]}); "
+                                 "a finished run holds one answer per question (a stage that was stopped leaves "
+                                 "its journal so until the same command runs again)"))
+        answered.setdefault(t.question_id, line)
         if QUESTIONS in files and t.question_id not in qids:
             extra.append(Problem(str(rd / ANSWERS), line, "question_id",
                                  f"{t.question_id!r} is not a question of {QUESTIONS}"))
         extra += _coverage_checks(rd / ANSWERS, line, t)
     problems += _capped(extra, limit)
     meta = rd / META
-    if meta.exists():
+    if not meta.exists():
+        problems.append(Problem(str(meta), None, None, "file does not exist (every Trek run has one: write it with "
+                                "trek import, or see the schema's RunMeta)"))
+    else:
         try:
-            obj = json.loads(meta.read_text(encoding="utf-8"))
-        except (ValueError, OSError) as e:
-            problems.append(Problem(str(meta), None, None, f"not valid JSON ({e})"))
+            obj = jsonio.load_json(meta)
+        except RecordError as e:
+            problems.append(Problem(str(meta), e.line, None, str(e).split(": ", 1)[-1]))
         else:
             problems += _errors(meta, None, RunMeta, obj)[1]
-    grades = rd / GRADES
-    if grades.exists():
+    for name, model in _graded_files().items():
+        path = rd / name
+        if not path.exists() and not path.is_symlink():
+            continue
         got = []
-        for line, g in _records(grades, Grade, got):
-            if qids and g.question_id not in qids:
-                got.append(Problem(str(grades), line, "question_id", f"{g.question_id!r} is not a question of "
-                                                                     f"{QUESTIONS}"))
+        seen: dict[str, int] = {}
+        for line, g in _records(path, model, got):
+            qid = g.question_id
+            if qids and qid not in qids:
+                got.append(Problem(str(path), line, "question_id", f"{qid!r} is not a question of {QUESTIONS}"))
+            if qid in seen:
+                got.append(Problem(str(path), line, "question_id", f"{qid!r} appears twice (first on line {seen[qid]})"))
+            seen.setdefault(qid, line)
         problems += _capped(got, limit)
     pages = rd / PAGES
     if pages.exists():
+        try:
+            jsonio.check_regular(pages, "SQLite file")
+        except RecordError as e:
+            problems.append(Problem(str(pages), None, None, str(e).split(": ", 1)[-1]))
+            return problems
         try:
             with sqlite3.connect(f"file:{pages}?mode=ro", uri=True) as conn:
                 conn.execute("SELECT key, url, text, status, source FROM pages LIMIT 1").fetchall()
         except sqlite3.Error as e:
             problems.append(Problem(str(pages), None, None, f"not a Trek page store ({e})"))
     return problems
+
+
+def _graded_files() -> dict[str, type[BaseModel]]:
+    """The run files checked when present: grades, the audit judge's grades and the trace."""
+    from trek.trace.records import TraceRecord
+
+    return {GRADES: Grade, AUDIT: Grade, TRACE: TraceRecord}
 
 
 def _capped(problems: list[Problem], limit: int) -> list[Problem]:

@@ -65,14 +65,13 @@ class PriceTable:
         user = path or os.environ.get("TREK_PRICES")
         if user:
             p = Path(user)
+            from trek import jsonio
+            from trek.types import RecordError
+
             try:
-                data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
-            except FileNotFoundError:
-                raise ValueError(f"price table {p} does not exist") from None
-            except json.JSONDecodeError as e:
-                raise ValueError(f"price table {p}: not valid JSON ({e.msg}, line {e.lineno})") from None
-            except (OSError, UnicodeDecodeError) as e:
-                raise ValueError(f"price table {p} cannot be read ({getattr(e, 'strerror', None) or e})") from None
+                data = jsonio.load_json(p, "price table (JSON)")
+            except RecordError as e:
+                raise ValueError(f"price table {e}") from None
             table.update(_parse(data, str(p)))
             search.update(_parse_search(data, str(p)))
         return cls(table, search)
@@ -137,10 +136,6 @@ def _parse_search(data: Any, where: str) -> dict[str, float]:
             raise ValueError(f"price table {where}: search backend '{name}' needs a finite, non-negative fee")
         out[name] = fee
     return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a price")
 
 
 def _int(d: Any, *path: str) -> int:

@@ -11,7 +11,6 @@ default; :func:`load_build` reads any folder written by ``trek ctrl build``.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -65,7 +64,9 @@ def load_build(folder: str | os.PathLike[str]) -> Built:
         raise FileNotFoundError(f"no Ctrl build folder at {f} (relative paths are read from the repository root; "
                                 "`trek ctrl build --out DIR` writes one)")
     manifest_path = f / MANIFEST_FILE
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    from trek import jsonio
+
+    manifest = jsonio.load_json(manifest_path, "build manifest (JSON)") if manifest_path.exists() else {}
     return Built(f, read_pools(f / POOLS_FILE), read_contexts(f / CONTEXTS_FILE), manifest)
 
 

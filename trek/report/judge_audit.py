@@ -130,8 +130,9 @@ def plot_audit(data: AuditData, title: str) -> plt.Figure:
         undefined = bool(np.isnan(k[i]))
         reason = notes[i].split(": ", 1)[-1].split(" (kappa")[0] if notes[i] else {
             100.0: "judge said yes every time", 0.0: "judge said no every time"}.get(judge_yes[i], "")
-        why = ("undefined" if undefined else "no interval") + (":\n" + reason.replace(" every time", "\nevery time")
-                                                               if reason else "")
+        reason = reason.replace("the audited judge", "audited judge").replace("the exact judge", "exact judge")
+        why = ("undefined" if undefined else "no interval") + (":\n" + reason.replace(" said", "\nsaid").replace(
+            " every time", "\nevery time") if reason else "")
         y = 0.0 if undefined else k[i]
         ax.plot([x[i]], [y], marker="x" if undefined else "o", color="#4477AA", markersize=8 if undefined else 6)
         ax.annotate(why, (x[i], y), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom", fontsize=7,

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from trek.outputs import csv_safe
 from trek.report.paths import record_output, write_atomic
 
 __all__ = ["escape", "to_latex", "save_table"]
@@ -94,7 +95,7 @@ def save_table(
     d.mkdir(parents=True, exist_ok=True)
     csv_path, tex_path = d / f"{name}.csv", d / f"{name}.tex"
     tex = to_latex(df, caption=caption, float_format=float_format, index=index)
-    write_atomic(csv_path, df.to_csv(index=index, float_format=float_format))
+    write_atomic(csv_path, csv_safe(df).to_csv(index=index, float_format=float_format))  # inert in a spreadsheet
     write_atomic(tex_path, tex)
     for p in (csv_path, tex_path):
         record_output(p)

@@ -437,6 +437,10 @@ class FakeOpenAIServer:
         self._faults: dict[str, int] = dict.fromkeys(FAULT_TYPES, 0)
         self._arrivals: dict[str, int] = {}
         self._stalled: dict[str, int] = {}  # requests held in a stall right now, by key
+        self._holding = False  # hold(): every new completion request waits for release()
+        self._hold_after: int | None = None  # hold_after(n): requests after the n-th wait
+        self._held = 0  # requests waiting for release() right now
+        self._active = 0  # completion requests being handled right now (held ones included)
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -474,7 +478,28 @@ class FakeOpenAIServer:
                 "batches": len(self._batches),
                 "files": len(self._files),
                 "stalled_by_key": dict(self._stalled),
+                "held": self._held,
+                "active": self._active,
             }
+
+    def hold(self) -> None:
+        """From now on every completion request waits, unanswered, until :meth:`release` (for tests
+        that need a call in flight for as long as they choose, with no timing); ``stats()["held"]``
+        counts the waiting ones."""
+        with self._update():
+            self._holding = True
+
+    def hold_after(self, n: int) -> None:
+        """Answer the first ``n`` completion requests (counted since :meth:`reset_stats`) and hold
+        every later one until :meth:`release`."""
+        with self._update():
+            self._hold_after = n
+
+    def release(self) -> None:
+        """Let every held request (and every later one) through."""
+        with self._update():
+            self._holding = False
+            self._hold_after = None
 
     def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> dict[str, Any]:
         """Block until ``predicate(stats)`` holds for the :meth:`stats` payload and return it.
@@ -804,6 +829,37 @@ class FakeOpenAIServer:
         """
         with self._update():
             self._requests += 1
+            self._active += 1
+            index = self._requests
+        try:
+            await self._wait_if_held(index)
+            return await self._answer(request, required, validate, build)
+        finally:
+            with self._update():
+                self._active -= 1
+
+    async def _wait_if_held(self, index: int) -> None:
+        def held() -> bool:
+            return self._holding or (self._hold_after is not None and index > self._hold_after)
+
+        if not held():
+            return
+        with self._update():
+            self._held += 1
+        try:
+            while held() and not (self._stop_event is not None and self._stop_event.is_set()):
+                await asyncio.sleep(0.005)  # the server's own loop; the test waits on stats()
+        finally:
+            with self._update():
+                self._held -= 1
+
+    async def _answer(
+        self,
+        request: web.Request,
+        required: tuple[str, str],
+        validate: Callable[[dict[str, Any]], None],
+        build: Callable[[dict[str, Any], str], dict[str, Any] | web.Response],
+    ) -> web.StreamResponse:
         try:
             self._check_auth(request)
             body = await self._read_body(request, required)
