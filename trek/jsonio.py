@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from trek.types import RecordError
+from trek.errors import RecordError
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "check_regular", "open_input",
            "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "zip_member", "depth_error",
