@@ -197,11 +197,12 @@ def depth_error(value: Any, limit: int | None = None) -> str | None:
     return None
 
 
-def loads(text: str | bytes, path: PathLike, line: int | None = None) -> Any:
+def loads(text: str | bytes, path: PathLike, line: int | None = None, nan: bool = False) -> Any:
     """The JSON value of ``text`` read from ``path`` (``line`` of it), refused with a
     :class:`RecordError` when it is not JSON, holds a non-finite number or nests too deep."""
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text, parse_float=float) if nan else json.loads(text, parse_constant=_constant,
+                                                                              parse_float=_float)
     except json.JSONDecodeError as e:
         where = f": line {e.lineno}, column {e.colno}" if line is None else f" at column {e.colno}"
         tail = text.rstrip() if isinstance(text, str) else text.rstrip().decode("utf-8", "replace")
@@ -220,9 +221,10 @@ def loads(text: str | bytes, path: PathLike, line: int | None = None) -> Any:
     return value
 
 
-def load_json(path: PathLike, what: str = "JSON file") -> Any:
-    """The JSON value of a whole (optionally gzipped) file, bounded as the module doc says."""
-    return loads(read_text(path, what), path)
+def load_json(path: PathLike, what: str = "JSON file", nan: bool = False) -> Any:
+    """The JSON value of a whole (optionally gzipped) file, bounded as the module doc says
+    (``nan``: ``NaN`` and ``Infinity`` are read, as in logs written by Python's json, e.g. inspect's)."""
+    return loads(read_text(path, what), path, nan=nan)
 
 
 def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,

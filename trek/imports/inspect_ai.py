@@ -119,7 +119,7 @@ def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
             data = _member(z, name)
         else:
             data = jsonio.zip_member(z, name, path)
-        return jsonio.loads(data, f"{path}, {name}")
+        return jsonio.loads(data, f"{path}, {name}", nan=True)  # inspect writes NaN metrics
     except RecordError as e:
         raise ImportFailure(str(e)) from None
     except (ValueError, zipfile.BadZipFile, OSError, KeyError) as e:
@@ -148,7 +148,7 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
                 raise ImportFailure(f"{p}: the log holds no samples (no samples/*.json in the zip)")
             samples = [(n, _zip_json(z, n, p)) for n in members]
     else:
-        data = load_json(p)
+        data = load_json(p, nan=True)
         if not isinstance(data, dict) or "eval" not in data:
             raise ImportFailure(f"{p}: not an inspect eval log (no 'eval' field)")
         spec = data.get("eval")
