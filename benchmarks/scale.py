@@ -1,7 +1,7 @@
 """Trek at scale: the whole chain on N synthetic questions against the fake server.
 
     python benchmarks/scale.py [--sizes 1000,10000,100000] [--latency 0.05] [--connections 256]
-                               [--stages executor,answer,grade,trace,ctrl,loader,import] [--json]
+                               [--stages executor,llm,answer,grade,trace,loader,ctrl,import] [--json]
 
 For each N it writes a synthetic TrekBench-Mini-shaped benchmark (N questions, each with a gold
 page and two outdated pages, every text distinct) and runs, each stage as the real ``trek``
@@ -9,6 +9,7 @@ command in its own child process against the fake OpenAI server (its own process
 seconds per reply, replies scripted generically so that every stage does its full work):
 
 * ``executor``: the stage executor alone (a stage with no model call), the records file's cost;
+* ``llm``: ``trek llm run`` of N chat requests;
 * ``answer``: ``trek wild run`` (search-then-read over the local BM25 index of the pages, 2 pages);
 * ``grade``: ``trek grade`` (FreshQA's protocol with a judge that rejects every answer);
 * ``trace``: ``trek trace`` on the graded failures (diagnostic, analysis and evaluated roles);
@@ -16,7 +17,7 @@ seconds per reply, replies scripted generically so that every stage does its ful
 * ``loader``: ``trek.runs.frame`` of the graded run, as the notebooks read it;
 * ``import``: ``trek import chat-completions`` of an N-record log.
 
-Per stage and N it prints wall and CPU seconds per item, records rewritten / N (whole-file
+Per stage and N it prints wall and CPU milliseconds per item, records rewritten / N (whole-file
 rewrites of the stage's record file: compactions), bytes written to the record file / its final
 size, and the child's peak RSS. It ends with the ratios t(largest)/t(previous) per item and
 rss(largest)/rss(previous), so linear time shows as a ratio near 1 and bounded memory as a ratio
@@ -40,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 # compactions, records rewritten) and prints the counters as the last stdout line.
 WRAPPER = r"""
 import atexit, json, os, sys
-import trek.journal, trek.stage
+import trek.journal, trek.llm.batch, trek.stage
 counts = {"journal_bytes": 0, "rewrites": 0, "records_rewritten": 0, "rewrite_bytes": 0}
 _flush = trek.journal.Journal.flush
 def flush(self):
@@ -57,6 +58,7 @@ def write(path, recs):
     counts["rewrite_bytes"] += os.path.getsize(path)
     return out
 trek.stage.write_jsonl = write
+trek.llm.batch.write_jsonl = write
 atexit.register(lambda: print("SCALE-COUNTS " + json.dumps(counts), flush=True))
 kind, args = sys.argv[1], json.loads(sys.argv[2])
 if kind == "cli":
@@ -224,8 +226,17 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     try:
         if {"answer", "grade", "trace", "loader", "import"} & set(stages):
             write_benchmark(bench, n)
-        if {"answer", "grade", "trace", "loader"} & set(stages):
+        if {"answer", "grade", "trace", "loader", "llm"} & set(stages):
             srv, url, _ = start_server(latency)
+        if "llm" in stages:
+            req = work / "requests.jsonl"
+            with req.open("w") as fh:
+                for i in range(n):
+                    fh.write(json.dumps({"id": f"r{i}", "messages": [{"role": "user", "content": f"scale {i}"}]}) + "\n")
+            r = run_child("cli", ["llm", "run", str(req), "--out", str(work / "responses.jsonl"), "--model", MODEL,
+                                  "--base-url", url, "--max-connections", str(connections), "--no-progress", "--yes"],
+                          env)
+            out["llm"] = _figures(r, n, work / "responses.jsonl")
         if "executor" in stages:
             f = work / "executor.jsonl"
             script_path = work / "executor.py"
@@ -271,7 +282,8 @@ def _figures(r: dict, n: int, path: Path | None) -> dict:
     written = r.get("journal_bytes", 0) + r.get("rewrite_bytes", 0)
     return {"n": n, "wall_ms_per_item": 1000 * r["wall"] / n, "cpu_ms_per_item": 1000 * r["cpu"] / n,
             "rewritten_per_n": r.get("records_rewritten", 0) / n, "rewrites": r.get("rewrites", 0),
-            "written_over_size": (written / size) if size and written else None, "rss_mb": r["rss_mb"]}
+            "written_over_size": (written / size) if size and written else None, "rss_mb": r["rss_mb"],
+            "written_mb": written / 1e6}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -279,7 +291,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--connections", type=int, default=256)
-    ap.add_argument("--stages", default="executor,answer,grade,trace,loader,ctrl,import")
+    ap.add_argument("--stages", default="executor,llm,answer,grade,trace,loader,ctrl,import")
     ap.add_argument("--work", type=Path, default=None, help="folder for the runs (default: a temporary one)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -301,8 +313,9 @@ def main(argv: list[str] | None = None) -> None:
             if stage not in results[prev]:
                 continue
             b, p = results[big][stage], results[prev][stage]
+            wr = f"  bytes written {b['written_mb'] / p['written_mb']:.2f}" if p["written_mb"] else ""
             print(f"  {stage:<9} cpu/item {b['cpu_ms_per_item'] / p['cpu_ms_per_item']:.2f}  wall/item "
-                  f"{b['wall_ms_per_item'] / p['wall_ms_per_item']:.2f}  rss {b['rss_mb'] / p['rss_mb']:.2f}")
+                  f"{b['wall_ms_per_item'] / p['wall_ms_per_item']:.2f}  rss {b['rss_mb'] / p['rss_mb']:.2f}{wr}")
     if a.json:
         print(json.dumps({str(k): v for k, v in results.items()}))
 

@@ -78,3 +78,42 @@ def test_a_run_dir_hands_out_every_path_and_reads_its_records(tmp_path, monkeypa
         assert rd.lock_path.read_text().strip().isdigit()
     write_jsonl(rd.questions_path, [Question(id="q1", dataset="d", question="?", answers=["a"])])
     assert list(rd.questions()) == ["q1"] and [r["id"] for r in rd.raw(runs.QUESTIONS)] == ["q1"]
+
+
+def figures_script():
+    import importlib.util
+
+    path = TREK.parent / "scripts" / "architecture_figures.py"
+    spec = importlib.util.spec_from_file_location("architecture_figures", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_import_graph_has_no_cycle_counting_imports_inside_functions():
+    fig = figures_script()
+    graph, n_all, n_inside = fig.import_graph(TREK)
+    assert n_all > 500 and n_inside > 0  # the scan sees imports at every depth
+    assert fig.cycles(graph) == [], "import cycles (each group imports itself through the others)"
+
+
+def test_the_cycle_scan_finds_a_cycle_through_a_function_level_import(tmp_path):
+    fig = figures_script()
+    pkg = tmp_path / "trek"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from trek.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import a\n    return a\n")
+    (pkg / "c.py").write_text("import trek.a\n")
+    graph, _, inside = fig.import_graph(pkg)
+    assert inside == 1 and fig.cycles(graph) == [["trek.a", "trek.sub.b"]]
+
+
+def test_no_command_builds_a_client():
+    bad = [f"{p.relative_to(TREK.parent)}:{n.lineno}" for p in sorted((TREK / "cli").rglob("*.py"))
+           for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+           if (isinstance(n, ast.Name) and n.id == "LLMClient") or (isinstance(n, ast.Attribute) and n.attr == "LLMClient")
+           or (isinstance(n, ast.alias) and n.name == "LLMClient")]
+    assert bad == [], "commands get clients from RunDir.client(role): " + ", ".join(bad)

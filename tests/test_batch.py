@@ -409,3 +409,53 @@ def test_an_oversized_message_fails_alone_named_by_file_line_and_id(tmp_path):
         n = srv.stats()["requests"]
         code, _ = run_cli(tmp_path, srv, req, out)  # a re-run keeps the answers and tries the failed id again
         assert code == 4 and srv.stats()["requests"] == n + 1
+
+
+# -- the output is a journal while the run goes on -------------------------------------------------
+def test_results_are_appended_and_the_output_rewritten_once(tmp_path, monkeypatch):
+    import trek.llm.batch as batch
+    from trek.aio import run_sync
+    from trek.llm import LLMClient
+
+    rewrites: list[int] = []
+    real = batch.write_jsonl
+
+    def counting(path, rows):
+        rows = list(rows)
+        rewrites.append(len(rows))
+        return real(path, rows)
+
+    monkeypatch.setattr(batch, "write_jsonl", counting)
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    write_requests(req, 120)
+    with FakeOpenAIServer() as srv:
+        client = LLMClient("fm", base_url=srv.base_url, api_key="k", progress=False, max_connections=4,
+                           cache=tmp_path / "c.sqlite")
+        s = run_sync(batch.run_batch(req, out, client, checkpoint_seconds=0.0))
+        assert s.ok == 120 and rewrites == [120]  # 120 checkpoints appended; one compaction at the end
+        assert [x["id"] for x in read_out(out)] == [f"r{i}" for i in range(120)]
+        # nothing left to do: the output is not touched at all
+        rewrites.clear()
+        ino = out.stat().st_ino, out.stat().st_mtime_ns
+        client = LLMClient("fm", base_url=srv.base_url, api_key="k", progress=False, cache=tmp_path / "c.sqlite")
+        run_sync(batch.run_batch(req, out, client))
+        assert rewrites == [] and (out.stat().st_ino, out.stat().st_mtime_ns) == ino
+
+
+def test_a_killed_runs_journal_resumes_superseded_lines_and_a_partial_tail(tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    rows = write_requests(req, 4)
+    with FakeOpenAIServer() as srv:
+        args = ["llm", "run", str(req), "--out", str(out), "--base-url", srv.base_url, "--model", "fm", "--no-progress"]
+        assert invoke(*args).exit_code == 0
+        done = read_out(out)
+        n = srv.stats()["requests"]
+        # as a kill -9 leaves it: r1 first pending then answered (appended later), r3 cut mid-line
+        pend = {**done[1], "status": "pending", "content": None, "error": "timed out"}
+        text = "".join(json.dumps(x) + "\n" for x in (done[0], pend, done[2], done[1])) + json.dumps(done[3])[:25]
+        out.write_text(text)
+        r = invoke(*args)
+        assert r.exit_code == 0, r.output
+        assert srv.stats()["requests"] == n  # r3's reply is in the cache; r1's later line counts
+        assert [x["id"] for x in read_out(out)] == [x["id"] for x in rows]
+        assert [x["status"] for x in read_out(out)] == ["ok"] * 4

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import subprocess
 import sys
 
@@ -15,42 +14,9 @@ import pytest
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
+from _inspect_plan import MODEL, QUERY_DEPTH, RESULTS, script  # noqa: E402
+
 from trek.testing.fake_openai import FakeOpenAIServer  # noqa: E402
-
-MODEL = "openai-api/fake/fake-model"
-#: results per search in the constructed log; the exact query test looks deeper (QUERY_DEPTH)
-RESULTS, QUERY_DEPTH = 2, 10
-
-#: question id -> (a word of its question, the agent's query, its final answer, gold-only answer,
-#: gold-plus-noise answer): built so that every TrekTrace label occurs (see test_every_label_occurs)
-PLAN = {
-    "mini:01": ("Brackwater Lane", "coach", "Nobody in particular", "Dana Okafor", "Marek Lindqvist"),
-    "mini:02": ("Skylark e-bike", "zzzz qqqq", "Nobody in particular", "Nobody in particular", "Nobody"),
-    "mini:03": ("Quellbridge Airport", "17", "Nobody in particular", "17", "17"),
-    "mini:04": ("Vellacott International", "Which airline carried the most passengers at Vellacott International",
-                "Nobody in particular", "Tarnlight Air", "Harbourline Air"),
-    "mini:05": ("Brenmoor Ferry", "Which company acquired the Brenmoor Ferry Company in", "Calloway Marine Group",
-                "Calloway Marine Group", "Calloway Marine Group"),
-    "mini:06": ("directly ele", "Quellbridge mayor", "4", "4", "4"),
-}
-
-
-def _probe(answer: str) -> str:
-    return json.dumps({"answer": answer, "used_urls": [], "reasoning": "From the pages."})
-
-
-def script() -> list[dict]:
-    rules = []
-    for word, query, final, gold_only, noise in PLAN.values():
-        w = re.escape(word)
-        rules += [
-            {"any_pattern": rf"gold-only probe\][\s\S]*Question: [^\n]*{w}", "reply": _probe(gold_only)},
-            {"any_pattern": rf"gold-plus-noise probe\][\s\S]*Question: [^\n]*{w}", "reply": _probe(noise)},
-            {"tool_results": 0, "any_pattern": rf"Use the search tool[\s\S]*{w}",
-             "tool_calls": [{"name": "search", "arguments": {"query": query}}]},
-            {"tool_results": 1, "any_pattern": rf"Use the search tool[\s\S]*{w}", "reply": final},
-        ]
-    return rules
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +188,50 @@ def test_components_are_registered_under_trek():
         ("task", "trek/wild"), ("task", "trek/mini"), ("task", "trek/ctrl"), ("scorer", "trek/grade"),
         ("scorer", "trek/trektrace"), ("tool", "trek/search")]}
     assert all(found.values()), found
+
+
+GOLD = "https://freedonia-news.example/2025/new-capital"
+
+
+@pytest.mark.slow
+def test_a_missing_gold_page_is_unscored_and_a_page_store_fills_it(monkeypatch, tmp_path):
+    """A task of our own with gold URLs but no search: without the gold page the gold-only probe
+    cannot run (unscored, reason named); with -S pages=DIR holding it the case is traced."""
+    from inspect_ai import Task, score
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import generate
+
+    from trek.inspect.scorers import trektrace
+    from trek.pages import Page, PageStore, normalize_url
+
+    task = Task(dataset=[Sample(id="capital", input="What is the capital of Freedonia?", target="Fredville",
+                                metadata={"gold_urls": [GOLD], "effective_year": 2025})],
+                solver=generate(), name="own_task")
+    with FakeOpenAIServer(script=[
+        {"any_pattern": r"gold-only probe", "reply": json.dumps({"answer": "Fredville", "used_urls": [GOLD],
+                                                                  "reasoning": "The page says so."})},
+        {"any_pattern": r"answer check[\s\S]*Candidate answer: Fredville", "reply": json.dumps(
+            {"correct": True, "reason": "Same city."})},
+        {"any_pattern": r"answer check", "reply": json.dumps({"correct": False, "reason": "Another city."})},
+        {"any_pattern": r"Answer to grade", "reply": "verdict: incorrect"},
+        {"any_pattern": r"gold-plus-noise probe", "reply": json.dumps({"answer": "Fredville", "used_urls": [],
+                                                                        "reasoning": "Same page."})},
+        {"reply": "Oldtown"},
+    ]) as srv:
+        monkeypatch.setenv("FAKE_API_KEY", "x")
+        monkeypatch.setenv("FAKE_BASE_URL", srv.base_url)
+        # a model name of its own: inspect keeps one client per model name, bound to the first server
+        [log] = inspect_eval(task, model="openai-api/fake/gold-page-model", log_dir=str(tmp_path / "logs"),
+                             display="none")
+        missing = score(log, trektrace(), action="append", display="none").samples[0].scores["trektrace"]
+        store = PageStore(tmp_path / "pages.sqlite")
+        store.put(Page(url=GOLD, key=normalize_url(GOLD), title="New capital", text="Since 2025 the capital of Freedonia is Fredville."))
+        store.close()
+        found = score(log, trektrace(pages=str(tmp_path)), action="append", display="none").samples[0]
+    assert math.isnan(missing.value) and "no gold page" in missing.explanation
+    value = found.scores["trektrace"].value
+    # nothing was searched (Pre-retrieval); both probes answered right from the gold page
+    assert value == {"pre_retrieval": 1, "retrieval": 0, "interpretation": 0, "distraction": 0, "randomness": 0,
+                     "correct": 0}, found.scores["trektrace"].explanation
+    assert found.scores["trektrace"].metadata["gold_only_answer"] == "Fredville"

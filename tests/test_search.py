@@ -507,3 +507,27 @@ def test_make_backend_names(store):
         make_backend("bing")
     with pytest.raises(ValueError):
         make_backend("local")
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 40])
+def test_local_ranking_equals_a_full_sort_of_the_corpus_ties_included(k):
+    from trek.pages import PageStore
+    from trek.types import Document
+
+    store = PageStore()
+    words = ["harbour", "ferry", "timetable", "council", "bridge", "toll"]
+    # repeated texts under different URLs give equal scores: ties are broken by the page key
+    docs = [Document(id=f"d{i}", url=f"https://ex.example/{(i * 7) % 31}/{i}", title="",
+                     text=" ".join(words[j % len(words)] for j in range(i % 4, i % 4 + 3)) + " news")
+            for i in range(31)]
+    store.add_documents(docs)
+    backend = LocalSearch(store)
+    for query in ("harbour ferry", "toll bridge council", "timetable"):
+        got = backend.rank(query, k)
+        scores = backend._index.get_scores(__import__("bm25s").tokenize([query], stopwords="en", return_ids=False,
+                                                                      show_progress=False)[0])
+        brute = sorted(range(len(backend._pages)), key=lambda i: (-float(scores[i]), backend._pages[i].key))
+        want = [(backend._pages[i].url, float(scores[i])) for i in brute[:k] if float(scores[i]) > 0.0]
+        assert [(p.url, s) for p, s in got] == want
+        positive = [float(x) for x in scores if x > 0]
+        assert len(set(positive)) < len(positive)  # the corpus holds ties for every query

@@ -15,9 +15,10 @@ backend without a key, a local model that cannot start) the run stops at once.
 
 from __future__ import annotations
 
+import os
 import re
 
-__all__ = ["RunFatalError", "FatalLLMError", "error_status", "is_run_fatal"]
+__all__ = ["RunFatalError", "FatalLLMError", "RecordError", "error_status", "is_run_fatal"]
 
 
 class RunFatalError(RuntimeError):
@@ -81,3 +82,14 @@ def is_run_fatal(exc: BaseException) -> bool:
     if status is None or status in _RUN_FATAL_STATUS:
         return True
     return bool(_UNSUPPORTED.search(str(exc)))
+
+
+class RecordError(ValueError):
+    """A record file could not be read; the message names the file, line and field (also
+    importable from :mod:`trek.types`, where the record readers are)."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")

@@ -221,10 +221,10 @@ async def arun_grading(
     run_dir: str | os.PathLike[str],
     judge: LLMClient,
     *,
+    regrade: str | None = None,
     prompts_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
-    regrade: str | None = None,
     **settings: Any,
 ) -> GradingReport:
     """Grade a run directory into ``grades.jsonl`` (see the module docstring).

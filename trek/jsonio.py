@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from trek.types import RecordError
+from trek.errors import RecordError
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "check_regular", "open_input",
            "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "zip_member", "depth_error",
@@ -197,12 +197,13 @@ def depth_error(value: Any, limit: int | None = None) -> str | None:
     return None
 
 
-def loads(text: str | bytes, path: PathLike, line: int | None = None, nan: bool = False) -> Any:
+def loads(text: str | bytes, path: PathLike, line: int | None = None, *, nonfinite: bool = False) -> Any:
     """The JSON value of ``text`` read from ``path`` (``line`` of it), refused with a
-    :class:`RecordError` when it is not JSON, holds a non-finite number or nests too deep."""
+    :class:`RecordError` when it is not JSON, holds a non-finite number or nests too deep.
+    ``nonfinite``: ``NaN`` and ``Infinity`` are read as floats (inspect_ai's logs write an unscored
+    score and an undefined metric as ``NaN``)."""
     try:
-        value = json.loads(text, parse_float=float) if nan else json.loads(text, parse_constant=_constant,
-                                                                              parse_float=_float)
+        value = json.loads(text) if nonfinite else json.loads(text, parse_constant=_constant, parse_float=_float)
     except json.JSONDecodeError as e:
         where = f": line {e.lineno}, column {e.colno}" if line is None else f" at column {e.colno}"
         tail = text.rstrip() if isinstance(text, str) else text.rstrip().decode("utf-8", "replace")
@@ -221,10 +222,9 @@ def loads(text: str | bytes, path: PathLike, line: int | None = None, nan: bool 
     return value
 
 
-def load_json(path: PathLike, what: str = "JSON file", nan: bool = False) -> Any:
-    """The JSON value of a whole (optionally gzipped) file, bounded as the module doc says
-    (``nan``: ``NaN`` and ``Infinity`` are read, as in logs written by Python's json, e.g. inspect's)."""
-    return loads(read_text(path, what), path, nan=nan)
+def load_json(path: PathLike, what: str = "JSON file") -> Any:
+    """The JSON value of a whole (optionally gzipped) file, bounded as the module doc says."""
+    return loads(read_text(path, what), path)
 
 
 def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from trek.paths import BUNDLED_MINI_DIR
+
 __all__ = ["OutputError", "check_out", "check_folder_out", "check_run_folder", "check_replace", "make_folder",
            "folder_mode", "atomic_write", "real", "csv_cell", "csv_safe", "RUN_FILE_SUFFIXES"]
 
@@ -171,20 +173,17 @@ def check_out(
 
 #: Where no run folder may be created: the bundled TrekBench-Mini data and the package itself.
 def _protected() -> list[tuple[Path, str]]:
-    from trek.datasets.mini import BUNDLED_DIR
-
-    return [(real(BUNDLED_DIR), "the bundled TrekBench-Mini data"), (real(Path(__file__).parent), "the trek package")]
+    return [(real(BUNDLED_MINI_DIR), "the bundled TrekBench-Mini data"), (real(Path(__file__).parent), "the trek package")]
 
 
 #: What a grid folder (``ctrl run --runs``) may hold besides its run folders.
 _GRID_FILES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".spend", ".lock", ".jsonl")
 
 
-def _run_kind(folder: Path) -> str | None:
-    """The ``kind`` a folder's ``run.json`` names (``""`` when it has none or it is unreadable)."""
-    from trek.runs import META
-
-    meta = folder / META
+def _run_kind(folder: Path, meta_name: str) -> str | None:
+    """The ``kind`` a folder's ``run.json`` (``meta_name``, named by :mod:`trek.runs`) names (``""``
+    when it has none or it is unreadable)."""
+    meta = folder / meta_name
     if not meta.is_file():
         return ""
     try:
@@ -198,12 +197,15 @@ def _run_kind(folder: Path) -> str | None:
         return ""
 
 
-def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--run", grid: bool = False) -> Path:
+def check_run_folder(path: PathLike, kinds: Iterable[str], *, meta: str, build: tuple[str, str], option: str = "--run",
+                     grid: bool = False) -> Path:
     """Refuse ``path`` as the folder of a run (``grid``: a folder of runs, as ``ctrl run --runs``)
     of one of ``kinds`` unless it is new, empty, or already such a run: never a folder that is
     something else (a dataset, the repository, a folder of documents), never inside the bundled
-    data, the package or a recorded Ctrl build (see :func:`check_folder_out` for files)."""
-    from trek.runs import BUILD_MANIFEST, CONTEXTS
+    data, the package or a recorded Ctrl build (see :func:`check_folder_out` for files). ``meta``:
+    the name of a run's ``run.json``; ``build``: the manifest and contexts file of a Ctrl build
+    (the names are :mod:`trek.runs`'s, which calls this through ``RunDir.check_target``)."""
+    BUILD_MANIFEST, CONTEXTS = build  # noqa: N806 - the names trek.runs gives
 
     p = Path(path)
     kinds = tuple(kinds)
@@ -223,7 +225,7 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
         return p
     want = " or ".join(kinds)
     if not grid:
-        kind = _run_kind(rp)
+        kind = _run_kind(rp, meta)
         foreign = next((e for e in sorted(entries) if not (e.is_file() and _is_run_file(e.name))), None)
         if kind == "" and foreign is not None:  # only run files and no run.json: a run that was cut short
             raise OutputError(p, f"{option} exists, is not empty and is not a Trek run (no run.json; it holds "
@@ -231,12 +233,12 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
         if kind and kind not in kinds:
             raise OutputError(p, f"{option} is a Trek run of kind {kind!r}, not a {want} run: give another folder")
         return p
-    if _run_kind(rp) != "":
+    if _run_kind(rp, meta) != "":
         raise OutputError(p, f"{option} is a run directory (it holds run.json), not a folder of runs: give its parent "
                           "or another folder")
     for e in entries:
         if e.is_dir():
-            kind = _run_kind(e)
+            kind = _run_kind(e, meta)
             if kind not in kinds:
                 what = "is not a Trek run" if kind == "" else f"is a run of kind {kind!r}"
                 raise OutputError(p, f"{option} holds {e.name}, which {what}: a folder of {want} runs holds only "
@@ -247,7 +249,7 @@ def check_run_folder(path: PathLike, kinds: Iterable[str], *, option: str = "--r
     return p
 
 
-def check_replace(path: PathLike, kinds: Iterable[str], *, inputs: Iterable[PathLike | None] = (),
+def check_replace(path: PathLike, kinds: Iterable[str], *, meta: str, inputs: Iterable[PathLike | None] = (),
                   option: str = "--out") -> Path:
     """Refuse to replace the folder ``path`` (``--replace``) unless it is a Trek run of one of
     ``kinds`` (its run.json says so); never the current folder or one holding it, never a folder
@@ -266,7 +268,7 @@ def check_replace(path: PathLike, kinds: Iterable[str], *, inputs: Iterable[Path
         if i is not None and (real(i) == rp or rp in real(i).parents):
             raise OutputError(p, f"{option} holds {i}, an input of this command; --replace would delete it: give "
                               "another folder")
-    kind = _run_kind(rp)
+    kind = _run_kind(rp, meta)
     kinds = tuple(kinds)
     if kind not in kinds:
         what = "is not a Trek run (no run.json)" if kind == "" else f"is a Trek run of kind {kind!r}"

@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["PATH_VARIABLES", "env_path"]
+__all__ = ["BUNDLED_MINI_DIR", "PATH_VARIABLES", "env_path"]
+
+#: ``data/mini`` at the repository root: the bundled TrekBench-Mini (located relative to this file).
+BUNDLED_MINI_DIR = Path(__file__).resolve().parents[1] / "data" / "mini"
 
 #: Every ``$TREK_*`` variable that names a file or folder, and what it overrides.
 PATH_VARIABLES: dict[str, str] = {

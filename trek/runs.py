@@ -137,6 +137,11 @@ def default_search_cache_path(run_dir: PathLike | None = None) -> Path:
     return RunDir(run_dir or ".").search_cache
 
 
+def _in_run(name: str) -> property:
+    """The path of the run file ``name`` (``RUN_DIR/name``), as a property of :class:`RunDir`."""
+    return property(lambda self: self.path / name, doc=f"``RUN_DIR/{name}``")
+
+
 class RunDir:
     """One run directory: every file name and default path it holds, and its readers and writers.
 
@@ -158,33 +163,14 @@ class RunDir:
         return self.path / name
 
     # -- paths ----------------------------------------------------------------------------------
-    @property
-    def meta_path(self) -> Path:
-        return self.path / META
-
-    @property
-    def questions_path(self) -> Path:
-        return self.path / QUESTIONS
-
-    @property
-    def answers_path(self) -> Path:
-        return self.path / ANSWERS
-
-    @property
-    def grades_path(self) -> Path:
-        return self.path / GRADES
-
-    @property
-    def trace_path(self) -> Path:
-        return self.path / TRACE
-
-    @property
-    def audit_path(self) -> Path:
-        return self.path / AUDIT
-
-    @property
-    def lock_path(self) -> Path:
-        return self.path / LOCK
+    meta_path = _in_run(META)
+    questions_path = _in_run(QUESTIONS)
+    answers_path = _in_run(ANSWERS)
+    grades_path = _in_run(GRADES)
+    trace_path = _in_run(TRACE)
+    audit_path = _in_run(AUDIT)
+    lock_path = _in_run(LOCK)
+    pages_file = _in_run(PAGES)  # what `trek import` writes, whatever $TREK_PAGES says
 
     @property
     def llm_cache(self) -> Path:
@@ -200,11 +186,6 @@ class RunDir:
     def pages(self) -> Path:
         """``$TREK_PAGES`` when set, else ``RUN_DIR/pages.sqlite``."""
         return env_path("TREK_PAGES", self.path / PAGES)  # type: ignore[return-value]
-
-    @property
-    def pages_file(self) -> Path:
-        """``RUN_DIR/pages.sqlite`` itself (what ``trek import`` writes), whatever ``$TREK_PAGES`` says."""
-        return self.path / PAGES
 
     def ledger(self, name: str) -> Path:
         """The spend ledger of the record file ``name`` (``.grades.jsonl.spend``)."""
@@ -263,13 +244,13 @@ class RunDir:
         """Refuse this folder as the target of a run of ``kinds`` (``grid``: a folder of such runs)
         unless it is new, empty or already one; never inside the bundled data, the package or a
         recorded Ctrl build (:func:`trek.outputs.check_run_folder`)."""
-        check_run_folder(self.path, kinds, option=option, grid=grid)
+        check_run_folder(self.path, kinds, meta=META, build=(BUILD_MANIFEST, CONTEXTS), option=option, grid=grid)
         return self
 
     def check_replace(self, *kinds: str, inputs: Iterable[PathLike | None] = (), option: str = "--out") -> RunDir:
         """Refuse to replace this folder unless it is a run of ``kinds``, not the current folder
         and holding none of ``inputs`` (:func:`trek.outputs.check_replace`)."""
-        check_replace(self.path, kinds, inputs=inputs, option=option)
+        check_replace(self.path, kinds, meta=META, inputs=inputs, option=option)
         return self
 
 

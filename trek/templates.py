@@ -10,8 +10,8 @@ notebook cells see the folder of the block they run in, and nothing needs resett
 
 Names are checked, through one registry. A module declares each of its templates once, when it
 is imported, with :func:`register` (``PROMPT = register("grader.sealqa", "...")``);
-:mod:`trek.templates_index` imports every declaring module, and :func:`known_templates` imports
-that index before it answers. A ``.txt`` file in the prompts folder whose name matches no template
+:data:`DECLARING_MODULES` names every declaring module, and :func:`known_templates` imports them
+by name before it answers (a registry of names, so this foundation module imports no stage). A ``.txt`` file in the prompts folder whose name matches no template
 (``grader.sealqaa.txt``) and a lookup of an unknown name (``render("no-such-name")``) raise
 :class:`UnknownTemplateError`, whose message lists the known names, instead of being ignored.
 """
@@ -19,6 +19,7 @@ that index before it answers. A ``.txt`` file in the prompts folder whose name m
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 import string
@@ -53,7 +54,7 @@ def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str
     """Declare template ``name`` with built-in text ``default``; returns ``default``.
 
     Called at import time by the module that owns the prompt (and listed in
-    :mod:`trek.templates_index`). ``extra_fields`` are fields the caller always fills that an
+    :data:`DECLARING_MODULES`). ``extra_fields`` are fields the caller always fills that an
     override may use although the built-in text does not. Registering a name twice with
     different text is an error.
     """
@@ -68,11 +69,23 @@ def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str
     return default
 
 
-def known_templates() -> dict[str, str]:
-    """Every declared template: ``{name: built-in text}`` (imports :mod:`trek.templates_index`,
-    which imports every module that registers templates)."""
-    import trek.templates_index  # noqa: F401 - its imports fill the registry
+#: Every module that registers templates when it is imported, by name (``tests/test_templates.py``
+#: fails until a new declaring module is listed here).
+DECLARING_MODULES = (
+    "trek.answer_prompts",  # answer.*
+    "trek.ctrl.discovery", "trek.ctrl.fabrication", "trek.contexts",  # ctrl.discovery.*, ctrl.fabrication.*, ctrl.render.*
+    "trek.graders.freshqa", "trek.graders.generic", "trek.graders.infodeepseek", "trek.graders.sealqa",  # grader.*
+    "trek.rag.answer", "trek.rag.filter", "trek.rag.rerank", "trek.rag.structured",  # rag.*
+    "trek.search.agent", "trek.search.openai_search", "trek.search.proxy",  # agent.*, search.openai, search.proxy
+    "trek.trace.evidence", "trek.trace.probes", "trek.trace.queries", "trek.trace.stale", "trek.trace.verdict",  # trace.*
+)
 
+
+def known_templates() -> dict[str, str]:
+    """Every declared template: ``{name: built-in text}`` (imports every module of
+    :data:`DECLARING_MODULES` first, whose imports fill the registry)."""
+    for name in DECLARING_MODULES:
+        importlib.import_module(name)
     return dict(_registry)
 
 

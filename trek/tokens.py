@@ -16,12 +16,14 @@ only where they meet at such a place (elsewhere they are joined before counting)
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ENCODING", "CACHE_SIZE", "CACHED_CHARS", "encoding", "count_tokens", "count_joined", "cache_info", "clear_cache"]
+__all__ = ["ENCODING", "CACHE_SIZE", "CACHED_CHARS", "encoding", "count_tokens", "count_joined", "cache_info", "clear_cache",
+           "OTHER_TOKENIZER_BAND", "is_openai_model", "content_text", "count_chat_tokens"]
 
 ENCODING = "o200k_base"
 
@@ -172,3 +174,55 @@ def cache_info() -> dict[str, int]:
 def clear_cache() -> None:
     """Forget every remembered count (benchmarks use it to time cold runs)."""
     _counts.clear()
+
+
+# -- chat requests (moved here from trek.llm.estimate so the client and the estimate need not import each other)
+#: Input-token range, as factors of the o200k_base count, for models with another tokenizer.
+OTHER_TOKENIZER_BAND = (0.8, 1.25)
+_OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "computer-use")
+
+
+def is_openai_model(model: str | None) -> bool:
+    """Whether ``model`` is an OpenAI model whose tokenizer is ``o200k_base`` (counts are exact)."""
+    m = (model or "").lower().rsplit("/", 1)[-1]
+    return m.startswith(_OPENAI_PREFIXES) and not m.startswith(("gpt-oss", "gpt-3", "gpt-4-"))
+
+
+def content_text(content: Any) -> str:
+    """The text of a message ``content``: a string, the text of each part of a list (the ``text``
+    or a tool's ``output``), ``""`` for none, any other value as its JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p if isinstance(p, str) else str(p.get("text") or p.get("output") or "")
+                        for p in content if isinstance(p, str | dict))
+    return json.dumps(content, ensure_ascii=False)
+
+
+def count_chat_tokens(messages: Sequence[dict[str, Any]] | str, tools: Sequence[dict[str, Any]] | None = None) -> int:
+    """Prompt tokens of a chat request in OpenAI's chat format (o200k_base).
+
+    3 per message + its role + its content (+ its name, + tool calls as their JSON), 3 to prime
+    the reply; tool definitions are counted as their JSON (OpenAI's exact rendering of tools is
+    not published: an approximation within a few tokens per tool). A string is a Responses API
+    ``input`` (one user message).
+    """
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    n = 3
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        n += 3 + count_tokens(str(m.get("role") or m.get("type") or ""))
+        n += count_tokens(content_text(m.get("content", m.get("output"))))
+        if m.get("name"):
+            n += 1 + count_tokens(str(m["name"]))
+        if m.get("tool_calls"):
+            n += count_tokens(json.dumps([c.get("function", c) for c in m["tool_calls"]], ensure_ascii=False))
+        if m.get("type") == "function_call":
+            n += count_tokens(str(m.get("name") or "") + str(m.get("arguments") or ""))
+    if tools:
+        n += count_tokens(json.dumps(list(tools), ensure_ascii=False))
+    return n

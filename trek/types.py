@@ -22,6 +22,7 @@ from typing import IO, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from trek.errors import RecordError
 from trek.outputs import atomic_write
 
 _log = logging.getLogger("trek")
@@ -442,16 +443,6 @@ class RunMeta(Record):
     trek_version: str | None = None
     created_at: str = Field(default_factory=utcnow)
     updated_at: str = Field(default_factory=utcnow)
-
-
-class RecordError(ValueError):
-    """A record file could not be read; the message names the file, line and field."""
-
-    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        where = f"{self.path}, line {line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
 
 
 R = TypeVar("R", bound=BaseModel)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +86,7 @@ def ctrl_run_command(
     judge, judge_base_url, audit_judge, scorer, rerank_base_url = j.model, j.base_url, a.model, r.model, r.base_url
     from trek.exact import ORACLE, ExactJudge
     from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
     from trek.rag import make_method
@@ -101,7 +100,8 @@ def ctrl_run_command(
         plan_grid,
         run_ctrl,
     )
-    from trek.runs import default_cache_path
+    from trek.roles import EVALUATED, Role
+    from trek.runs import RunDir, default_cache_path
     from trek.types import RecordError
 
     with (
@@ -142,14 +142,16 @@ def ctrl_run_command(
             params["max_completion_tokens"] = max_tokens
         # the judge shares the connection, retry, timeout, cache and price settings of the model
         prices_table = PriceTable.load(prices)
-        endpoint = functools.partial(LLMClient, max_connections=max_connections, max_retries=max_retries, cache=cache,
-                                     prices=prices_table, progress=False, timeout=timeout,
-                                     assume_output=spending.assume_output)
-        client = endpoint(model, base_url=base_url, budget_usd=budget)
+        def endpoint(name: str, base_url: str | None, role: str = EVALUATED, **kw: Any) -> Any:
+            return RunDir(runs).client(Role(role, name, base_url, max_connections=max_connections, prices=prices),
+                                       cache=cache, max_retries=max_retries, timeout=timeout,
+                                       assume_output=spending.assume_output, **kw)
+
+        client = endpoint(model, base_url, budget_usd=budget)
         if audit_judge and judge != ORACLE:
             options.fail("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
         exact = ExactJudge(contexts=contexts) if judge == ORACLE else None
-        judge_client = exact or (endpoint(judge, base_url=judge_base_url, role="judge") if judge else None)
+        judge_client = exact or (endpoint(judge, judge_base_url, "judge") if judge else None)
         est = estimate_grid(cells, records, built, model, prices_table, questions=qs, params=params,
                             max_tokens=max_tokens, assume_output=spending.assume_output)
         if judge_client is not None and exact is None:  # the exact judge makes no call
@@ -185,7 +187,7 @@ def ctrl_run_command(
                     if audit_judge:
                         from trek.audit import audit_grading
 
-                        arep = audit_grading(rd, endpoint(audit_judge, base_url=a.base_url, role="audit judge"),
+                        arep = audit_grading(rd, endpoint(audit_judge, a.base_url, "audit-judge"),
                                              progress=False, **dict(a.params))
                         options.err.print(f"{rd.name}: {arep.describe().splitlines()[0]}", highlight=False)
     if ungraded:

@@ -40,9 +40,9 @@ def run(
 
     from trek.llm.batch import _ledger, check_output_path, run_batch
     from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient, run_sync
-    from trek.llm.usage import PriceTable
-    from trek.runs import default_cache_path
+    from trek.llm.client import FatalLLMError, run_sync
+    from trek.roles import EVALUATED, Role
+    from trek.runs import RunDir, default_cache_path
     from trek.types import RecordError
 
     cache_path = cache or default_cache_path(out.parent)
@@ -51,19 +51,10 @@ def run(
         from trek.llm.batch import load_requests
 
         items = load_requests(requests, default_model=model)  # read once: a pipe works too
-        client = LLMClient(
-            model,
-            base_url=base_url,
-            max_connections=max_connections,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=LLMCache(cache_path),
-            prices=PriceTable.load(prices),
-            budget_usd=budget,
-            assume_output=spending.assume_output,
-            progress=progress,
-            transport=transport,
-        )
+        role = Role(EVALUATED, model, base_url, max_connections=max_connections, prices=prices)
+        client = RunDir(out.parent).client(role, cache=LLMCache(cache_path), timeout=timeout, max_retries=max_retries,
+                                           budget_usd=budget, assume_output=spending.assume_output, progress=progress,
+                                           transport=transport)
         options.say_roles({"model": client})
         from trek.llm.estimate import estimate_requests
         from trek.llm.usage import BATCH_PRICE_FACTOR

@@ -3,7 +3,6 @@ system; the work is done by :func:`trek.runner.run_system`."""
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -113,6 +112,7 @@ def run(
         help="Proxy search through 'chat' (web_search_options) or 'responses' (web_search tool).",
     ),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+    prompts: Path = options.PROMPTS,
     allow_partial: bool = typer.Option(
         False, "--allow-partial",
         help="wild: run on the questions the source files hold even when a dataset has fewer than the paper's "
@@ -121,7 +121,6 @@ def run(
     timeout: float = options.TIMEOUT,
     max_retries: int = options.MAX_RETRIES,
     prices: Path = options.PRICES,
-    prompts: Path = options.PROMPTS,
     progress: bool = options.PROGRESS,
     dry_run: bool = options.DRY_RUN,
     assume_rounds: int = typer.Option(
@@ -143,12 +142,11 @@ def run(
     """
     from trek.datasets.common import MissingDataError
     from trek.limits import EndpointLimits
-    from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, LLMClient
+    from trek.llm.client import FatalLLMError
     from trek.llm.ledger import ledger_path
-    from trek.llm.usage import PriceTable
+    from trek.roles import EVALUATED, Role
     from trek.runner import run_system
-    from trek.runs import ANSWERS, default_cache_path, default_pages_path, default_search_cache_path
+    from trek.runs import ANSWERS, RunDir, default_pages_path, default_search_cache_path
     from trek.search import make_backend
     from trek.search.base import FatalSearchError, SearchCache
 
@@ -174,12 +172,13 @@ def run(
         if limit is not None:
             qs = qs[:limit]
         # the model and a proxy search model: one cache, one price table, and on one server one limit
-        endpoint = functools.partial(
-            LLMClient, max_connections=max_connections, timeout=timeout, max_retries=max_retries,
-            prices=PriceTable.load(prices), cache=LLMCache(default_cache_path(run_dir)), progress=False,
-            limits=EndpointLimits(), assume_output=assume_output,
-        )
-        client = endpoint(model, base_url=base_url, budget_usd=budget)
+        rd, limits = RunDir(run_dir), EndpointLimits()
+
+        def endpoint(name: str, base_url: str | None, role: str = EVALUATED, **kw: Any) -> Any:
+            return rd.client(Role(role, name, base_url, max_connections=max_connections, prices=prices),
+                             timeout=timeout, max_retries=max_retries, limits=limits, assume_output=assume_output, **kw)
+
+        client = endpoint(model, base_url, budget_usd=budget)
         if fetch is None:
             fetch = search.strip() not in ("none", "", "local")
         store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
@@ -191,7 +190,7 @@ def run(
             raise FatalSearchError(EMPTY_CORPUS.format(store=store.path))
         search_client, proxy = None, {}  # proxy:MODEL: a client of its own, and --proxy-api
         if search.startswith("proxy:"):
-            search_client = endpoint(search.split(":", 1)[1], base_url=search_base_url or base_url,
+            search_client = endpoint(search.split(":", 1)[1], search_base_url or base_url, "search-proxy",
                                      api_key=os.environ.get("TREK_SEARCH_API_KEY") or None)
             proxy["api"] = proxy_api
         backend = make_backend(search, store=store, client=client, search_client=search_client,

@@ -88,7 +88,7 @@ class Pair:
 
 def load_pairs(path: str | os.PathLike[str] | None = None) -> list[Pair]:
     """The pairs of the calibration set (every edit applied and checked, see the module doc)."""
-    from trek.ctrl.fabrication import apply_edits
+    from trek.ctrl.edits import apply_edits
 
     p = Path(path) if path is not None else SET_PATH
     from trek import jsonio

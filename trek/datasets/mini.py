@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trek.paths import env_path
+from trek.paths import BUNDLED_MINI_DIR, env_path
 from trek.runs import QUESTIONS
 from trek.types import Document, Question, read_jsonl
 
@@ -53,7 +53,7 @@ GENERATED_DIR = "generated"
 VALUE_FIELDS = ("value", "value_words", "value_words_cap", "value_ordinal", "value_number")
 
 #: ``data/mini`` at the repository root, located relative to this file.
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "mini"
+BUNDLED_DIR = BUNDLED_MINI_DIR
 
 
 class MiniBenchmarkError(ValueError):

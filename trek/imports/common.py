@@ -148,11 +148,11 @@ class Parsed:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def load_json(path: Path, nan: bool = False) -> Any:
+def load_json(path: Path) -> Any:
     """The JSON value of ``path`` (``ImportFailure`` naming the file and position when broken),
     read through the bounded reader (:mod:`trek.jsonio`: nesting, size, decompression ratio)."""
     try:
-        return jsonio.load_json(path, nan=nan)
+        return jsonio.load_json(path)
     except RecordError as e:
         raise ImportFailure(str(e)) from None
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from trek import jsonio
 from trek.imports import anthropic_messages
-from trek.imports.common import ImportFailure, InputRecord, PageText, Parsed, as_dict, load_json
+from trek.imports.common import ImportFailure, InputRecord, PageText, Parsed, as_dict
 from trek.imports.fields import FieldError, count, ident, model_name, texts
 from trek.imports.openai_responses import parse_items
 from trek.pages import strip_openai_tracking
@@ -119,7 +119,7 @@ def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
             data = _member(z, name)
         else:
             data = jsonio.zip_member(z, name, path)
-        return jsonio.loads(data, f"{path}, {name}", nan=True)  # inspect writes NaN metrics
+        return jsonio.loads(data, f"{path}, {name}", nonfinite=True)  # inspect writes unscored values as NaN
     except RecordError as e:
         raise ImportFailure(str(e)) from None
     except (ValueError, zipfile.BadZipFile, OSError, KeyError) as e:
@@ -148,7 +148,10 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
                 raise ImportFailure(f"{p}: the log holds no samples (no samples/*.json in the zip)")
             samples = [(n, _zip_json(z, n, p)) for n in members]
     else:
-        data = load_json(p, nan=True)
+        try:  # the bounded reader; NaN allowed (inspect writes unscored values so)
+            data = jsonio.loads(jsonio.read_text(p, "inspect log"), p, nonfinite=True)
+        except RecordError as e:
+            raise ImportFailure(str(e)) from None
         if not isinstance(data, dict) or "eval" not in data:
             raise ImportFailure(f"{p}: not an inspect eval log (no 'eval' field)")
         spec = data.get("eval")

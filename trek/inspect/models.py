@@ -44,11 +44,10 @@ class InspectModelClient(LLMClient):
 
     def __init__(self, model: Any, role: str | None = None):
         name = str(getattr(model, "name", None) or model)
-        api = getattr(getattr(model, "api", None), "__class__", type(None)).__name__
-        super().__init__(name, base_url=f"inspect://{getattr(model, 'api', None) and str(model) or name}",
-                         api_key="inspect", progress=False, max_retries=0, max_connections=64, role=role)
+        # the endpoint as records name it: inspect's model string (provider/model), no credentials
+        super().__init__(name, base_url=f"inspect://{model}", api_key="inspect", progress=False, max_retries=0,
+                         max_connections=64, role=role)
         self.inspect_model = model
-        self.api_name = api
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
         from inspect_ai.model import GenerateConfig

@@ -79,12 +79,24 @@ def _check_judge(judge: str) -> None:
         raise ValueError(f"judge must be one of {', '.join(JUDGES)}, not {judge!r}")
 
 
+_ANNOTATIONS: Any = None
+
+
+def _mini_annotations() -> Any:
+    """TrekBench-Mini's annotations, read once per process (the exact judge's)."""
+    global _ANNOTATIONS
+    if _ANNOTATIONS is None:
+        from trek.annotations import from_mini
+
+        _ANNOTATIONS = from_mini()
+    return _ANNOTATIONS
+
+
 def _judge_client(judge: str, role: str, fallback: tuple[str, ...] = ()) -> Any:
     if judge == "oracle":
-        from trek.annotations import from_mini
         from trek.exact import ExactJudge
 
-        return ExactJudge(from_mini())
+        return ExactJudge(_mini_annotations())
     return InspectModelClient(inspect_model(role, fallback=fallback), role=role)
 
 

@@ -44,13 +44,12 @@ def make_search_backend(backend: str = "local", *, pages: str | None = None, cac
     none for the deterministic local search)."""
     from pathlib import Path
 
-    from trek.runs import default_search_cache_path
     from trek.search import make_backend
     from trek.search.base import SearchCache
 
     if backend not in BACKENDS:
         raise ValueError(f"search backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    path = cache or (None if backend == "local" else default_search_cache_path(None))
+    path = cache or (None if backend == "local" else runs.default_search_cache_path(None))
     store = None
     if backend == "local":
         if pages is None:

@@ -7,10 +7,12 @@ Input line: ``{"id": ..., "messages": [...], "model"?: str, "sample"?: int, "too
      "request_key", "tool_calls"?}
 
 Running the same command again resumes: ids already ``ok`` for the same request are kept
-without a call, ``pending`` and ``failed`` ones are tried again. The output file is rewritten atomically
-(temporary file + rename), during the run at checkpoints and at the end, so it never holds a
-torn or duplicate line. Answers that arrived before an interruption are in the cache, so a
-re-run asks the endpoint for none of them again.
+without a call, ``pending`` and ``failed`` ones are tried again. Results are appended to the output
+as they finish (a journal, :mod:`trek.journal`, synced at checkpoints), and the output is
+rewritten once at the end (temporary file + rename): one line per id, in input order. A ``kill
+-9`` leaves at most a partial last line (dropped with a warning on the next run) and possibly
+superseded lines (the last line of an id wins). Answers that arrived before an interruption are
+in the cache, so a re-run asks the endpoint for none of them again.
 
 Every request is checked before any call: a malformed field (a message ``content`` that is
 neither text nor a list of parts, ``temperature: "hot"``, ``max_tokens: -5``) is an error naming
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from trek.journal import Journal
 from trek.llm.cache import request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.ledger import ledger_path, spending
@@ -189,20 +192,29 @@ class _Previous:
         self.index: dict[str, tuple[str | None, str | None, int]] = {}
         self._fh: IO[bytes] | None = None
         self._offsets: list[int] = []
+        self._line_ids: list[str | None] = []
         if not out.exists():
             return
         try:
-            for lineno, obj in iter_json_lines(out):
+            for lineno, obj in iter_json_lines(out, torn_tail=True):
                 if "id" not in obj:
                     raise RecordError(out, lineno, "line has no 'id'")
                 self.index[str(obj["id"])] = (obj.get("status"), obj.get("request_key"), lineno)
+                self._line_ids.append(str(obj["id"]))
         except RecordError as e:
             raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or pick another") from None
         self._fh = out.open("rb")
-        pos = 0
+        pos, last = 0, b"\n"
         for raw in self._fh:  # line starts, to seek to a kept line later
             self._offsets.append(pos)
             pos += len(raw)
+            last = raw
+        self._whole = last.endswith(b"\n")  # no partial last line left by a killed run
+
+    def canonical(self, order: list[str], ids: set[str]) -> bool:
+        """The file is exactly one line per id of ``ids``, in ``order`` (nothing to compact)."""
+        want = [rid for rid in order if rid in ids]
+        return self._fh is not None and self._whole and self._line_ids == want
 
     def line(self, rid: str) -> dict[str, Any]:
         assert self._fh is not None
@@ -329,39 +341,47 @@ async def _run(
             kept_ids.add(it.id)
         else:
             todo.append(it)
-    new: dict[str, dict[str, Any]] = {}
+    # what the new lines said (the lines themselves are only in the journal: memory stays small)
+    new: dict[str, tuple[str, str | None]] = {}
     order = [it.id for it in items]
     last_write = time.monotonic()
+    journal = Journal(out)
 
-    def lines() -> Iterator[dict[str, Any]]:
-        for rid in order:
-            if rid in new:
-                yield new[rid]
-            elif rid in kept_ids:
-                yield prev.line(rid)
-
-    def checkpoint() -> None:
-        write_jsonl(out, lines())
+    def compact() -> None:
+        """The output once more, one line per id in input order, read back from the journal."""
+        journal.close()
+        if not new and prev.canonical(order, kept_ids):
+            return  # nothing made, and the file already is exactly the kept lines
+        final = _Previous(out)
+        try:
+            write_jsonl(out, (final.line(rid) for rid in order if rid in new or rid in kept_ids))
+        finally:
+            final.close()
 
     def on_result(i: int, res: LLMResult) -> None:
         nonlocal last_write
         if res.status == "failed":  # rejected for itself alone: say which line of which file
             res.error = f"{req_path}, line {todo[i].line}, id '{todo[i].id}': {res.error}"
-        new[todo[i].id] = _line(todo[i], res)
-        now = time.monotonic()
-        if now - last_write >= checkpoint_seconds:
-            checkpoint()
-            last_write = now
+        line = _line(todo[i], res)
+        new[todo[i].id] = (line["status"], line["error"])
+        journal.add(line)
+        if time.monotonic() - last_write >= checkpoint_seconds:
+            journal.flush()
+            last_write = time.monotonic()  # after the write: a slow checkpoint never triggers the next
 
     calls0, hits0 = client.http_calls, client.cache_hits
     with spending([client], _ledger(out)) as ledger:
         try:
             await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result, alone=True)
         finally:
-            checkpoint()
-            await client.aclose()
-    n_ok = len(kept_ids) + sum(1 for line in new.values() if line["status"] == "ok")
-    n_failed = sum(1 for line in new.values() if line["status"] == "failed")
+            try:
+                journal.flush()
+                compact()
+            finally:
+                journal.close()
+                await client.aclose()
+    n_ok = len(kept_ids) + sum(1 for status, _ in new.values() if status == "ok")
+    n_failed = sum(1 for status, _ in new.values() if status == "failed")
     return BatchSummary(
         total=len(items),
         ok=n_ok,
@@ -372,5 +392,5 @@ async def _run(
         out=out,
         spent_usd=ledger.total_usd,
         failed=n_failed,
-        errors=[line["error"] for line in new.values() if line["status"] == "failed"],
+        errors=[error or "" for status, error in new.values() if status == "failed"],
     )

@@ -58,6 +58,7 @@ from trek.llm.ledger import DEFAULT_ASSUME_OUTPUT, OverBudget, SpendLedger, chec
 from trek.llm.usage import Price, PriceTable, price_factor, usage_dollars, usage_from_raw
 from trek.local import LocalModelUnavailable
 from trek.retry import backoff, retry_after, retrying
+from trek.tokens import OTHER_TOKENIZER_BAND, count_chat_tokens, is_openai_model
 from trek.types import Usage
 
 if TYPE_CHECKING:
@@ -492,8 +493,6 @@ class LLMClient:
         """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
         1.25 for a model with another tokenizer) at the input price plus its output cap (else
         :attr:`assume_output`) at the output price."""
-        from trek.llm.estimate import OTHER_TOKENIZER_BAND, count_chat_tokens, is_openai_model
-
         prompt = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
         if body.get("instructions"):
             prompt += count_chat_tokens([{"role": "system", "content": str(body["instructions"])}])

@@ -85,9 +85,17 @@ class LocalSearch(SearchBackend):
         q_tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
         if not q_tokens:
             return []
-        scores = self._index.get_scores(q_tokens)
-        order = sorted(range(len(self._pages)), key=lambda i: (-float(scores[i]), self._pages[i].key))
-        return [(self._pages[i], float(scores[i])) for i in order[:k] if float(scores[i]) > 0.0]
+        import numpy as np
+
+        scores = np.asarray(self._index.get_scores(q_tokens), dtype=np.float64)
+        hits = np.flatnonzero(scores > 0.0)
+        if len(hits) > k:
+            # only the pages scoring at least the k-th best can be among the top k (ties included),
+            # so a query costs one pass over the scores, not a sort of the whole corpus
+            kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+            hits = hits[scores[hits] >= kth]
+        order = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self._pages[i].key))
+        return [(self._pages[i], float(scores[i])) for i in order[:k]]
 
     async def _search_once(self, query: str, k: int) -> list[SearchResult]:
         return [

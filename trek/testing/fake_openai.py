@@ -170,7 +170,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.limits import format_reset
-from trek.llm.estimate import content_text
+from trek.tokens import content_text
 
 try:
     from aiohttp import web
