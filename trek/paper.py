@@ -193,10 +193,11 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
             if not where.is_dir():
                 raise bad(f"runs: {label}", f"run directory {where} does not exist (relative paths are read from "
                           "the repository root)")
-            missing = [f for f in (R.QUESTIONS, R.ANSWERS) if not (where / f).is_file()]
-            if missing:
-                raise bad(f"runs: {label}", f"{where} is not a Trek run (no {' or '.join(missing)})")
-            if not (where / R.GRADES).is_file():
+            records = [f for f in (R.QUESTIONS, R.ANSWERS, R.GRADES, R.TRACE) if (where / f).is_file()]
+            if not records:
+                raise bad(f"runs: {label}", f"{where} is not a Trek run (no {R.QUESTIONS}, {R.ANSWERS}, {R.GRADES} "
+                          f"or {R.TRACE})")
+            if (where / R.ANSWERS).is_file() and not any((where / f).is_file() for f in (R.GRADES, R.TRACE)):
                 raise bad(f"runs: {label}", f"{where} is not graded (no {R.GRADES}): run `trek grade {folder}` "
                           "first")
             key = os.path.realpath(where)
