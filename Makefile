@@ -19,7 +19,7 @@ help:
 	@echo "make paper   execute every notebook on the recorded runs in data/runs -> figures/ tables/"
 	@echo "             (PARAMS=file.yaml for other runs -> build/paper/<file>/, or OUT=dir)"
 	@echo "make test    lint, unit tests and nbval over the notebooks"
-	@echo "make check   the inner loop: lint and the tests not marked slow (under 2 minutes)"
+	@echo "make check   the inner loop: lint and the tests not marked slow (about 2 minutes)"
 	@echo "make bench   run the benchmarks and print their figures"
 	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
 	@echo "make lab     start JupyterLab"
