@@ -37,7 +37,7 @@ def readme_commands(heading: str = "## Trace your own agent\n") -> list[list[str
         for k, v in env.items():
             line = line.replace(f"${k}", v)
         words = shlex.split(line)
-        assert words[0] == "trek", line
+        assert words[0] == ".venv/bin/trek", line  # as every other block of the README
         out.append(words[1:])
     return out
 
