@@ -1,5 +1,6 @@
 """Real traces exported from agent frameworks, kept outside the project (never committed): each
-``NAME.json``/``NAME.jsonl`` in ``$TREK_REAL_TRACES`` (default ``/work/notes/real-traces``) with a
+``NAME.json``/``NAME.jsonl`` in ``$TREK_REAL_TRACES`` (default ``../shared/real-traces`` beside the
+repository, where the reference datasets are kept) with a
 ``NAME.expected.json`` beside it, written by whoever exported the trace from what the framework's
 run showed::
 
@@ -19,7 +20,7 @@ import pytest
 from trek import runs
 from trek.imports import import_run
 
-FOLDER = Path(os.environ.get("TREK_REAL_TRACES", "/work/notes/real-traces"))
+FOLDER = Path(os.environ.get("TREK_REAL_TRACES", Path(__file__).resolve().parents[2] / "shared" / "real-traces"))
 CASES = sorted(p for p in FOLDER.glob("*.expected.json")) if FOLDER.is_dir() else []
 
 
