@@ -127,7 +127,8 @@ def write_chat_log(path: Path, n: int) -> None:
 
 
 def run_child(kind: str, args: list[str], env: dict[str, str]) -> dict:
-    """:func:`child` with the CPU time and peak RSS of that child alone (``os.wait4``)."""
+    """Run one stage in a child process (under :data:`WRAPPER`): its wall and CPU time and peak RSS
+    (``os.wait4``, that child alone) and the counters it printed."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", WRAPPER, kind, json.dumps(args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)

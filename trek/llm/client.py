@@ -211,10 +211,6 @@ class _LoopState:
         self.sdks = sdks
         self.sems = sems
 
-    @property
-    def sdk(self) -> openai.AsyncOpenAI:
-        return self.sdks[0]
-
 
 #: The endpoint a pool's cache entries name (the model is in the request body): replicas of one
 #: model give the same replies, so they share entries whatever their URLs.
