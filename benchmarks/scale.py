@@ -51,10 +51,14 @@ def flush(self):
 trek.journal.Journal.flush = flush
 _write = trek.stage.write_jsonl
 def write(path, recs):
-    recs = list(recs)
-    out = _write(path, recs)
+    n = [0]
+    def counted():  # count while the records stream through (a list would hold them all)
+        for r in recs:
+            n[0] += 1
+            yield r
+    out = _write(path, counted())
     counts["rewrites"] += 1
-    counts["records_rewritten"] += len(recs)
+    counts["records_rewritten"] += n[0]
     counts["rewrite_bytes"] += os.path.getsize(path)
     return out
 trek.stage.write_jsonl = write
