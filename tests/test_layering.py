@@ -32,8 +32,9 @@ LAYERS: list[tuple[set[str], bool]] = [
     # TrekTrace, TrekBench-Ctrl, the RAG baselines and the cost estimate of a run before it runs:
     # side by side, none imports another
     ({"trace", "ctrl", "rag", "dry_run"}, False),
-    # what reads their records: the judge audit, importers of other agents' logs, analysis
-    ({"audit", "imports", "analysis"}, False),
+    # what drives them or reads their records: a Wild run, the judge audit, importers of other
+    # agents' logs, analysis
+    ({"wild", "audit", "imports", "analysis"}, False),
     # tables and figures
     ({"report"}, False),
     # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI
