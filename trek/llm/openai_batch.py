@@ -43,7 +43,7 @@ import openai
 from trek.llm.cache import request_key
 from trek.llm.client import LLMClient
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
-from trek.runs import BATCH_STATE
+from trek.runs import BATCH_STATE, RunDir
 
 __all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect", "run_openai_batch"]
 
@@ -368,7 +368,7 @@ async def run_openai_batch(
                 f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
                 f"(${spent_before:.4f} spent before); raise the budget or split the requests"
             )
-    folder = Path(state_dir) if state_dir else out.with_name(f".{out.name}.batches")
+    folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
     br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
                                   max_wait=max_wait, progress=progress)
     replay = RecordingClient(client, use_cache=True,
