@@ -58,6 +58,7 @@ from trek.stage import Slot, Stage, execute
 from trek.types import Record, RecordError, Usage, iter_json_lines
 
 __all__ = ["BatchError", "BatchItem", "BatchResult", "BatchStage", "BatchSummary", "load_requests", "run_batch",
+           "run_openai_batch",
            "run_requests"]
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
@@ -395,6 +396,61 @@ async def run_batch(
     )
 
 
+# -- the Batch API ---------------------------------------------------------------------------------
+async def run_openai_batch(
+    requests_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    client: LLMClient,
+    *,
+    state_dir: str | os.PathLike[str] | None = None,
+    wait: bool = True,
+    poll_seconds: float = 30.0,
+    max_wait: float | None = None,
+    progress: bool = True,
+    items: list[Any] | None = None,
+) -> Any:
+    """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
+
+    ``items``: the requests as :func:`load_requests` read them (default: read
+    the file here; a file is read once, so a pipe works).
+
+    The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
+    cache, the output is written by :func:`run_batch` replaying the cache (no live
+    call); ids not answered by a batch come out ``pending``. The batch-priced dollars of the
+    replies loaded are added to the output's spend ledger (``--budget``).
+    """
+    from trek.llm.estimate import RecordingClient, estimate_requests, request_body
+    from trek.llm.ledger import spending
+    from trek.llm.openai_batch import submit_and_collect
+    from trek.llm.usage import BATCH_PRICE_FACTOR
+
+    out = Path(out_path)
+    check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
+    if items is None:
+        items = load_requests(requests_path, default_model=client.model)
+    reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
+    spent_before = read_ledger(_ledger(out))
+    if client.budget_usd is not None:
+        est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
+        if spent_before + est.usd_high > client.budget_usd:
+            raise ValueError(
+                f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
+                f"(${spent_before:.4f} spent before); raise the budget or split the requests"
+            )
+    folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
+    br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
+                                  max_wait=max_wait, progress=progress)
+    replay = RecordingClient(client, use_cache=True,
+                             error="not answered by the Batch API yet (still running, failed or expired): run again",
+                             reasons=br.failures)
+    if br.cost_usd:
+        with spending([], _ledger(out)) as ledger:
+            ledger.record(br.cost_usd, client.model)
+    summary = await run_batch(requests_path, out, replay, items=items)
+    summary.batch = br
+    return summary
+
+
 # -- the command -----------------------------------------------------------------------------------
 def run_requests(
     requests: Path,
@@ -414,7 +470,7 @@ def run_requests(
     ``timeout``, ``max_retries``, ``budget_usd``, ``assume_output``, ``progress``, ``transport``),
     hands it to ``announce``, then asks ``proceed(estimate, ledger)`` (``False``: stop here, e.g. a
     dry run) and runs the requests live (:func:`run_batch`) or, with ``batch`` (the settings of
-    :func:`trek.llm.openai_batch.run_openai_batch`), through the Batch API. Returns the summary,
+    :func:`run_openai_batch`), through the Batch API. Returns the summary,
     with :meth:`BatchSummary.report` saying what the client did.
     """
     from trek.llm.cache import LLMCache
@@ -433,8 +489,6 @@ def run_requests(
     if not proceed(est, _ledger(out)):
         return None
     if batch is not None:
-        from trek.llm.openai_batch import run_openai_batch
-
         summary = run_sync(run_openai_batch(requests, out, client, items=items, progress=client.progress, **batch))
     else:
         summary = run_sync(run_batch(requests, out, client, items=items))
