@@ -15,7 +15,9 @@ A run is a folder written by one system answering one question set::
     RUN_DIR/llm-cache.sqlite, search-cache.sqlite, pages.sqlite   response, search and page caches
 
 A Ctrl build folder (``trek ctrl build --out``) holds ``pools.jsonl``, ``contexts.jsonl`` and
-``build.json``.
+``build.json``, and with a model fabricator ``fabrications.jsonl`` (the fabrication stage's
+checkpoint) and ``.build.spend``; a pools file ``NAME.jsonl`` of ``trek ctrl discover`` has
+``NAME.report.json`` and ``NAME.discovery.jsonl`` (the discovery stage's checkpoint) beside it.
 
 This module is the only place that knows those names (:class:`RunDir` hands out every path and
 reads and writes every record file), and the only one that locks files (:func:`lock_file`,
