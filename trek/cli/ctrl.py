@@ -66,6 +66,8 @@ def _fabrication(role: Any, fabrication: str) -> tuple[str, Any]:
 
 _QUESTIONS = typer.Option(None, "--questions", help="Comma-separated question ids to keep (default: all).")
 _MINI_DIR = typer.Option(None, "--mini-dir", help="TrekBench-Mini folder (default: bundled data/mini).")
+_FABRICATION = ("auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --fabricator "
+                "model elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication.")
 _EFFORT = "reasoning_effort sent with {} calls (e.g. high; same as --{}-param reasoning_effort=...)."
 
 
@@ -82,7 +84,7 @@ class BuildSource:
 
 @dataclasses.dataclass(frozen=True)
 class BuildKnobs:
-    """What ``trek ctrl build`` makes: conditions, quotas, synthetic documents."""
+    """What ``trek ctrl build`` makes: conditions, quotas, synthetic documents, how contexts show."""
 
     conditions: str = typer.Option(",".join(cond.ALL_CONDITIONS), "--conditions",
                                    help="Comma-separated conditions to write, in order.")
@@ -96,12 +98,6 @@ class BuildKnobs:
                                               "embedder: 0.90 for openai:text-embedding-3-small as in the paper, "
                                               "0.89 for wordllama; see 'trek ctrl calibrate').")
     effort: str = typer.Option(None, "--effort", help=_EFFORT.format("fabrication", "fabricator"))
-
-
-@dataclasses.dataclass(frozen=True)
-class BuildContexts:
-    """How ``trek ctrl build`` renders contexts."""
-
     tokens: bool = typer.Option(True, "--tokens/--no-tokens", help="Count o200k_base tokens of each context.")
     show_urls: str = typer.Option("cued", "--show-urls",
                                   help="Where source URLs are shown: 'cued' (the paper: only SAA and "
@@ -148,24 +144,28 @@ class DiscoverKnobs:
     effort: str = typer.Option(None, "--effort", help=_EFFORT.format("discovery", "discovery"))
 
 
+@dataclasses.dataclass(frozen=True)
+class Calls:
+    """The model calls of a Ctrl job: their response cache, prompts, prices and budget."""
+
+    cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE, else llm-cache.sqlite "
+                               "in the output's folder).")
+    prompts: Path = options.PROMPTS
+    prices: Path = options.PRICES
+    budget: float = options.BUDGET
+
+
 @app.command("build")
 @options.grouped
 def build_command(
     pools: BuildSource = options.GROUP,
     out: Path = typer.Option(..., "--out", "-o", help="Folder for pools.jsonl, contexts.jsonl and build.json."),
     fabricator_role: FABRICATOR = options.GROUP,
-    fabrication: str = typer.Option(
-        "auto", "--fabrication",
-        help="auto: exact edits where gold pages have annotated answer spans (TrekBench-Mini), the --fabricator "
-        "model elsewhere; exact: only exact edits (no model); model: only the model; none: no fabrication."),
+    fabrication: str = typer.Option("auto", "--fabrication", help=_FABRICATION),
     embedder_role: EMBEDDER = options.GROUP,
     knobs: BuildKnobs = options.GROUP,
-    cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or OUT/llm-cache.sqlite)."),
     max_connections: int = options.MAX_CONNECTIONS,
-    prompts: Path = options.PROMPTS,
-    contexts: BuildContexts = options.GROUP,
-    prices: Path = options.PRICES,
-    budget: float = options.BUDGET,
+    calls: Calls = options.GROUP,
     spending: options.Spending = options.GROUP,
 ) -> None:
     """Build pools and frozen contexts (every condition and ablation) into OUT.
@@ -179,10 +179,10 @@ def build_command(
     from trek.ctrl.jobs import build_folder
 
     fabrication, fab = _fabrication(fabricator_role, fabrication)
-    with options.exit_on(*_errors()), templates.prompts_folder(prompts):
-        done = build_folder(out, fab.role(prices, max_connections), embedder_role.role(), spending=spending,
-                            fabrication=fabrication, cache=cache, budget=budget, announce=options.say_roles,
-                            **vars(pools), **vars(knobs), **vars(contexts))
+    with options.exit_on(*_errors()), templates.prompts_folder(calls.prompts):
+        done = build_folder(out, fab.role(calls.prices, max_connections), embedder_role.role(), spending=spending,
+                            fabrication=fabrication, cache=calls.cache, budget=calls.budget,
+                            announce=options.say_roles, **vars(pools), **vars(knobs))
     _finish(done)
 
 
@@ -233,10 +233,7 @@ def discover_command(
     search: str = typer.Option("local", "--search", help="Search backend: local, tavily, duckduckgo, proxy:MODEL."),
     pages: DiscoverPages = options.GROUP,
     knobs: DiscoverKnobs = options.GROUP,
-    cache: Path = typer.Option(None, "--cache", help="LLM cache file (default: $TREK_CACHE or next to --out)."),
-    prompts: Path = options.PROMPTS,
-    prices: Path = options.PRICES,
-    budget: float = options.BUDGET,
+    calls: Calls = options.GROUP,
     spending: options.Spending = options.GROUP,
     force: bool = typer.Option(False, "--force", help="Replace an existing --out file that is not a pools file."),
 ) -> None:
@@ -250,7 +247,8 @@ def discover_command(
     from trek import templates
     from trek.ctrl.jobs import discover
 
-    with options.exit_on(*_errors()), templates.prompts_folder(prompts):
-        done = discover(out, discovery.role(prices), spending=spending, search=search, cache=cache, budget=budget,
-                        force=force, announce=options.say_roles, say=_say, **vars(src), **vars(pages), **vars(knobs))
+    with options.exit_on(*_errors()), templates.prompts_folder(calls.prompts):
+        done = discover(out, discovery.role(calls.prices), spending=spending, search=search, cache=calls.cache,
+                        budget=calls.budget, force=force, announce=options.say_roles, say=_say, **vars(src),
+                        **vars(pages), **vars(knobs))
     _finish(done)
