@@ -32,7 +32,7 @@ import errno
 import fcntl
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -219,6 +219,22 @@ class RunDir:
     def ledger(self, name: str) -> Path:
         """The spend ledger of the record file ``name`` (``.grades.jsonl.spend``)."""
         return ledger_of(self.path / name)
+
+    def old_spend_total(self, name: str) -> Path:
+        """``.<name>.spent.json``: the total an older ``trek llm run`` kept before spend ledgers."""
+        return self.path / f".{name}.spent.json"
+
+    def batch_state(self, name: str) -> Path:
+        """``.<name>.batches/``: the Batch API state folder of the output ``name`` (``trek llm run --batch``)."""
+        return self.path / f".{name}.batches"
+
+    def output_lock(self, name: str, hint: str = "wait for it or use another --out") -> contextlib.AbstractContextManager[Path]:
+        """The write lock of one output file of the folder (``.<name>.lock``), for commands whose
+        output is a file rather than a whole run (``trek llm run --out``): two outputs in one
+        folder are written at once, one output by one process (also not twice in one process)."""
+        out = self.path / name
+        lock = self.path / f".{name}.lock"
+        return lock_file(lock, what=f"{out} (lock {lock.name})", reentrant=False, hint=hint)
 
     # -- readers and writers --------------------------------------------------------------------
     def has(self, name: str) -> bool:
@@ -461,13 +477,19 @@ def _numbered(path: Path, model: type[Any], torn_tail: bool = True) -> Iterator[
             raise RecordError(path, line, f"{model.__name__}: {describe_validation_error(e)}") from None
 
 
-def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def iter_checked(path: PathLike, model: type[M], questions: Container[str] | None = None) -> Iterator[tuple[int, M]]:
+    """``(line, record)`` of a record file one at a time (nothing kept), each validated as
+    ``model``; with ``questions`` (ids), a record of an unknown question id is an error naming
+    its line. Lines for the same id are all yielded (a later one supersedes an earlier one)."""
+    path = Path(path)
     for line, rec in _numbered(path, model):
         if questions is not None and rec.question_id not in questions:
             raise RecordError(path, line, f"field 'question_id': {rec.question_id!r} is not in {QUESTIONS}")
-        out[rec.question_id] = rec
-    return out
+        yield line, rec
+
+
+def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
+    return {rec.question_id: rec for _, rec in iter_checked(path, model, questions)}
 
 
 def grow_questions(run_dir: PathLike, questions: Iterable[Question]) -> list[Question]:
