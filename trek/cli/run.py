@@ -184,6 +184,7 @@ def run(
         store = PageStore(default_pages_path(run_dir), fetch=fetch, timeout=fetch_timeout)
         if docs:
             store.add_documents(docs)
+        del docs  # the store holds them now (a large benchmark's pages are not kept twice)
         if search.strip() == "local" and not any(True for _ in store.pages("corpus")):
             from trek.search.local import EMPTY_CORPUS
 
