@@ -349,6 +349,29 @@ def test_web_backends_fetch_pages_by_default(tmp_path, flag, expected):
     assert t.usage.calls == 3 and t.search_usage.calls == 1
 
 
+@pytest.mark.parametrize("flag", ["--search-proxy-base-url", "--search-base-url"])
+def test_the_search_proxy_endpoint_is_its_role_flag_and_the_old_one_still_works(tmp_path, flag):
+    script = [
+        {"model": "proxy-model", "reply": PROXY_REPLY},
+        {"tool_results": 0, "tool_calls": [{"name": "web_search", "arguments": {"query": QUERY}}]},
+        {"reply": "Dana Okafor"},
+    ]
+    run_dir = tmp_path / "r"
+    with FakeOpenAIServer(script=script) as proxy, FakeOpenAIServer(script=script) as srv:
+        r = invoke(*base_args(srv, run_dir, "--search", "proxy:proxy-model", "--limit", "1", "--no-fetch",
+                              flag, proxy.base_url))
+        assert r.exit_code == 0, r.output
+        assert proxy.stats()["requests"] == 1 and srv.stats()["requests"] == 2
+    assert f"search proxy proxy-model @ {proxy.base_url}" in " ".join(r.output.split())
+    assert ("notice: --search-base-url is the old spelling of --search-proxy-base-url" in r.output) == (
+        flag == "--search-base-url")
+    meta = RunMeta.model_validate_json((run_dir / "run.json").read_text())
+    assert meta.config["search_endpoint"] == proxy.base_url
+    both = invoke(*base_args(srv, tmp_path / "r2", "--search", "proxy:proxy-model", "--search-base-url", "http://a/v1",
+                             "--search-proxy-base-url", "http://b/v1"))
+    assert both.exit_code == 2 and "give only --search-proxy-base-url" in both.output
+
+
 def test_a_tally_counts_only_what_the_client_did_since_it_watched(tmp_path):
     from trek.runs import Tally, new_meta
     from trek.types import Usage
@@ -381,10 +404,10 @@ def test_wild_questions_need_a_search_backend_chosen(tmp_path):
 
 
 def test_local_search_over_an_empty_corpus_stops_before_any_call(tmp_path, monkeypatch):
-    from trek.cli import run as cli_run
+    from trek import wild
 
     q = Question(id="w1", dataset="freshqa", question="Who leads?", answers=["A"])
-    monkeypatch.setattr(cli_run, "_load_questions", lambda which, data_dir, allow_partial: ([q], [], {}))
+    monkeypatch.setattr(wild, "load_questions", lambda which, data_dir, allow_partial, warn: ([q], [], {}))
     with FakeOpenAIServer() as srv:
         r = invoke("--model", "m", "--base-url", srv.base_url, "--run", str(tmp_path / "r"), "--questions", "wild",
                    "--search", "local", "--no-progress")

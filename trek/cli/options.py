@@ -180,17 +180,11 @@ def always_clear() -> tuple[type[Exception], ...]:
 
 def check_wild(bench: Any, allow_partial: bool) -> bool:
     """Stop on a TrekBench-Wild with fewer questions than the paper's (``IncompleteDataError``)
-    unless ``allow_partial``, which warns instead; True when the set is partial."""
-    from trek.datasets.wild import IncompleteDataError, check_complete
+    unless ``allow_partial``, which warns instead; True when the set is partial
+    (:func:`trek.wild.check_partial`)."""
+    from trek.wild import check_partial
 
-    try:
-        check_complete(bench)
-    except IncompleteDataError as e:
-        if not allow_partial:
-            raise
-        err.print(f"warning: {e}", highlight=False)
-        return True
-    return False
+    return check_partial(bench, allow_partial, warn=lambda text: err.print(text, highlight=False))
 
 
 @contextlib.contextmanager
