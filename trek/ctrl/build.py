@@ -30,7 +30,7 @@ from trek.ctrl.pools import Pool, shorten, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
-from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS
+from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
 from trek.types import iter_jsonl, read_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -153,7 +153,8 @@ def build(
         todo = [p for p, w in listed if w == "model"]
         if todo:
             assert client is not None
-            done = iter(closing_run(fabrication.afabricate_pools(todo, client, embedder_now(), given), client))
+            records = RunDir(out_dir).fabrications_path  # the checkpoint: a build resumes from it
+            done = iter(closing_run(fabrication.afabricate_into(records, todo, client, embedder_now(), given), client))
             listed = [(next(done) if w == "model" else p, w) for p, w in listed]
         items = listed
         held = []
