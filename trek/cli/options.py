@@ -199,25 +199,45 @@ def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda
         fail(str(e), hint(str(e)))
 
 
+def _group_fields(group: type) -> list[tuple[str, Any, Any]]:
+    """(name, annotation, default) of every option of ``group``, a field that is itself a group
+    standing for its options in its place."""
+    hints = typing.get_type_hints(group)
+    out: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(group):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out += _group_fields(hints[f.name])
+        else:
+            out.append((f.name, hints[f.name], f.default))
+    return out
+
+
+def _build_group(group: type, kwargs: dict[str, Any]) -> Any:
+    """One ``group`` from (and popping) the options of ``kwargs``, its nested groups included."""
+    hints = typing.get_type_hints(group)
+    return group(**{f.name: _build_group(hints[f.name], kwargs) if dataclasses.is_dataclass(hints[f.name])
+                    else kwargs.pop(f.name) for f in dataclasses.fields(group)})
+
+
 def grouped(command: Callable[..., Any]) -> Callable[..., Any]:
     """Let ``command`` take groups of options: a parameter annotated with one of the dataclasses
-    below stands, for typer, for the group's options in its place and order, and the command is
-    called with one instance of the group built from them."""
+    below stands, for typer, for the group's options in its place and order (a field of a group
+    annotated with a group stands for that group's options in turn), and the command is called
+    with one instance of the group built from them."""
     params: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
     for p in inspect.signature(command, eval_str=True).parameters.values():
         if not dataclasses.is_dataclass(p.annotation):
             params.append(p)
             continue
-        groups[p.name] = p.annotation
-        hints = typing.get_type_hints(p.annotation)
-        params += [p.replace(name=f.name, annotation=hints[f.name], default=f.default)
-                   for f in dataclasses.fields(p.annotation)]
+        groups[p.name] = p.annotation  # type: ignore[assignment]
+        params += [p.replace(name=name, annotation=hint, default=default)
+                   for name, hint, default in _group_fields(p.annotation)]  # type: ignore[arg-type]
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
         for name, group in groups.items():
-            kwargs[name] = group(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(group)})
+            kwargs[name] = _build_group(group, kwargs)
         return command(**kwargs)
 
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
