@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 # compactions, records rewritten) and prints the counters as the last stdout line.
 WRAPPER = r"""
 import atexit, json, os, sys
-import trek.journal, trek.llm.batch, trek.stage
+import trek.journal, trek.stage
 counts = {"journal_bytes": 0, "rewrites": 0, "records_rewritten": 0, "rewrite_bytes": 0}
 _flush = trek.journal.Journal.flush
 def flush(self):
@@ -58,7 +58,6 @@ def write(path, recs):
     counts["rewrite_bytes"] += os.path.getsize(path)
     return out
 trek.stage.write_jsonl = write
-trek.llm.batch.write_jsonl = write
 atexit.register(lambda: print("SCALE-COUNTS " + json.dumps(counts), flush=True))
 kind, args = sys.argv[1], json.loads(sys.argv[2])
 if kind == "cli":

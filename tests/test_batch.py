@@ -401,7 +401,7 @@ def test_an_oversized_message_fails_alone_named_by_file_line_and_id(tmp_path):
     with FakeOpenAIServer() as srv:  # its body limit (1 MB) answers 413, as an endpoint refuses a too-long prompt
         code, msg = run_cli(tmp_path, srv, req, out)
         assert code == 4, msg
-        assert "req.jsonl, line 2, id 'huge': 413" in msg and "1 failed" in msg
+        assert "req.jsonl, line 2, id 'huge': request rejected: 413" in msg and "1 failed" in msg
         lines = {x["id"]: x for x in read_out(out)}
         assert lines["a"]["status"] == lines["c"]["status"] == "ok"
         assert lines["huge"]["status"] == "failed" and "line 2, id 'huge'" in lines["huge"]["error"]
@@ -414,18 +414,19 @@ def test_an_oversized_message_fails_alone_named_by_file_line_and_id(tmp_path):
 # -- the output is a journal while the run goes on -------------------------------------------------
 def test_results_are_appended_and_the_output_rewritten_once(tmp_path, monkeypatch):
     import trek.llm.batch as batch
+    import trek.stage
     from trek.aio import run_sync
     from trek.llm import LLMClient
 
     rewrites: list[int] = []
-    real = batch.write_jsonl
+    real = trek.stage.write_jsonl
 
     def counting(path, rows):
         rows = list(rows)
         rewrites.append(len(rows))
         return real(path, rows)
 
-    monkeypatch.setattr(batch, "write_jsonl", counting)
+    monkeypatch.setattr(trek.stage, "write_jsonl", counting)  # the executor's compaction
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 120)
     with FakeOpenAIServer() as srv:

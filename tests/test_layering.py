@@ -1,8 +1,14 @@
-"""Import direction: stage packages reach shared concepts below them, never across or up.
+"""Import direction, for every part of ``trek/``: data flows one way (DESIGN.md's picture).
 
-Every ``import`` and ``from ... import`` of the package's sources is read with ``ast`` (imports
-inside functions included, relative imports resolved), so a lazy import cannot hide an arrow.
+Each top-level module or package of ``trek/`` (a *part*: ``trek/grading.py`` is ``grading``,
+``trek/trace/`` is ``trace``) sits on one layer below. A part may import parts of lower layers;
+within a layer only the foundations (layer 0) and the grading rules (layer 2) reach each other;
+nothing reaches up. Every ``import`` and ``from ... import`` is read with ``ast`` (imports inside
+functions and under ``TYPE_CHECKING`` included, relative imports resolved), so a lazy import
+cannot hide an arrow. A new part must be given a layer here before it can land.
 """
+
+from __future__ import annotations
 
 import ast
 import sys
@@ -12,27 +18,60 @@ import pytest
 
 TREK = Path(__file__).resolve().parents[1] / "trek"
 
-#: (sources, forbidden import prefix, why)
-RULES = [
-    ("trace", "trek.ctrl", "TrekTrace does not depend on TrekBench-Ctrl"),
-    ("rag", "trek.ctrl", "the baselines read contexts, embeddings and tokens from their shared homes"),
-    ("tokens.py", "trek.", "token counting is a leaf"),
-    ("embeddings.py", "trek.", "the embedders are a leaf"),
-    ("paths.py", "trek.", "the default-path helper is a leaf"),
-    ("contexts.py", "trek.ctrl", "the contexts record sits below the builder"),
-    ("contexts.py", "trek.rag", "the contexts record sits below the baselines"),
+#: (parts, whether the parts of the layer may import each other), lowest layer first.
+LAYERS: list[tuple[set[str], bool]] = [
+    # foundations: records, files, the client, roles, run directories, the stage executor
+    ({"trek", "errors", "jsonio", "paths", "outputs", "sqlite", "retry", "aio", "journal", "types",
+      "tokens", "templates", "limits", "local", "llm", "roles", "runs", "stage", "embeddings", "stats", "urls"}, True),
+    # what a run reads: datasets, pages, context records, prompt texts, prices, the fake server
+    ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing"}, False),
+    # searching and the grading rules (the exact judge and the graders use each other)
+    ({"search", "annotations", "exact", "graders"}, True),
+    # the stages that answer and grade
+    ({"runner", "grading"}, False),
+    # TrekTrace, TrekBench-Ctrl, the RAG baselines and the cost estimate of a run before it runs:
+    # side by side, none imports another
+    ({"trace", "ctrl", "rag", "dry_run"}, False),
+    # what drives them or reads their records: a Wild run, the judge audit, importers of other
+    # agents' logs, analysis
+    ({"wild", "audit", "imports", "analysis"}, False),
+    # tables and figures
+    ({"report"}, False),
+    # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI
+    ({"experiments", "paper", "inspect"}, False),
+    ({"cli"}, False),
 ]
 
+#: Parts that import nothing of trek (leaves every other part may rely on).
+LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls"}
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(TREK.parent).with_suffix("").parts)
+
+def layer_of(part: str) -> int:
+    for i, (parts, _) in enumerate(LAYERS):
+        if part in parts:
+            return i
+    raise KeyError(part)
+
+
+def part_of(module: str) -> str:
+    bits = module.split(".")
+    return bits[1] if len(bits) > 1 else "trek"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
+def is_module(name: str, root: Path) -> bool:
+    where = root.parent.joinpath(*name.split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def imports(path: Path, root: Path) -> list[tuple[int, str]]:
     """(line, imported module) for every import statement in ``path``."""
     out = []
-    package = module_name(path).split(".")
+    package = module_name(path, root).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
@@ -41,37 +80,100 @@ def imports(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
             mod = ".".join(x for x in (base, node.module or "") if x)
-            out += [(node.lineno, f"{mod}.{a.name}" if node.module is None else mod) for a in node.names]
+            # `from trek import report` imports the part report; `from trek import __version__` trek
+            out += [(node.lineno, f"{mod}.{a.name}" if is_module(f"{mod}.{a.name}", root) else mod)
+                    for a in node.names]
     return sorted(out)
 
 
-def sources(where: str) -> list[Path]:
-    p = TREK / where
-    return sorted(p.rglob("*.py")) if p.is_dir() else [p]
+def parts_of_tree(root: Path) -> set[str]:
+    return {p.stem if p.is_file() else p.name for p in root.iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())}
 
 
-def offending(where: str, prefix: str) -> list[str]:
-    own = module_name(sources(where)[0]) if where.endswith(".py") else f"trek.{where}"
-    return [f"{path.relative_to(TREK.parent)}:{line} imports {mod}"
-            for path in sources(where) for line, mod in imports(path)
-            if (mod == prefix.rstrip(".") or mod.startswith(prefix if prefix.endswith(".") else prefix + "."))
-            and not mod.startswith(own)]
+def against_the_flow(root: Path) -> list[str]:
+    """Every import arrow that breaks the layers, as ``file:line imports module (why)``."""
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        me = part_of(module_name(path, root))
+        for line, mod in imports(path, root):
+            if not (mod == "trek" or mod.startswith("trek.")):
+                continue
+            other = part_of(mod)
+            if other == me or mod == "trek":
+                continue
+            where = f"{path.relative_to(root.parent)}:{line} imports {mod}"
+            if me in LEAVES:
+                bad.append(f"{where} ({me} is a leaf)")
+            elif layer_of(other) > layer_of(me):
+                bad.append(f"{where} (up: layer {layer_of(me)} -> {layer_of(other)})")
+            elif layer_of(other) == layer_of(me) and not LAYERS[layer_of(me)][1]:
+                bad.append(f"{where} (across: {me} and {other} are side by side)")
+    return bad
 
 
-@pytest.mark.parametrize(("where", "prefix", "why"), RULES, ids=[f"{w} -/-> {p}" for w, p, _ in RULES])
-def test_no_arrow_against_the_flow(where, prefix, why):
-    assert sources(where), f"trek/{where} has no sources"
-    assert offending(where, prefix) == [], why
+def test_every_part_of_trek_has_a_layer():
+    placed = set().union(*(parts for parts, _ in LAYERS))
+    assert parts_of_tree(TREK) - placed == set(), "give each new part a layer in LAYERS"
+    assert sum(len(parts) for parts, _ in LAYERS) == len(placed), "a part sits on two layers"
 
 
-def test_the_walker_sees_every_kind_of_import(tmp_path, monkeypatch):
+def test_no_import_goes_against_the_flow():
+    assert against_the_flow(TREK) == []
+
+
+def test_the_stage_packages_never_import_the_report_layer_or_the_notebook_runner():
+    # the most important arrows, named: a regression here fails with a plain message too
+    for stage in ("trace", "ctrl", "rag", "grading", "runner", "search", "graders"):
+        for forbidden in ("report", "paper", "analysis", "cli", "experiments"):
+            assert layer_of(forbidden) > layer_of(stage), (stage, forbidden)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # a lazy import inside a function is an arrow like any other
+    ("def f():\n    from trek.ctrl import pools\n", ["across"]),
+    ("import trek.ctrl.build\n", ["across"]),
+    ("from .. import ctrl\n", ["across"]),
+    ("from ..ctrl.tokens import count_tokens\n", ["across"]),
+    ("from trek.report import plots\n", ["up"]),
+    ("from ..cli import main\n", ["up"]),
+    ("from trek.tokens import count_tokens\nfrom . import fine\nimport trek.contexts\nimport os\n", []),
+])
+def test_the_walker_sees_every_kind_of_import(tmp_path, monkeypatch, source, expected):
     pkg = tmp_path / "trek" / "trace"
     pkg.mkdir(parents=True)
+    (tmp_path / "trek" / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "bad.py").write_text("import os\n\ndef f():\n    from trek.ctrl import pools\n    import trek.ctrl.build\n"
-                                "from .. import ctrl\nfrom ..ctrl.tokens import count_tokens\n")
-    (pkg / "fine.py").write_text("from trek.tokens import count_tokens\nfrom . import bad\nimport trek.contexts\n")
-    monkeypatch.setattr(sys.modules[__name__], "TREK", tmp_path / "trek")
-    found = offending("trace", "trek.ctrl")
-    assert [x.split(" imports ")[1] for x in found] == ["trek.ctrl", "trek.ctrl.build", "trek.ctrl", "trek.ctrl.tokens"]
-    assert all(x.startswith("trek/trace/bad.py:") for x in found)
+    (pkg / "fine.py").write_text("")
+    for other in ("ctrl", "report", "cli"):  # parts the probe may import (packages or modules)
+        (tmp_path / "trek" / other).mkdir()
+        (tmp_path / "trek" / other / "__init__.py").write_text("")
+    for module in ("tokens.py", "contexts.py", "ctrl/build.py"):
+        (tmp_path / "trek" / module).write_text("")
+    (pkg / "probe.py").write_text(source)
+    found = against_the_flow(tmp_path / "trek")
+    assert [x.split("(")[1].split(":")[0] for x in found] == expected
+    assert all(x.startswith("trek/trace/probe.py:") for x in found)
+
+
+def test_a_leaf_that_imports_trek_is_caught(tmp_path):
+    root = tmp_path / "trek"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "types.py").write_text("")
+    (root / "tokens.py").write_text("def f():\n    from trek import types\n")
+    assert [x.split("(")[1] for x in against_the_flow(root)] == ["tokens is a leaf)"]
+
+
+def test_a_part_without_a_layer_is_reported(tmp_path):
+    root = tmp_path / "trek"
+    (root / "newpkg").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "newpkg" / "__init__.py").write_text("")
+    (root / "types.py").write_text("")
+    placed = set().union(*(parts for parts, _ in LAYERS))
+    assert parts_of_tree(root) - placed == {"newpkg"}
+
+
+if __name__ == "__main__":  # print the arrows that break the layers
+    print("\n".join(against_the_flow(TREK)) or "no arrow against the flow", file=sys.stderr)

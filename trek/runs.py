@@ -191,6 +191,22 @@ class RunDir:
         """The spend ledger of the record file ``name`` (``.grades.jsonl.spend``)."""
         return ledger_of(self.path / name)
 
+    def old_spend_total(self, name: str) -> Path:
+        """``.<name>.spent.json``: the total an older ``trek llm run`` kept before spend ledgers."""
+        return self.path / f".{name}.spent.json"
+
+    def batch_state(self, name: str) -> Path:
+        """``.<name>.batches/``: the Batch API state folder of the output ``name`` (``trek llm run --batch``)."""
+        return self.path / f".{name}.batches"
+
+    def output_lock(self, name: str, hint: str = "wait for it or use another --out") -> contextlib.AbstractContextManager[Path]:
+        """The write lock of one output file of the folder (``.<name>.lock``), for commands whose
+        output is a file rather than a whole run (``trek llm run --out``): two outputs in one
+        folder are written at once, one output by one process (also not twice in one process)."""
+        out = self.path / name
+        lock = self.path / f".{name}.lock"
+        return lock_file(lock, what=f"{out} (lock {lock.name})", reentrant=False, hint=hint)
+
     # -- readers and writers --------------------------------------------------------------------
     def has(self, name: str) -> bool:
         return (self.path / name).exists()

@@ -117,6 +117,7 @@ def ctrl_run_command(
     invocation on RUNS (recorded in RUNS/.ctrl.spend). Exit code 0 when every answer and grade is
     in, 3 when some are pending or failed (run the same command again), 2 on bad input.
     """
+    from trek.audit import audit_grading
     from trek.rag.session import run_ctrl_grid
 
     with options.exit_on(ValueError, FileNotFoundError, TypeError):
@@ -127,7 +128,7 @@ def ctrl_run_command(
             audit=options.or_role(audit.role(), j, model=False), reranker=reranker.role(), budget_usd=calls.budget,
             prompts_dir=calls.prompts, dry_run=spending.dry_run, progress=progress, announce=options.say_roles,
             proceed=lambda est, ledger: spending.proceed(est, calls.budget, ledger=ledger), echo=typer.echo,
-            say=lambda text: options.err.print(text, highlight=False))
+            say=lambda text: options.err.print(text, highlight=False), audit_with=audit_grading)
     if report is not None:
         _finish(report)
 

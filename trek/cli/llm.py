@@ -37,65 +37,21 @@ def run(
     none is pending but the endpoint rejected some ids for themselves alone (each named by file,
     line and id; the others are answered), 2 on bad input.
     """
-
-    from trek.llm.batch import _ledger, check_output_path, run_batch
-    from trek.llm.cache import LLMCache
-    from trek.llm.client import FatalLLMError, run_sync
+    from trek.errors import FatalLLMError, RecordError
+    from trek.llm.batch import run_requests
     from trek.roles import EVALUATED, Role
-    from trek.runs import RunDir, default_cache_path
-    from trek.types import RecordError
 
-    cache_path = cache or default_cache_path(out.parent)
     with options.exit_on(RecordError, ValueError, FatalLLMError, OSError):
-        check_output_path(out, requests, reads=[cache_path, prices])  # before the cache file is created beside it
-        from trek.llm.batch import load_requests
-
-        items = load_requests(requests, default_model=model)  # read once: a pipe works too
-        role = Role(EVALUATED, model, base_url, max_connections=max_connections, prices=prices)
-        client = RunDir(out.parent).client(role, cache=LLMCache(cache_path), timeout=timeout, max_retries=max_retries,
-                                           budget_usd=budget, assume_output=spending.assume_output, progress=progress,
-                                           transport=transport)
-        options.say_roles({"model": client})
-        from trek.llm.estimate import estimate_requests
-        from trek.llm.usage import BATCH_PRICE_FACTOR
-
-        est = estimate_requests(
-            [it.request for it in items], client, label="trek llm run",
-            price_factor=BATCH_PRICE_FACTOR if batch.enabled else 1.0, assume_output=spending.assume_output,
-        )
-        if not spending.proceed(est, budget, ledger=_ledger(out)):
-            return
-        if batch.enabled:
-            from trek.llm.openai_batch import run_openai_batch
-
-            summary = run_sync(run_openai_batch(requests, out, client, progress=progress, items=items,
-                                                **batch.settings()))
-            options.err.print(summary.batch.describe(), highlight=False)
-        else:
-            summary = run_sync(run_batch(requests, out, client, items=items))
-    options.err.print(summary.describe(), highlight=False)
-    if client.pooled:
-        options.err.print(client.endpoint_summary(), highlight=False)
-    if client.usage.calls:
-        spent = client.spent_text()
-        options.err.print(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent {spent}"
-                          + (f" (${summary.spent_usd:.4f} for this output over all runs)" if budget is not None else ""),
-                          highlight=False)
-    failed = summary.failed
-    for line in summary.errors[:10]:
-        options.err.print(f"  {line}", highlight=False)
-    if summary.pending:
-        from trek.types import iter_json_lines
-
-        why = next((o.get("error") for _, o in iter_json_lines(out) if o.get("status") == "pending" and o.get("error")),
-                   None)
-        options.err.print(f"{summary.pending} ids are pending" + (f" (e.g. {why})" if why else "")
-                          + ": run the same command again to retry them.", highlight=False)
-        raise typer.Exit(3)
-    if failed:
-        options.err.print(f"{failed} ids failed: the endpoint rejected them (see their errors in {out}); a re-run "
-                          "tries them again.", highlight=False)
-        raise typer.Exit(4)
+        summary = run_requests(
+            requests, out, Role(EVALUATED, model, base_url, max_connections=max_connections, prices=prices),
+            cache=cache, batch=batch.settings() if batch.enabled else None, timeout=timeout, max_retries=max_retries,
+            budget_usd=budget, assume_output=spending.assume_output, progress=progress, transport=transport,
+            announce=lambda client: options.say_roles({"model": client}),
+            proceed=lambda estimate, ledger: spending.proceed(estimate, budget, ledger=ledger))
+    for line in summary.report() if summary else ():
+        options.err.print(line, highlight=False)
+    if summary and summary.exit_code:
+        raise typer.Exit(summary.exit_code)
 
 
 def cost_command(

@@ -11,7 +11,8 @@ import hashlib
 import random
 import re
 import unicodedata
-from urllib.parse import urlsplit
+
+from ..urls import host_of
 
 __all__ = [
     "FICTITIOUS_DOMAINS",
@@ -70,14 +71,6 @@ def same_answer(answer: str | None, references: list[str]) -> bool:
     """True when ``answer`` equals one of ``references`` after :func:`normalize_answer`."""
     a = normalize_answer(answer)
     return bool(a) and any(a == normalize_answer(r) for r in references)
-
-
-def host_of(url: str | None) -> str | None:
-    """The lower-cased host of ``url`` without a leading ``www.`` (None for None/empty)."""
-    if not url:
-        return None
-    host = (urlsplit(url).hostname or "").lower()
-    return host[4:] if host.startswith("www.") else host
 
 
 def is_fictitious(url: str | None) -> bool:

@@ -53,6 +53,7 @@ from trek.types import (
     utcnow,
     write_jsonl,
 )
+from trek.urls import unique_urls
 
 __all__ = [
     "ImportFailure",
@@ -292,11 +293,6 @@ def url_identity(urls: Iterable[str]) -> Literal["urls", "document_ids", "redire
     return "document_ids" if kinds else "urls"
 
 
-def _dedupe(urls: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    return [u for u in urls if u and not (u in seen or seen.add(u))]
-
-
 def _page_text(urls: Sequence[str], pages: Sequence[PageText]) -> str:
     """The least that ``pages`` hold for every URL of ``urls`` (``full`` when there is none)."""
     best: dict[str, int] = {}
@@ -343,8 +339,8 @@ def trajectory(question: Question, rec: InputRecord, parsed: Parsed, fmt: str, m
     urls.extend(r.url for c in parsed.searches for r in c.results)
     urls.extend(parsed.seen_urls)
     urls.extend(c.url for c in parsed.citations)
-    retrieved = _dedupe(urls)
-    opened = _dedupe(parsed.opened)
+    retrieved = unique_urls(urls)
+    opened = unique_urls(parsed.opened)
     if parsed.answer is not None:
         last = max((s.round for s in steps), default=1)
         steps.append(TrajectoryStep(kind="answer", round=parsed.answer_round or max(last, 1),

@@ -6,13 +6,15 @@ Input line: ``{"id": ..., "messages": [...], "model"?: str, "sample"?: int, "too
     {"id", "status": "ok" | "pending" | "failed", "content", "usage", "cached", "error", "model",
      "request_key", "tool_calls"?}
 
-Running the same command again resumes: ids already ``ok`` for the same request are kept
-without a call, ``pending`` and ``failed`` ones are tried again. Results are appended to the output
-as they finish (a journal, :mod:`trek.journal`, synced at checkpoints), and the output is
-rewritten once at the end (temporary file + rename): one line per id, in input order. A ``kill
--9`` leaves at most a partial last line (dropped with a warning on the next run) and possibly
-superseded lines (the last line of an id wins). Answers that arrived before an interruption are
-in the cache, so a re-run asks the endpoint for none of them again.
+The run is a :class:`BatchStage` on the stage executor (:func:`trek.stage.execute`), as every
+other stage: the input key of an id is its request's cache key, so running the same command
+again keeps the ids already ``ok`` for the same request without a call and tries ``pending`` and
+``failed`` ones again. Results are appended to the output as they finish (a journal,
+:mod:`trek.journal`, synced at checkpoints), and the output is rewritten once at the end
+(temporary file + rename): one line per id, in input order. A ``kill -9`` leaves at most a
+partial last line (dropped with a warning on the next run) and possibly superseded lines (the
+last line of an id wins). Answers that arrived before an interruption are in the cache, so a
+re-run asks the endpoint for none of them again.
 
 Every request is checked before any call: a malformed field (a message ``content`` that is
 neither text nor a list of parts, ``temperature: "hot"``, ``max_tokens: -5``) is an error naming
@@ -23,10 +25,9 @@ reason and the file, line and id; the other ids go on.
 Paid results are never discarded silently. Before any call the runner refuses (with
 :class:`BatchError` or :class:`~trek.outputs.OutputError`) an ``--out`` that is the requests
 file (or any file the run reads), a folder, a device or a pipe, or under a file; an output that
-another run is writing (a lock file ``.<out>.lock`` held for the whole
-run; the operating system releases it when a process dies); and an output holding ``ok`` ids
-that the requests file no longer lists. The previous output is streamed: only an index of
-ids is held in memory, kept lines are copied from the file.
+another run is writing (the output's lock, :meth:`trek.runs.RunDir.output_lock`, held for the
+whole run; the operating system releases it when a process dies); an output that is not an
+earlier output; and an output holding ``ok`` ids that the requests file no longer lists.
 
 A budget caps the spend recorded for one output across resumes: every fresh call is recorded
 in the spend ledger ``.<out>.spend`` beside it (:mod:`trek.llm.ledger`: reserved at its worst
@@ -39,21 +40,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from trek.journal import Journal
+from pydantic import Field, model_serializer
+
+from trek.aio import run_sync
 from trek.llm.cache import request_key
-from trek.llm.client import ChatRequest, LLMClient, LLMResult
-from trek.llm.ledger import ledger_path, spending
-from trek.outputs import check_out
-from trek.runs import RunLockedError, lock_file
-from trek.types import RecordError, iter_json_lines, write_jsonl
+from trek.llm.client import ChatRequest, LLMClient
+from trek.llm.ledger import ledger_path, read_ledger
+from trek.outputs import atomic_write, check_out
+from trek.roles import Role
+from trek.runs import RunDir, RunLockedError
+from trek.stage import Slot, Stage, execute
+from trek.types import Record, RecordError, Usage, iter_json_lines
 
-__all__ = ["BatchError", "BatchItem", "BatchSummary", "load_requests", "run_batch"]
+__all__ = ["BatchError", "BatchItem", "BatchResult", "BatchStage", "BatchSummary", "load_requests", "run_batch",
+           "run_openai_batch",
+           "run_requests"]
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 _RESERVED = {"id", "messages", "model", "sample", "tools"}
@@ -87,6 +93,9 @@ class BatchSummary:
     spent_usd: float = 0.0  # fresh calls for this output over all runs (the ledger)
     failed: int = 0  # rejected by the endpoint for themselves alone
     errors: list[str] = field(default_factory=list)  # the reasons of the failed ids
+    example: str | None = None  # the reason of one pending id
+    batch: Any = None  # the Batch API's BatchRun (``--batch``)
+    client_notes: list[str] = field(default_factory=list)  # what the client did (endpoints, tokens)
 
     def describe(self) -> str:
         failed = f", {self.failed} failed (rejected by the endpoint)" if self.failed else ""
@@ -95,6 +104,23 @@ class BatchSummary:
             f"({self.kept} kept from the previous output, {self.cache_hits} cache hits, "
             f"{self.http_calls} HTTP requests) -> {self.out}"
         )
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every id is ok, 3 when some are pending, 4 when none is but some failed."""
+        return 3 if self.pending else 4 if self.failed else 0
+
+    def report(self) -> list[str]:
+        """What the command says at the end, line by line."""
+        lines = [self.batch.describe()] if self.batch is not None else []
+        lines += [self.describe(), *self.client_notes, *(f"  {e}" for e in self.errors[:10])]
+        if self.pending:
+            lines.append(f"{self.pending} ids are pending" + (f" (e.g. {self.example})" if self.example else "")
+                         + ": run the same command again to retry them.")
+        elif self.failed:
+            lines.append(f"{self.failed} ids failed: the endpoint rejected them (see their errors in {self.out}); "
+                         "a re-run tries them again.")
+        return lines
 
 
 def load_requests(path: str | os.PathLike[str], default_model: str | None = None) -> list[BatchItem]:
@@ -181,66 +207,6 @@ def _params_problem(params: dict[str, Any]) -> str | None:
     return None
 
 
-class _Previous:
-    """An earlier output, streamed: ``{id: (status, request_key)}`` plus where each line is.
-
-    Kept lines are read back from the open file one at a time (the open handle keeps the old
-    file readable after the output is atomically replaced), so memory does not grow with it.
-    """
-
-    def __init__(self, out: Path):
-        self.index: dict[str, tuple[str | None, str | None, int]] = {}
-        self._fh: IO[bytes] | None = None
-        self._offsets: list[int] = []
-        self._line_ids: list[str | None] = []
-        if not out.exists():
-            return
-        try:
-            for lineno, obj in iter_json_lines(out, torn_tail=True):
-                if "id" not in obj:
-                    raise RecordError(out, lineno, "line has no 'id'")
-                self.index[str(obj["id"])] = (obj.get("status"), obj.get("request_key"), lineno)
-                self._line_ids.append(str(obj["id"]))
-        except RecordError as e:
-            raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or pick another") from None
-        self._fh = out.open("rb")
-        pos, last = 0, b"\n"
-        for raw in self._fh:  # line starts, to seek to a kept line later
-            self._offsets.append(pos)
-            pos += len(raw)
-            last = raw
-        self._whole = last.endswith(b"\n")  # no partial last line left by a killed run
-
-    def canonical(self, order: list[str], ids: set[str]) -> bool:
-        """The file is exactly one line per id of ``ids``, in ``order`` (nothing to compact)."""
-        want = [rid for rid in order if rid in ids]
-        return self._fh is not None and self._whole and self._line_ids == want
-
-    def line(self, rid: str) -> dict[str, Any]:
-        assert self._fh is not None
-        self._fh.seek(self._offsets[self.index[rid][2] - 1])
-        return json.loads(self._fh.readline())
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-
-
-@contextlib.contextmanager
-def _locked(out: Path) -> Iterator[None]:
-    """Hold ``.<out>.lock`` for the run; a second run on the same output is refused."""
-    lock = out.with_name(f".{out.name}.lock")
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(lock_file(lock, what=f"{out} (lock {lock.name})", reentrant=False,
-                                          hint="wait for it or use another --out"))
-        except RunLockedError as e:
-            raise BatchError(f"another run is writing {out}: {e}") from None
-        except RecordError:
-            raise BatchError(f"cannot write in {out.parent} for --out") from None
-        yield
-
-
 def check_output_path(out: Path, requests_path: Path | None = None,
                       reads: Iterable[str | os.PathLike[str] | None] = ()) -> None:
     """Refuse an output path that is the requests file or another file the run reads (``reads``:
@@ -258,7 +224,7 @@ def check_output_path(out: Path, requests_path: Path | None = None,
 def _ledger(out: Path) -> Path:
     """The spend ledger of an output (an older ``.<out>.spent.json`` total is carried into it)."""
     led = ledger_path(out)
-    legacy = out.with_name(f".{out.name}.spent.json")
+    legacy = RunDir(out.parent).old_spend_total(out.name)
     if legacy.exists() and not led.exists():
         try:
             spent = float(json.loads(legacy.read_text(encoding="utf-8"))["spent_usd"])
@@ -266,31 +232,121 @@ def _ledger(out: Path) -> Path:
             raise BatchError(f"{legacy} (the spend recorded for {out.name}) is unreadable; fix or delete it") from None
         if not spent >= 0:
             raise BatchError(f"{legacy}: spent_usd must be a non-negative number")
-        led.write_text(json.dumps({"spent": "carried over", "usd": spent}) + "\n", encoding="utf-8")
+        atomic_write(led, json.dumps({"spent": "carried over", "usd": spent}) + "\n")
         legacy.unlink()
     return led
 
 
-def _item_key(client: LLMClient, item: BatchItem) -> str:
-    from trek.llm.estimate import request_body
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold the output's lock (:meth:`RunDir.output_lock`) for the run; a second run on the same
+    output is refused."""
+    try:
+        with RunDir(out.parent).output_lock(out.name):
+            yield
+    except RunLockedError as e:
+        raise BatchError(f"another run is writing {out}: {e}") from None
+    except RecordError as e:
+        if Path(e.path).name.endswith(".lock"):
+            raise BatchError(f"cannot write in {out.parent} for --out") from None
+        raise
 
-    return request_key(client.cache_request("chat", request_body(client, item.request), item.request.sample))
+
+# -- the stage ------------------------------------------------------------------------------------
+class BatchResult(Record):
+    """One line of the output: the result of one request id."""
+
+    id: str
+    status: str
+    content: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cached: bool = False
+    error: str | None = None
+    model: str | None = None
+    request_key: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_empty_tool_calls(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("tool_calls") is None:
+            data.pop("tool_calls", None)  # a line names tool calls only when the reply made some
+        return data
 
 
-def _line(item: BatchItem, res: LLMResult) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": item.id,
-        "status": res.status,
-        "content": res.content if res.ok else None,
-        "usage": res.usage.model_dump(),
-        "cached": res.cached,
-        "error": res.error,
-        "model": res.model,
-        "request_key": res.key,
-    }
-    if res.ok and res.tool_calls:
-        out["tool_calls"] = res.tool_calls
-    return out
+class BatchStage(Stage[BatchItem, BatchResult]):
+    """``trek llm run`` on :mod:`trek.stage`: one :class:`BatchResult` per request id in ``out``.
+
+    The input key of an id is the cache key of its request (model, messages, parameters,
+    sample, endpoint), so an ``ok`` line is kept while the request is unchanged."""
+
+    record = BatchResult
+    name = "trek llm run"
+    unit = "req"
+
+    def __init__(self, out: Path, client: LLMClient, requests_path: Path):
+        self.out, self.client, self.requests_path = out, client, requests_path
+        self.hits = 0
+
+    def slot(self, item: BatchItem) -> Slot:
+        return Slot(self.out, item.id)
+
+    def input_key(self, item: BatchItem) -> str:
+        from trek.llm.estimate import request_body
+
+        r = item.request
+        return request_key(self.client.cache_request("chat", request_body(self.client, r), r.sample))
+
+    def record_id(self, record: BatchResult) -> str:
+        return record.id
+
+    def record_key(self, record: BatchResult) -> str | None:
+        return record.request_key
+
+    def finished(self, record: BatchResult) -> bool:
+        return record.status == "ok"
+
+    async def produce(self, item: BatchItem, key: str) -> BatchResult:
+        r = item.request
+        res = await self.client.achat(r.messages, model=r.model, tools=r.tools, sample=r.sample, **r.params)
+        self.hits += res.cached
+        return BatchResult(id=item.id, status=res.status, content=res.content if res.ok else None, usage=res.usage,
+                           cached=res.cached, error=res.error, model=res.model, request_key=res.key or key,
+                           tool_calls=(res.tool_calls or None) if res.ok else None)
+
+    def failure(self, item: BatchItem, key: str, error: str) -> BatchResult:
+        # rejected for itself alone (or broken): say which line of which file
+        return BatchResult(id=item.id, status="failed", model=item.request.model or self.client.model,
+                           error=f"{self.requests_path}, line {item.line}, id '{item.id}': {error}")
+
+    def postfix(self) -> str:
+        c = self.client
+        return f"hits={self.hits} tok={c.usage.total_tokens} {c.spent_text()} {c.pace()}".rstrip()
+
+    def llm_clients(self) -> list[Any]:
+        return [self.client]
+
+
+def _check_previous(out: Path, listed: set[str]) -> None:
+    """Refuse an ``out`` that is not an earlier output, or that holds answered ids the requests
+    no longer list (their answers were paid for)."""
+    if not out.exists():
+        return
+    status: dict[str, Any] = {}
+    try:
+        for lineno, obj in iter_json_lines(out, torn_tail=True):
+            if "id" not in obj:
+                raise RecordError(out, lineno, "line has no 'id'")
+            status[str(obj["id"])] = obj.get("status")
+    except RecordError as e:
+        raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or pick another") from None
+    orphans = [rid for rid, st in status.items() if st == "ok" and rid not in listed]
+    if orphans:
+        shown = ", ".join(orphans[:5]) + (", ..." if len(orphans) > 5 else "")
+        raise BatchError(
+            f"{out} holds {len(orphans)} answered ids that the requests file no longer lists ({shown}); "
+            "put them back in the requests file, or write to a new --out"
+        )
 
 
 async def run_batch(
@@ -301,7 +357,8 @@ async def run_batch(
     checkpoint_seconds: float = 2.0,
     items: list[BatchItem] | None = None,
 ) -> BatchSummary:
-    """Run every request not already answered in ``out_path`` and rewrite it atomically.
+    """Run every request not already answered in ``out_path`` (a :class:`BatchStage` through
+    :func:`trek.stage.execute`) and close the client.
 
     ``items``: the requests file as :func:`load_requests` read it (a file is read once, so a
     pipe works); default: read it here. ``client.budget_usd`` (if set) caps the spend recorded
@@ -309,88 +366,140 @@ async def run_batch(
     would put paid results at risk.
     """
     req_path, out = Path(requests_path), Path(out_path)
-    cache = getattr(getattr(client, "cache", None), "path", None)
-    check_output_path(out, req_path, reads=[cache])
+    check_output_path(out, req_path, reads=[getattr(getattr(client, "cache", None), "path", None)])
     if items is None:
         items = load_requests(req_path, default_model=client.model)
-    with _locked(out):
-        prev = _Previous(out)
-        try:
-            return await _run(items, out, prev, client, checkpoint_seconds, req_path)
-        finally:
-            prev.close()
-
-
-async def _run(
-    items: list[BatchItem], out: Path, prev: _Previous, client: LLMClient, checkpoint_seconds: float,
-    req_path: Path,
-) -> BatchSummary:
-    listed = {it.id for it in items}
-    orphans = [rid for rid, (status, _, _) in prev.index.items() if status == "ok" and rid not in listed]
-    if orphans:
-        shown = ", ".join(orphans[:5]) + (", ..." if len(orphans) > 5 else "")
-        raise BatchError(
-            f"{out} holds {len(orphans)} answered ids that the requests file no longer lists ({shown}); "
-            "put them back in the requests file, or write to a new --out"
-        )
-    kept_ids: set[str] = set()
-    todo: list[BatchItem] = []
-    for it in items:
-        status, key, _ = prev.index.get(it.id, (None, None, 0))
-        if status == "ok" and key == _item_key(client, it):
-            kept_ids.add(it.id)
-        else:
-            todo.append(it)
-    # what the new lines said (the lines themselves are only in the journal: memory stays small)
-    new: dict[str, tuple[str, str | None]] = {}
-    order = [it.id for it in items]
-    last_write = time.monotonic()
-    journal = Journal(out)
-
-    def compact() -> None:
-        """The output once more, one line per id in input order, read back from the journal."""
-        journal.close()
-        if not new and prev.canonical(order, kept_ids):
-            return  # nothing made, and the file already is exactly the kept lines
-        final = _Previous(out)
-        try:
-            write_jsonl(out, (final.line(rid) for rid in order if rid in new or rid in kept_ids))
-        finally:
-            final.close()
-
-    def on_result(i: int, res: LLMResult) -> None:
-        nonlocal last_write
-        if res.status == "failed":  # rejected for itself alone: say which line of which file
-            res.error = f"{req_path}, line {todo[i].line}, id '{todo[i].id}': {res.error}"
-        line = _line(todo[i], res)
-        new[todo[i].id] = (line["status"], line["error"])
-        journal.add(line)
-        if time.monotonic() - last_write >= checkpoint_seconds:
-            journal.flush()
-            last_write = time.monotonic()  # after the write: a slow checkpoint never triggers the next
-
+    stage = BatchStage(out, client, req_path)
     calls0, hits0 = client.http_calls, client.cache_hits
-    with spending([client], _ledger(out)) as ledger:
-        try:
-            await client.amap([it.request for it in todo], desc="trek llm run", on_result=on_result, alone=True)
-        finally:
+    try:
+        with _locked(out):
+            _check_previous(out, {it.id for it in items})
+            ledger = _ledger(out)
             try:
-                journal.flush()
-                compact()
-            finally:
-                journal.close()
-                await client.aclose()
-    n_ok = len(kept_ids) + sum(1 for status, _ in new.values() if status == "ok")
-    n_failed = sum(1 for status, _ in new.values() if status == "failed")
+                tally = await execute(stage, items, outputs=[out], progress=client.progress, lock=False,
+                                      checkpoint_seconds=checkpoint_seconds, ledger=ledger)
+            except RecordError as e:
+                if Path(e.path) == out:  # a line the pre-check read but is not a result line
+                    raise BatchError(f"--out is not an earlier output of `trek llm run` ({e}); move it away or "
+                                     "pick another") from None
+                raise
+    finally:
+        await client.aclose()
+    lines = tally.of(out)
+    n_ok = sum(r.status == "ok" for r in lines)
+    failed = [r.error or "" for r in lines if r.status == "failed"]
     return BatchSummary(
-        total=len(items),
-        ok=n_ok,
-        pending=len(items) - n_ok - n_failed,
-        kept=len(kept_ids),
-        http_calls=client.http_calls - calls0,
-        cache_hits=client.cache_hits - hits0,
-        out=out,
-        spent_usd=ledger.total_usd,
-        failed=n_failed,
-        errors=[error or "" for status, error in new.values() if status == "failed"],
+        total=len(items), ok=n_ok, pending=len(items) - n_ok - len(failed), kept=tally.kept,
+        http_calls=client.http_calls - calls0, cache_hits=client.cache_hits - hits0, out=out,
+        spent_usd=read_ledger(ledger), failed=len(failed), errors=failed,
+        example=next((r.error for r in lines if r.status == "pending" and r.error), None),
     )
+
+
+# -- the Batch API ---------------------------------------------------------------------------------
+async def run_openai_batch(
+    requests_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    client: LLMClient,
+    *,
+    state_dir: str | os.PathLike[str] | None = None,
+    wait: bool = True,
+    poll_seconds: float = 30.0,
+    max_wait: float | None = None,
+    progress: bool = True,
+    items: list[Any] | None = None,
+) -> Any:
+    """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
+
+    ``items``: the requests as :func:`load_requests` read them (default: read
+    the file here; a file is read once, so a pipe works).
+
+    The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
+    cache, the output is written by :func:`run_batch` replaying the cache (no live
+    call); ids not answered by a batch come out ``pending``. The batch-priced dollars of the
+    replies loaded are added to the output's spend ledger (``--budget``).
+    """
+    from trek.llm.estimate import RecordingClient, estimate_requests, request_body
+    from trek.llm.ledger import spending
+    from trek.llm.openai_batch import submit_and_collect
+    from trek.llm.usage import BATCH_PRICE_FACTOR
+
+    out = Path(out_path)
+    check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
+    if items is None:
+        items = load_requests(requests_path, default_model=client.model)
+    reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
+    spent_before = read_ledger(_ledger(out))
+    if client.budget_usd is not None:
+        est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
+        if spent_before + est.usd_high > client.budget_usd:
+            raise ValueError(
+                f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
+                f"(${spent_before:.4f} spent before); raise the budget or split the requests"
+            )
+    folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
+    br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
+                                  max_wait=max_wait, progress=progress)
+    replay = RecordingClient(client, use_cache=True,
+                             error="not answered by the Batch API yet (still running, failed or expired): run again",
+                             reasons=br.failures)
+    if br.cost_usd:
+        with spending([], _ledger(out)) as ledger:
+            ledger.record(br.cost_usd, client.model)
+    summary = await run_batch(requests_path, out, replay, items=items)
+    summary.batch = br
+    return summary
+
+
+# -- the command -----------------------------------------------------------------------------------
+def run_requests(
+    requests: Path,
+    out: Path,
+    role: Role,
+    *,
+    cache: Path | None = None,
+    batch: dict[str, Any] | None = None,
+    proceed: Callable[[Any, Path], bool] = lambda estimate, ledger: True,
+    announce: Callable[[LLMClient], None] = lambda client: None,
+    **settings: Any,
+) -> BatchSummary | None:
+    """``trek llm run``: the requests file through ``role``'s client into ``out``.
+
+    Checks the output and every request before any call, builds the client of the folder of
+    ``out`` (:meth:`RunDir.client`: ``cache`` or the folder's response cache, ``settings``:
+    ``timeout``, ``max_retries``, ``budget_usd``, ``assume_output``, ``progress``, ``transport``),
+    hands it to ``announce``, then asks ``proceed(estimate, ledger)`` (``False``: stop here, e.g. a
+    dry run) and runs the requests live (:func:`run_batch`) or, with ``batch`` (the settings of
+    :func:`run_openai_batch`), through the Batch API. Returns the summary,
+    with :meth:`BatchSummary.report` saying what the client did.
+    """
+    from trek.llm.cache import LLMCache
+    from trek.llm.estimate import estimate_requests
+    from trek.llm.usage import BATCH_PRICE_FACTOR
+
+    run = RunDir(out.parent)
+    cache_path = cache or run.llm_cache
+    check_output_path(out, requests, reads=[cache_path, role.prices])  # before the cache file is made beside it
+    items = load_requests(requests, default_model=role.model)  # read once: a pipe works too
+    client = run.client(role, cache=LLMCache(cache_path), **settings)
+    announce(client)
+    est = estimate_requests([it.request for it in items], client, label="trek llm run",
+                            price_factor=BATCH_PRICE_FACTOR if batch is not None else 1.0,
+                            assume_output=settings.get("assume_output"))
+    if not proceed(est, _ledger(out)):
+        return None
+    if batch is not None:
+        summary = run_sync(run_openai_batch(requests, out, client, items=items, progress=client.progress, **batch))
+    else:
+        summary = run_sync(run_batch(requests, out, client, items=items))
+    summary.client_notes = _client_notes(client, summary)
+    return summary
+
+
+def _client_notes(client: LLMClient, summary: BatchSummary) -> list[str]:
+    notes = [client.endpoint_summary()] if client.pooled else []
+    if client.usage.calls:
+        notes.append(f"tokens: {client.usage.prompt_tokens} in, {client.usage.completion_tokens} out; spent "
+                     f"{client.spent_text()}" + (f" (${summary.spent_usd:.4f} for this output over all runs)"
+                                                 if client.budget_usd is not None else ""))
+    return notes

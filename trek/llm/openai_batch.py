@@ -45,7 +45,7 @@ from trek.llm.client import LLMClient
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
 from trek.runs import BATCH_STATE
 
-__all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect", "run_openai_batch"]
+__all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect"]
 
 MAX_BATCH_LINES = 50_000
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -327,56 +327,3 @@ async def _poll(
             await asyncio.sleep(poll_seconds)
     finally:
         bar.close()
-
-
-async def run_openai_batch(
-    requests_path: str | os.PathLike[str],
-    out_path: str | os.PathLike[str],
-    client: LLMClient,
-    *,
-    state_dir: str | os.PathLike[str] | None = None,
-    wait: bool = True,
-    poll_seconds: float = 30.0,
-    max_wait: float | None = None,
-    progress: bool = True,
-    items: list[Any] | None = None,
-) -> Any:
-    """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
-
-    ``items``: the requests as :func:`trek.llm.batch.load_requests` read them (default: read
-    the file here; a file is read once, so a pipe works).
-
-    The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
-    cache, the output is written by :func:`trek.llm.batch.run_batch` replaying the cache (no live
-    call); ids not answered by a batch come out ``pending``. The batch-priced dollars of the
-    replies loaded are added to the output's spend ledger (``--budget``).
-    """
-    from trek.llm.batch import _ledger, check_output_path, load_requests, run_batch
-    from trek.llm.estimate import RecordingClient, estimate_requests, request_body
-    from trek.llm.ledger import read_ledger, spending
-
-    out = Path(out_path)
-    check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
-    if items is None:
-        items = load_requests(requests_path, default_model=client.model)
-    reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
-    spent_before = read_ledger(_ledger(out))
-    if client.budget_usd is not None:
-        est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
-        if spent_before + est.usd_high > client.budget_usd:
-            raise ValueError(
-                f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
-                f"(${spent_before:.4f} spent before); raise the budget or split the requests"
-            )
-    folder = Path(state_dir) if state_dir else out.with_name(f".{out.name}.batches")
-    br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
-                                  max_wait=max_wait, progress=progress)
-    replay = RecordingClient(client, use_cache=True,
-                             error="not answered by the Batch API yet (still running, failed or expired): run again",
-                             reasons=br.failures)
-    if br.cost_usd:
-        with spending([], _ledger(out)) as ledger:
-            ledger.record(br.cost_usd, client.model)
-    summary = await run_batch(requests_path, out, replay, items=items)
-    summary.batch = br  # type: ignore[attr-defined]
-    return summary

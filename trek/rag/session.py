@@ -128,9 +128,8 @@ def _dry_run_rows(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> No
 
 
 def _grade(runs_dirs: Sequence[Path], judge_client: Any, judge: Role, audit_client: Any, audit: Role | None,
-           say: Callable[[str], None]) -> int:
+           audit_with: Callable[..., Any] | None, say: Callable[[str], None]) -> int:
     """Grade (and audit) every run; the number of grades left pending or failed."""
-    from trek.audit import audit_grading
     from trek.grading import run_grading
 
     ungraded = 0
@@ -139,7 +138,7 @@ def _grade(runs_dirs: Sequence[Path], judge_client: Any, judge: Role, audit_clie
         say(f"{rd.name}: {rep.describe().splitlines()[0]}")
         ungraded += rep.pending_grades + rep.failed_grades
         if audit_client is not None:
-            arep = audit_grading(rd, audit_client, progress=False, **dict(audit.params if audit else {}))
+            arep = audit_with(rd, audit_client, progress=False, **dict(audit.params if audit else {}))  # type: ignore[misc]
             say(f"{rd.name}: {arep.describe().splitlines()[0]}")
     return ungraded
 
@@ -150,10 +149,12 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
                   prompts_dir: str | os.PathLike[str] | None = None, dry_run: bool = False, progress: bool = True,
                   proceed: Callable[[Any, Path], bool] = lambda estimate, ledger: True,
                   announce: Callable[[Mapping[str, Any]], None] = lambda roles: None,
-                  say: Callable[[str], None] = _say, echo: Callable[[str], None] = print) -> CtrlGridReport | None:
+                  say: Callable[[str], None] = _say, echo: Callable[[str], None] = print,
+                  audit_with: Callable[..., Any] | None = None) -> CtrlGridReport | None:
     """Run the grid of ``settings`` on ``contexts`` with ``model`` into the folder ``runs``,
     grade every run with ``judge`` (``oracle``: the exact judge; ``None``: no grading; ``audit``:
-    a model's verdicts recorded beside the exact judge's) and return the report, or ``None``
+    a model's verdicts recorded beside the exact judge's by ``audit_with``, i.e.
+    :func:`trek.audit.audit_grading`) and return the report, or ``None``
     when ``proceed(estimate, ledger)`` says no. ``dry_run``: write nothing and ``echo`` the grid's
     runs and calls before ``proceed``. One ledger and one ``budget_usd`` for the model and the
     judge, over every invocation on ``runs``; ``say``: progress lines (standard error)."""
@@ -206,6 +207,8 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
         if audit_model and judge_model != ORACLE:
             raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with "
                              "--judge oracle")
+        if audit_model and audit_with is None:
+            raise TypeError("run_ctrl_grid: an audit judge needs audit_with (trek.audit.audit_grading)")
         exact = ExactJudge(contexts=contexts) if judge_model == ORACLE else None
         judge_client = exact or (endpoint(judge) if judge_model else None)
         est = estimate_grid(cells, records, built, model.model or "", PriceTable.load(model.prices), questions=qs,
@@ -229,6 +232,6 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
             report = CtrlGridReport(summary, model.model or "")
             if judge_client is not None:
                 audit_client = endpoint(audit) if audit is not None and audit_model else None
-                report.ungraded = _grade(summary.runs, judge_client, judge, audit_client, audit, say)  # type: ignore[arg-type]
+                report.ungraded = _grade(summary.runs, judge_client, judge, audit_client, audit, audit_with, say)  # type: ignore[arg-type]
                 report.grid = accuracy_grid(cells)
     return report

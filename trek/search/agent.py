@@ -49,6 +49,7 @@ from trek.search.base import RejectedSearchError, SearchBackend, SearchOutcome, 
 from trek.search.openai_search import INCLUDE_SOURCES, OpenAISearch, parse_web_search_output
 from trek.templates import register, render, template_version
 from trek.types import Question, SearchCall, SearchResult, Trajectory, TrajectoryStep, Usage
+from trek.urls import unique_urls
 
 __all__ = [
     "SYSTEMS",
@@ -188,16 +189,6 @@ def format_search_results(call: SearchCall) -> str:
     return "\n".join(lines).rstrip()
 
 
-def _dedupe(urls: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for u in urls:
-        if u not in seen:
-            seen.add(u)
-            out.append(u)
-    return out
-
-
 class _Record:
     """The trajectory being built for one question."""
 
@@ -260,7 +251,7 @@ class _Record:
             urls.extend(s.result_urls)
             if s.kind == "open" and s.url:
                 urls.append(s.url)
-        return _dedupe(urls + self.citations)
+        return unique_urls(urls + self.citations)
 
 
 class SearchSystem:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from trek import runs
 from trek.pages import normalize_url
 from trek.trace.records import UrlMatch
 from trek.types import Grade, Question, Trajectory
+from trek.urls import unique_urls
 
 __all__ = [
     "FAILED_OUTCOMES",
@@ -34,21 +35,11 @@ __all__ = [
 FAILED_OUTCOMES: tuple[str, ...] = ("incorrect", "not_attempted")
 
 
-def _dedupe(urls: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for u in urls:
-        if u and u not in seen:
-            seen.add(u)
-            out.append(u)
-    return out
-
-
 def retrieved_collection(t: Trajectory) -> list[str]:
     """Every search call's result URLs, then ``retrieved_urls`` and the opened URLs, in order,
     exact string duplicates removed keeping the first occurrence."""
     urls = [r.url for call in t.search_calls for r in call.results]
-    return _dedupe([*urls, *t.retrieved_urls, *t.opened_urls])
+    return unique_urls([*urls, *t.retrieved_urls, *t.opened_urls])
 
 
 def recorded_queries(t: Trajectory) -> list[str]:
