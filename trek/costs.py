@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,26 +165,30 @@ def _spent(u: Usage) -> bool:
     return bool(u.calls or u.prompt_tokens or u.completion_tokens or u.cost_usd)
 
 
-def _latest(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """A JSONL file's records, a later one with the same ``question_id`` (or ``id``) replacing
-    an earlier one, as the run loaders read them."""
-    keyed: dict[Any, tuple[int, dict[str, Any]]] = {}
+def _latest(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A JSONL file's records in line order, a later one with the same ``question_id`` (or
+    ``id``) replacing an earlier one, as the run loaders read them. Two passes over the file:
+    the first keeps only each key's last line number, so no record is held."""
+    last: dict[str, int] = {}
     for lineno, rec in iter_json_lines(path):
         key = rec.get("question_id", rec.get("id"))
-        keyed[("line", lineno) if key is None else ("key", str(key))] = (lineno, rec)
-    return sorted(keyed.values(), key=lambda lr: lr[0])
+        if key is not None:
+            last[str(key)] = lineno
+    for lineno, rec in iter_json_lines(path):
+        key = rec.get("question_id", rec.get("id"))
+        if key is None or last.get(str(key)) == lineno:
+            yield lineno, rec
 
 
 def _file_spend(
     path: Path, prices: PriceTable, default_model: str | None = None
-) -> list[tuple[int, dict[str, Any], list[Spend]]]:
-    out = []
+) -> Iterator[tuple[int, dict[str, Any], list[Spend]]]:
     for lineno, rec in _latest(path):
         try:
-            out.append((lineno, rec, record_spend(rec, prices, default_model)))
+            spends = record_spend(rec, prices, default_model)
         except ValueError as e:
             raise RecordError(path, lineno, str(e)) from None
-    return out
+        yield lineno, rec, spends
 
 
 def _dollars(spends: Iterable[Spend]) -> float:
@@ -238,9 +242,11 @@ def run_spend(run_dir: str | os.PathLike[str], prices: PriceTable) -> RunSpend:
     meta = _runs.read_meta(rd)
     system = (meta.config.get("system") if meta else None) or {}
     questions = _runs.load_questions(rd)
-    answers = _runs.load_answers(rd, questions)  # validates the records against the question set
+    model = meta.model if meta and meta.model else None
+    if (rd / _runs.ANSWERS).exists():  # validates the records against the question set, one at a time
+        for _, t in _runs.iter_checked(rd / _runs.ANSWERS, Trajectory, questions):
+            model = model or t.model
     search = _search_backend(rd)
-    model = meta.model if meta and meta.model else next((t.model for t in answers.values()), None)
     out = RunSpend(model=model, search=search, effort=system.get("effort") or "-", questions=len(questions))
     if (rd / _runs.ANSWERS).exists():
         for _, rec, spends in _file_spend(rd / _runs.ANSWERS, prices, model):

@@ -15,7 +15,9 @@ A run is a folder written by one system answering one question set::
     RUN_DIR/llm-cache.sqlite, search-cache.sqlite, pages.sqlite   response, search and page caches
 
 A Ctrl build folder (``trek ctrl build --out``) holds ``pools.jsonl``, ``contexts.jsonl`` and
-``build.json``.
+``build.json``, and with a model fabricator ``fabrications.jsonl`` (the fabrication stage's
+checkpoint) and ``.build.spend``; a pools file ``NAME.jsonl`` of ``trek ctrl discover`` has
+``NAME.report.json`` and ``NAME.discovery.jsonl`` (the discovery stage's checkpoint) beside it.
 
 This module is the only place that knows those names (:class:`RunDir` hands out every path and
 reads and writes every record file), and the only one that locks files (:func:`lock_file`,
@@ -30,7 +32,7 @@ import errno
 import fcntl
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,6 +78,9 @@ __all__ = [
     "CONTEXTS",
     "BUILD_MANIFEST",
     "BATCH_STATE",
+    "FABRICATIONS",
+    "BUILD_LEDGER",
+    "CALIBRATION_REPORT",
     "QUESTIONS",
     "ANSWERS",
     "GRADES",
@@ -111,6 +116,16 @@ PAGES = "pages.sqlite"
 POOLS = "pools.jsonl"
 CONTEXTS = "contexts.jsonl"
 BUILD_MANIFEST = "build.json"
+#: The checkpoint of a Ctrl build's model fabrication (one record per question) and the build
+#: folder's spend ledger (fabrication calls over every ``trek ctrl build`` into it).
+FABRICATIONS = "fabrications.jsonl"
+BUILD_LEDGER = ".build.spend"
+#: Beside a pools file ``NAME.jsonl`` written by ``trek ctrl discover``: its report and the
+#: checkpoint of its discovery (one record per question).
+DISCOVERY_REPORT = ".report.json"
+DISCOVERY_RECORDS = ".discovery.jsonl"
+#: The file name ``trek ctrl calibrate --json`` suggests.
+CALIBRATION_REPORT = "calibration.json"
 #: The Batch API state of a ``trek llm run --batch`` (in the state folder beside its ``--out``).
 BATCH_STATE = "openai-batches.json"
 
@@ -171,6 +186,20 @@ class RunDir:
     audit_path = _in_run(AUDIT)
     lock_path = _in_run(LOCK)
     pages_file = _in_run(PAGES)  # what `trek import` writes, whatever $TREK_PAGES says
+    # a Ctrl build folder (``trek ctrl build --out``)
+    pools_path = _in_run(POOLS)
+    contexts_path = _in_run(CONTEXTS)
+    build_manifest = _in_run(BUILD_MANIFEST)
+    fabrications_path = _in_run(FABRICATIONS)
+    build_ledger = _in_run(BUILD_LEDGER)
+
+    def discovery_report(self, pools: str = POOLS) -> Path:
+        """The report of ``trek ctrl discover --out RUN_DIR/pools`` (``NAME.report.json``)."""
+        return self.path / f"{Path(pools).stem}{DISCOVERY_REPORT}"
+
+    def discovery_records(self, pools: str = POOLS) -> Path:
+        """The discovery checkpoint beside the pools file ``pools`` (``NAME.discovery.jsonl``)."""
+        return self.path / f"{Path(pools).stem}{DISCOVERY_RECORDS}"
 
     @property
     def llm_cache(self) -> Path:
@@ -448,13 +477,19 @@ def _numbered(path: Path, model: type[Any], torn_tail: bool = True) -> Iterator[
             raise RecordError(path, line, f"{model.__name__}: {describe_validation_error(e)}") from None
 
 
-def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def iter_checked(path: PathLike, model: type[M], questions: Container[str] | None = None) -> Iterator[tuple[int, M]]:
+    """``(line, record)`` of a record file one at a time (nothing kept), each validated as
+    ``model``; with ``questions`` (ids), a record of an unknown question id is an error naming
+    its line. Lines for the same id are all yielded (a later one supersedes an earlier one)."""
+    path = Path(path)
     for line, rec in _numbered(path, model):
         if questions is not None and rec.question_id not in questions:
             raise RecordError(path, line, f"field 'question_id': {rec.question_id!r} is not in {QUESTIONS}")
-        out[rec.question_id] = rec
-    return out
+        yield line, rec
+
+
+def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
+    return {rec.question_id: rec for _, rec in iter_checked(path, model, questions)}
 
 
 def grow_questions(run_dir: PathLike, questions: Iterable[Question]) -> list[Question]:

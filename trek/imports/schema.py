@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,6 @@ __all__ = ["SCHEMA_FILE", "schema", "schema_text", "Problem", "validate_run"]
 
 #: The shipped JSON Schema of the trajectory schema.
 SCHEMA_FILE = Path(__file__).with_name("trajectory.schema.json")
-
-_FILES: dict[str, type[BaseModel]] = {QUESTIONS: Question, ANSWERS: Trajectory}
-
 
 def schema() -> dict[str, Any]:
     """The JSON Schema document of the trajectory schema (see the module docstring)."""
@@ -90,17 +88,37 @@ def _errors(path: Path, line: int | None, model: type[BaseModel], obj: Any) -> t
         return None, out
 
 
-def _records(path: Path, model: type[BaseModel], problems: list[Problem]) -> list[tuple[int, Any]]:
-    out: list[tuple[int, Any]] = []
+class _Capped:
+    """The first ``limit`` problems of one file and a count of the rest (so a file of 100,000
+    bad lines costs ``limit`` problems of memory, not 100,000)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.kept, self.more = limit, [], 0
+
+    def add(self, problems: list[Problem] | Problem) -> None:
+        for p in problems if isinstance(problems, list) else [problems]:
+            if len(self.kept) < self.limit:
+                self.kept.append(p)
+            else:
+                self.more += 1
+
+    def out(self) -> list[Problem]:
+        if not self.more:
+            return self.kept
+        last = self.kept[-1]
+        return [*self.kept, Problem(last.file, None, None, f"... and {self.more} more problem(s) in this file")]
+
+
+def _records(path: Path, model: type[BaseModel], problems: _Capped) -> Iterator[tuple[int, Any]]:
+    """The valid records of ``path`` one at a time; the invalid ones go to ``problems``."""
     try:
         for line, obj in iter_json_lines(path):
             rec, errs = _errors(path, line, model, obj)
-            problems += errs
+            problems.add(errs)
             if rec is not None:
-                out.append((line, rec))
+                yield line, rec
     except RecordError as e:
-        problems.append(Problem(str(path), e.line, None, str(e).split(": ", 1)[-1]))
-    return out
+        problems.add(Problem(str(path), e.line, None, str(e).split(": ", 1)[-1]))
 
 
 def _coverage_checks(path: Path, line: int, t: Trajectory) -> list[Problem]:
@@ -134,35 +152,40 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
     if not rd.is_dir():
         return [Problem(str(rd), None, None, "run directory does not exist")]
     problems: list[Problem] = []
-    files: dict[str, list[tuple[int, Any]]] = {}
-    for name, model in _FILES.items():
-        p = rd / name
-        if not p.exists():
-            problems.append(Problem(str(p), None, None, "file does not exist"))
-            continue
-        got: list[Problem] = []
-        files[name] = _records(p, model, got)
-        problems += _capped(got, limit)
+    # one pass per file, no record kept: question ids (with their line) are all that is held
+    # (listed in this order: each file's unreadable records, then the question set's repeated
+    # ids, then what the answers get wrong about the questions)
     qids: dict[str, int] = {}
-    for line, q in files.get(QUESTIONS, []):
-        if q.id in qids:
-            problems.append(Problem(str(rd / QUESTIONS), line, "id",
-                                    f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
-        qids.setdefault(q.id, line)
-    extra: list[Problem] = []
-    answered: dict[str, int] = {}
-    for line, t in files.get(ANSWERS, []):
-        if t.question_id in answered:
-            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
-                                 f"{t.question_id!r} is answered twice (first on line {answered[t.question_id]}); "
-                                 "a finished run holds one answer per question (a stage that was stopped leaves "
-                                 "its journal so until the same command runs again)"))
-        answered.setdefault(t.question_id, line)
-        if QUESTIONS in files and t.question_id not in qids:
-            extra.append(Problem(str(rd / ANSWERS), line, "question_id",
-                                 f"{t.question_id!r} is not a question of {QUESTIONS}"))
-        extra += _coverage_checks(rd / ANSWERS, line, t)
-    problems += _capped(extra, limit)
+    path = rd / QUESTIONS
+    repeated = _Capped(limit)
+    if not path.exists():
+        problems.append(Problem(str(path), None, None, "file does not exist"))
+    else:
+        got = _Capped(limit)
+        for line, q in _records(path, Question, got):
+            if q.id in qids:
+                repeated.add(Problem(str(path), line, "id", f"duplicate question id {q.id!r} (first on line {qids[q.id]})"))
+            qids.setdefault(q.id, line)
+        problems += got.out()
+    path = rd / ANSWERS
+    if not path.exists():
+        problems.append(Problem(str(path), None, None, "file does not exist"))
+        problems += repeated.out()
+    else:
+        got, extra = _Capped(limit), _Capped(limit)
+        answered: dict[str, int] = {}
+        for line, t in _records(path, Trajectory, got):
+            if t.question_id in answered:
+                extra.add(Problem(str(path), line, "question_id",
+                                  f"{t.question_id!r} is answered twice (first on line {answered[t.question_id]}); "
+                                  "a finished run holds one answer per question (a stage that was stopped leaves "
+                                  "its journal so until the same command runs again)"))
+            answered.setdefault(t.question_id, line)
+            if (rd / QUESTIONS).exists() and t.question_id not in qids:
+                extra.add(Problem(str(path), line, "question_id", f"{t.question_id!r} is not a question of {QUESTIONS}"))
+            extra.add(_coverage_checks(path, line, t))
+        del answered
+        problems += got.out() + repeated.out() + extra.out()
     meta = rd / META
     if not meta.exists():
         problems.append(Problem(str(meta), None, None, "file does not exist (every Trek run has one: write it with "
@@ -178,16 +201,16 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         path = rd / name
         if not path.exists() and not path.is_symlink():
             continue
-        got = []
+        got = _Capped(limit)
         seen: dict[str, int] = {}
         for line, g in _records(path, model, got):
             qid = g.question_id
             if qids and qid not in qids:
-                got.append(Problem(str(path), line, "question_id", f"{qid!r} is not a question of {QUESTIONS}"))
+                got.add(Problem(str(path), line, "question_id", f"{qid!r} is not a question of {QUESTIONS}"))
             if qid in seen:
-                got.append(Problem(str(path), line, "question_id", f"{qid!r} appears twice (first on line {seen[qid]})"))
+                got.add(Problem(str(path), line, "question_id", f"{qid!r} appears twice (first on line {seen[qid]})"))
             seen.setdefault(qid, line)
-        problems += _capped(got, limit)
+        problems += got.out()
     pages = rd / PAGES
     if pages.exists():
         try:
@@ -208,11 +231,3 @@ def _graded_files() -> dict[str, type[BaseModel]]:
     from trek.trace.records import TraceRecord
 
     return {GRADES: Grade, AUDIT: Grade, TRACE: TraceRecord}
-
-
-def _capped(problems: list[Problem], limit: int) -> list[Problem]:
-    if len(problems) <= limit:
-        return problems
-    rest = len(problems) - limit
-    last = problems[limit - 1]
-    return [*problems[:limit], Problem(last.file, None, None, f"... and {rest} more problem(s) in this file")]

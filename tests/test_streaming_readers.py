@@ -1,0 +1,77 @@
+"""`trek cost` and `trek validate` read a run one record at a time (issue 31: nothing a large run
+holds is loaded whole). Memory is measured with tracemalloc (allocations, not time)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from trek import runs
+from trek.costs import run_spend, summarize_usage
+from trek.imports.schema import validate_run
+from trek.llm.usage import Price, PriceTable
+from trek.types import Question, RunMeta, Trajectory, Usage, write_jsonl
+
+N = 600
+PAGE = "x" * 20_000  # each answer carries 20 KB of text: 12 MB held if the file were loaded whole
+
+
+def _big_run(root, n=N):
+    qs = [Question(id=f"q{i}", dataset="freshqa", question="?", answers=["a"]) for i in range(n)]
+    write_jsonl(root / runs.QUESTIONS, qs)
+    write_jsonl(root / runs.ANSWERS, (Trajectory(question_id=q.id, model="m", final_answer=PAGE,
+                                                 usage=Usage(calls=1, prompt_tokens=10, completion_tokens=2))
+                                      for q in qs))
+    runs.write_meta(root, RunMeta(run_id="big", kind="wild", model="m"))
+    return root
+
+
+def _peak(fn) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+PRICES = PriceTable({"m": Price(input=1.0, output=2.0)})
+
+
+@pytest.mark.slow  # tracemalloc slows every allocation
+def test_cost_and_validate_hold_one_record_at_a_time(tmp_path):
+    rd = _big_run(tmp_path)
+    size = (rd / runs.ANSWERS).stat().st_size
+    assert size > 10_000_000
+    df, peak = _peak(lambda: summarize_usage(rd, PRICES))
+    total = df[df["file"] == "TOTAL"].iloc[0]
+    assert (total["records"], total["prompt_tokens"]) == (N, 10 * N)
+    assert peak < size / 3, f"trek cost peaked at {peak / 1e6:.1f} MB on a {size / 1e6:.0f} MB answers file"
+    spend, peak = _peak(lambda: run_spend(rd, PRICES))
+    assert spend.tokens.prompt_tokens == 10 * N and spend.model == "m"
+    assert peak < size / 3, f"run_spend peaked at {peak / 1e6:.1f} MB"
+    problems, peak = _peak(lambda: validate_run(rd))
+    assert problems == []
+    assert peak < size / 3, f"trek validate peaked at {peak / 1e6:.1f} MB"
+
+
+def test_a_later_line_still_supersedes_an_earlier_one_in_trek_cost(tmp_path):
+    rd = _big_run(tmp_path, n=3)
+    with open(rd / runs.ANSWERS, "a") as f:  # a re-run's line for q1 replaces the first one
+        f.write(Trajectory(question_id="q1", model="m", final_answer="b",
+                           usage=Usage(calls=1, prompt_tokens=1000, completion_tokens=0)).model_dump_json() + "\n")
+    df = summarize_usage(rd, PRICES)
+    total = df[df["file"] == "TOTAL"].iloc[0]
+    assert (total["records"], total["prompt_tokens"]) == (3, 1020)
+
+
+def test_validate_caps_the_problems_it_keeps_per_file(tmp_path):
+    rd = _big_run(tmp_path, n=4)
+    with open(rd / runs.ANSWERS, "a") as f:
+        for i in range(120):
+            f.write(Trajectory(question_id=f"nope{i}", model="m", final_answer="a").model_dump_json() + "\n")
+    problems = validate_run(rd, limit=10)
+    answers = [p for p in problems if p.file.endswith(runs.ANSWERS)]
+    assert len(answers) == 11 and answers[-1].message == "... and 110 more problem(s) in this file"
+    assert all("'nope" in p.message for p in answers[:10])
