@@ -259,6 +259,20 @@ class Spending:
     yes: bool = YES
     assume_output: int = ASSUME_OUTPUT
 
+    def _left(self, budget: float | None, ledger: Any) -> float | None:
+        """What ``budget`` leaves after the earlier invocations of ``ledger`` (said in a note)."""
+        from trek.llm.ledger import read_ledger
+
+        before, left = read_ledger(ledger), budget
+        if budget is not None:
+            left = max(0.0, budget - before)
+            note = f"budget ${budget:.4f}: ${before:.4f} spent by earlier invocations ({ledger}), ${left:.4f} left"
+        else:
+            note = f"spent by earlier invocations: ${before:.4f} ({ledger})" if before else ""
+        if note:
+            (typer.echo if self.dry_run else lambda t: err.print(t, highlight=False))(note)
+        return left
+
     def proceed(self, estimate: Any, budget: float | None = None, ledger: Any = None) -> bool:
         """False after printing the estimate (``--dry-run``); otherwise True once the run may start.
 
@@ -269,19 +283,7 @@ class Spending:
         ``ledger``: the command's spend ledger file; with a budget, what earlier invocations spent
         is said, and the estimate is compared with what is left.
         """
-        left = budget
-        if ledger is not None:
-            from trek.llm.ledger import read_ledger
-
-            before = read_ledger(ledger)
-            if budget is not None:
-                left = max(0.0, budget - before)
-                note = (f"budget ${budget:.4f}: ${before:.4f} spent by earlier invocations ({ledger}), "
-                        f"${left:.4f} left")
-            else:
-                note = f"spent by earlier invocations: ${before:.4f} ({ledger})" if before else ""
-            if note:
-                (typer.echo if self.dry_run else lambda t: err.print(t, highlight=False))(note)
+        left = budget if ledger is None else self._left(budget, ledger)
         if self.dry_run:
             typer.echo(estimate.describe())
             return False
