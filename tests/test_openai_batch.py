@@ -177,3 +177,52 @@ def test_llm_run_batch_pending_item_says_the_providers_reason(tmp_path, monkeypa
     assert [lines[f"r{i}"]["status"] for i in range(3)] == ["ok", "pending", "ok"], r.output
     assert "500: The server had an error processing your request." in lines["r1"]["error"]
     assert "sk-secret-key" not in out.read_text()
+
+
+def test_a_batch_api_step_retries_through_the_one_policy_with_jitter_and_retry_after(monkeypatch):
+    # a step (upload, create, poll, download) that meets 429s waits at least what Retry-After
+    # says, else a jittered exponential delay; after its retries the last error is raised
+    import asyncio
+
+    import httpx
+    import openai
+
+    from trek.llm import openai_batch as ob
+
+    slept: list[float] = []
+
+    async def no_sleep(s):
+        slept.append(s)
+
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    request = httpx.Request("GET", "http://batch.invalid/v1/batches/b1")
+
+    def limited(after: str | None) -> openai.RateLimitError:
+        headers = {"retry-after": after} if after is not None else {}
+        return openai.RateLimitError("slow down", response=httpx.Response(429, headers=headers, request=request),
+                                     body=None)
+
+    errors = [limited("7"), limited(None), openai.APIConnectionError(request=request)]
+
+    async def step():
+        if errors:
+            raise errors.pop(0)
+        return "retrieved"
+
+    assert asyncio.run(ob._retrying(step)) == "retrieved"
+    assert slept[0] >= 7.0  # the service's Retry-After
+    assert ob.BACKOFF_BASE - 1e-9 <= slept[1] <= 2 * ob.BACKOFF_BASE  # attempt 2: uniform in [d/2, d], d = 2 * base
+    assert 2 * ob.BACKOFF_BASE <= slept[2] <= 4 * ob.BACKOFF_BASE and len(slept) == 3
+    # jitter: the same failures do not wait the same each time
+    runs = []
+    for _ in range(5):
+        slept.clear()
+        errors[:] = [limited(None), limited(None)]
+        asyncio.run(ob._retrying(step))
+        runs.append(tuple(slept))
+    assert len(set(runs)) > 1
+    slept.clear()
+    errors[:] = [limited(None)] * (ob.STEP_RETRIES + 1)
+    with pytest.raises(openai.RateLimitError):
+        asyncio.run(ob._retrying(step))
+    assert len(slept) == ob.STEP_RETRIES

@@ -111,6 +111,57 @@ def test_full_disk_keeps_the_previous_file_and_no_temporary(tmp_path, no_space):
     assert leftovers(tmp_path) == []
 
 
+def test_install_file_puts_a_finished_file_in_place_and_never_over_a_device(tmp_path):
+    done = tmp_path / ".made.tmp"
+    done.write_bytes(b"new")
+    target = tmp_path / "made.ipynb"
+    target.write_bytes(b"old")
+    assert outputs.install_file(done, target) == target and target.read_bytes() == b"new" and not done.exists()
+    done.write_bytes(b"x")
+    with pytest.raises(OutputError, match="is a device"):
+        outputs.install_file(done, "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_staged_folder_replaces_the_old_one_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError), outputs.staged_folder(out) as tmp:
+        (tmp / "new.txt").write_text("half")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in out.iterdir()) == ["old.txt"]  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary folder left
+    with outputs.staged_folder(out) as tmp:
+        (tmp / "new.txt").write_text("whole")
+        assert (out / "old.txt").exists()  # readers see the old folder until the swap
+    assert sorted(p.name for p in out.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert stat.S_IMODE(out.stat().st_mode) == outputs.folder_mode()
+
+
+def test_files_reach_their_place_only_through_the_output_module():
+    # one atomic writer: no other module of trek/ renames files into place or syncs them
+    # (the journal syncs its appends; it never renames)
+    import ast
+
+    root = Path(outputs.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "outputs.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            f, name = node.func, node.func.attr
+            owner = f.value.id if isinstance(f.value, ast.Name) else None
+            if (owner == "os" and name in ("replace", "rename", "renames")) or (owner == "shutil" and name == "move") \
+                    or (name == "fsync" and rel != "journal.py") or name == "rename":
+                found.append(f"{rel}:{node.lineno} {owner or '...'}.{name}")
+    assert found == [], "move a finished file in with trek.outputs (atomic_write, install_file, staged_folder)"
+
+
 def test_read_only_folder_is_named(read_only):
     with pytest.raises(OutputError, match=r"old\.jsonl: cannot be written \(Permission denied\)"):
         write_jsonl(read_only / "old.jsonl", [{"x": 2}])

@@ -51,6 +51,7 @@ from trek.ctrl import conditions as cond
 from trek.llm.cache import LLMCache
 from trek.llm.client import FatalLLMError, LLMClient
 from trek.local import LOCAL_MODEL, LocalModelUnavailable
+from trek.outputs import staged_folder
 
 __all__ = ["Settings", "ExperimentsError", "StageStats", "Report", "run_experiments", "WILD_SYSTEMS", "BENCHMARK"]
 
@@ -511,40 +512,30 @@ def _install(src: Path, out: Path) -> None:
     """Put the text files of ``src`` in ``out``: the files of the earlier run are replaced, every
     other file of ``out`` is kept (everything is assembled beside it first, then swapped in)."""
     before = _written_before(out)
-    staging = out.with_name(f".{out.name}.new")
-    old = out.with_name(f".{out.name}.old")
-    for p in (staging, old):
-        if p.exists():
-            shutil.rmtree(p)
-    written = []
-    for f in sorted(src.rglob("*")):
-        if f.is_file() and f.suffix in _TEXT_SUFFIXES and not f.name.startswith("."):
-            rel = f.relative_to(src)
-            dst = staging / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, dst)
-            written.append(rel.as_posix())
-    (staging / MANIFEST).write_text(_MANIFEST_HEAD + "".join(f"{r}\n" for r in written), encoding="utf-8")
-    if before is not None:  # keep what the earlier run did not write
-        for f in sorted(out.rglob("*")):
-            rel = f.relative_to(out).as_posix()
-            if f.is_dir() or rel in before or rel == MANIFEST:
-                continue
-            dst = staging / rel
-            if dst.exists():
-                shutil.rmtree(staging)
-                raise ExperimentsError(f"{f} was not written by `trek experiments` but a result has its name; "
-                                       "move it and run again (the replay log makes the rerun quick)")
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(f, dst)
-            except OSError:
-                shutil.copy2(f, dst)
-    if out.exists():
-        os.replace(out, old)
-    os.replace(staging, out)
-    if old.exists():
-        shutil.rmtree(old)
+    with staged_folder(out) as staging:
+        written = []
+        for f in sorted(src.rglob("*")):
+            if f.is_file() and f.suffix in _TEXT_SUFFIXES and not f.name.startswith("."):
+                rel = f.relative_to(src)
+                dst = staging / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dst)
+                written.append(rel.as_posix())
+        (staging / MANIFEST).write_text(_MANIFEST_HEAD + "".join(f"{r}\n" for r in written), encoding="utf-8")
+        if before is not None:  # keep what the earlier run did not write
+            for f in sorted(out.rglob("*")):
+                rel = f.relative_to(out).as_posix()
+                if f.is_dir() or rel in before or rel == MANIFEST:
+                    continue
+                dst = staging / rel
+                if dst.exists():
+                    raise ExperimentsError(f"{f} was not written by `trek experiments` but a result has its name; "
+                                           "move it and run again (the replay log makes the rerun quick)")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(f, dst)
+                except OSError:
+                    shutil.copy2(f, dst)
 
 
 def run_experiments(

@@ -35,15 +35,17 @@ import errno
 import io
 import os
 import secrets
+import shutil
 import stat
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from trek.paths import BUNDLED_MINI_DIR
 
 __all__ = ["OutputError", "check_out", "check_folder_out", "check_run_folder", "check_replace", "make_folder",
-           "folder_mode", "atomic_write", "real", "csv_cell", "csv_safe", "RUN_FILE_SUFFIXES"]
+           "folder_mode", "atomic_write", "install_file", "staged_folder", "real", "csv_cell", "csv_safe", "RUN_FILE_SUFFIXES"]
 
 PathLike = str | os.PathLike[str]
 
@@ -340,6 +342,59 @@ def _ensure_folder(p: Path) -> None:
         raise OutputError(p, f"cannot create its folder {p.parent} ({e.strerror})") from None
 
 
+def _rename_over(tmp: Path, p: Path) -> None:
+    st = _stat(p)  # again, just before the rename: never over a device, a pipe or a folder
+    if st is not None and _kind(st.st_mode) is not None:
+        raise OutputError(p, f"became {_kind(st.st_mode)} while it was written: not replaced")
+    os.replace(tmp, p)
+
+
+def install_file(src: PathLike, path: PathLike) -> Path:
+    """Put the finished file ``src`` (written by another program: a notebook run, a download,
+    a plot) at ``path`` the way :func:`atomic_write` does: synced, then renamed over a regular
+    file only. ``src`` must be in the same folder (or file system) as ``path``; it is gone after."""
+    s, p = Path(src), Path(path)
+    st = _stat(p)
+    if st is not None and _kind(st.st_mode) is not None:
+        raise OutputError(p, f"is {_kind(st.st_mode)}, not a regular file: not replaced")
+    try:
+        fd = os.open(s, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _rename_over(s, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(s)
+        raise OutputError(p, f"cannot be written ({_reason(e)}); the previous file is unchanged") from None
+    return p
+
+
+@contextlib.contextmanager
+def staged_folder(out: PathLike, *, tag: str = "new") -> Iterator[Path]:
+    """A temporary folder beside ``out`` (mode from the umask) that becomes ``out`` when the block
+    succeeds: an existing ``out`` is moved aside, the new folder renamed in, the old one removed,
+    so a reader sees the old folder or the new one, never a mix. On an error the temporary
+    folder is removed and ``out`` is left as it was."""
+    o = Path(out)
+    o.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{o.name}.{tag}-", dir=o.parent))
+    tmp.chmod(folder_mode())  # mkdtemp makes it private (0700)
+    try:
+        yield tmp
+        if o.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{o.name}.old-", dir=o.parent))
+            os.replace(o, old / o.name)
+            os.replace(tmp, o)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, o)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def atomic_write(path: PathLike, content: bytes | str | Callable[[IO[bytes]], object]) -> Path:
     """Replace ``path`` with ``content`` all at once (see the module doc); returns the path.
 
@@ -367,10 +422,7 @@ def atomic_write(path: PathLike, content: bytes | str | Callable[[IO[bytes]], ob
                 content(fh)
             fh.flush()
             os.fsync(fd)
-        st = _stat(p)  # again, just before the rename: never over a device, a pipe or a folder
-        if st is not None and _kind(st.st_mode) is not None:
-            raise OutputError(p, f"became {_kind(st.st_mode)} while it was written: not replaced")
-        os.replace(tmp, p)
+        _rename_over(tmp, p)
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from trek.outputs import install_file
 from trek.report.paths import MANIFEST_ENV, repo_root
 
 __all__ = ["ParamsError", "check_values", "declared_parameters", "default_out", "repo_root", "run_notebook",
@@ -296,7 +297,7 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
         with _environ(**{MANIFEST_ENV: str(manifest.resolve()), OUT_ENV: str(target) if target else None}), logging:
             pm.execute_notebook(str(src), str(tmp), parameters=params, cwd=str(repo_root()), progress_bar=False,
                                 kernel_name="python3", kernel_manager_class=ipc_kernel_manager())
-        os.replace(tmp, dst)
+        install_file(tmp, dst)
     finally:
         tmp.unlink(missing_ok=True)
     return manifest.read_text().split() if manifest.exists() else []

@@ -33,6 +33,7 @@ import pooch
 import requests
 
 from trek.datasets.common import LAYOUT, SourceLayout
+from trek.outputs import install_file
 
 __all__ = [
     "UNPINNED",
@@ -304,7 +305,7 @@ def fetch(pin: Pin, data_dir: str | os.PathLike[str], *, force: bool = False) ->
             got = pooch.retrieve(url, known, fname=target.name, path=staging, downloader=DOWNLOADER)
             ok, how = _verify(Path(got), pin)
             if ok:
-                os.replace(got, target)
+                install_file(got, target)
                 return DownloadOutcome(pin, target, "downloaded", f"downloaded from {url} ({how})")
     except requests.HTTPError as e:
         return DownloadOutcome(pin, target, "failed", f"{url} answered HTTP {e.response.status_code}. {hint}")

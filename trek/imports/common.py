@@ -26,8 +26,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +33,7 @@ from typing import Any, Literal
 
 from trek import jsonio
 from trek.imports.fields import link_kind
-from trek.outputs import folder_mode
+from trek.outputs import staged_folder
 from trek.pages import Page, PageStore, normalize_url
 from trek.types import (
     TRAJECTORY_SCHEMA_VERSION,
@@ -420,21 +418,8 @@ def _staging(out: Path, replace: bool) -> Iterator[Path]:
         raise ImportFailure(f"{out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()) and not replace:
         raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=out.parent))
-    tmp.chmod(folder_mode())  # mkdtemp makes it private (0700); the run directory follows the umask
-    try:
+    with staged_folder(out, tag="import") as tmp:
         yield tmp
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_run(

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ import openai
 from trek.llm.cache import request_key
 from trek.llm.client import LLMClient
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
+from trek.retry import backoff, retry_after, retrying
 from trek.runs import BATCH_STATE
 
 __all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect"]
@@ -140,16 +142,26 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
     return [x for x in (json.loads(line) for line in text.splitlines() if line.strip()) if isinstance(x, dict)]
 
 
-async def _retrying(fn: Any, tries: int = 4) -> Any:
-    """One SDK call, retried on transient failures (polling must survive a blip)."""
-    for i in range(tries):
+#: Failures of a Batch API step worth retrying (a blip while polling must not end the run).
+_TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+#: Retries of one step (upload, create, poll, download) and the backoff's base and cap, in seconds.
+STEP_RETRIES, BACKOFF_BASE, BACKOFF_CAP = 3, 0.5, 30.0
+_rng = random.Random()
+
+
+async def _retrying(fn: Any) -> Any:
+    """One SDK call under Trek's retry policy (:func:`trek.retry.retrying`): jittered, capped
+    exponential backoff that waits at least the ``Retry-After`` the service sent."""
+
+    async def attempt() -> Any:
         try:
             return await fn()
-        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError):
-            if i == tries - 1:
-                raise
-            await asyncio.sleep(min(30.0, 0.5 * 2**i))
-    raise AssertionError("unreachable")  # pragma: no cover
+        except _TRANSIENT as e:
+            e.retry_after = retry_after(getattr(getattr(e, "response", None), "headers", None))  # type: ignore[attr-defined]
+            raise
+
+    return await retrying(attempt, retry_on=_TRANSIENT, max_retries=STEP_RETRIES,
+                          wait=backoff(BACKOFF_BASE, BACKOFF_CAP, _rng))
 
 
 async def _submit(sdk: openai.AsyncOpenAI, state: _State, b: dict[str, Any]) -> None:

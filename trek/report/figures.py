@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from trek.outputs import atomic_write  # noqa: E402
 from trek.report.palette import SPARE  # noqa: E402
 from trek.report.paths import record_output  # noqa: E402
 
@@ -91,15 +92,13 @@ def finish(fig: plt.Figure, ax: plt.Axes, *, title: str, ylabel: str, ylim: tupl
 
 def save_figure(fig: plt.Figure, name: str, figures_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``<figures_dir>/<name>.pdf`` and ``.png`` (reproducible: no timestamps in the PDF),
-    each through a temporary file, and record them in the ``make paper`` manifest."""
+    each through :func:`trek.outputs.atomic_write`, and record them in the ``make paper`` manifest."""
     d = Path(figures_dir)
     d.mkdir(parents=True, exist_ok=True)
     out = []
     for ext, meta in (("pdf", {"CreationDate": None, "ModDate": None}), ("png", {"Software": None})):
         p = d / f"{name}.{ext}"
-        tmp = d / f".{name}.tmp.{ext}"
-        fig.savefig(tmp, format=ext, metadata=meta)
-        os.replace(tmp, p)
+        atomic_write(p, lambda fh, ext=ext, meta=meta: fig.savefig(fh, format=ext, metadata=meta))
         record_output(p)
         out.append(p)
     return out

@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from trek.outputs import csv_safe
-from trek.report.paths import record_output, write_atomic
+from trek.outputs import atomic_write, csv_safe
+from trek.report.paths import record_output
 
 __all__ = ["escape", "to_latex", "save_table"]
 
@@ -95,8 +95,8 @@ def save_table(
     d.mkdir(parents=True, exist_ok=True)
     csv_path, tex_path = d / f"{name}.csv", d / f"{name}.tex"
     tex = to_latex(df, caption=caption, float_format=float_format, index=index)
-    write_atomic(csv_path, csv_safe(df).to_csv(index=index, float_format=float_format))  # inert in a spreadsheet
-    write_atomic(tex_path, tex)
+    atomic_write(csv_path, csv_safe(df).to_csv(index=index, float_format=float_format))  # inert in a spreadsheet
+    atomic_write(tex_path, tex)
     for p in (csv_path, tex_path):
         record_output(p)
     return [csv_path, tex_path]

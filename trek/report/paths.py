@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
-    "MANIFEST_ENV", "repo_root", "resolve", "recorded_dir", "find_runs", "output_dirs", "record_output", "write_atomic",
+    "MANIFEST_ENV", "repo_root", "resolve", "recorded_dir", "find_runs", "output_dirs", "record_output",
 ]
 
 MANIFEST_ENV = "TREK_PAPER_MANIFEST"
@@ -78,13 +78,3 @@ def record_output(path: str | os.PathLike[str]) -> None:
     if manifest:
         with open(manifest, "a", encoding="utf-8") as fh:
             fh.write(str(Path(path)) + "\n")
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` through a temporary file beside it, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
