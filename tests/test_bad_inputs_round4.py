@@ -200,7 +200,7 @@ def test_O11_ctrl_calibrate_json_and_discover_out_keep_unrelated_files(tmp_path)
     mine = tmp_path / "mine.json"
     mine.write_text('{"my": "data"}\n')
     refused("ctrl", "calibrate", "--json", mine, says="not an output of trek ctrl calibrate")
-    refused("ctrl", "discover", "--source", "mini", "--model", "m", "--out", mine,
+    refused("ctrl", "discover", "--source", "mini", "--discovery", "m", "--out", mine,
             says="not an output of trek ctrl discover")
     assert mine.read_text() == '{"my": "data"}\n'
 

@@ -184,6 +184,29 @@ def test_cli_runs_grades_and_exits_3_while_pending(ctrl, tmp_path, mini, monkeyp
     assert df["outcome"].tolist() == ["correct", "incorrect", "incorrect"]
 
 
+def test_cli_prints_the_accuracy_grid_and_grades_custom_questions_generically(ctrl, tmp_path, mini):
+    path, qs = ctrl
+    custom = tmp_path / "custom.jsonl"  # the questions as `trek import` leaves them: dataset custom, no grader
+    custom.write_text("".join(json.dumps({**q.model_dump(mode="json", exclude={"grader"}), "dataset": "custom"}) + "\n"
+                              for q in qs))
+    judge = [{"model": "j", "pattern": "a stale answer", "reply": "verdict: incorrect"},
+             {"model": "j", "reply": "verdict: correct"}]
+    args = ["ctrl", "run", str(path), "--model", "m", "--runs", str(tmp_path / "r"), "--methods", "direct,structured",
+            "--conditions", "OO,GOLD", "--judge", "j", "--questions", str(custom), "--no-progress", "--yes"]
+    with FakeOpenAIServer(script=[*judge, *script(mini, qs)]) as srv:
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--judge-base-url", srv.base_url])
+        assert res.exit_code == 0, res.output
+        wrong = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--grader", "nope"])
+        assert wrong.exit_code == 2 and "no grader named 'nope'" in wrong.output
+    grades = R.load_grades(tmp_path / "r" / run_label("m", "direct", "OO"))
+    assert {g.grader for g in grades.values()} == {"generic"} and len(grades) == 3
+    grid = res.stdout[res.stdout.index("method x condition"):].splitlines()[1:]
+    assert [line.split() for line in grid] == [["method", "OO", "GOLD"], ["direct", "33.3", "33.3"],
+                                               ["structured", "33.3", "-"]]
+    forced = CliRunner().invoke(app, [*args, "--grader", "sealqa", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"])
+    assert forced.exit_code == 0, forced.output  # the grader choice of trek grade, checked before any call
+
+
 def test_a_request_rejected_for_one_question_fails_it_and_the_grid_goes_on(ctrl, tmp_path, mini):
     path, qs = ctrl
     runs = tmp_path / "runs"

@@ -15,7 +15,9 @@ A run is a folder written by one system answering one question set::
     RUN_DIR/llm-cache.sqlite, search-cache.sqlite, pages.sqlite   response, search and page caches
 
 A Ctrl build folder (``trek ctrl build --out``) holds ``pools.jsonl``, ``contexts.jsonl`` and
-``build.json``.
+``build.json``, and with a model fabricator ``fabrications.jsonl`` (the fabrication stage's
+checkpoint) and ``.build.spend``; a pools file ``NAME.jsonl`` of ``trek ctrl discover`` has
+``NAME.report.json`` and ``NAME.discovery.jsonl`` (the discovery stage's checkpoint) beside it.
 
 This module is the only place that knows those names (:class:`RunDir` hands out every path and
 reads and writes every record file), and the only one that locks files (:func:`lock_file`,
@@ -79,6 +81,9 @@ __all__ = [
     "RESPONSES",
     "LANGFUSE_SCORES",
     "OTLP_EVALUATIONS",
+    "FABRICATIONS",
+    "BUILD_LEDGER",
+    "CALIBRATION_REPORT",
     "QUESTIONS",
     "ANSWERS",
     "GRADES",
@@ -114,6 +119,16 @@ PAGES = "pages.sqlite"
 POOLS = "pools.jsonl"
 CONTEXTS = "contexts.jsonl"
 BUILD_MANIFEST = "build.json"
+#: The checkpoint of a Ctrl build's model fabrication (one record per question) and the build
+#: folder's spend ledger (fabrication calls over every ``trek ctrl build`` into it).
+FABRICATIONS = "fabrications.jsonl"
+BUILD_LEDGER = ".build.spend"
+#: Beside a pools file ``NAME.jsonl`` written by ``trek ctrl discover``: its report and the
+#: checkpoint of its discovery (one record per question).
+DISCOVERY_REPORT = ".report.json"
+DISCOVERY_RECORDS = ".discovery.jsonl"
+#: The file name ``trek ctrl calibrate --json`` suggests.
+CALIBRATION_REPORT = "calibration.json"
 #: The Batch API state of a ``trek llm run --batch`` (in the state folder beside its ``--out``).
 BATCH_STATE = "openai-batches.json"
 #: The output files of commands that write one file (the names their messages suggest).
@@ -178,6 +193,20 @@ class RunDir:
     audit_path = _in_run(AUDIT)
     lock_path = _in_run(LOCK)
     pages_file = _in_run(PAGES)  # what `trek import` writes, whatever $TREK_PAGES says
+    # a Ctrl build folder (``trek ctrl build --out``)
+    pools_path = _in_run(POOLS)
+    contexts_path = _in_run(CONTEXTS)
+    build_manifest = _in_run(BUILD_MANIFEST)
+    fabrications_path = _in_run(FABRICATIONS)
+    build_ledger = _in_run(BUILD_LEDGER)
+
+    def discovery_report(self, pools: str = POOLS) -> Path:
+        """The report of ``trek ctrl discover --out RUN_DIR/pools`` (``NAME.report.json``)."""
+        return self.path / f"{Path(pools).stem}{DISCOVERY_REPORT}"
+
+    def discovery_records(self, pools: str = POOLS) -> Path:
+        """The discovery checkpoint beside the pools file ``pools`` (``NAME.discovery.jsonl``)."""
+        return self.path / f"{Path(pools).stem}{DISCOVERY_RECORDS}"
 
     @property
     def llm_cache(self) -> Path:

@@ -31,7 +31,7 @@ from trek.ctrl.pools import Pool, shorten, write_pools
 from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
-from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS
+from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
 from trek.types import write_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -124,7 +124,8 @@ def build(
     if "model" in ways:
         assert client is not None and emb is not None
         todo = [p for p, w in zip(made, ways, strict=True) if w == "model"]
-        done = iter(closing_run(fabrication.afabricate_pools(todo, client, emb, given), client))
+        records = RunDir(out_dir).fabrications_path  # the checkpoint: a build resumes from it
+        done = iter(closing_run(fabrication.afabricate_into(records, todo, client, emb, given), client))
         made = [next(done) if w == "model" else p for p, w in zip(made, ways, strict=True)]
         n = sum(len(p.role("fabrication")) for p, w in zip(made, ways, strict=True) if w == "model")
         pend = sum(1 for p, w in zip(made, ways, strict=True) if w == "model" and p.notes.get("fabrication", {}).get("pending"))

@@ -50,6 +50,8 @@ __all__ = [
     "calibrate",
     "equivalent_threshold",
     "default_min_similarity",
+    "parse_thresholds",
+    "run_calibration",
 ]
 
 SET_PATH = Path(__file__).with_name("calibration.json")
@@ -247,3 +249,44 @@ def calibrate(embedder: Any, thresholds: Sequence[float] = (PAPER_THRESHOLD,), *
             notes.append(f"{PAPER_EMBEDDER}'s unrelated level is the published {TE3_SMALL_UNRELATED:.2f} "
                          "(not measured here)")
     return Calibration(name, by_kind, list(thresholds), reference_unrelated, notes)
+
+
+def parse_thresholds(text: str) -> list[float]:
+    """``--thresholds 0.85,0.9``: numbers in (0, 1] separated by commas (else a ValueError naming the flag)."""
+    try:
+        ts = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--thresholds: numbers separated by commas, got {text!r}") from None
+    if not ts or any(not 0 < t <= 1 for t in ts):
+        raise ValueError(f"--thresholds: each in (0, 1], got {text!r}")
+    return ts
+
+
+def run_calibration(embedder: Any, thresholds: str | Sequence[float], *, reference_unrelated: float | None = None,
+                    set_file: str | os.PathLike[str] | None = None, json_out: str | os.PathLike[str] | None = None,
+                    force: bool = False) -> list[str]:
+    """``trek ctrl calibrate``: calibrate the embedder role ``embedder`` (a :class:`trek.roles.Role`)
+    on the set (``set_file``, default the bundled one) at ``thresholds``, write every pair's
+    similarity to ``json_out`` when given (refusing a file that is not a calibration unless
+    ``force``), and return the lines to print."""
+    import json
+
+    from trek.embeddings import make_embedder
+    from trek.outputs import atomic_write, check_out
+    from trek.runs import CALIBRATION_REPORT
+
+    ts = parse_thresholds(thresholds) if isinstance(thresholds, str) else list(thresholds)
+    if reference_unrelated is not None and not -1 <= reference_unrelated < PAPER_THRESHOLD:
+        raise ValueError(f"--reference-unrelated must be below {PAPER_THRESHOLD}, got {reference_unrelated}")
+    if json_out is not None:
+        check_out(json_out, reads=[set_file], example=CALIBRATION_REPORT, owner=b'{\n  "embedder": ',
+                  command="trek ctrl calibrate", force=force)
+    pairs = load_pairs(set_file)
+    emb = make_embedder(embedder.model, base_url=embedder.base_url)
+    result = calibrate(emb, ts, pairs=pairs, reference_unrelated=reference_unrelated)
+    default, why = default_min_similarity(result.embedder)
+    lines = [result.report(), f"  default threshold for {result.embedder}: {default:.2f} ({why})"]
+    if json_out is not None:
+        atomic_write(Path(json_out), json.dumps(result.as_dict(), indent=2) + "\n")
+        lines.append(f"wrote {json_out}")
+    return lines

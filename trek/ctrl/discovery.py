@@ -41,20 +41,24 @@ summarizes a run per question (start, gold check, documents per role, recovered 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trek.aio import fan_out
 from trek.ctrl.common import normalize_answer, same_answer
 from trek.ctrl.fabrication import window_length
-from trek.ctrl.pools import HISTORICAL_TARGET, RELEVANCE_TARGET, Pool
+from trek.ctrl.pools import HISTORICAL_TARGET, RELEVANCE_TARGET, Pool, PoolRecord, apply_quotas
 from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json
 from trek.pages import Page, PageStore, normalize_url
 from trek.search.base import SearchBackend, SearchUnavailable
+from trek.stage import Slot, Stage, digest
 from trek.templates import register, render, template_version
 from trek.types import Document, Question
 
@@ -68,6 +72,7 @@ __all__ = [
     "awild_start_pools",
     "adiscover_pool",
     "adiscover_pools",
+    "DiscoveryStage",
     "discovery_report",
 ]
 
@@ -597,10 +602,17 @@ async def adiscover_pool(pool: Pool, client: LLMClient, backend: SearchBackend, 
     notes = dict(pool.notes)
     if gold_check is not None:
         notes["gold_check"] = gold_check
-    dates = [e for e in run.log if e.get("kind") == "date"]
-    notes["discovery"] = {
-        "outdated_added": len(temporal),
-        "relevance_added": len(relevance),
+    notes["discovery"] = _notes(s, client, backend, run.log, pending, len(temporal), len(relevance))
+    return pool.model_copy(update={"documents": [*start, *temporal, *relevance], "notes": notes})
+
+
+def _notes(s: DiscoverySettings, client: LLMClient, backend: SearchBackend, log: list[dict[str, Any]],
+           pending: str | None, outdated: int = 0, relevance: int = 0) -> dict[str, Any]:
+    """What ``pool.notes["discovery"]`` records of one question's discovery."""
+    dates = [e for e in log if e.get("kind") == "date"]
+    return {
+        "outdated_added": outdated,
+        "relevance_added": relevance,
         "targets": {"outdated": s.historical, "relevance": s.relevance},
         "dates_recovered": sum(e["outcome"] == "recovered" for e in dates),
         "dates_not_recovered": sum(e["outcome"] in ("none", "rejected") for e in dates),
@@ -609,16 +621,60 @@ async def adiscover_pool(pool: Pool, client: LLMClient, backend: SearchBackend, 
         "backend": backend.name,
         "prompts": prompt_versions(),
         "pending": pending,
-        "log": run.log,
+        "log": log,
     }
-    return pool.model_copy(update={"documents": [*start, *temporal, *relevance], "notes": notes})
 
 
 async def adiscover_pools(pools: Sequence[Pool], client: LLMClient, backend: SearchBackend, store: PageStore,
                           settings: DiscoverySettings | None = None) -> list[Pool]:
-    """:func:`adiscover_pool` for every pool, concurrently."""
+    """:func:`adiscover_pool` for every pool, concurrently, with nothing kept on disk (the
+    estimate drives it; a run goes through :class:`DiscoveryStage`)."""
     return await fan_out(pools, lambda p: adiscover_pool(p, client, backend, store, settings),
                          desc="ctrl discovery", unit="question", progress=client.progress)
+
+
+class DiscoveryStage(Stage[Pool, PoolRecord]):
+    """Discovery on :mod:`trek.stage`: one :class:`~trek.ctrl.pools.PoolRecord` per question in
+    the checkpoint file ``records``, holding its pool after discovery, cut to the quotas.
+
+    The input key covers the starting pool, the model, the search backend's name, the settings
+    and the prompt versions. A question whose call failed, or that the budget stopped, is
+    ``pending`` (what it found so far is kept in its pool) and is tried again on the next run,
+    its finished calls replayed from the response cache; an internal error is ``failed``.
+    """
+
+    record = PoolRecord
+    name = "ctrl discovery"
+    unit = "question"
+
+    def __init__(self, records: str | os.PathLike[str], client: LLMClient, backend: SearchBackend,
+                 store: PageStore, settings: DiscoverySettings | None = None):
+        self.records, self.client, self.backend, self.store = Path(records), client, backend, store
+        self.settings = settings or DiscoverySettings()
+
+    def slot(self, pool: Pool) -> Slot:
+        return Slot(self.records, pool.question.id)
+
+    def input_key(self, pool: Pool) -> str:
+        return digest({"pool": pool.model_dump(mode="json"), "model": self.client.model, "backend": self.backend.name,
+                       "settings": dataclasses.asdict(self.settings), "prompts": prompt_versions(), "version": VERSION})
+
+    def _quotas(self, pool: Pool) -> Pool:
+        return apply_quotas(pool, historical=self.settings.historical, relevance=self.settings.relevance)
+
+    async def produce(self, pool: Pool, key: str) -> PoolRecord:
+        made = self._quotas(await adiscover_pool(pool, self.client, self.backend, self.store, self.settings))
+        why = made.notes["discovery"]["pending"]
+        return PoolRecord(question_id=pool.question.id, input_key=key, status="pending" if why else "ok", error=why,
+                          pool=made)
+
+    def failure(self, pool: Pool, key: str, error: str) -> PoolRecord:
+        notes = {**pool.notes, "discovery": _notes(self.settings, self.client, self.backend, [], error)}
+        return PoolRecord(question_id=pool.question.id, input_key=key, status="failed", error=error,
+                          pool=self._quotas(pool.model_copy(update={"notes": notes})))
+
+    def llm_clients(self) -> list[LLMClient]:
+        return [self.client]
 
 
 async def awild_start_pools(questions: Sequence[Question], store: PageStore,

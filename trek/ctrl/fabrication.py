@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trek.aio import fan_out
@@ -56,10 +58,11 @@ from trek.ctrl.common import (
     slugify,
 )
 from trek.ctrl.edits import Rejection, apply_edits
-from trek.ctrl.pools import Pool
+from trek.ctrl.pools import Pool, PoolRecord
 from trek.embeddings import Embedder, cosine
 from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json, object_schema
+from trek.stage import Slot, Stage, digest, execute
 from trek.templates import register, render, template_version
 from trek.types import Document
 
@@ -76,6 +79,8 @@ __all__ = [
     "check_candidate",
     "afabricate_pool",
     "afabricate_pools",
+    "FabricationStage",
+    "afabricate_into",
     "resolve_settings",
     "FABRICATORS",
     "has_answer_span",
@@ -459,9 +464,65 @@ def _with(pool: Pool, made: list[Document], fabrication_notes: dict[str, Any]) -
 
 async def afabricate_pools(pools: Sequence[Pool], client: LLMClient, embedder: Embedder,
                            settings: FabricationSettings | None = None) -> list[Pool]:
-    """:func:`afabricate_pool` for every pool, concurrently (the client bounds connections)."""
+    """:func:`afabricate_pool` for every pool, concurrently (the client bounds connections), with
+    nothing kept on disk (the estimate drives it; a build goes through :class:`FabricationStage`)."""
     return await fan_out(pools, lambda p: afabricate_pool(p, client, embedder, settings),
                          desc="ctrl fabrication", unit="question", progress=client.progress)
+
+
+class FabricationStage(Stage[Pool, PoolRecord]):
+    """Model fabrication on :mod:`trek.stage`: one :class:`~trek.ctrl.pools.PoolRecord` per
+    question in the checkpoint file ``records`` (a build folder's ``fabrications.jsonl``),
+    holding the pool with its fabrications.
+
+    The input key covers the pool fabricated from (republications included, no fabrication), the
+    model, the embedder, the settings and the prompt versions. A question whose call failed, or
+    that the budget stopped, is ``pending`` (the fabrications made so far are kept) and is done
+    again on the next run, its finished calls replayed from the response cache.
+    """
+
+    record = PoolRecord
+    name = "ctrl fabrication"
+    unit = "question"
+
+    def __init__(self, records: str | os.PathLike[str], client: LLMClient, embedder: Embedder,
+                 settings: FabricationSettings | None = None):
+        self.records, self.client, self.embedder, self.given = Path(records), client, embedder, settings
+        self.settings = resolve_settings(settings or FabricationSettings(), embedder)
+
+    def slot(self, pool: Pool) -> Slot:
+        return Slot(self.records, pool.question.id)
+
+    def input_key(self, pool: Pool) -> str:
+        given = self.given is not None and self.given.min_similarity is not None
+        return digest({"pool": pool.model_dump(mode="json"), "model": self.client.model, "embedder": self.embedder.name,
+                       "settings": dataclasses.asdict(self.settings), "min_similarity_given": given,
+                       "prompts": prompt_versions(), "version": VERSION})
+
+    async def produce(self, pool: Pool, key: str) -> PoolRecord:
+        made = await afabricate_pool(pool, self.client, self.embedder, self.given)
+        why = made.notes["fabrication"]["pending"]
+        return PoolRecord(question_id=pool.question.id, input_key=key, status="pending" if why else "ok", error=why,
+                          pool=made)
+
+    def failure(self, pool: Pool, key: str, error: str) -> PoolRecord:
+        notes = _notes("model", [], self.settings, self.given, self.client.model, self.embedder,
+                       {"prompts": prompt_versions()}, error, [])
+        return PoolRecord(question_id=pool.question.id, input_key=key, status="failed", error=error,
+                          pool=_with(pool, [], notes))
+
+    def llm_clients(self) -> list[LLMClient]:
+        return [self.client]
+
+
+async def afabricate_into(records: str | os.PathLike[str], pools: Sequence[Pool], client: LLMClient,
+                          embedder: Embedder, settings: FabricationSettings | None = None) -> list[Pool]:
+    """``pools`` fabricated by the model through :class:`FabricationStage` (checkpoint file
+    ``records``; finished questions whose input is unchanged are kept without a call), in order.
+    A pending or failed question comes back with ``notes["fabrication"]["pending"]`` saying why."""
+    stage = FabricationStage(records, client, embedder, settings)
+    tally = await execute(stage, pools, outputs=[records], progress=client.progress)
+    return [r.pool for r in tally.of(records)]
 
 
 # -- exact fabrication on annotated pools ---------------------------------------------------------------

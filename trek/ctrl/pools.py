@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -37,6 +37,9 @@ __all__ = [
     "apply_quotas",
     "read_pools",
     "write_pools",
+    "PoolRecord",
+    "SOURCES",
+    "source_pools",
 ]
 
 #: Targets of D.2: 20 historical (temporality) and 10 relevance documents per question.
@@ -234,3 +237,50 @@ def read_pools(path: str | os.PathLike[str]) -> list[Pool]:
 def write_pools(path: str | os.PathLike[str], pools: Iterable[Pool]) -> Path:
     """Write ``pools.jsonl`` atomically."""
     return write_jsonl(path, pools)
+
+
+class PoolRecord(Record):
+    """One question's record in a model-calling Ctrl stage (discovery, model fabrication), as its
+    checkpoint file holds it: the pool the stage made (``pending``: what was made before a call
+    failed or the budget stopped it; ``failed``: the pool as it came in, ``error`` says why), the
+    ``input_key`` of what decided it (:meth:`trek.stage.Stage.input_key`) and the status."""
+
+    question_id: str
+    input_key: str
+    status: Literal["ok", "pending", "failed"]
+    error: str | None = None
+    pool: Pool
+
+
+#: Where ``trek ctrl build`` and ``trek ctrl discover`` take their pools from.
+SOURCES = ("mini", "longseal", "pools", "wild")
+
+
+def source_pools(source: str, *, mini_dir: str | os.PathLike[str] | None = None,
+                 longseal: str | os.PathLike[str] | None = None, pools_file: str | os.PathLike[str] | None = None,
+                 historical: int = HISTORICAL_TARGET, relevance: int = RELEVANCE_TARGET,
+                 questions: Sequence[str] | None = None) -> list[Pool]:
+    """The pools of ``source`` (one of :data:`SOURCES` but ``wild``, whose pools ``trek ctrl
+    discover`` makes) cut to the quotas, only those of ``questions`` when given (an id without a
+    pool is an error)."""
+    if source == "mini":
+        pools = from_mini(mini_dir, historical=historical, relevance=relevance)
+    elif source == "longseal":
+        if longseal is None:
+            raise CtrlError("--source longseal needs --longseal PATH (the LongSeal parquet file)")
+        pools = from_longseal(longseal, historical=historical, relevance=relevance)
+    elif source == "pools":
+        if pools_file is None:
+            raise CtrlError("--source pools needs --pools FILE (a pools.jsonl)")
+        pools = [apply_quotas(p, historical=historical, relevance=relevance) for p in read_pools(pools_file)]
+    elif source == "wild":
+        raise CtrlError("--source wild: first run 'trek ctrl discover --source wild --out pools.jsonl' (needs a "
+                        "model and a search backend), then build with --source pools --pools pools.jsonl")
+    else:
+        raise CtrlError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if questions:
+        missing = sorted(set(questions) - {p.question.id for p in pools})
+        if missing:
+            raise CtrlError(f"--questions: no pool for {missing}")
+        pools = [p for p in pools if p.question.id in set(questions)]
+    return pools

@@ -62,6 +62,7 @@ __all__ = [
     "grade",
     "grader_for",
     "grader_version",
+    "with_own_grader",
     "using",
     "freshqa",
     "generic",
@@ -106,6 +107,15 @@ def grader_for(question: Question) -> ModuleType:
             f"use the generic judge with `trek grade --grader generic`)"
         )
     return mod
+
+
+def with_own_grader(question: Question) -> Question:
+    """``question`` with the grader it gets when read from a file: one of a dataset without a grader
+    of its own (``custom``, which `trek import` writes, or any other name) and no ``grader`` field
+    is graded by the generic judge (``grader="generic"``)."""
+    if question.grader is None and question.dataset not in GRADERS:
+        return question.model_copy(update={"grader": "generic"})
+    return question
 
 
 def grader_version(question: Question) -> str:

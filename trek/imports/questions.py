@@ -119,7 +119,7 @@ def load_questions(
     path: str | os.PathLike[str], mapping: Mapping[str, str] | None = None, *, dataset: str = "custom"
 ) -> list[Question]:
     """The questions of ``path`` (see the module docstring); a repeated id is an error."""
-    from trek.graders import GRADERS
+    from trek.graders import with_own_grader
 
     p = Path(path)
     if not p.exists():
@@ -169,8 +169,7 @@ def load_questions(
                 q = Question(**fields)
             except ValidationError as e:
                 raise RecordError(p, line, f"Question: {describe_validation_error(e)}") from None
-        if q.grader is None and q.dataset not in GRADERS:
-            q = q.model_copy(update={"grader": "generic"})
+        q = with_own_grader(q)
         if q.id in seen:
             raise RecordError(p, line, f"field 'id': duplicate question id {q.id!r} (first on line {seen[q.id]})")
         seen[q.id] = line

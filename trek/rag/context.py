@@ -22,11 +22,15 @@ def _question_of(obj: dict[str, Any]) -> dict[str, Any]:
 
 def load_ctrl_questions(path: str | os.PathLike[str]) -> dict[str, Question]:
     """Questions by id from a ``questions.jsonl`` (Question records) or a ``pools.jsonl``
-    (one ``{"question": {...}, ...}`` per line)."""
+    (one ``{"question": {...}, ...}`` per line). A question of a dataset without a grader of its
+    own (``custom``, as `trek import` writes) is graded by the generic judge
+    (:func:`trek.graders.with_own_grader`)."""
+    from trek.graders import with_own_grader
+
     out: dict[str, Question] = {}
     for line, obj in iter_json_lines(path):
         try:
-            q = Question.model_validate(_question_of(obj))
+            q = with_own_grader(Question.model_validate(_question_of(obj)))
         except ValueError as e:
             raise RecordError(path, line, f"not a question or pool ({str(e).splitlines()[0]})") from None
         out[q.id] = q
