@@ -56,17 +56,11 @@ def test_run_file_names_are_spelled_in_trek_runs_only():
     assert spelled >= RUN_FILES, RUN_FILES - spelled
 
 
-#: Modules whose run file names are still to move into trek/runs.py (the Ctrl commands' work of
-#: issue 29); nothing may join them.
-NAMES_TO_MOVE = {"trek/cli/ctrl.py"}
-
-
 def test_file_name_literals_outside_trek_runs_are_package_data_or_not_run_files():
     # every other file-name literal is a file shipped in the package (prices.json) or one listed,
     # with what it names, as not a run file (the fake server's internals, an input format's member)
     fig = figures_script()
-    spellers = fig.run_file_spellers(TREK)
-    assert set(spellers) <= NAMES_TO_MOVE, {m: v for m, v in spellers.items() if m not in NAMES_TO_MOVE}
+    assert fig.run_file_spellers(TREK) == {}, "name run files through trek.runs (RunDir or its constants)"
     literals = fig.file_name_literals(TREK)
     kinds = {(m, v): kind for m, found in literals.items() for _, v, kind in found}
     assert kinds[("trek/llm/usage.py", "prices.json")] == "package data"
