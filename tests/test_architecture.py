@@ -16,7 +16,7 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 #: Every file name a run directory (or a Ctrl build folder) holds, as :mod:`trek.runs` names them.
 RUN_FILES = {runs.META, runs.QUESTIONS, runs.ANSWERS, runs.GRADES, runs.TRACE, runs.AUDIT, runs.LOCK,
              runs.LLM_CACHE, runs.SEARCH_CACHE, runs.PAGES, runs.POOLS, runs.CONTEXTS, runs.BUILD_MANIFEST,
-             runs.BATCH_STATE}
+             runs.BATCH_STATE, runs.FABRICATIONS, runs.BUILD_LEDGER, runs.DISCOVERY_REPORT, runs.DISCOVERY_RECORDS}
 
 
 def sources() -> list[Path]:

@@ -84,6 +84,8 @@ __all__ = [
     "FABRICATIONS",
     "BUILD_LEDGER",
     "CALIBRATION_REPORT",
+    "DISCOVERY_REPORT",
+    "DISCOVERY_RECORDS",
     "QUESTIONS",
     "ANSWERS",
     "GRADES",

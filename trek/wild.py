@@ -176,6 +176,7 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
         client = endpoint(model, budget_usd=budget_usd)
         backend, search_client, store, fetch = _backend(rd, settings, client, endpoint,
                                                         search_proxy_base_url or model.base_url, docs)
+        del docs  # the store holds them now (a large benchmark's pages are not kept twice)
         announce({"evaluated": client, "search proxy": search_client})
         system = settings.system_settings(store)
         est = estimate_wild_run(qs, rd.path, client, backend, assume_rounds=settings.assume_rounds,
