@@ -56,6 +56,30 @@ def test_run_file_names_are_spelled_in_trek_runs_only():
     assert spelled >= RUN_FILES, RUN_FILES - spelled
 
 
+def test_file_name_literals_outside_trek_runs_are_package_data_or_not_run_files():
+    # every other file-name literal is a file shipped in the package (prices.json) or one listed,
+    # with what it names, as not a run file (the fake server's internals, an input format's member)
+    fig = figures_script()
+    assert fig.run_file_spellers(TREK) == {}, "name run files through trek.runs (RunDir or its constants)"
+    literals = fig.file_name_literals(TREK)
+    kinds = {(m, v): kind for m, found in literals.items() for _, v, kind in found}
+    assert kinds[("trek/llm/usage.py", "prices.json")] == "package data"
+    assert kinds[("trek/testing/fake_openai.py", "upload.jsonl")] == "not a run file"
+    for module, (what, names) in fig.NOT_RUN_FILES.items():  # the list holds no stale entry
+        assert what and names <= {v for _, v, _ in literals.get(module, [])}, module
+
+
+def test_the_file_name_scan_tells_run_files_from_package_data(tmp_path):
+    fig = figures_script()
+    pkg = tmp_path / "trek"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "table.json").write_text("{}")
+    (pkg / "sub" / "m.py").write_text('"""out.jsonl in a docstring"""\nA = "table.json"\nB = "grades.jsonl"\n')
+    (pkg / "runs.py").write_text('C = "grades.jsonl"\n')
+    assert fig.file_name_literals(pkg)["trek/sub/m.py"] == [(2, "table.json", "package data"), (3, "grades.jsonl", "run file")]
+    assert fig.run_file_spellers(pkg) == {"trek/sub/m.py": ["3: grades.jsonl"]}
+
+
 def test_file_locking_lives_in_trek_runs_only():
     lockers = sorted(str(p.relative_to(TREK.parent)) for p in sources()
                      if any(isinstance(n, ast.Import | ast.ImportFrom)
