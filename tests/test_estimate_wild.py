@@ -5,9 +5,9 @@ import json
 
 from typer.testing import CliRunner
 
+from trek.answering.dry_run import estimate_wild_run
 from trek.cli.run import app
 from trek.datasets.mini import load
-from trek.dry_run import estimate_wild_run
 from trek.llm import LLMClient
 from trek.pages import PageStore
 from trek.runs import frame

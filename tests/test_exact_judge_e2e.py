@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from trek import runs
+from trek.answering.runner import run_system
 from trek.audit import AUDIT_GRADING
 from trek.cli import app
 from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
-from trek.runner import run_system
 from trek.search import make_backend
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.trace import load_trace

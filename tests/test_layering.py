@@ -28,13 +28,11 @@ LAYERS: list[tuple[set[str], bool]] = [
     # searching and the grading rules (the exact judge and the graders use each other)
     ({"search", "annotations", "exact", "graders"}, True),
     # the stages that answer and grade
-    ({"runner", "grading"}, False),
-    # TrekTrace, TrekBench-Ctrl, the RAG baselines and the cost estimate of a run before it runs:
-    # side by side, none imports another
-    ({"trace", "ctrl", "rag", "dry_run"}, False),
-    # what drives them or reads their records: a Wild run, the judge audit, importers of other
-    # agents' logs, analysis
-    ({"wild", "audit", "imports", "analysis"}, False),
+    ({"answering", "grading"}, False),
+    # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
+    ({"trace", "ctrl", "rag"}, False),
+    # what reads their records: the judge audit, importers of other agents' logs, analysis
+    ({"audit", "imports", "analysis"}, False),
     # tables and figures
     ({"report"}, False),
     # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI
@@ -124,7 +122,7 @@ def test_no_import_goes_against_the_flow():
 
 def test_the_stage_packages_never_import_the_report_layer_or_the_notebook_runner():
     # the most important arrows, named: a regression here fails with a plain message too
-    for stage in ("trace", "ctrl", "rag", "grading", "runner", "search", "graders"):
+    for stage in ("trace", "ctrl", "rag", "grading", "answering", "search", "graders"):
         for forbidden in ("report", "paper", "analysis", "cli", "experiments"):
             assert layer_of(forbidden) > layer_of(stage), (stage, forbidden)
 

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from trek import runs
+from trek.answering.runner import run_system
 from trek.grading import grade_run
 from trek.llm import LLMCache, LLMClient
 from trek.local import LOCAL_ENDPOINT, MODEL_NAME, LocalModelUnavailable, find_model_file, server_available
 from trek.pages import PageStore
-from trek.runner import run_system
 from trek.search.local import LocalSearch
 from trek.trace import RoleModel, trace_run
 

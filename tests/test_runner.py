@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from trek.answering.runner import run_system
 from trek.cli.run import app
 from trek.datasets.mini import load as load_mini
 from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
-from trek.runner import run_system
 from trek.search.base import SearchBackend, TransientSearchError
 from trek.search.local import LocalSearch
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -404,7 +404,7 @@ def test_wild_questions_need_a_search_backend_chosen(tmp_path):
 
 
 def test_local_search_over_an_empty_corpus_stops_before_any_call(tmp_path, monkeypatch):
-    from trek import wild
+    from trek.answering import wild
 
     q = Question(id="w1", dataset="freshqa", question="Who leads?", answers=["A"])
     monkeypatch.setattr(wild, "load_questions", lambda which, data_dir, allow_partial, warn: ([q], [], {}))

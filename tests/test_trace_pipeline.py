@@ -26,11 +26,11 @@ from _trace_case import (
 from typer.testing import CliRunner
 
 from trek import runs
+from trek.answering.runner import run_system
 from trek.cli import app
 from trek.grading import grade_run
 from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
-from trek.runner import run_system
 from trek.testing.fake_openai import FakeOpenAIServer, load_script
 from trek.trace import RoleModel, load_trace, trace_run
 from trek.trace.inputs import noise_context, retrieved_collection, select_cases

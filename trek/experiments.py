@@ -84,7 +84,7 @@ class Settings:
     model: str = LOCAL_MODEL
     #: Sent with every call of every role.
     params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 320})
-    #: Per Wild system, keywords of :func:`trek.runner.system_config` (pages cut to 600 characters;
+    #: Per Wild system, keywords of :func:`trek.answering.runner.system_config` (pages cut to 600 characters;
     #: the agentic system must search on its first round: the 135M model otherwise never does).
     systems: dict[str, dict[str, Any]] = field(default_factory=lambda: {
         "no-search": {},
@@ -278,8 +278,8 @@ class _Stages:
         return out
 
     def wild(self, bench: Any) -> list[Path]:
+        from trek.answering.runner import run_system
         from trek.pages import PageStore
-        from trek.runner import run_system
         from trek.search import make_backend
 
         s = self.s

@@ -107,10 +107,10 @@ def build_demo_runs(out: str | Path, *, progress: bool = False) -> dict[str, Pat
 
     The folder is rebuilt from scratch so that it always reflects the current code.
     """
+    from trek.answering.runner import run_system
     from trek.grading import grade_run
     from trek.llm import LLMCache, LLMClient
     from trek.pages import PageStore
-    from trek.runner import run_system
     from trek.runs import update_meta
     from trek.search import make_backend
     from trek.testing.fake_openai import FakeOpenAIServer

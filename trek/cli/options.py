@@ -181,8 +181,8 @@ def always_clear() -> tuple[type[Exception], ...]:
 def check_wild(bench: Any, allow_partial: bool) -> bool:
     """Stop on a TrekBench-Wild with fewer questions than the paper's (``IncompleteDataError``)
     unless ``allow_partial``, which warns instead; True when the set is partial
-    (:func:`trek.wild.check_partial`)."""
-    from trek.wild import check_partial
+    (:func:`trek.answering.wild.check_partial`)."""
+    from trek.answering.wild import check_partial
 
     return check_partial(bench, allow_partial, warn=lambda text: err.print(text, highlight=False))
 

@@ -1,5 +1,5 @@
 """``trek wild run``: answer TrekBench-Wild (or the bundled demo) with one search-augmented
-system; the work is done by :func:`trek.wild.run_wild`."""
+system; the work is done by :func:`trek.answering.wild.run_wild`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import typer
 
+from trek.answering.wild import WildSettings
 from trek.cli import options
 from trek.pages import AGENT_PAGE_CHARS
 from trek.roles import EVALUATED, Role
-from trek.wild import WildSettings
 
 app = typer.Typer(rich_markup_mode=None,
     help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
@@ -28,7 +28,7 @@ def _group() -> None:
 @dataclasses.dataclass(frozen=True)
 class WildOptions:
     """The options of ``trek wild run`` after the model and the run, in their ``--help`` order;
-    :meth:`settings` gives the library's :class:`~trek.wild.WildSettings`."""
+    :meth:`settings` gives the library's :class:`~trek.answering.wild.WildSettings`."""
 
     search: str = typer.Option(None, "--search", help="none, local, tavily, duckduckgo, openai or proxy:MODEL "
                                "(default: local for --questions mini, whose corpus is bundled; required for wild).")
@@ -122,9 +122,9 @@ def run(
     same command again), 4 when none is pending but some failed (a call rejected for that
     question: see the errors), 2 on errors that stop the run.
     """
+    from trek.answering.wild import run_wild
     from trek.datasets.common import MissingDataError
     from trek.search.base import FatalSearchError
-    from trek.wild import run_wild
 
     with options.exit_on(FatalSearchError, MissingDataError, ValueError, FileNotFoundError):
         spend = o.spending()

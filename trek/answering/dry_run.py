@@ -17,7 +17,7 @@ those the run would send, and nothing is sent), then applies the system's
   to 1,000 input tokens each.
 
 Questions the run would keep are left out, by the run's own rule (:func:`trek.stage.plan` with
-:class:`~trek.runner.AnswerStage`: a final answer whose input key, i.e. question, model, system
+:class:`~trek.answering.runner.AnswerStage`: a final answer whose input key, i.e. question, model, system
 settings and prompt version, is unchanged), and so are those whose first request is in the run's
 cache (they replay from it).
 """
@@ -30,10 +30,10 @@ from typing import Any
 
 from trek import runs
 from trek.aio import fan_out, run_sync
+from trek.answering.runner import AnswerStage, system_config
 from trek.llm.client import LLMClient
 from trek.llm.estimate import Assumption, Estimate, RecordingClient, estimate_requests
 from trek.pages import PageStore
-from trek.runner import AnswerStage, system_config
 from trek.search.agent import SearchSystem
 from trek.search.base import SearchBackend, SearchOutcome
 from trek.stage import plan
@@ -73,7 +73,7 @@ def estimate_wild_run(
     **settings: Any,
 ) -> Estimate:
     """The :class:`~trek.llm.estimate.Estimate` of answering ``questions`` into ``run_dir``;
-    ``settings`` are those of :func:`trek.runner.system_config`."""
+    ``settings`` are those of :func:`trek.answering.runner.system_config`."""
     cfg = system_config(backend, system, effort, **settings)
     # the run's own rules: it refuses another model or system in the directory, and keeps a final
     # answer only while its input key is unchanged (a changed prompt version re-answers)

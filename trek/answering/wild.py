@@ -4,7 +4,7 @@ search-augmented system into a run directory.
 :func:`run_wild` takes the run directory, the evaluated model's :class:`~trek.roles.Role`, the
 search proxy's endpoint and one :class:`WildSettings`; it loads the questions, builds the
 clients (through :meth:`trek.runs.RunDir.client`), the page store and the search backend,
-estimates the cost, asks ``proceed`` and runs :func:`trek.runner.run_system`. The command in
+estimates the cost, asks ``proceed`` and runs :func:`trek.answering.runner.run_system`. The command in
 :mod:`trek.cli.run` only parses its options into these.
 """
 
@@ -34,7 +34,7 @@ SEARCH_CHOICE = ("choose a search backend with --search: tavily, duckduckgo, ope
 class WildSettings:
     """What a Wild run answers with: the question set (``questions``: wild or mini, from
     ``data_dir``, the first ``limit``), the ``search`` backend (``None``: local for mini), the
-    ``system`` (the keywords of :func:`trek.runner.run_system` that choose and set it: ``system``,
+    ``system`` (the keywords of :func:`trek.answering.runner.run_system` that choose and set it: ``system``,
     ``effort``, ``max_rounds``, ``results_per_search``, ``top_k``, ...), live page fetching
     (``fetch``: ``None`` is on for web backends), the proxy search model's API, the clients'
     ``timeout``/``max_retries`` and the estimate's assumptions."""
@@ -70,7 +70,7 @@ class WildSettings:
         return dataclasses.replace(self, search=self.search or "local")
 
     def system_settings(self, store: Any) -> dict[str, Any]:
-        """The keywords of :func:`trek.runner.run_system` (and of the estimate) for ``store``."""
+        """The keywords of :func:`trek.answering.runner.run_system` (and of the estimate) for ``store``."""
         return {**self.system, "store": store}
 
 
@@ -142,14 +142,14 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
              announce: Callable[[Mapping[str, Any]], None] = lambda roles: None,
              warn: Callable[[str], None] = _warn) -> Any:
     """Answer the questions of ``settings`` with ``model`` into ``run_dir`` and return the
-    :class:`~trek.runner.RunSummary`, or ``None`` when ``proceed(estimate, ledger)`` says no
+    :class:`~trek.answering.runner.RunSummary`, or ``None`` when ``proceed(estimate, ledger)`` says no
     (a dry run). ``search_proxy_base_url``: the proxy search model's endpoint (default: the
     model's). The model and the proxy share one cache, one price table and, on one server, one
     connection limit; ``budget_usd`` is the model's ceiling over every invocation."""
     from trek import templates
-    from trek.dry_run import estimate_wild_run
+    from trek.answering.dry_run import estimate_wild_run
+    from trek.answering.runner import run_system
     from trek.limits import EndpointLimits
-    from trek.runner import run_system
     from trek.runs import ANSWERS, RunDir
 
     settings = settings.checked()
