@@ -46,15 +46,20 @@ counts = {"journal_bytes": 0, "rewrites": 0, "records_rewritten": 0, "rewrite_by
 _flush = trek.journal.Journal.flush
 def flush(self):
     before = self.bytes
-    _flush(self)
+    out = _flush(self)
     counts["journal_bytes"] += self.bytes - before
+    return out  # where the lines went: the executor's index of its record file
 trek.journal.Journal.flush = flush
 _write = trek.stage.write_jsonl
 def write(path, recs):
-    recs = list(recs)
-    out = _write(path, recs)
+    n = [0]
+    def counted():  # count while the records stream through (a list would hold them all)
+        for r in recs:
+            n[0] += 1
+            yield r
+    out = _write(path, counted())
     counts["rewrites"] += 1
-    counts["records_rewritten"] += len(recs)
+    counts["records_rewritten"] += n[0]
     counts["rewrite_bytes"] += os.path.getsize(path)
     return out
 trek.stage.write_jsonl = write

@@ -38,6 +38,7 @@ async def fan_out(
     progress: bool = True,
     postfix: Callable[[], str] | None = None,
     on_result: Callable[[int, R], None] | None = None,
+    keep_results: bool = True,
 ) -> list[R]:
     """Run ``fn`` on every item concurrently and return the results in input order.
 
@@ -51,14 +52,18 @@ async def fan_out(
         postfix: its text is shown after the counts; called while the bar is shown, at most
             once per refresh interval of the bar and once at the end.
         on_result: ``on_result(index, result)`` as each job finishes (in completion order).
+        keep_results: return the results; ``False``: each result is only handed to
+            ``on_result`` and released (an empty list is returned), so memory does not grow
+            with the number of jobs. With a ``limit``, at most ``limit`` jobs exist at a time
+            (the next is started as one finishes), whatever ``keep_results``.
 
     Raises:
         The first exception any job raised, after every other job was cancelled and awaited.
     """
     from tqdm.auto import tqdm
 
-    seq: Sequence[T] = list(items)
-    results: list[Any] = [None] * len(seq)
+    seq: Sequence[T] = items if isinstance(items, Sequence) else list(items)
+    results: list[Any] = [None] * len(seq) if keep_results else []
     sem = asyncio.Semaphore(limit) if limit else None
     bar = tqdm(total=len(seq), desc=desc or None, unit=unit, disable=not progress, leave=True)
     show_postfix = postfix is not None and not bar.disable
@@ -66,14 +71,16 @@ async def fan_out(
 
     async def one(i: int, item: T) -> None:
         nonlocal next_postfix
-        if sem is None:
+        try:
             res = await fn(item)
-        else:
-            async with sem:
-                res = await fn(item)
-        results[i] = res
+        finally:
+            if sem is not None:
+                sem.release()
+        if keep_results:
+            results[i] = res
         if on_result is not None:
             on_result(i, res)
+        del res
         bar.update(1)
         if show_postfix and (now := time.monotonic()) >= next_postfix:
             next_postfix = now + bar.mininterval
@@ -82,6 +89,8 @@ async def fan_out(
     try:
         async with asyncio.TaskGroup() as tg:
             for i, item in enumerate(seq):
+                if sem is not None:
+                    await sem.acquire()  # a job is created only when it may run: bounded tasks
                 tg.create_task(one(i, item))
     except BaseExceptionGroup as eg:
         raise _first_leaf(eg) from None

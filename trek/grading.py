@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from trek.llm.ledger import ledger_path, spending
 from trek.runs import default_cache_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
-from trek.types import Grade, Question, RecordError, Trajectory
+from trek.types import Grade, Question, RecordError, Trajectory, iter_jsonl
 
 __all__ = [
     "GradingReport",
@@ -49,13 +50,13 @@ log = logging.getLogger(__name__)
 class GradingReport:
     """What :func:`run_grading` did.
 
-    ``grades`` are the grades now in ``grades.jsonl`` (questions order); ``kept`` of them
-    came from the previous file, ``graded`` were made in this run. ``pending_answers`` are
-    question ids whose trajectory is pending (not graded); ``unanswered`` are question ids
-    without a trajectory at all.
+    ``kept`` grades came from the previous file, ``graded`` were made in this run; ``outcomes``
+    counts the grades now in ``grades.jsonl`` by outcome. ``pending_answers`` are question ids
+    whose trajectory is pending (not graded); ``unanswered`` are question ids without a
+    trajectory at all. :attr:`grades` reads the grades back from ``path`` (questions order);
+    the report itself holds no grade, so grading a large run stays in bounded memory.
     """
 
-    grades: list[Grade]
     kept: int
     graded: int
     pending_answers: list[str] = field(default_factory=list)
@@ -63,25 +64,35 @@ class GradingReport:
     path: Path | None = None
     http_calls: int = 0
     cache_hits: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    #: per outcome, the first (sorted) error text of its grades ("" when one has none)
+    first_errors: dict[str, str] = field(default_factory=dict)
 
-    pending_grades = property(lambda self: sum(g.outcome == "pending" for g in self.grades))
-    unparsed_grades = property(lambda self: sum(g.outcome == "unparsed" for g in self.grades))
-    failed_grades = property(lambda self: sum(g.outcome == "failed" for g in self.grades))
+    pending_grades = property(lambda self: self.outcomes["pending"])
+    unparsed_grades = property(lambda self: self.outcomes["unparsed"])
+    failed_grades = property(lambda self: self.outcomes["failed"])
+
+    @property
+    def grades(self) -> list[Grade]:
+        """The grades now in ``grades.jsonl``, read from the file (every grade in memory)."""
+        if self.path is None or not self.path.exists():
+            return []
+        return list(iter_jsonl(self.path, Grade))
 
     def describe(self) -> str:
         parts = [
-            f"{len(self.grades)} grades ({self.kept} kept, {self.graded} graded now; "
+            f"{sum(self.outcomes.values())} grades ({self.kept} kept, {self.graded} graded now; "
             f"{self.http_calls} judge requests, {self.cache_hits} cache hits) -> {self.path}"
         ]
         if self.unparsed_grades:
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column)")
         if self.pending_grades:
-            errors = sorted({g.error or "" for g in self.grades if g.outcome == "pending"})
-            why = f", e.g. {errors[0]!r}" if errors and errors[0] else ""
+            error = self.first_errors.get("pending", "")
+            why = f", e.g. {error!r}" if error else ""
             parts.append(f"{self.pending_grades} pending (judge call failed or not sent{why}): run again to retry them")
         if self.failed_grades:
-            errors = sorted({g.error or "" for g in self.grades if g.outcome == "failed"})
-            parts.append(f"{self.failed_grades} failed (internal error, e.g. {errors[0]!r}): run again to retry them")
+            parts.append(f"{self.failed_grades} failed (internal error, e.g. {self.first_errors.get('failed', '')!r}): "
+                         "run again to retry them")
         if self.pending_answers:
             parts.append(f"{len(self.pending_answers)} pending answer(s) in {runs.ANSWERS}: not graded")
         if self.unanswered:
@@ -134,6 +145,7 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
     record = Grade
     name = "grade"
     unit = "q"
+    head_fields = ("question_id", "outcome", "input_key", "error")
 
     def __init__(self, root: Path, judge: LLMClient, settings: dict[str, Any], regrade: str | None = None):
         if regrade not in REGRADE:
@@ -198,10 +210,12 @@ def _plan(rd: Path, judge: Any = None) -> _Plan:
     from trek.exact import is_exact
 
     questions = runs.load_questions(rd)
-    answers = runs.load_answers(rd, questions)
+    # grading reads of an answer only its status and final answer: each line is validated, then
+    # only a slim copy is kept (runs.slim_answer), so a large run's trajectories are not in memory
+    answers = {t.question_id: runs.slim_answer(t) for t in runs.iter_answers(rd, questions)}
     plan = _Plan(questions, [], [], [])
     for qid, q in questions.items():
-        t = answers.get(qid)
+        t = answers.pop(qid, None)
         if t is None:
             plan.unanswered.append(qid)
         elif t.status == "pending":
@@ -243,7 +257,6 @@ async def arun_grading(
                               progress=progress, checkpoint_seconds=checkpoint_seconds,
                               ledger=ledger_path(rd / runs.GRADES))
     return GradingReport(
-        grades=tally.of(rd / runs.GRADES),
         kept=tally.kept,
         graded=tally.made,
         pending_answers=plan.pending_answers,
@@ -251,6 +264,8 @@ async def arun_grading(
         path=rd / runs.GRADES,
         http_calls=judge.http_calls - calls0,
         cache_hits=judge.cache_hits - hits0,
+        outcomes=Counter(tally.counts),
+        first_errors=dict(tally.first_errors),
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -44,18 +44,24 @@ class Journal:
     The file is opened on the first flush that has something to write (so a stage that makes
     nothing never touches it). Opening repairs a partial last line left by a killed writer: a
     last line that is whole JSON but lacks its newline gets one; a broken one is cut off (its
-    record is in memory or is made again). Counters: ``lines`` and ``bytes`` appended.
+    record is made again). Counters: ``lines`` and ``bytes`` appended.
+
+    A record added with a ``tag`` (the stage executor passes the record's id) is located once it
+    is written: :meth:`flush` returns ``(tag, offset, length)`` of each such line, so the caller
+    can read the record back from the file (``os.pread``) instead of keeping it.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._fd: int | None = None
         self._buffer: list[bytes] = []
+        self._tags: list[Hashable] = []
         self.lines = 0
         self.bytes = 0
 
-    def add(self, rec: BaseModel | dict) -> None:
+    def add(self, rec: BaseModel | dict, tag: Hashable = None) -> None:
         self._buffer.append(encode_record(rec))
+        self._tags.append(tag)
 
     def extend(self, recs: Iterable[BaseModel | dict]) -> None:
         for r in recs:
@@ -65,15 +71,17 @@ class Journal:
     def pending(self) -> int:
         return len(self._buffer)
 
-    def flush(self) -> None:
-        """Write the buffered lines at the end of the file and sync them (one ``write`` call)."""
+    def flush(self) -> list[tuple[Hashable, int, int]]:
+        """Write the buffered lines at the end of the file and sync them (one ``write`` call);
+        returns where each tagged line now is, ``(tag, offset, length)``."""
         if not self._buffer:
-            return
+            return []
         if self._fd is None:
             self._open()
         assert self._fd is not None
         blob = b"".join(self._buffer)
         try:
+            at = os.lseek(self._fd, 0, os.SEEK_END)
             view = memoryview(blob)
             while view:
                 n = os.write(self._fd, view)
@@ -81,9 +89,16 @@ class Journal:
             os.fsync(self._fd)
         except OSError as e:
             raise OutputError(self.path, f"cannot be appended to ({_reason(e)})") from None
+        spans = []
+        for tag, line in zip(self._tags, self._buffer, strict=True):
+            if tag is not None:
+                spans.append((tag, at, len(line)))
+            at += len(line)
         self.lines += len(self._buffer)
         self.bytes += len(blob)
         self._buffer.clear()
+        self._tags.clear()
+        return spans
 
     def close(self) -> None:
         """Close the file (buffered lines that were not flushed are dropped: flush first)."""

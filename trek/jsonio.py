@@ -39,7 +39,7 @@ from typing import IO, Any
 from trek.errors import RecordError
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "check_regular", "open_input",
-           "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "zip_member", "depth_error",
+           "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "iter_jsonl_spans", "zip_member", "depth_error",
            "unique_paths"]
 
 PathLike = str | os.PathLike[str]
@@ -233,9 +233,19 @@ def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,
     gzip); with ``objects`` every value must be a JSON object; ``pipes``: a named pipe is read too;
     ``torn_tail``: a last line without its newline that is not JSON (a journal whose writer was
     killed) is dropped with a warning instead of raising."""
+    for lineno, _, _, obj in iter_jsonl_spans(path, objects, pipes, torn_tail):
+        yield lineno, obj
+
+
+def iter_jsonl_spans(path: PathLike, objects: bool = True, pipes: bool = False,
+                     torn_tail: bool = False) -> Iterator[tuple[int, int, int, Any]]:
+    """:func:`iter_jsonl` with where each line is: ``(line number, byte offset, byte length,
+    value)``, the offset and length those of the line in the (decompressed) file, its newline
+    included, so a record can be read again later by ``pread`` (the stage executor's index)."""
     p = Path(path)
     with open_input(p, "JSONL file", pipes) as fh:
         lineno = 0
+        offset = 0
         while True:
             try:
                 raw = fh.readline(MAX_LINE + 1)
@@ -246,6 +256,8 @@ def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,
             if not raw:
                 return
             lineno += 1
+            start = offset
+            offset += len(raw)
             if len(raw) > MAX_LINE:
                 raise RecordError(p, lineno, f"the line is longer than {_mib(MAX_LINE)}: refused")
             try:
@@ -265,7 +277,7 @@ def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,
                 raise
             if objects and not isinstance(obj, dict):
                 raise RecordError(p, lineno, f"expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+            yield lineno, start, len(raw), obj
 
 
 def zip_member(z: zipfile.ZipFile, name: str, path: PathLike, limit: int | None = None) -> bytes:

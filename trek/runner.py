@@ -112,6 +112,7 @@ class AnswerStage(Stage[Question, Trajectory]):
     name = "answer"
     unit = "q"
     keep_unlisted = True  # answers to questions a smaller --limit leaves out stay in the file
+    head_fields = ("question_id", "status", "input_key", "error")
 
     def __init__(self, root: Path, system: SearchSystem, client: LLMClient, tally: runs.Tally):
         self.root, self.system, self.client, self.tally = root, system, client, tally

@@ -55,6 +55,7 @@ from trek.types import (
     describe_validation_error,
     iter_json_lines,
     iter_jsonl,
+    subset_model,
     utcnow,
     write_jsonl,
 )
@@ -98,6 +99,9 @@ __all__ = [
     "load_questions",
     "load_answers",
     "load_grades",
+    "iter_answers",
+    "iter_grades",
+    "slim_answer",
     "write_records",
     "grow_questions",
     "check_identity",
@@ -461,6 +465,34 @@ def load_answers(run_dir: PathLike, questions: Mapping[str, Question] | None = N
     return _by_question(path, Trajectory, questions)
 
 
+def iter_answers(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> Iterator[Trajectory]:
+    """The trajectories of ``answers.jsonl`` one at a time, in file order (a later line for the
+    same id supersedes an earlier one: keep the last); none when the run has no answers yet.
+    With ``questions``, an answer to an unknown id is an error naming its line."""
+    path = _dir(run_dir) / ANSWERS
+    if path.exists():
+        yield from _checked(path, Trajectory, questions)
+
+
+def iter_grades(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> Iterator[Grade]:
+    """The grades of ``grades.jsonl`` one at a time (see :func:`iter_answers`)."""
+    path = _dir(run_dir) / GRADES
+    if path.exists():
+        yield from _checked(path, Grade, questions)
+
+
+#: The fields of a trajectory that grading and the run's frame read (:func:`slim_answer`).
+SLIM_ANSWER_FIELDS = ("question_id", "model", "status", "final_answer", "error", "usage", "input_key",
+                      "prompt_version", "coverage")
+
+
+def slim_answer(t: Trajectory) -> Trajectory:
+    """``t`` without its messages, steps, search calls, pages and details: the status, final
+    answer, error, usage and coverage that grading, the frame and a trace's case read, in a
+    fraction of the memory (the record on disk is unchanged; never write a slim copy back)."""
+    return Trajectory.model_construct(**{f: getattr(t, f) for f in SLIM_ANSWER_FIELDS})
+
+
 def load_grades(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> dict[str, Grade]:
     """Grades by question id; empty when the run is not graded yet (see :func:`load_answers`)."""
     path = _dir(run_dir) / GRADES
@@ -499,6 +531,11 @@ def iter_checked(path: PathLike, model: type[M], questions: Container[str] | Non
 
 def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
     return {rec.question_id: rec for _, rec in iter_checked(path, model, questions)}
+
+
+def _checked(path: Path, model: type[Any], questions: Container[str] | None) -> Iterator[Any]:
+    for _, rec in iter_checked(path, model, questions):
+        yield rec
 
 
 def grow_questions(run_dir: PathLike, questions: Iterable[Question]) -> list[Question]:
@@ -568,10 +605,17 @@ FRAME_COLUMNS = [
 ]
 
 
-def frame(run_dir: PathLike) -> pd.DataFrame:
+#: The columns of :func:`frame` that come from a run's answers and from its grades.
+_ANSWER_COLUMNS = ("answer_status", "answer", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost_usd")
+_GRADE_COLUMNS = ("outcome", "correct", "judge_cost_usd")
+
+
+def frame(run_dir: PathLike, columns: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per question of the run's question set, in question order.
 
-    Columns (see :data:`FRAME_COLUMNS`):
+    Columns (see :data:`FRAME_COLUMNS`; ``columns`` names the ones to build, in that order,
+    default all; a run's answers are not read when no answer column is asked for, nor its grades
+    without a grade column):
 
     * ``answer_status``: the trajectory's status (``ok``, ``pending``, ...) or ``missing`` when
       the question has no trajectory; ``answer`` the final answer (``None`` when there is none);
@@ -582,35 +626,60 @@ def frame(run_dir: PathLike) -> pd.DataFrame:
       accuracy over the whole question set;
     * usage of the answer (tokens, dollars; NaN dollars when the model has no price) and the
       judge's dollars.
+
+    The files are read line by line and only the fields these columns need are validated
+    (:func:`trek.types.subset_model`): a run of 100,000 long trajectories costs the columns'
+    memory, not the trajectories'.
     """
     import numpy as np
     import pandas as pd
 
+    cols = list(FRAME_COLUMNS if columns is None else columns)
+    unknown = [c for c in cols if c not in FRAME_COLUMNS]
+    if unknown:
+        raise ValueError(f"runs.frame: unknown column(s) {unknown}; the columns are {', '.join(FRAME_COLUMNS)}")
     rd = _dir(run_dir)
-    questions = load_questions(rd)
-    answers = load_answers(rd, questions)
-    grades = load_grades(rd, questions)
-    rows = []
-    for qid, q in questions.items():
-        t = answers.get(qid)
-        g = grades.get(qid)
-        u = t.usage if t is not None else None
-        rows.append(
-            {
-                "question_id": qid,
-                "dataset": q.dataset,
-                "answer_status": t.status if t is not None else "missing",
-                "answer": t.final_answer if t is not None else None,
-                "outcome": g.outcome if g is not None else "ungraded",
-                "correct": bool(g is not None and g.outcome == "correct"),
-                "prompt_tokens": u.prompt_tokens if u else 0,
-                "completion_tokens": u.completion_tokens if u else 0,
-                "reasoning_tokens": u.reasoning_tokens if u else 0,
-                "cost_usd": (np.nan if u is None or u.cost_usd is None else u.cost_usd),
-                "judge_cost_usd": (np.nan if g is None or g.usage.cost_usd is None else g.usage.cost_usd),
-            }
-        )
-    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
+    qpath = rd / QUESTIONS
+    ids: list[str] = []
+    datasets: list[str] = []
+    seen: set[str] = set()
+    for line, q in _numbered(qpath, subset_model(Question, ("id", "dataset")), torn_tail=False):
+        if q.id in seen:
+            raise RecordError(qpath, line, f"field 'id': duplicate question id {q.id!r}")
+        seen.add(q.id)
+        ids.append(q.id)
+        datasets.append(q.dataset)
+    answers: dict[str, tuple[Any, ...]] = {}
+    if any(c in cols for c in _ANSWER_COLUMNS) and (rd / ANSWERS).exists():
+        model = subset_model(Trajectory, ("question_id", "status", "final_answer", "usage"))
+        for t in _checked(rd / ANSWERS, model, seen):
+            u = t.usage
+            answers[t.question_id] = (t.status, t.final_answer, u.prompt_tokens, u.completion_tokens,
+                                      u.reasoning_tokens, np.nan if u.cost_usd is None else u.cost_usd)
+    grades: dict[str, tuple[Any, ...]] = {}
+    if any(c in cols for c in _GRADE_COLUMNS) and (rd / GRADES).exists():
+        model = subset_model(Grade, ("question_id", "outcome", "usage"))
+        for g in _checked(rd / GRADES, model, seen):
+            grades[g.question_id] = (g.outcome, g.outcome == "correct",
+                                     np.nan if g.usage.cost_usd is None else g.usage.cost_usd)
+    no_answer = ("missing", None, 0, 0, 0, np.nan)
+    no_grade = ("ungraded", False, np.nan)
+    data: dict[str, list[Any]] = {}
+    for c in cols:
+        if c == "question_id":
+            data[c] = ids
+        elif c == "dataset":
+            data[c] = datasets
+        elif c in _ANSWER_COLUMNS:
+            k = _ANSWER_COLUMNS.index(c)
+            data[c] = [answers.get(q, no_answer)[k] for q in ids]
+        else:
+            k = _GRADE_COLUMNS.index(c)
+            data[c] = [grades.get(q, no_grade)[k] for q in ids]
+    df = pd.DataFrame(data, columns=cols)
+    if "correct" in df:
+        df["correct"] = df["correct"].astype(bool)
+    return df
 
 
 def correctness(runs: Mapping[str, PathLike]) -> pd.DataFrame:

@@ -16,14 +16,18 @@ defines only its own logic by subclassing :class:`Stage`:
 
 :func:`execute` owns everything else, the same way for every stage:
 
-* **resume**: finished records whose input key is unchanged are kept without any call;
+* **resume**: finished records whose input key is unchanged are kept without any call. Resume
+  reads each record file once, line by line, keeping per record only its id, input key, status,
+  error and where its line is (byte offset and length): the records themselves are not kept
+  (a stage that names :attr:`Stage.head_fields` has only those fields validated);
 * **fan-out** through :func:`trek.aio.fan_out` (one progress bar: done/total, statuses and
   what the stage adds, e.g. dollars);
 * **checkpoints**: finished records are appended to their record file (a journal,
   :class:`trek.journal.Journal`) and flushed and synced at most every ``checkpoint_seconds``, so
   a checkpoint costs only what finished since the last one. When the stage ends (also on an
   error or Ctrl-C) each record file is compacted once (rewritten atomically with one line per
-  record, in the items' order), and only if it holds superseded or foreign lines. A ``kill -9``
+  record, in the items' order, copied line by line from where each record is in the file, so
+  memory does not grow with the run), and only if it holds superseded or foreign lines. A ``kill -9``
   leaves at most a partial last line, which the next run drops with a warning; the work of
   items finished after the last checkpoint is redone on the next run, from the response cache;
 * **errors**: an internal error in one item, or a request rejected for that item alone, becomes
@@ -36,7 +40,10 @@ defines only its own logic by subclassing :class:`Stage`:
   ``.<records file>.spend`` beside the records), whose budget (``budget_usd``, else the
   clients' own) is a ceiling over every invocation of the stage: a resumed run spends only
   what is left (an outer command's ledger, already held by a client, is kept);
-* **the tally** (:class:`StageTally`): records kept, made now, by status, and their errors.
+* **the tally** (:class:`StageTally`): records kept, made now, by status, and their errors;
+  not the records (:meth:`StageTally.iter` reads them back from the file). Finished records are
+  encoded into the journal's buffer as they arrive and released, so a stage's memory is its
+  items and a small index per record, whatever the size of the records.
 
 Clients: :func:`borrowed_cache` gives clients without a response cache the run's cache for the
 duration of a stage; :func:`synchronous` makes the synchronous twin of a stage's coroutine
@@ -59,13 +66,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from trek.aio import closing, fan_out, run_sync
 from trek.errors import FatalLLMError, is_run_fatal
 from trek.journal import Journal
 from trek.runs import LOCK, RunLockedError, run_lock
-from trek.types import iter_jsonl, write_jsonl
+from trek.types import RecordError, describe_validation_error, iter_jsonl, subset_model, write_jsonl
 
 __all__ = [
     "Slot",
@@ -117,6 +124,12 @@ class Stage(Generic[I, R]):
     #: Keep records of ids that are not among this invocation's items (e.g. answers to questions
     #: a smaller ``--limit`` left out); otherwise a file holds exactly the records of its items.
     keep_unlisted: ClassVar[bool] = False
+    #: The record fields that :meth:`record_id`, :meth:`record_key`, :meth:`status`,
+    #: :meth:`finished` and the tally (``error``) read. Resume then validates only these fields
+    #: of each previous line (a small model made from :attr:`record`'s fields), not whole
+    #: records; ``None``: every previous line is validated as a whole :attr:`record` (and
+    #: released at once), for a stage whose methods read other fields.
+    head_fields: ClassVar[tuple[str, ...] | None] = None
 
     def slot(self, item: I) -> Slot:
         raise NotImplementedError
@@ -154,27 +167,61 @@ class Stage(Generic[I, R]):
 
     def load(self, path: Path) -> dict[str, R]:
         """The records already in ``path`` by id (a later line for the same id wins; a partial
-        last line left by a killed writer is dropped with a warning)."""
-        return _scan(self, path).records
+        last line left by a killed writer is dropped with a warning). Reads every record into
+        memory: the executor itself only indexes the file (see :func:`plan`)."""
+        if not path.exists():
+            return {}
+        return {self.record_id(r): r for r in iter_jsonl(path, self.record, torn_tail=True)}  # type: ignore[misc]
+
+
+class Head:
+    """What the executor keeps of one record: where its line is in the record file (``offset``
+    and ``length`` in bytes; ``-1`` until a journal flush has written it), its input key, whether
+    it is final, its status and error."""
+
+    __slots__ = ("offset", "length", "key", "final", "status", "error")
+
+    def __init__(self, offset: int, length: int, key: str | None, final: bool, status: str, error: str | None):
+        self.offset, self.length, self.key, self.final, self.status, self.error = \
+            offset, length, key, final, status, error
+
+    def __repr__(self) -> str:
+        return (f"Head(offset={self.offset}, length={self.length}, key={self.key!r}, final={self.final}, "
+                f"status={self.status!r}, error={self.error!r})")
+
+
+def _head(stage: Stage[Any, Any], rec: Any, offset: int, length: int) -> Head:
+    err = getattr(rec, "error", None)
+    return Head(offset, length, stage.record_key(rec), stage.finished(rec), stage.status(rec),
+                err if isinstance(err, str) else None)
 
 
 @dataclass
-class _Scan(Generic[R]):
-    """What a record file holds: records by id (last line wins), and its ids line by line."""
+class _Scan:
+    """What a record file holds: each id's :class:`Head` (last line wins; first appearance
+    order), and its ids line by line (to tell whether it needs compaction)."""
 
-    records: dict[str, R]
+    heads: dict[str, Head]
     line_ids: list[str]
     exists: bool
 
 
-def _scan(stage: Stage[Any, R], path: Path) -> _Scan[R]:
+def _scan(stage: Stage[Any, Any], path: Path) -> _Scan:
+    from trek.jsonio import iter_jsonl_spans
+
     if not path.exists():
         return _Scan({}, [], False)
-    recs: dict[str, R] = {}
+    model = stage.record if stage.head_fields is None else subset_model(stage.record, tuple(stage.head_fields))
+    heads: dict[str, Head] = {}
     ids: list[str] = []
-    for r in iter_jsonl(path, stage.record, torn_tail=True):
-        rid = stage.record_id(r)  # type: ignore[arg-type]
-        recs[rid] = r  # type: ignore[assignment]
+    for lineno, offset, length, obj in iter_jsonl_spans(path, torn_tail=True):
+        try:
+            rec = model.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, lineno, f"{stage.record.__name__}: {describe_validation_error(e)}") from None
+        del obj
+        rid = stage.record_id(rec)
+        heads[rid] = _head(stage, rec, offset, length)
         ids.append(rid)
     # a torn tail that was dropped shows as a file whose size is past its last newline
     with path.open("rb") as fh:
@@ -183,43 +230,70 @@ def _scan(stage: Stage[Any, R], path: Path) -> _Scan[R]:
             fh.seek(-1, os.SEEK_END)
             if fh.read(1) != b"\n":
                 ids.append("\x00torn")
-    return _Scan(recs, ids, True)
+    return _Scan(heads, ids, True)
+
+
+def _lines(path: Path, heads: Iterable[Head]) -> Iterator[bytes]:
+    """The lines of ``heads`` read back from ``path`` (one ``pread`` each), in that order."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for h in heads:
+            blob = os.pread(fd, h.length, h.offset)
+            if len(blob) != h.length:
+                raise RecordError(path, None, f"changed while the stage ran (a line at byte {h.offset} is gone)")
+            yield blob
+    finally:
+        os.close(fd)
 
 
 @dataclass
 class StageTally(Generic[R]):
-    """What one invocation of a stage did.
+    """What one invocation of a stage did (counts, not records).
 
-    ``records``: per record file, the records now in it (items' order). ``kept``: finished
-    records reused without any call; ``made``: records produced now. ``counts``: statuses of
-    the items' records after this invocation. ``errors``: ``"<status> <id>: <error>"`` of every
-    item record that is not final.
+    ``paths``: the record files written, each with the record type. ``kept``: finished records
+    reused without any call; ``made``: records produced now. ``counts``: statuses of the items'
+    records after this invocation. ``errors``: ``"<status> <id>: <error>"`` of every item record
+    that is not final. The records themselves are read back from their files:
+    :meth:`iter` streams one file's, :meth:`of` and :attr:`all` make lists (small runs).
     """
 
-    records: dict[Path, list[R]] = field(default_factory=dict)
     items: int = 0
     kept: int = 0
     made: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    paths: dict[Path, type[BaseModel]] = field(default_factory=dict)
+    #: per status, the first (sorted) error text of the items' records of that status ("" when
+    #: one has none): what a report quotes as an example
+    first_errors: dict[str, str] = field(default_factory=dict)
+
+    def iter(self, path: str | os.PathLike[str]) -> Iterator[R]:
+        """The records now in ``path`` (items' order), read from the file one at a time."""
+        p = Path(path)
+        model = self.paths.get(p)
+        if model is None or not p.exists():
+            return iter(())
+        return iter_jsonl(p, model)  # type: ignore[return-value]
 
     def of(self, path: str | os.PathLike[str]) -> list[R]:
-        return self.records.get(Path(path), [])
+        """The records now in ``path`` as a list (every record in memory: :meth:`iter` streams)."""
+        return list(self.iter(path))
 
     @property
     def all(self) -> list[R]:
-        return [r for recs in self.records.values() for r in recs]
+        return [r for p in self.paths for r in self.iter(p)]
 
 
 @dataclass
 class StagePlan(Generic[I, R]):
-    """What a stage would do now: the finished records it keeps (by slot) and the items it runs.
-    Dry runs use the same plan as :func:`execute`, so an estimate sees exactly the work."""
+    """What a stage would do now: the finished records it keeps (by slot, as their
+    :class:`Head`) and the items it runs. Dry runs use the same plan as :func:`execute`, so an
+    estimate sees exactly the work. ``heads``: per record file, every record it holds."""
 
     slots: list[Slot]
     files: dict[Path, list[str]]
-    previous: dict[Path, dict[str, R]]
-    kept: dict[Slot, R]
+    heads: dict[Path, dict[str, Head]]
+    kept: dict[Slot, Head]
     jobs: list[tuple[I, Slot, str]]
     #: per record file, the id of each of its lines as found (to tell whether it needs compaction)
     lines: dict[Path, list[str] | None] = field(default_factory=dict)
@@ -242,17 +316,17 @@ def plan(stage: Stage[I, R], items: Sequence[I], outputs: Iterable[str | os.Path
     for s in slots:
         files.setdefault(s.path, []).append(s.id)
     scans = {p: _scan(stage, p) for p in files}
-    previous = {p: sc.records for p, sc in scans.items()}
-    kept: dict[Slot, R] = {}
+    heads = {p: sc.heads for p, sc in scans.items()}
+    kept: dict[Slot, Head] = {}
     jobs: list[tuple[I, Slot, str]] = []
     for it, s in zip(items, slots, strict=True):
         key = stage.input_key(it)
-        old = previous[s.path].get(s.id)
-        if old is not None and stage.finished(old) and stage.record_key(old) == key:
+        old = heads[s.path].get(s.id)
+        if old is not None and old.final and old.key == key:
             kept[s] = old
         else:
             jobs.append((it, s, key))
-    return StagePlan(slots, files, previous, kept, jobs,
+    return StagePlan(slots, files, heads, kept, jobs,
                      {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()})
 
 
@@ -289,16 +363,18 @@ async def execute(
             stack.enter_context(spending(stage.llm_clients(), ledger, budget_usd))
         p_ = plan(stage, items, outputs)
         files, slots, todo = p_.files, p_.slots, p_.jobs
-        current: dict[Path, dict[str, R]] = {p: dict(recs) for p, recs in p_.previous.items()}
-        tally: StageTally[R] = StageTally(items=len(items), kept=len(p_.kept))
+        heads, lines = p_.heads, p_.lines  # the plan's index, updated as records are made
+        tally: StageTally[R] = StageTally(items=len(items), kept=len(p_.kept),
+                                          paths={p: stage.record for p in files})
+        del p_
 
-        def contents(path: Path) -> list[R]:
-            have = current[path]
+        def contents(path: Path) -> list[str]:
+            have = heads[path]
             listed = files[path]
-            out = [have[i] for i in listed if i in have]
+            out = [i for i in listed if i in have]
             if stage.keep_unlisted:
                 known = set(listed)
-                out += [r for i, r in have.items() if i not in known]
+                out += [i for i in have if i not in known]
             return out
 
         journals = {p: Journal(p) for p in files}
@@ -307,26 +383,32 @@ async def execute(
 
         def checkpoint() -> None:
             for p in sorted(journals):
-                journals[p].flush()
+                for rid, offset, length in journals[p].flush():
+                    h = heads[p][rid]  # type: ignore[index]
+                    h.offset, h.length = offset, length
 
         def compact() -> None:
             # one rewrite per file and invocation, and only when the file is not already exactly
-            # its records in the items' order (e.g. a run that only kept records writes nothing)
+            # its records in the items' order (e.g. a run that only kept records writes nothing);
+            # the lines are copied from where they are in the file, one at a time
             for p in sorted(files):
                 j = journals[p]
                 j.close()
                 want = contents(p)
-                found = p_.lines.get(p)
-                if j.lines == 0 and found is not None and found == [stage.record_id(r) for r in want]:
+                found = lines.get(p)
+                if j.lines == 0 and found is not None and found == want:
                     continue
-                write_jsonl(p, want)
+                have = heads[p]
+                if any(have[i].offset < 0 for i in want):  # pragma: no cover - checkpoint() came first
+                    raise RuntimeError(f"{p}: a record was not written before compaction")
+                write_jsonl(p, _lines(p, (have[i] for i in want)) if p.exists() else ())
 
         def done(_: int, result: tuple[Slot, R]) -> None:
             nonlocal last
             s, rec = result
-            current[s.path][s.id] = rec
+            heads[s.path][s.id] = _head(stage, rec, -1, 0)
             live[stage.status(rec)] += 1
-            journals[s.path].add(rec)
+            journals[s.path].add(rec, tag=s.id)
             if time.monotonic() - last >= checkpoint_seconds:
                 checkpoint()
                 last = time.monotonic()  # after the writes: a slow checkpoint never triggers the next
@@ -352,7 +434,7 @@ async def execute(
 
         try:
             await fan_out(todo, one, limit=limit, desc=stage.name, unit=stage.unit, progress=progress,
-                          postfix=postfix, on_result=done)
+                          postfix=postfix, on_result=done, keep_results=False)
         except BaseException:
             try:
                 checkpoint()
@@ -366,17 +448,16 @@ async def execute(
         checkpoint()
         compact()
         tally.made = len(todo)
-        for p in files:
-            tally.records[p] = contents(p)
         for s in slots:
-            rec = current[s.path].get(s.id)
-            if rec is None:  # pragma: no cover - every item has a record after fan_out
+            h = heads[s.path].get(s.id)
+            if h is None:  # pragma: no cover - every item has a record after fan_out
                 continue
-            st = stage.status(rec)
-            tally.counts[st] += 1
-            err = getattr(rec, "error", None)
-            if not stage.finished(rec) and err:
-                tally.errors.append(f"{st} {s.id}: {err}")
+            tally.counts[h.status] += 1
+            e = h.error or ""
+            if h.status not in tally.first_errors or e < tally.first_errors[h.status]:
+                tally.first_errors[h.status] = e
+            if not h.final and h.error:
+                tally.errors.append(f"{h.status} {s.id}: {h.error}")
         return tally
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import gzip
 import json
 import logging
@@ -20,7 +21,15 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from trek.errors import RecordError
 from trek.outputs import atomic_write
@@ -475,6 +484,17 @@ def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False,
     yield from bounded(path, pipes=pipes, torn_tail=torn_tail)
 
 
+@functools.cache
+def subset_model(model: type[BaseModel], fields: tuple[str, ...]) -> type[BaseModel]:
+    """A model of ``model``'s ``fields`` alone (same types, defaults and constraints; other keys
+    ignored): a reader that needs a few fields of large records validates only those."""
+    unknown = [f for f in fields if f not in model.model_fields]
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field(s) {unknown}")
+    defs: dict[str, Any] = {f: (model.model_fields[f].annotation, model.model_fields[f]) for f in fields}
+    return create_model(f"{model.__name__}Subset", __config__=ConfigDict(extra="ignore"), **defs)
+
+
 def iter_jsonl(path: str | os.PathLike[str], model: type[R], *, torn_tail: bool = False) -> Iterator[R]:
     """Yield validated records from a JSONL file; blank lines are allowed and skipped
     (``torn_tail``: see :func:`iter_json_lines`)."""
@@ -496,13 +516,13 @@ def _dump(rec: BaseModel | dict[str, Any]) -> str:
     return json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any]]) -> Path:
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict[str, Any] | bytes]) -> Path:
     """Write records atomically through :func:`trek.outputs.atomic_write` (a temporary file in the
     same folder, fsync, then a rename; never over a device, a pipe or a folder; a failed write
     raises :class:`~trek.outputs.OutputError` and leaves the previous file).
 
     A name ending in ``.gz`` is gzip-compressed with no time stamp or name in its header, so the
-    same records always give the same bytes.
+    same records always give the same bytes. A ``bytes`` item is one JSON line written as it is.
     """
     p = Path(path)
 
@@ -510,6 +530,9 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel | dict
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if p.suffix == ".gz" else \
                 contextlib.nullcontext(raw) as fh:
             for rec in records:
-                fh.write(_dump(rec).encode("utf-8") + b"\n")
+                if isinstance(rec, bytes):  # a line as it already is in a record file (compaction)
+                    fh.write(rec if rec.endswith(b"\n") else rec + b"\n")
+                else:
+                    fh.write(_dump(rec).encode("utf-8") + b"\n")
 
     return atomic_write(p, write)

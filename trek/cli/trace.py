@@ -155,10 +155,9 @@ def _finish(run_dir: Path, report: object) -> None:
                    f"yet: grade the run first (trek grade {run_dir} --judge MODEL), then trace it again", err=True)
         raise typer.Exit(3)
     if report.pending or report.incomplete or report.failed:  # type: ignore[attr-defined]
-        reasons = sorted({r.error for r in report.records  # type: ignore[attr-defined]
-                          if r.status in ("pending", "failed") and r.error})
-        if reasons:
-            typer.echo(f"why not finished, e.g.: {reasons[0]}", err=True)
+        reason = report.totals.unfinished_error  # type: ignore[attr-defined]
+        if reason:
+            typer.echo(f"why not finished, e.g.: {reason}", err=True)
         typer.echo(f"not finished: {report.incomplete} incomplete, {report.pending} pending and "  # type: ignore[attr-defined]
                    f"{report.failed} failed case(s); pending and failed ones are retried by the same command, "  # type: ignore[attr-defined]
                    "incomplete ones once their pages are there (trek trace --fetch, or pages added to the run's "

@@ -94,6 +94,7 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
     record = Trajectory
     name = "ctrl"
     unit = "q"
+    head_fields = ("question_id", "status", "input_key", "error")
 
     def __init__(self, model: str, methods: Mapping[str, Method], params: dict[str, Any],
                  client: LLMClient | None = None, tally: R.Tally | None = None):
@@ -347,8 +348,8 @@ async def arun_ctrl(
     summary.failed = tally.counts["failed"]
     summary.pending = summary.total - summary.ok - summary.failed
     by_dir = {c.run_dir / R.ANSWERS: c.run_dir.name for c in cells}
-    for path, recs in tally.records.items():
-        for t in recs:
+    for path in tally.paths:
+        for t in tally.iter(path):  # read back one at a time (the tally keeps no records)
             if t.status != "ok" and t.error:
                 summary.errors.append(f"{t.status} {by_dir[path]} {t.question_id}: {t.error}")
     return summary

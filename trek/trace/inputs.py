@@ -127,16 +127,34 @@ def select_cases(
     URLs (``no_gold_urls``: nothing to test retrieval or probe with).
     """
     questions = runs.load_questions(run_dir)
-    answers = runs.load_answers(run_dir, questions)
-    grades = runs.load_grades(run_dir, questions)
+    # grades, then answers, line by line; a case keeps a slim copy of its trajectory and grade
+    # (what tracing reads), so a large run's trajectories are never all in memory
+    grades: dict[str, Grade] = {
+        g.question_id: Grade.model_construct(question_id=g.question_id, outcome=g.outcome)
+        for g in runs.iter_grades(run_dir, questions)
+    }
+    status: dict[str, str] = {}
+    built: dict[str, TraceInput] = {}
+    for t in runs.iter_answers(run_dir, questions):
+        qid = t.question_id
+        status[qid] = t.status
+        g = grades.get(qid)
+        q = questions[qid]
+        if t.status != "pending" and g is not None and g.outcome in outcomes and q.gold_urls:
+            case = TraceInput.build(q, t, g)
+            case.trajectory = runs.slim_answer(t)
+            built[qid] = case
+        else:
+            built.pop(qid, None)
+        del t
     cases: list[TraceInput] = []
     skipped: Counter[str] = Counter()
     for qid, q in questions.items():
-        t = answers.get(qid)
+        st = status.get(qid)
         g = grades.get(qid)
-        if t is None:
+        if st is None:
             skipped["missing_answer"] += 1
-        elif t.status == "pending":
+        elif st == "pending":
             skipped["pending_answer"] += 1
         elif g is None:
             skipped["ungraded"] += 1
@@ -145,5 +163,5 @@ def select_cases(
         elif not q.gold_urls:
             skipped["no_gold_urls"] += 1
         else:
-            cases.append(TraceInput.build(q, t, g))
+            cases.append(built.pop(qid))
     return Selection(cases=cases, skipped=skipped, total=len(questions))

@@ -60,6 +60,7 @@ __all__ = [
     "TRACE_VERSION",
     "TraceConfig",
     "TraceReport",
+    "TraceTotals",
     "TraceStage",
     "trace_case",
     "atrace_run",
@@ -420,34 +421,89 @@ async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, t
 
 # -- a whole run ---------------------------------------------------------------------------------
 @dataclass
-class TraceReport:
-    """What :func:`trace_run` did."""
+class TraceTotals:
+    """What a trace report says about the records of ``trace.jsonl``, gathered in one pass over
+    the file (:meth:`read`) so that no record stays in memory."""
 
-    records: list[TraceRecord]
+    cases: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    incomplete_reasons: Counter[str] = field(default_factory=Counter)
+    coverage: Counter[str] = field(default_factory=Counter)
+    lower_bound: int = 0
+    labels: Counter[str] = field(default_factory=Counter)
+    unknown_steps: int = 0
+    #: the first (sorted) error of the failed cases, and of the pending and failed ones
+    failed_error: str | None = None
+    unfinished_error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def read(cls, path: Path) -> TraceTotals:
+        out = cls()
+        if not path.exists():
+            return out
+        for r in iter_jsonl(path, TraceRecord):
+            out.add(r)
+        return out
+
+    def add(self, r: TraceRecord) -> None:
+        self.cases += 1
+        self.statuses[r.status] += 1
+        if r.status == "incomplete":
+            self.incomplete_reasons.update(f"{k}: {v}" for k, v in r.skipped.items())
+        if r.coverage is not None:
+            self.coverage[_coverage_text(r.coverage)] += 1
+        self.lower_bound += int(r.evidence_lower_bound)
+        if r.status == "done":
+            self.labels.update(r.labels)
+        self.unknown_steps += sum(s.status == "unknown" for s in r.steps)
+        if r.status == "failed":
+            e = r.error or ""
+            self.failed_error = e if self.failed_error is None else min(self.failed_error, e)
+        if r.status in ("pending", "failed") and r.error:
+            self.unfinished_error = r.error if self.unfinished_error is None else min(self.unfinished_error, r.error)
+        self.usage = self.usage + r.usage
+
+
+@dataclass
+class TraceReport:
+    """What :func:`trace_run` did. ``totals`` sums up the records now in ``trace.jsonl``;
+    :attr:`records` reads them back from ``path`` (the report holds none)."""
+
     selection: Selection
     kept: int = 0
     traced: int = 0
     http_calls: int = 0
     cache_hits: int = 0
     path: Path | None = None
-    usage: Usage = field(default_factory=Usage)
     unpriced_models: list[str] = field(default_factory=list)
+    totals: TraceTotals = field(default_factory=TraceTotals)
+
+    @property
+    def records(self) -> list[TraceRecord]:
+        """The records of ``trace.jsonl``, read from the file (every record in memory)."""
+        return load_trace(self.path.parent) if self.path is not None else []
+
+    @property
+    def usage(self) -> Usage:
+        """The usage of all recorded calls of the records."""
+        return self.totals.usage
 
     @property
     def pending(self) -> int:
-        return sum(r.status == "pending" for r in self.records)
+        return self.totals.statuses["pending"]
 
     @property
     def failed(self) -> int:
-        return sum(r.status == "failed" for r in self.records)
+        return self.totals.statuses["failed"]
 
     @property
     def incomplete(self) -> int:
-        return sum(r.status == "incomplete" for r in self.records)
+        return self.totals.statuses["incomplete"]
 
     def incomplete_reasons(self) -> Counter[str]:
         """``"<test>: <reason>"`` counts over the incomplete cases (a case can count more than once)."""
-        return Counter(f"{k}: {v}" for r in self.records if r.status == "incomplete" for k, v in r.skipped.items())
+        return Counter(self.totals.incomplete_reasons)
 
     @property
     def done(self) -> list[TraceRecord]:
@@ -460,38 +516,36 @@ class TraceReport:
 
     @property
     def cost_per_case(self) -> float | None:
-        done = len(self.done)
+        done = self.totals.statuses["done"]
         return None if not done or self.cost_usd is None else self.cost_usd / done
 
     def label_counts(self) -> Counter[str]:
-        return Counter(lab for r in self.done for lab in r.labels)
+        return Counter(self.totals.labels)
 
     def describe(self) -> str:
+        t = self.totals
         lines = [
-            f"{len(self.records)} case(s) ({self.kept} kept, {self.traced} traced now; "
+            f"{t.cases} case(s) ({self.kept} kept, {self.traced} traced now; "
             f"{self.http_calls} model requests, {self.cache_hits} cache hits) -> {self.path}",
             self.selection.describe(),
-            f"fully traced {len(self.done)}, incomplete {self.incomplete}, pending {self.pending}, "
+            f"fully traced {t.statuses['done']}, incomplete {self.incomplete}, pending {self.pending}, "
             f"failed {self.failed}",
         ]
         if self.incomplete:
             lines.append("incomplete (a test the case needs could not run; no label from it, not counted in "
                          "the figures): " + ", ".join(f"{k} {v}" for k, v in sorted(self.incomplete_reasons().items())))
-        seen = Counter(_coverage_text(r.coverage) for r in self.records if r.coverage is not None)
-        if seen:
+        if t.coverage:
             lines.append("what the log shows (other cases: everything): "
-                         + "; ".join(f"{k}: {v} case(s)" for k, v in sorted(seen.items())))
-        bound = sum(r.evidence_lower_bound for r in self.records)
-        if bound:
-            lines.append(f"{bound} case(s) whose retrieval test is a lower bound (results seen only through "
+                         + "; ".join(f"{k}: {v} case(s)" for k, v in sorted(t.coverage.items())))
+        if t.lower_bound:
+            lines.append(f"{t.lower_bound} case(s) whose retrieval test is a lower bound (results seen only through "
                          "citations or snippets)")
         counts = self.label_counts()
         if counts:
             lines.append("labels of the fully traced cases (multi-label, shares need not sum to 100%): "
                          + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        unknown = sum(s.status == "unknown" for r in self.records for s in r.steps)
-        if unknown:
-            lines.append(f"{unknown} unknown judgment(s) (reply unreadable after re-asks; recorded as such)")
+        if t.unknown_steps:
+            lines.append(f"{t.unknown_steps} unknown judgment(s) (reply unreadable after re-asks; recorded as such)")
         cost = self.cost_usd
         per = self.cost_per_case
         lines.append(
@@ -502,8 +556,7 @@ class TraceReport:
         if self.pending:
             lines.append(f"{self.pending} case(s) pending (a call failed or the budget ran out): run again")
         if self.failed:
-            errors = sorted({r.error or "" for r in self.records if r.status == "failed"})
-            lines.append(f"{self.failed} case(s) failed (e.g. {errors[0]}): run again")
+            lines.append(f"{self.failed} case(s) failed (e.g. {t.failed_error or ''}): run again")
         return "\n".join(lines)
 
 
@@ -560,6 +613,7 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
     record = TraceRecord
     name = "trace"
     unit = "case"
+    head_fields = ("question_id", "status", "input_key", "error", "audit_steps")
 
     def __init__(self, root: Path, config: TraceConfig, clients: Sequence[LLMClient]):
         self.root, self.config, self.clients = root, config, clients
@@ -680,16 +734,14 @@ async def atrace_run(
             await evaluated.client.aclose()
         if own_store:
             store.close()
-    records = tally.of(rd / runs.TRACE)
     return TraceReport(
-        records=records,
         selection=selection,
         kept=tally.kept,
         traced=tally.made,
         http_calls=sum(c.http_calls for c in unique) - calls0,
         cache_hits=sum(c.cache_hits for c in unique) - hits0,
         path=rd / runs.TRACE,
-        usage=sum((r.usage for r in records), Usage()),
+        totals=TraceTotals.read(rd / runs.TRACE),
         unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated)
                                 if not is_exact(w.client) and w.client.prices.get(w.model) is None}),
     )

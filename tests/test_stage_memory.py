@@ -1,0 +1,189 @@
+"""Bounded memory of the stage executor and of the run readers (issue 31): resume indexes a
+record file instead of loading it, the tally holds counts and not records, finished records are
+released, compaction copies lines from the file, and ``runs.frame`` reads only what its
+columns need. Memory is measured with ``tracemalloc`` on records far larger than the bound."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tracemalloc
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pydantic import model_validator
+
+from trek import runs
+from trek.aio import fan_out, run_sync
+from trek.stage import Slot, Stage, StageTally, execute, plan
+from trek.types import Grade, Question, Record, RecordError, Trajectory, Usage, iter_json_lines, write_jsonl
+
+
+class Counted(Record):
+    """A record that counts how often a whole one is built (validated or constructed)."""
+
+    built: ClassVar[int] = 0
+    question_id: str
+    status: str
+    value: str = ""
+    error: str | None = None
+    input_key: str | None = None
+
+    @model_validator(mode="after")
+    def _count(self) -> Counted:
+        type(self).built += 1
+        return self
+
+
+class Big(Stage[tuple[str, str], Counted]):
+    """Items are (id, text); each record carries ``size`` characters (so records dwarf the index)."""
+
+    record = Counted
+    name = "big"
+    head_fields: ClassVar[tuple[str, ...] | None] = ("question_id", "status", "input_key", "error")
+
+    def __init__(self, root: Path, size: int = 10, heads: bool = True):
+        self.root, self.size, self.calls = root, size, 0
+        if not heads:
+            self.head_fields = None  # type: ignore[misc]
+
+    def slot(self, item):
+        return Slot(self.root / "out.jsonl", item[0])
+
+    def input_key(self, item):
+        return f"k:{item[1]}"
+
+    async def produce(self, item, key):
+        self.calls += 1
+        return Counted(question_id=item[0], status="ok", value=item[1] * self.size, input_key=key)
+
+    def failure(self, item, key, error):
+        return Counted(question_id=item[0], status="failed", error=error, input_key=key)
+
+
+def lines(path: Path) -> list[dict]:
+    return [o for _, o in iter_json_lines(path)]
+
+
+def test_resume_reads_only_the_head_fields_and_builds_no_record(tmp_path):
+    items = [(f"q{i}", "x") for i in range(20)]
+    run_sync(execute(Big(tmp_path), items, progress=False))
+    before = (tmp_path / "out.jsonl").read_bytes()
+    Counted.built = 0
+    again = Big(tmp_path)
+    t = run_sync(execute(again, items, progress=False))
+    assert (again.calls, t.kept, Counted.built) == (0, 20, 0)
+    assert (tmp_path / "out.jsonl").read_bytes() == before  # nothing to compact: not rewritten
+    # a stage that names no head fields has every previous line validated as a whole record
+    Counted.built = 0
+    run_sync(execute(Big(tmp_path, heads=False), items, progress=False))
+    assert Counted.built == 20
+
+
+def test_compaction_copies_kept_lines_from_the_file_in_the_items_order(tmp_path):
+    run_sync(execute(Big(tmp_path), [("a", "x"), ("b", "y"), ("c", "z")], progress=False))
+    Counted.built = 0
+    stage = Big(tmp_path)
+    run_sync(execute(stage, [("c", "z"), ("b", "Y"), ("a", "x")], progress=False))
+    assert stage.calls == 1 and Counted.built == 1  # only the record made now (b) was built
+    assert [(o["question_id"], o["value"]) for o in lines(tmp_path / "out.jsonl")] == \
+        [("c", "z" * 10), ("b", "Y" * 10), ("a", "x" * 10)]
+
+
+def test_the_tally_holds_counts_not_records_and_reads_them_back_from_the_file(tmp_path):
+    assert "records" not in {f.name for f in dataclasses.fields(StageTally)}
+    t = run_sync(execute(Big(tmp_path), [("a", "x"), ("b", "y")], progress=False))
+    assert dict(t.counts) == {"ok": 2} and [r.question_id for r in t.iter(tmp_path / "out.jsonl")] == ["a", "b"]
+    # what the tally returns is what the file holds now, not a copy kept in memory
+    recs = lines(tmp_path / "out.jsonl")
+    recs[0]["value"] = "changed"
+    write_jsonl(tmp_path / "out.jsonl", recs)
+    assert [r.value for r in t.of(tmp_path / "out.jsonl")] == ["changed", "y" * 10]
+
+
+def test_a_plan_keeps_heads_not_records(tmp_path):
+    run_sync(execute(Big(tmp_path), [("a", "x"), ("b", "y")], progress=False))
+    p = plan(Big(tmp_path), [("a", "x"), ("b", "Y")])
+    (head,) = p.kept.values()
+    assert not isinstance(head, Counted) and (head.key, head.final, head.status) == ("k:x", True, "ok")
+    assert [it[0] for it in p.todo] == ["b"]
+
+
+def test_a_run_of_large_records_stays_in_bounded_memory(tmp_path):
+    # 150 records of 64 KB (about 10 MB): neither the run nor its resume with every other input
+    # changed (a compaction that copies the kept half) may hold them
+    n, size = 150, 64 * 1024
+    items = [(f"q{i:03d}", "a") for i in range(n)]
+    tracemalloc.start()
+    try:
+        run_sync(execute(Big(tmp_path, size), items, progress=False, checkpoint_seconds=0, limit=4))
+        _, first = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        changed = [(i, "b" if k % 2 else t) for k, (i, t) in enumerate(items)]
+        run_sync(execute(Big(tmp_path, size), changed, progress=False, checkpoint_seconds=0, limit=4))
+        _, second = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "out.jsonl").stat().st_size > n * size
+    assert first < 3 * 2**20 and second < 3 * 2**20, (first, second)
+    assert [o["value"][0] for o in lines(tmp_path / "out.jsonl")] == ["a", "b"] * (n // 2)
+
+
+def test_fan_out_without_results_keeps_none_and_bounds_the_jobs_in_flight():
+    alive = peak = 0
+    seen: list[int] = []
+
+    async def job(x):
+        nonlocal alive, peak
+        alive += 1
+        peak = max(peak, alive)
+        await __import__("asyncio").sleep(0)
+        alive -= 1
+        return x * 2
+
+    out = run_sync(fan_out(range(50), job, limit=3, progress=False, keep_results=False,
+                           on_result=lambda i, r: seen.append(r)))
+    assert out == [] and sorted(seen) == [x * 2 for x in range(50)] and peak <= 3
+    assert run_sync(fan_out([1, 2], job, progress=False)) == [2, 4]
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    rd = tmp_path / "run"
+    rd.mkdir()
+    write_jsonl(rd / runs.QUESTIONS, [Question(id=f"q{i}", dataset="freshqa", question="?", answers=["x"])
+                                      for i in range(3)])
+    write_jsonl(rd / runs.ANSWERS, [
+        Trajectory(question_id="q0", model="m", final_answer="x", usage=Usage(prompt_tokens=5, cost_usd=0.5)),
+        Trajectory(question_id="q1", model="m", status="pending"),
+    ])
+    write_jsonl(rd / runs.GRADES, [Grade(question_id="q0", dataset="freshqa", response="x", outcome="correct",
+                                         grader="freshqa", grader_version="1")])
+    return rd
+
+
+def test_frame_builds_only_the_columns_asked_for_and_reads_only_their_files(tmp_path):
+    rd = _run_dir(tmp_path)
+    full = runs.frame(rd)
+    assert list(full.columns) == runs.FRAME_COLUMNS
+    assert list(full["answer_status"]) == ["ok", "pending", "missing"]
+    assert list(full["correct"]) == [True, False, False] and list(full["prompt_tokens"]) == [5, 0, 0]
+    some = runs.frame(rd, columns=["outcome", "question_id"])
+    assert list(some.columns) == ["outcome", "question_id"]
+    assert some.to_dict("list") == {"outcome": ["correct", "ungraded", "ungraded"], "question_id": ["q0", "q1", "q2"]}
+    # no answer column: answers.jsonl is not read (a broken line there does not matter)
+    with (rd / runs.ANSWERS).open("a") as fh:
+        fh.write("{not json\n")
+    assert runs.frame(rd, columns=["question_id", "correct"])["correct"].tolist() == [True, False, False]
+    with pytest.raises(RecordError, match="answers.jsonl"):
+        runs.frame(rd)
+    with pytest.raises(ValueError, match="unknown column"):
+        runs.frame(rd, columns=["question_id", "nope"])
+
+
+def test_frame_still_refuses_an_answer_to_an_unknown_question(tmp_path):
+    rd = _run_dir(tmp_path)
+    with (rd / runs.ANSWERS).open("a") as fh:
+        fh.write(json.dumps({"question_id": "zz", "model": "m"}) + "\n")
+    with pytest.raises(RecordError, match="'zz' is not in questions.jsonl"):
+        runs.frame(rd, columns=["answer"])
