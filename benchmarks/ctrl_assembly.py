@@ -25,6 +25,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from trek import tokens
@@ -39,7 +40,11 @@ WORDS = ("The council said the figure changed again this year after a long revie
 
 
 def synthetic_pools(n: int, chars: int) -> list[Pool]:
-    pools = []
+    return list(iter_synthetic_pools(n, chars))
+
+
+def iter_synthetic_pools(n: int, chars: int) -> Iterator[Pool]:
+    """The pools of :func:`synthetic_pools` one at a time (a large build never holds them all)."""
     base = dt.date(2015, 1, 1)
     for i in range(n):
         qid = f"bench:{i}"
@@ -57,8 +62,7 @@ def synthetic_pools(n: int, chars: int) -> list[Pool]:
                     question_id=qid, role=role, supports_answer=f"{role}-{j}",
                     metadata={"synthetic": role in ("republication", "fabrication")},
                 ))
-        pools.append(Pool(question=q, documents=docs))
-    return pools
+        yield Pool(question=q, documents=docs)
 
 
 def time_once(pools: list[Pool], conditions: tuple[str, ...] | None, folder: Path,

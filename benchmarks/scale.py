@@ -212,15 +212,19 @@ CTRL = r"""
 import sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from ctrl_assembly import synthetic_pools
+from ctrl_assembly import iter_synthetic_pools
 from trek.ctrl.build import build
 from trek.ctrl.conditions import MAIN_CONDITIONS
-pools = synthetic_pools(int(sys.argv[2]), 120)
+pools = iter_synthetic_pools(int(sys.argv[2]), 120)  # made one at a time, as a pools file is read
 build(pools, sys.argv[1], embedder=None, conditions=MAIN_CONDITIONS, fabricator="none", count_tokens=False)
 """
 
 
-def measure(n: int, stages: list[str], latency: float, connections: int, work: Path) -> dict[str, dict]:
+def measure(n: int, stages: list[str], latency: float, connections: int, work: Path,
+            server_rss: dict[str, float] | None = None) -> dict[str, dict]:
+    """The figures of every stage at ``n`` questions; ``server_rss["mb"]`` gets the fake server's
+    peak RSS (one server serves every stage of this ``n``)."""
+    server_rss = {} if server_rss is None else server_rss
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))}
     env["OPENAI_API_KEY"] = "sk-scale"
@@ -278,7 +282,9 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     finally:
         if srv is not None:
             srv.kill()
-            srv.wait()
+            _, _, ru = os.wait4(srv.pid, 0)
+            srv.returncode = -9
+            server_rss["mb"] = ru.ru_maxrss / 1024
     return out
 
 
@@ -303,26 +309,50 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(s) for s in a.sizes.split(",")]
     stages = [s for s in a.stages.split(",") if s]
     results: dict[int, dict[str, dict]] = {}
+    servers: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="trek-scale-", dir=a.work) as d:
         for n in sizes:
-            results[n] = measure(n, stages, a.latency, a.connections, Path(d) / str(n))
+            t0 = time.perf_counter()
+            srv: dict[str, float] = {}
+            results[n] = measure(n, stages, a.latency, a.connections, Path(d) / str(n), srv)
             for stage, f in results[n].items():
                 wo = f"{f['written_over_size']:.2f}" if f["written_over_size"] else "-"
                 print(f"N={n:>7} {stage:<9} wall {f['wall_ms_per_item']:8.3f} ms/item  cpu {f['cpu_ms_per_item']:8.3f} "
                       f"ms/item  rewritten/N {f['rewritten_per_n']:.2f}  written/size {wo}  peak RSS "
                       f"{f['rss_mb']:7.1f} MB", flush=True)
+            if "mb" in srv:
+                servers[n] = srv["mb"]
+                print(f"N={n:>7} (the fake server, every stage of this N: peak RSS {srv['mb']:.1f} MB)", flush=True)
+            print(f"N={n:>7} done in {time.perf_counter() - t0:.0f} s (data generation included)", flush=True)
     if len(sizes) >= 2:
-        big, prev = sizes[-1], sizes[-2]
-        print(f"ratios N={big} over N={prev}:")
-        for stage in results[big]:
-            if stage not in results[prev]:
-                continue
-            b, p = results[big][stage], results[prev][stage]
-            wr = f"  bytes written {b['written_mb'] / p['written_mb']:.2f}" if p["written_mb"] else ""
-            print(f"  {stage:<9} cpu/item {b['cpu_ms_per_item'] / p['cpu_ms_per_item']:.2f}  wall/item "
-                  f"{b['wall_ms_per_item'] / p['wall_ms_per_item']:.2f}  rss {b['rss_mb'] / p['rss_mb']:.2f}{wr}")
+        print(summary(results, sizes[-1], sizes[-2], servers))
     if a.json:
         print(json.dumps({str(k): v for k, v in results.items()}))
+
+
+def summary(results: dict[int, dict[str, dict]], big: int, prev: int, servers: dict[int, float]) -> str:
+    """The ratios between the two largest N and issue 31's acceptance: CPU time per item at the
+    larger N at most 1.3 x that at the smaller, and every child's peak RSS at most 2 GB."""
+    lines = [f"ratios N={big} over N={prev}:"]
+    worst_t: tuple[float, str] | None = None
+    for stage in results[big]:
+        if stage not in results[prev]:
+            continue
+        b, p = results[big][stage], results[prev][stage]
+        wr = f"  bytes written {b['written_mb'] / p['written_mb']:.2f}" if p["written_mb"] else ""
+        t = b["cpu_ms_per_item"] / p["cpu_ms_per_item"]
+        worst_t = max(worst_t or (t, stage), (t, stage))
+        lines.append(f"  {stage:<9} cpu/item {t:.2f}  wall/item {b['wall_ms_per_item'] / p['wall_ms_per_item']:.2f}  "
+                     f"rss {b['rss_mb'] / p['rss_mb']:.2f}{wr}")
+    if big in servers and prev in servers:
+        lines.append(f"  fake server rss {servers[big] / servers[prev]:.2f} ({servers[prev]:.0f} -> {servers[big]:.0f} MB)")
+    peak_mb, peak_stage = max((f["rss_mb"], stage) for stage, f in results[big].items())
+    if worst_t is not None:
+        lines.append(f"acceptance (issue 31): CPU time per item at N={big} / at N={prev} <= 1.3: worst {worst_t[0]:.2f} "
+                     f"({worst_t[1]}) {'ok' if worst_t[0] <= 1.3 else 'OVER'}")
+    lines.append(f"acceptance (issue 31): peak RSS <= 2048 MB at N={big}: largest {peak_mb:.0f} MB ({peak_stage}) "
+                 f"{'ok' if peak_mb <= 2048 else 'OVER'}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Print the architecture figures of issue 29 for a checkout: import cycles (imports inside
 functions included), the longest command functions, LLM client construction sites, root modules,
-modules spelling run file names, modules locking files.
+modules spelling run file names (apart from package data and the names listed as not run
+files), modules locking files.
 
     python scripts/architecture_figures.py [CHECKOUT]   (default: this checkout)
 """
@@ -13,6 +14,47 @@ import sys
 from pathlib import Path
 
 RUN_FILE = re.compile(r"[\w.-]+\.(sqlite|jsonl|json)|\.trek\.lock")
+#: The module that owns the names of the files a run directory (or a command's output folder) holds.
+RUN_FILES_OWNER = "trek/runs.py"
+#: File-name literals that are not run files, by module: what each names instead.
+NOT_RUN_FILES = {
+    "trek/testing/fake_openai.py": ("the fake server's own uploaded and generated batch files (in memory)",
+                                    {"upload.jsonl", "_output.jsonl", "_error.jsonl"}),
+    "trek/imports/inspect_ai.py": ("a member of an inspect_ai .eval zip (an input format)", {"header.json"}),
+    "trek/datasets/mini.py": ("a file of a benchmark folder (a data set, not a run)", {"documents.jsonl"}),
+}
+
+
+def string_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, value) of every string constant that is not a docstring."""
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def file_name_literals(root: Path) -> dict[str, list[tuple[int, str, str]]]:
+    """Every file-name string literal of the package at ``root`` (docstrings aside), by module
+    (``trek/x.py``): ``(line, name, kind)``, ``kind`` being ``package data`` (a file shipped in
+    the package, e.g. ``prices.json``), ``not a run file`` (:data:`NOT_RUN_FILES`) or ``run file``."""
+    shipped = {p.name for p in root.rglob("*") if p.is_file() and p.suffix != ".py"}
+    out: dict[str, list[tuple[int, str, str]]] = {}
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root.parent).as_posix()
+        others = NOT_RUN_FILES.get(rel, ("", set()))[1]
+        found = [(line, v, "package data" if v in shipped else "not a run file" if v in others else "run file")
+                 for line, v in string_literals(ast.parse(p.read_text(encoding="utf-8"))) if RUN_FILE.fullmatch(v)]
+        if found:
+            out[rel] = found
+    return out
+
+
+def run_file_spellers(root: Path) -> dict[str, list[str]]:
+    """Modules other than :data:`RUN_FILES_OWNER` that spell a run file's name: ``{module: ["line: name"]}``."""
+    return {m: [f"{line}: {v}" for line, v, kind in found if kind == "run file"]
+            for m, found in file_name_literals(root).items()
+            if m != RUN_FILES_OWNER and any(kind == "run file" for _, _, kind in found)}
 
 
 def module_name(root: Path, p: Path) -> str:
@@ -120,13 +162,13 @@ def main(checkout: Path) -> None:
     print("PriceTable.load( :", sum(p.read_text(encoding="utf-8").count("PriceTable.load(") for p in files))
     root_mods = [p.name for p in sorted(root.glob("*.py")) if p.name != "__init__.py"]
     print(f"root modules: {len(root_mods)}: {' '.join(root_mods)}")
-    spelled = {rel[p]: sorted({n.value for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-                               if isinstance(n, ast.Constant) and isinstance(n.value, str) and RUN_FILE.fullmatch(n.value)})
-               for p in files}
-    spelled = {k: v for k, v in spelled.items() if v}
-    print(f"modules with file-name string literals: {len(spelled)}")
-    for k, v in sorted(spelled.items()):
-        print(f"   {k}: {', '.join(v[:6])}")
+    literals = file_name_literals(root)
+    spellers = run_file_spellers(root)
+    print(f"modules with file-name string literals: {len(literals)}; spelling run file names outside "
+          f"{RUN_FILES_OWNER}: {len(spellers)}")
+    for k, found in sorted(literals.items()):
+        kinds = sorted({kind for _, _, kind in found})
+        print(f"   {k}: {', '.join(sorted({v for _, v, _ in found})[:6])} ({', '.join(kinds)})")
     lockers = [rel[p] for p in files if re.search(r"^\s*(import fcntl|from fcntl|import filelock)", p.read_text(encoding="utf-8"), re.M)]
     print(f"modules locking files: {lockers}")
 

@@ -16,7 +16,7 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 #: Every file name a run directory (or a Ctrl build folder) holds, as :mod:`trek.runs` names them.
 RUN_FILES = {runs.META, runs.QUESTIONS, runs.ANSWERS, runs.GRADES, runs.TRACE, runs.AUDIT, runs.LOCK,
              runs.LLM_CACHE, runs.SEARCH_CACHE, runs.PAGES, runs.POOLS, runs.CONTEXTS, runs.BUILD_MANIFEST,
-             runs.BATCH_STATE}
+             runs.BATCH_STATE, runs.FABRICATIONS, runs.BUILD_LEDGER, runs.DISCOVERY_REPORT, runs.DISCOVERY_RECORDS}
 
 
 def sources() -> list[Path]:
@@ -54,6 +54,30 @@ def test_run_file_names_are_spelled_in_trek_runs_only():
     assert bad == [], "name run files through trek.runs (RunDir or its constants):\n" + "\n".join(bad)
     spelled = {v for _, v in string_literals(ast.parse((TREK / "runs.py").read_text(encoding="utf-8")))}
     assert spelled >= RUN_FILES, RUN_FILES - spelled
+
+
+def test_file_name_literals_outside_trek_runs_are_package_data_or_not_run_files():
+    # every other file-name literal is a file shipped in the package (prices.json) or one listed,
+    # with what it names, as not a run file (the fake server's internals, an input format's member)
+    fig = figures_script()
+    assert fig.run_file_spellers(TREK) == {}, "name run files through trek.runs (RunDir or its constants)"
+    literals = fig.file_name_literals(TREK)
+    kinds = {(m, v): kind for m, found in literals.items() for _, v, kind in found}
+    assert kinds[("trek/llm/usage.py", "prices.json")] == "package data"
+    assert kinds[("trek/testing/fake_openai.py", "upload.jsonl")] == "not a run file"
+    for module, (what, names) in fig.NOT_RUN_FILES.items():  # the list holds no stale entry
+        assert what and names <= {v for _, v, _ in literals.get(module, [])}, module
+
+
+def test_the_file_name_scan_tells_run_files_from_package_data(tmp_path):
+    fig = figures_script()
+    pkg = tmp_path / "trek"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "table.json").write_text("{}")
+    (pkg / "sub" / "m.py").write_text('"""out.jsonl in a docstring"""\nA = "table.json"\nB = "grades.jsonl"\n')
+    (pkg / "runs.py").write_text('C = "grades.jsonl"\n')
+    assert fig.file_name_literals(pkg)["trek/sub/m.py"] == [(2, "table.json", "package data"), (3, "grades.jsonl", "run file")]
+    assert fig.run_file_spellers(pkg) == {"trek/sub/m.py": ["3: grades.jsonl"]}
 
 
 def test_file_locking_lives_in_trek_runs_only():
@@ -117,3 +141,33 @@ def test_no_command_builds_a_client():
            if (isinstance(n, ast.Name) and n.id == "LLMClient") or (isinstance(n, ast.Attribute) and n.attr == "LLMClient")
            or (isinstance(n, ast.alias) and n.name == "LLMClient")]
     assert bad == [], "commands get clients from RunDir.client(role): " + ", ".join(bad)
+
+
+#: Command functions (trek/cli/, ``file:name``) still allowed over 40 lines. Only ever shrinks:
+#: empty now that every command parses its options and makes one library call.
+LONG_COMMANDS_ALLOWED: set[str] = set()
+
+
+def long_functions(root: Path, limit: int = 40) -> list[str]:
+    """``file:name (lines)`` of every function under ``root`` longer than ``limit`` lines, counted
+    from the ``def`` line to the last line, as scripts/architecture_figures.py counts them."""
+    return [f"{p.relative_to(root.parent)}:{n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in sorted(root.rglob("*.py")) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > limit]
+
+
+def test_the_length_scan_sees_a_long_function(tmp_path):
+    pkg = tmp_path / "cli"
+    pkg.mkdir()
+    (pkg / "x.py").write_text("def short():\n    return 1\n\n\ndef long():\n" + "    x = 1\n" * 40)
+    assert long_functions(pkg) == ["cli/x.py:long (41 lines)"]
+
+
+def test_no_command_function_is_longer_than_40_lines():
+    found = long_functions(TREK / "cli")
+    bad = [f for f in found if f.rsplit(" (", 1)[0].removeprefix("cli/") not in LONG_COMMANDS_ALLOWED]
+    assert bad == [], "a command parses options and makes one library call (move the work into trek/):\n" + \
+        "\n".join(bad)
+    still = {f.rsplit(" (", 1)[0].removeprefix("cli/") for f in found}
+    assert still >= LONG_COMMANDS_ALLOWED, f"shorter now: remove {LONG_COMMANDS_ALLOWED - still} from the allowlist"
+

@@ -1,5 +1,6 @@
 """The shared pieces of the commands: option groups, the error exit and the look before spending."""
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,6 +41,28 @@ def test_a_group_stands_for_its_options_in_place():
     assert (seen["name"], seen["last"]) == ("x", Path("p"))
     r = CliRunner().invoke(_app(command), ["--assume-output", "0"])
     assert r.exit_code == 2  # the group's option keeps its min=1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outer:
+    first: str = typer.Option("a", "--first")
+    spending: options.Spending = options.GROUP
+    last: int = typer.Option(1, "--last-n")
+
+
+def test_a_group_may_hold_groups():
+    seen = {}
+
+    @options.grouped
+    def command(run: str = typer.Argument(...), o: _Outer = options.GROUP) -> None:
+        seen.update(run=run, o=o)
+
+    r = CliRunner().invoke(_app(command), ["--help"], env={"COLUMNS": "200"})
+    flags = ["--first", "--dry-run", "--confirm-above", "--yes", "--assume-output", "--last-n"]
+    assert r.exit_code == 0 and sorted(flags, key=r.output.index) == flags
+    r = CliRunner().invoke(_app(command), ["R", "--first", "b", "--dry-run", "--last-n", "3"])
+    assert r.exit_code == 0, r.output
+    assert seen == {"run": "R", "o": _Outer(first="b", spending=options.Spending(True, 5.0, False, 4096), last=3)}
 
 
 def test_exit_on_turns_the_listed_errors_into_exit_2():

@@ -1,5 +1,5 @@
-"""kill -9 during ``trek ctrl discover`` and during ``trek ctrl build`` with a model fabricator,
-then the same command again: no call whose reply was stored before the kill is sent again, and
+"""kill -9 (and Ctrl-C) during ``trek ctrl discover`` and during ``trek ctrl build`` with a model
+fabricator, then the same command again: no call whose reply was stored before the kill is sent again, and
 the outputs are byte for byte those of an uninterrupted run. A second writer of the same folder is
 refused with the first one's process id while the first one runs.
 
@@ -76,41 +76,53 @@ def world(request, tmp_path_factory):
         yield job, srv, inputs, outputs(job, ref), total
 
 
+def interrupt_then_resume(job, srv, inputs, reference, target: Path, at: int, sig: signal.Signals) -> None:
+    """Stop the job with ``sig`` once ``at`` calls are answered and stored, then run it again and
+    check the rule: no answered call sent again, the outputs of an uninterrupted run."""
+    target.mkdir()
+    srv.reset_stats()
+    srv.hold_after(at)  # the first `at` calls are answered, every later one waits unanswered
+    try:
+        proc = trek(command(job, target, srv.base_url, inputs))
+        with contextlib.suppress(TimeoutError):  # the assertion below says what went wrong
+            srv.wait_for(lambda s: s["held"] >= 1 and s["active"] == s["held"], timeout=300)
+        assert proc.poll() is None, f"{job} finished before the kill point"
+        answered = set(srv.stats()["ok_by_key"])
+        deadline = time.monotonic() + 120
+        while not answered <= stored_keys(target) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the replies' commits, on the child's cache writer thread
+        proc.send_signal(sig)
+        proc.communicate(timeout=120)
+    finally:
+        srv.release()
+    assert proc.returncode != 0, f"{job} finished before the kill point"
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    assert_whole(target, journal=sig == signal.SIGKILL)  # a Ctrl-C leaves whole record files
+    # the outputs are written whole at the end: none is there, half-written or not
+    assert not (runs.RunDir(target).build_manifest if job == "build" else target / runs.POOLS).exists()
+    before = srv.stats()["ok_by_key"]
+    assert before and set(before) <= stored_keys(target), "the answered calls were not stored before the kill"
+    finish(command(job, target, srv.base_url, inputs))
+    after = srv.stats()["ok_by_key"]
+    resent = sorted(k for k, count in before.items() if after.get(k, 0) > count)
+    assert resent == [], f"{len(resent)} call(s) answered before the kill were sent again"
+    assert_whole(target)
+    assert outputs(job, target) == reference, f"the resumed {job} wrote other outputs than an uninterrupted one"
+
+
 def test_kill_9_then_the_same_command_resumes(world, tmp_path):
     job, srv, inputs, reference, total = world
     assert total >= 8, f"an uninterrupted {job} sends {total} requests: too few to kill it half-way"
     rng = random.Random(f"ctrl-kill-{job}")
     for n, fraction in enumerate((0.3, 0.7)):
-        target = tmp_path / f"killed-{n}"
-        target.mkdir()
         at = max(1, int(total * fraction) + rng.randint(-2, 2))
-        srv.reset_stats()
-        srv.hold_after(at)  # the first `at` calls are answered, every later one waits unanswered
-        try:
-            proc = trek(command(job, target, srv.base_url, inputs))
-            with contextlib.suppress(TimeoutError):  # the assertion below says what went wrong
-                srv.wait_for(lambda s: s["held"] >= 1 and s["active"] == s["held"], timeout=300)
-            assert proc.poll() is None, f"{job} finished before the kill point"
-            answered = set(srv.stats()["ok_by_key"])
-            deadline = time.monotonic() + 120
-            while not answered <= stored_keys(target) and time.monotonic() < deadline:
-                time.sleep(0.01)  # the replies' commits, on the child's cache writer thread
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=60)
-        finally:
-            srv.release()
-        assert proc.returncode == -signal.SIGKILL, f"{job} finished before the kill point"
-        assert_whole(target, journal=True)
-        # the outputs are written whole at the end: none is there, half-written or not
-        assert not (runs.RunDir(target).build_manifest if job == "build" else target / runs.POOLS).exists()
-        before = srv.stats()["ok_by_key"]
-        assert before and set(before) <= stored_keys(target), "the answered calls were not stored before the kill"
-        finish(command(job, target, srv.base_url, inputs))
-        after = srv.stats()["ok_by_key"]
-        resent = sorted(k for k, count in before.items() if after.get(k, 0) > count)
-        assert resent == [], f"{len(resent)} call(s) answered before the kill were sent again"
-        assert_whole(target)
-        assert outputs(job, target) == reference, f"the resumed {job} wrote other outputs than an uninterrupted one"
+        interrupt_then_resume(job, srv, inputs, reference, tmp_path / f"killed-{n}", at, signal.SIGKILL)
+
+
+def test_ctrl_c_then_the_same_command_resumes(world, tmp_path):
+    job, srv, inputs, reference, total = world
+    interrupt_then_resume(job, srv, inputs, reference, tmp_path / "interrupted", total // 2, signal.SIGINT)
 
 
 def test_a_second_writer_is_refused_while_the_first_runs(world, tmp_path):

@@ -115,6 +115,29 @@ def test_add_documents_and_get_by_identity(tmp_path):
     assert [p.key for p in again.pages()] == ["example.com/News/1", "example.org/b?x=1"]
 
 
+def test_large_loads_and_reads_go_a_batch_at_a_time(monkeypatch):
+    """More pages than a batch: every page read back once, in identity order, the first document
+    of a repeated identity kept across batches; and a failed load leaves the store unchanged."""
+    import trek.pages
+
+    monkeypatch.setattr(trek.pages, "_BATCH", 7)
+    store = PageStore()
+    docs = [Document(id=f"d{i}", url=f"https://b.example/{(i * 11) % 50}", text=f"text {i}") for i in range(80)]
+    assert store.add_documents(iter(docs)) == 50
+    got = list(store.pages("corpus"))
+    assert [p.key for p in got] == sorted(f"b.example/{j}" for j in range(50))
+    assert {p.key: p.text for p in got} == {f"b.example/{(i * 11) % 50}": f"text {i}" for i in range(50)}
+    assert store.corpus_pages(["b.example/3", "b.example/3", "nowhere.example/x"]).keys() == {"b.example/3"}
+
+    def broken():
+        yield from (Document(id=f"n{i}", url=f"https://n.example/{i}", text="new") for i in range(20))
+        raise RuntimeError("the source broke")
+
+    with pytest.raises(RuntimeError, match="source broke"):
+        store.add_documents(broken())
+    assert len(store) == 50 and store.lookup("https://n.example/0") is None
+
+
 def test_missing_page_is_a_placeholder_not_an_error():
     store = PageStore()
     page = store.get("https://nowhere.example/page")

@@ -100,3 +100,31 @@ def test_every_help_is_readable_at_80_columns():
         assert r.exit_code == 0, (name, r.output)
         long = [line for line in r.output.splitlines() if len(line) > 80]
         assert not long and "…" not in r.output, (name, long[:3])
+
+
+#: Commands that call the evaluated model: only they show --base-url and --param.
+CALL_THE_EVALUATED_MODEL = {"wild run", "ctrl run", "trace run", "llm run"}
+
+
+def test_the_evaluated_models_flags_are_only_where_it_is_called_and_every_role_has_its_endpoint():
+    cmds = commands()
+    for name, c in cmds.items():
+        flags = shown_flags(c)
+        if {"--base-url", "--param"} & flags:
+            assert name in CALL_THE_EVALUATED_MODEL, f"{name} shows the evaluated model's endpoint but calls no model"
+        if "--model" in flags:  # `trek import --model` names the evaluated model of a log; it calls nothing
+            assert name in CALL_THE_EVALUATED_MODEL | {"import"}, name
+        for flag in flags:
+            if flag.endswith("-param") and flag != "--param":
+                assert flag.removeprefix("--").removesuffix("-param") in ROLE_NAMES, f"{name}: {flag}"
+        for role in ROLE_NAMES:
+            if f"--{role}" in flags:
+                assert f"--{role}-base-url" in flags, f"{name}: --{role} without --{role}-base-url"
+    assert {n for n, c in cmds.items() if "--base-url" in shown_flags(c)} == CALL_THE_EVALUATED_MODEL
+    wild = shown_flags(cmds["wild run"])
+    assert {"--prompts", "--search-proxy-base-url"} <= wild and "--search-base-url" not in wild
+    graders = [n for n, c in cmds.items() if "--grader" in shown_flags(c)]
+    assert sorted(graders) == ["ctrl run", "grade"]  # every command that grades has the one grader choice
+    helps = {n: next(p.help for p in cmds[n].params if "--grader" in p.opts) for n in graders}
+    assert len(set(helps.values())) == 1, helps
+

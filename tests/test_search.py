@@ -509,6 +509,27 @@ def test_make_backend_names(store):
         make_backend("local")
 
 
+def _brute_force(store):
+    """What the local backend must return: a function of (query, k) scoring every corpus page with
+    a fresh ``bm25s`` index (``get_scores``, the whole corpus), sorted by score, ties by page key,
+    positive scores only."""
+    import bm25s
+
+    pages = list(store.pages("corpus"))
+    index = bm25s.BM25(k1=1.5, b=0.75)
+    index.index(bm25s.tokenize([f"{p.title}\n{p.text}" for p in pages], stopwords="en", show_progress=False),
+                show_progress=False)
+
+    def ranking(query: str, k: int) -> list[tuple[str, float]]:
+        q = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+        ids = index.get_tokens_ids(q)
+        scores = index.get_scores(ids) if ids else [0.0] * len(pages)
+        brute = sorted(range(len(pages)), key=lambda i: (-float(scores[i]), pages[i].key))
+        return [(pages[i].url, float(scores[i])) for i in brute[:k] if float(scores[i]) > 0.0]
+
+    return ranking
+
+
 @pytest.mark.parametrize("k", [1, 3, 7, 40])
 def test_local_ranking_equals_a_full_sort_of_the_corpus_ties_included(k):
     from trek.pages import PageStore
@@ -521,13 +542,50 @@ def test_local_ranking_equals_a_full_sort_of_the_corpus_ties_included(k):
                      text=" ".join(words[j % len(words)] for j in range(i % 4, i % 4 + 3)) + " news")
             for i in range(31)]
     store.add_documents(docs)
-    backend = LocalSearch(store)
+    backend, brute = LocalSearch(store), _brute_force(store)
     for query in ("harbour ferry", "toll bridge council", "timetable"):
-        got = backend.rank(query, k)
-        scores = backend._index.get_scores(__import__("bm25s").tokenize([query], stopwords="en", return_ids=False,
-                                                                      show_progress=False)[0])
-        brute = sorted(range(len(backend._pages)), key=lambda i: (-float(scores[i]), backend._pages[i].key))
-        want = [(backend._pages[i].url, float(scores[i])) for i in brute[:k] if float(scores[i]) > 0.0]
-        assert [(p.url, s) for p, s in got] == want
-        positive = [float(x) for x in scores if x > 0]
+        assert [(p.url, s) for p, s in backend.rank(query, k)] == brute(query, k)
+        positive = [s for _, s in brute(query, 100)]
         assert len(set(positive)) < len(positive)  # the corpus holds ties for every query
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_local_ranking_equals_full_scoring_on_random_corpora(seed):
+    """Scoring only the pages that hold a query token gives exactly the ranking (pages, order,
+    float scores) of scoring every page: random texts over a small vocabulary (many ties, pages
+    without any query token), queries with repeated, unknown and stop words, titles, several k."""
+    import random
+
+    from trek.pages import PageStore
+    from trek.types import Document
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(rng.randint(5, 40))]
+    store = PageStore()
+    texts = [" ".join(rng.choices(vocab, k=rng.randint(1, 12))) for _ in range(rng.randint(20, 60))]
+    docs = [Document(id=f"d{i}", url=f"https://r{seed}.example/{rng.randrange(10**6)}/{i}",
+                     title=rng.choice(["", rng.choice(vocab)]), text=rng.choice(texts) if rng.random() < 0.4 else t)
+            for i, t in enumerate(texts * 3)]
+    store.add_documents(docs)
+    backend, brute = LocalSearch(store), _brute_force(store)
+    queries = [" ".join(rng.choices(vocab + ["the", "of", "unknownword"], k=rng.randint(1, 6))) for _ in range(25)]
+    queries += ["the of and", "nothingmatches", f"{vocab[0]} {vocab[0]} {vocab[0]}"]
+    for query in queries:
+        for k in (1, 2, 5, 1000):
+            assert [(p.url, s) for p, s in backend.rank(query, k)] == brute(query, k), (query, k)
+
+
+def test_local_search_returns_the_stored_pages_and_follows_corpus_changes():
+    from trek.pages import PageStore
+    from trek.types import Document
+
+    store = PageStore()
+    store.add_documents([Document(id="a", url="https://a.example/x", title="Ferry", text="ferry timetable", date="2024-05-01"),
+                         Document(id="b", url="https://b.example/y", title="Toll", text="bridge toll")])
+    backend = LocalSearch(store)
+    (page, score), = backend.rank("ferry", 5)
+    assert (page.url, page.title, page.text, page.date, page.source) == ("https://a.example/x", "Ferry",
+                                                                          "ferry timetable", "2024-05-01", "corpus")
+    assert score > 0
+    store.add_documents([Document(id="c", url="https://c.example/z", title="", text="ferry ferry ferry")])
+    assert [p.url for p, _ in backend.rank("ferry", 5)] == ["https://c.example/z", "https://a.example/x"]

@@ -195,6 +195,8 @@ CREATE TABLE IF NOT EXISTS pages (
 """
 
 _COLUMNS = "key, url, title, date, text, status, source, fetched_at, error"
+#: Pages read from SQLite at a time by :meth:`PageStore.pages`.
+_BATCH = 2_000
 
 
 def _row_page(row: tuple[Any, ...]) -> Page:
@@ -270,24 +272,31 @@ class PageStore:
         """Load frozen documents; the first document for a URL identity wins within one call,
         and a corpus page already stored under that identity is replaced (data updates apply).
 
+        All in one transaction, written a batch at a time as ``docs`` is read (an iterable of
+        any length: only the batch and the identities seen so far are held).
+
         Returns the number of pages written.
         """
-        rows: dict[str, tuple[Any, ...]] = {}
+        seen: set[str] = set()
         now = utcnow()
-        for d in docs:
-            key = normalize_url(d.url)
-            if key in rows:
-                continue
-            date = d.date.isoformat() if isinstance(d.date, _dt.date) else None
-            rows[key] = (key, d.url, d.title or "", date, d.text, "ok", "corpus", now, None)
+        sql = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with self._lock:
             with transaction(self._conn):
-                self._conn.executemany(
-                    f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    list(rows.values()),
-                )
+                rows: list[tuple[Any, ...]] = []
+                for d in docs:
+                    key = normalize_url(d.url)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    date = d.date.isoformat() if isinstance(d.date, _dt.date) else None
+                    rows.append((key, d.url, d.title or "", date, d.text, "ok", "corpus", now, None))
+                    if len(rows) >= _BATCH:
+                        self._conn.executemany(sql, rows)
+                        rows = []
+                if rows:
+                    self._conn.executemany(sql, rows)
             self._fingerprint = None
-        return len(rows)
+        return len(seen)
 
     def put(self, page: Page) -> None:
         """Store one page (replacing what was stored under its URL identity)."""
@@ -326,18 +335,47 @@ class PageStore:
             return int(self._conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
 
     def pages(self, source: str | None = "corpus") -> Iterator[Page]:
-        """Available pages in identity order (only those from ``source`` unless it is ``None``)."""
-        with self._lock:
-            if source is None:
+        """Available pages in identity order (only those from ``source`` unless it is ``None``).
+
+        Read a batch at a time (by key, the lock held only while a batch is read), so a large
+        store is never held in memory at once; a page stored meanwhile with a key not yet reached
+        is included."""
+        where = "status = 'ok'" + ("" if source is None else " AND source = ?")
+        params: tuple[Any, ...] = () if source is None else (source,)
+        after: str | None = None
+        while True:
+            with self._lock:
+                if after is None:
+                    rows = self._conn.execute(
+                        f"SELECT {_COLUMNS} FROM pages WHERE {where} ORDER BY key LIMIT ?", (*params, _BATCH)
+                    ).fetchall()
+                else:
+                    rows = self._conn.execute(
+                        f"SELECT {_COLUMNS} FROM pages WHERE {where} AND key > ? ORDER BY key LIMIT ?",
+                        (*params, after, _BATCH),
+                    ).fetchall()
+            for row in rows:
+                yield _row_page(row)
+            if len(rows) < _BATCH:
+                return
+            after = rows[-1][0]
+            del rows
+
+    def corpus_pages(self, keys: Iterable[str]) -> dict[str, Page]:
+        """The available frozen-corpus pages stored under these URL identities (keys as
+        :func:`normalize_url` makes them), by key; a key with no such page is left out."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, Page] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT {_COLUMNS} FROM pages WHERE status = 'ok' ORDER BY key"
+                    f"SELECT {_COLUMNS} FROM pages WHERE status = 'ok' AND source = 'corpus' AND key IN "
+                    f"({', '.join('?' * len(part))})",
+                    part,
                 ).fetchall()
-            else:
-                rows = self._conn.execute(
-                    f"SELECT {_COLUMNS} FROM pages WHERE status = 'ok' AND source = ? ORDER BY key", (source,)
-                ).fetchall()
-        for row in rows:
-            yield _row_page(row)
+            out.update((row[0], _row_page(row)) for row in rows)
+        return out
 
     def fingerprint(self) -> str:
         """A short hash of the frozen-corpus pages (changes when the corpus changes)."""

@@ -79,9 +79,14 @@ __all__ = [
     "CONTEXTS",
     "BUILD_MANIFEST",
     "BATCH_STATE",
+    "RESPONSES",
+    "LANGFUSE_SCORES",
+    "OTLP_EVALUATIONS",
     "FABRICATIONS",
     "BUILD_LEDGER",
     "CALIBRATION_REPORT",
+    "DISCOVERY_REPORT",
+    "DISCOVERY_RECORDS",
     "QUESTIONS",
     "ANSWERS",
     "GRADES",
@@ -132,6 +137,10 @@ DISCOVERY_RECORDS = ".discovery.jsonl"
 CALIBRATION_REPORT = "calibration.json"
 #: The Batch API state of a ``trek llm run --batch`` (in the state folder beside its ``--out``).
 BATCH_STATE = "openai-batches.json"
+#: The output files of commands that write one file (the names their messages suggest).
+RESPONSES = "responses.jsonl"  # trek llm run --out
+LANGFUSE_SCORES = "scores.jsonl"  # trek trace export --format langfuse
+OTLP_EVALUATIONS = "evaluations.json"  # trek trace export --format otlp
 
 PathLike = str | os.PathLike[str]
 M = TypeVar("M", bound=BaseModel)

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from trek.pages import AGENT_PAGE_CHARS
 from trek.roles import Role
 from trek.types import Question
 
@@ -35,26 +34,20 @@ SEARCH_CHOICE = ("choose a search backend with --search: tavily, duckduckgo, ope
 class WildSettings:
     """What a Wild run answers with: the question set (``questions``: wild or mini, from
     ``data_dir``, the first ``limit``), the ``search`` backend (``None``: local for mini), the
-    ``system`` and its settings (see :func:`trek.runner.system_config`), live page fetching
+    ``system`` (the keywords of :func:`trek.runner.run_system` that choose and set it: ``system``,
+    ``effort``, ``max_rounds``, ``results_per_search``, ``top_k``, ...), live page fetching
     (``fetch``: ``None`` is on for web backends), the proxy search model's API, the clients'
     ``timeout``/``max_retries`` and the estimate's assumptions."""
 
     questions: str = "wild"
     data_dir: Path | None = None
-    search: str | None = None
-    system: str = "agentic"
-    effort: str | None = None
-    max_rounds: int = 8
-    results: int = 5
-    top_k: int = 5
-    fetch: bool | None = None
-    page_chars: int = AGENT_PAGE_CHARS
-    hints: bool = False
-    first_search: bool = False
-    fetch_timeout: float = 20.0
-    proxy_api: str = "chat"
     limit: int | None = None
     allow_partial: bool = False
+    search: str | None = None
+    fetch: bool | None = None
+    fetch_timeout: float = 20.0
+    proxy_api: str = "chat"
+    system: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     timeout: float = 120.0
     max_retries: int = 6
     assume_rounds: int | None = None
@@ -65,10 +58,11 @@ class WildSettings:
         choice that is not one."""
         from trek.search.agent import EFFORTS
 
-        if self.system not in WILD_SYSTEMS:
-            raise ValueError(f"--system must be agentic or search-then-read, not {self.system!r}")
-        if self.effort is not None and self.effort not in EFFORTS:
-            raise ValueError(f"--effort must be one of {', '.join(EFFORTS)}, not {self.effort!r}")
+        system, effort = self.system.get("system", "agentic"), self.system.get("effort")
+        if system not in WILD_SYSTEMS:
+            raise ValueError(f"--system must be agentic or search-then-read, not {system!r}")
+        if effort is not None and effort not in EFFORTS:
+            raise ValueError(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
         if self.proxy_api not in PROXY_APIS:
             raise ValueError("--proxy-api must be chat or responses")
         if self.search is None and self.questions != "mini":
@@ -77,9 +71,7 @@ class WildSettings:
 
     def system_settings(self, store: Any) -> dict[str, Any]:
         """The keywords of :func:`trek.runner.run_system` (and of the estimate) for ``store``."""
-        return dict(system=self.system, effort=self.effort, store=store, max_rounds=self.max_rounds,
-                    results_per_search=self.results, top_k=self.top_k, page_chars=self.page_chars, hints=self.hints,
-                    first_search=self.first_search)
+        return {**self.system, "store": store}
 
 
 def _warn(text: str) -> None:
@@ -176,6 +168,7 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
         client = endpoint(model, budget_usd=budget_usd)
         backend, search_client, store, fetch = _backend(rd, settings, client, endpoint,
                                                         search_proxy_base_url or model.base_url, docs)
+        del docs  # the store holds them now (a large benchmark's pages are not kept twice)
         announce({"evaluated": client, "search proxy": search_client})
         system = settings.system_settings(store)
         est = estimate_wild_run(qs, rd.path, client, backend, assume_rounds=settings.assume_rounds,

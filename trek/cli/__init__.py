@@ -1,7 +1,8 @@
 """The ``trek`` command: the root app and its sub-command groups, one module each in this package.
 
-The commands parse options, build clients and report; the work is done by library functions
-(:mod:`trek.runner`, :mod:`trek.grading`, ...), which never import from here."""
+The commands parse options into a run directory, roles and settings, make one library call and
+report; the work is done by library functions (:func:`trek.wild.run_wild`,
+:func:`trek.grading.grade_with_roles`, ...), which never import from here."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ class Grid:
 
 @dataclasses.dataclass(frozen=True)
 class Methods:
-    """The settings of Rerank, Filter and Structured."""
+    """The settings of Rerank, Filter and Structured (:meth:`settings`: by method)."""
 
     sigma_days: float = typer.Option(365.0, "--sigma-days", callback=options.POSITIVE,
                                      help="Rerank: width of the Gaussian temporal decay, in days.")
@@ -75,21 +75,31 @@ class Methods:
         "endpoint supports it, instead of the #Answer: line. Off by default (the paper's format).")
 
 
+    def settings(self) -> dict[str, dict[str, Any]]:
+        return {"rerank": {"sigma_days": self.sigma_days, "combine": self.combine, "alpha": self.alpha,
+                           "k": self.top_k, "after_cutoff": self.after_cutoff},
+                "filter": {"empty_fallback": self.empty_fallback, "max_reasks": self.max_reasks},
+                "structured": {"max_reasks": self.max_reasks, "json_answer": self.structured_json}}
+
+
 @dataclasses.dataclass(frozen=True)
 class Calls:
     """How the model and the judges are called and charged, and the prompts they get."""
 
-    max_connections: int = options.MAX_CONNECTIONS
-    budget: float = options.BUDGET
+    max_connections: int | None = options.MAX_CONNECTIONS
+    budget: float | None = options.BUDGET
     timeout: float = options.TIMEOUT
     max_retries: int = options.MAX_RETRIES
-    prices: Path = options.PRICES
-    prompts: Path = options.PROMPTS
+    prices: Path | None = options.PRICES
+    prompts: Path | None = options.PROMPTS
+
+    def model(self, model: str, base_url: str | None) -> Role:
+        return Role(EVALUATED, model, base_url, max_connections=self.max_connections, prices=self.prices)
 
 
 def _settings(grid: Grid, methods: Methods, grader: str | None, calls: Calls, assume_output: int) -> CtrlSettings:
     return CtrlSettings(**{**dataclasses.asdict(grid), "methods": _split(grid.methods),
-                           "conditions": _split(grid.conditions)}, **dataclasses.asdict(methods), grader=grader,
+                           "conditions": _split(grid.conditions)}, method_settings=methods.settings(), grader=grader,
                         timeout=calls.timeout, max_retries=calls.max_retries, assume_output=assume_output)
 
 
@@ -104,7 +114,7 @@ def ctrl_run_command(
     methods: Methods = options.GROUP,
     judge: JUDGE = options.GROUP,
     audit: AUDIT = options.GROUP,
-    grader: str = options.GRADER,
+    grader: str | None = options.GRADER,
     calls: Calls = options.GROUP,
     spending: options.Spending = options.GROUP,
     progress: bool = options.PROGRESS,
@@ -123,11 +133,11 @@ def ctrl_run_command(
     with options.exit_on(ValueError, FileNotFoundError, TypeError):
         j = judge.role()
         report = run_ctrl_grid(
-            contexts, runs, Role(EVALUATED, model, base_url, max_connections=calls.max_connections, prices=calls.prices),
-            _settings(grid, methods, grader, calls, spending.assume_output), judge=j if j.model else None,
-            audit=options.or_role(audit.role(), j, model=False), reranker=reranker.role(), budget_usd=calls.budget,
-            prompts_dir=calls.prompts, dry_run=spending.dry_run, progress=progress, announce=options.say_roles,
-            proceed=lambda est, ledger: spending.proceed(est, calls.budget, ledger=ledger), echo=typer.echo,
+            contexts, runs, calls.model(model, base_url), _settings(grid, methods, grader, calls, spending.assume_output),
+            judge=j if j.model else None, audit=options.or_role(audit.role(), j, model=False),
+            reranker=reranker.role(), budget_usd=calls.budget, prompts_dir=calls.prompts, dry_run=spending.dry_run,
+            progress=progress, announce=options.say_roles, echo=typer.echo,
+            proceed=lambda est, ledger: spending.proceed(est, calls.budget, ledger=ledger),
             say=lambda text: options.err.print(text, highlight=False), audit_with=audit_grading)
     if report is not None:
         _finish(report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -77,31 +78,43 @@ def info_command(
     by_ds = bench.by_dataset()
     out.print(f"TrekBench-Wild source data in {root}", markup=False)
     for name, row in summary.overview.iterrows():
-        rep = bench.reports[str(name)]
-        out.print()
-        out.print(f"[bold]{escape(str(name))}[/bold]: {escape(str(row['file']))}", soft_wrap=True)
-        out.print(f"filter: {row['filter']}", markup=False, soft_wrap=True)
-        table = Table(show_header=True)
-        table.add_column(str(name), style="bold")
-        table.add_column("count", justify="right")
-        table.add_row("rows read", str(row["rows_read"]))
-        table.add_row("skipped (unreadable)", str(row["rows_skipped"]))
-        table.add_row("left out by filter", str(row["rows_filtered_out"]))
-        kept = str(row["rows_kept"])
-        paper = row["paper_count"]
-        if paper is not None and paper == paper and int(paper) != int(row["rows_kept"]):  # skip NaN
-            kept += f" (paper: {int(paper)})"
-        table.add_row("rows kept", kept)
-        table.add_row("false premise (kept)", str(row["false_premise"]))
-        years = wild.year_distribution(by_ds.get(str(name), []))
-        for label, count in years.iloc[:, 0].items() if not years.empty else []:
-            table.add_row(f"year {escape(str(label))}", str(int(count)))
-        out.print(table)
-        if rep.skipped:
-            out.print(_skipped_table(rep))
-
-    years = summary.years
+        _print_dataset(out, str(name), row, bench.reports[str(name)], by_ds.get(str(name), []))
     out.print()
+    out.print(_years_table(summary.years))
+    if not summary.skipped.empty:
+        out.print(f"{len(summary.skipped)} row(s) skipped; run with --strict to stop at the first one.")
+
+
+def _print_dataset(out: Console, name: str, row: Any, rep: LoadReport, questions: list[Any]) -> None:
+    """One dataset's table: rows read, skipped, left out and kept (beside the paper's count),
+    false premises and reference years; then its skipped rows."""
+    from trek.datasets import wild
+
+    out.print()
+    out.print(f"[bold]{escape(name)}[/bold]: {escape(str(row['file']))}", soft_wrap=True)
+    out.print(f"filter: {row['filter']}", markup=False, soft_wrap=True)
+    table = Table(show_header=True)
+    table.add_column(name, style="bold")
+    table.add_column("count", justify="right")
+    table.add_row("rows read", str(row["rows_read"]))
+    table.add_row("skipped (unreadable)", str(row["rows_skipped"]))
+    table.add_row("left out by filter", str(row["rows_filtered_out"]))
+    kept = str(row["rows_kept"])
+    paper = row["paper_count"]
+    if paper is not None and paper == paper and int(paper) != int(row["rows_kept"]):  # skip NaN
+        kept += f" (paper: {int(paper)})"
+    table.add_row("rows kept", kept)
+    table.add_row("false premise (kept)", str(row["false_premise"]))
+    years = wild.year_distribution(questions)
+    for label, count in years.iloc[:, 0].items() if not years.empty else []:
+        table.add_row(f"year {escape(str(label))}", str(int(count)))
+    out.print(table)
+    if rep.skipped:
+        out.print(_skipped_table(rep))
+
+
+def _years_table(years: Any) -> Table:
+    """The reference years of the whole benchmark (Table 10)."""
     table = Table(title="Reference years of TrekBench-Wild (Table 10)")
     table.add_column("year")
     for col in years.columns:
@@ -110,9 +123,7 @@ def info_command(
     for label, counts in years.iterrows():
         table.add_row(escape(str(label)), *[str(int(v)) for v in counts], str(int(counts.sum())))
     table.add_row("total", *[str(int(v)) for v in years.sum(axis=0)], str(int(years.to_numpy().sum())))
-    out.print(table)
-    if not summary.skipped.empty:
-        out.print(f"{len(summary.skipped)} row(s) skipped; run with --strict to stop at the first one.")
+    return table
 
 
 _MAX_SKIPPED_SHOWN = 25

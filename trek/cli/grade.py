@@ -39,25 +39,51 @@ AUDIT = role_options("audit-judge", model_help="With --judge oracle: also ask th
                      "gave and record its answers beside them (they decide nothing; compare with `trek judge audit`).")
 
 
+@dataclasses.dataclass(frozen=True)
+class GradeOptions:
+    """The options of ``trek grade`` after the run, in their ``--help`` order."""
+
+    judge: JUDGE = options.GROUP
+    grader: str = options.GRADER
+    regrade: str = typer.Option(None, "--regrade", help="Also grade again: unparsed (the verdicts that could not be "
+                                "read, e.g. after fixing the judge's prompts or parameters) or all.")
+    max_connections: int = options.MAX_CONNECTIONS
+    prompts: Path = options.PROMPTS
+    max_retries: int = options.MAX_RETRIES
+    seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one.")
+    progress: bool = options.PROGRESS
+    budget: float = options.BUDGET
+    spending: options.Spending = options.GROUP
+    batch: options.Batch = options.GROUP
+    prices: Path = options.PRICES
+    exact_rule: str = options.EXACT_RULE
+    audit: AUDIT = options.GROUP
+    audit_limit: int = options.AUDIT_LIMIT
+
+    def judge_role(self) -> Any:
+        """The judge's role, ``--seed`` among its parameters."""
+        role = self.judge.role(self.prices, self.max_connections)
+        return dataclasses.replace(role, params={**role.params, **({"seed": self.seed} if self.seed is not None else {})})
+
+    def settings(self, role: Any) -> dict[str, Any]:
+        """The keywords of :func:`trek.grading.grade_with_roles` for the judge ``role``."""
+        spending, budget = self.spending, self.budget
+        return dict(audit=options.or_role(self.audit.role(self.prices, self.max_connections), role, model=False),
+                    exact_rule=self.exact_rule, audit_limit=self.audit_limit, regrade=self.regrade,
+                    batch=self.batch.settings() if self.batch.enabled else None, prompts_dir=self.prompts,
+                    progress=self.progress, budget_usd=budget, announce=options.say_roles,
+                    client_settings={"max_retries": self.max_retries, "assume_output": spending.assume_output},
+                    proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger))
+
+
+def _hint(message: str) -> str | None:
+    return explain_unsupported_parameter(message, sources={"seed": "--seed"})
+
+
 @options.grouped
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
-    judge: JUDGE = options.GROUP,
-    grader: str = options.GRADER,
-    regrade: str = typer.Option(None, "--regrade", help="Also grade again: unparsed (the verdicts that could not be "
-                                "read, e.g. after fixing the judge's prompts or parameters) or all."),
-    max_connections: int = options.MAX_CONNECTIONS,
-    prompts: Path = options.PROMPTS,
-    max_retries: int = options.MAX_RETRIES,
-    seed: int = typer.Option(None, "--seed", help="Sampling seed sent to the judge, where the endpoint supports one."),
-    progress: bool = options.PROGRESS,
-    budget: float = options.BUDGET,
-    spending: options.Spending = options.GROUP,
-    batch: options.Batch = options.GROUP,
-    prices: Path = options.PRICES,
-    exact_rule: str = options.EXACT_RULE,
-    audit: AUDIT = options.GROUP,
-    audit_limit: int = options.AUDIT_LIMIT,
+    o: GradeOptions = options.GROUP,
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
@@ -79,20 +105,13 @@ def grade_command(
     from trek.audit import audit_grading
     from trek.grading import grade_with_roles
 
-    hint = lambda message: explain_unsupported_parameter(message, sources={"seed": "--seed"})  # noqa: E731
-    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=hint), graders.using(grader):
-        role = judge.role(prices, max_connections)
-        role = dataclasses.replace(role, params={**role.params, **({"seed": seed} if seed is not None else {})})
-        if role.model == ORACLE and spending.dry_run:
-            typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(audit)}")
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=_hint), graders.using(o.grader):
+        role = o.judge_role()
+        if role.model == ORACLE and o.spending.dry_run:
+            typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(o.audit)}")
             return
-        report = grade_with_roles(
-            run_dir, role, audit=options.or_role(audit.role(prices, max_connections), role, model=False),
-            exact_rule=exact_rule, audit_limit=audit_limit,
-            batch=batch.settings() if batch.enabled else None, regrade=regrade, prompts_dir=prompts, progress=progress,
-            budget_usd=budget, client_settings={"max_retries": max_retries, "assume_output": spending.assume_output},
-            proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger), announce=options.say_roles,
-            say=lambda text: typer.echo(text, err=True), audit_with=audit_grading)
+        report = grade_with_roles(run_dir, role, **o.settings(role), audit_with=audit_grading,
+                                  say=lambda text: typer.echo(text, err=True))
     if report is not None:
         _finish(run_dir, report)
 

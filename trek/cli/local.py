@@ -74,12 +74,8 @@ def experiments_command(
 
     from trek.experiments import ExperimentsError, Settings, run_experiments
 
-    if old_judge is not None:
-        typer.echo("notice: --judge is the old spelling of --judges in trek experiments; it still works in this "
-                   "release", err=True)
-        judge = judge or old_judge
     try:
-        given = {"ctrl_questions": ctrl_questions, "judge": judge}
+        given = {"ctrl_questions": ctrl_questions, "judge": _judges(judge, old_judge)}
         settings = replace(Settings(), **{k: v for k, v in given.items() if v is not None})
         report = run_experiments(out, work=work, replay=replay, replay_only=replay_only, fresh=fresh,
                                  settings=settings, progress=progress, echo=typer.echo)
@@ -87,3 +83,12 @@ def experiments_command(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(report.summary())  # each stage's line was printed as it finished
+
+
+def _judges(judges: str | None, old: str | None) -> str | None:
+    """``--judges``, or its old spelling ``--judge`` (with a notice)."""
+    if old is None:
+        return judges
+    typer.echo("notice: --judge is the old spelling of --judges in trek experiments; it still works in this release",
+               err=True)
+    return judges or old

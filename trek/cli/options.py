@@ -199,25 +199,45 @@ def exit_on(*errors: type[Exception], hint: Callable[[str], str | None] = lambda
         fail(str(e), hint(str(e)))
 
 
+def _group_fields(group: type) -> list[tuple[str, Any, Any]]:
+    """(name, annotation, default) of every option of ``group``, a field that is itself a group
+    standing for its options in its place."""
+    hints = typing.get_type_hints(group)
+    out: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(group):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out += _group_fields(hints[f.name])
+        else:
+            out.append((f.name, hints[f.name], f.default))
+    return out
+
+
+def _build_group(group: type, kwargs: dict[str, Any]) -> Any:
+    """One ``group`` from (and popping) the options of ``kwargs``, its nested groups included."""
+    hints = typing.get_type_hints(group)
+    return group(**{f.name: _build_group(hints[f.name], kwargs) if dataclasses.is_dataclass(hints[f.name])
+                    else kwargs.pop(f.name) for f in dataclasses.fields(group)})
+
+
 def grouped(command: Callable[..., Any]) -> Callable[..., Any]:
     """Let ``command`` take groups of options: a parameter annotated with one of the dataclasses
-    below stands, for typer, for the group's options in its place and order, and the command is
-    called with one instance of the group built from them."""
+    below stands, for typer, for the group's options in its place and order (a field of a group
+    annotated with a group stands for that group's options in turn), and the command is called
+    with one instance of the group built from them."""
     params: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
     for p in inspect.signature(command, eval_str=True).parameters.values():
         if not dataclasses.is_dataclass(p.annotation):
             params.append(p)
             continue
-        groups[p.name] = p.annotation
-        hints = typing.get_type_hints(p.annotation)
-        params += [p.replace(name=f.name, annotation=hints[f.name], default=f.default)
-                   for f in dataclasses.fields(p.annotation)]
+        groups[p.name] = p.annotation  # type: ignore[assignment]
+        params += [p.replace(name=name, annotation=hint, default=default)
+                   for name, hint, default in _group_fields(p.annotation)]  # type: ignore[arg-type]
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
         for name, group in groups.items():
-            kwargs[name] = group(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(group)})
+            kwargs[name] = _build_group(group, kwargs)
         return command(**kwargs)
 
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -239,6 +259,20 @@ class Spending:
     yes: bool = YES
     assume_output: int = ASSUME_OUTPUT
 
+    def _left(self, budget: float | None, ledger: Any) -> float | None:
+        """What ``budget`` leaves after the earlier invocations of ``ledger`` (said in a note)."""
+        from trek.llm.ledger import read_ledger
+
+        before, left = read_ledger(ledger), budget
+        if budget is not None:
+            left = max(0.0, budget - before)
+            note = f"budget ${budget:.4f}: ${before:.4f} spent by earlier invocations ({ledger}), ${left:.4f} left"
+        else:
+            note = f"spent by earlier invocations: ${before:.4f} ({ledger})" if before else ""
+        if note:
+            (typer.echo if self.dry_run else lambda t: err.print(t, highlight=False))(note)
+        return left
+
     def proceed(self, estimate: Any, budget: float | None = None, ledger: Any = None) -> bool:
         """False after printing the estimate (``--dry-run``); otherwise True once the run may start.
 
@@ -249,19 +283,7 @@ class Spending:
         ``ledger``: the command's spend ledger file; with a budget, what earlier invocations spent
         is said, and the estimate is compared with what is left.
         """
-        left = budget
-        if ledger is not None:
-            from trek.llm.ledger import read_ledger
-
-            before = read_ledger(ledger)
-            if budget is not None:
-                left = max(0.0, budget - before)
-                note = (f"budget ${budget:.4f}: ${before:.4f} spent by earlier invocations ({ledger}), "
-                        f"${left:.4f} left")
-            else:
-                note = f"spent by earlier invocations: ${before:.4f} ({ledger})" if before else ""
-            if note:
-                (typer.echo if self.dry_run else lambda t: err.print(t, highlight=False))(note)
+        left = budget if ledger is None else self._left(budget, ledger)
         if self.dry_run:
             typer.echo(estimate.describe())
             return False

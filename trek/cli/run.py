@@ -84,7 +84,11 @@ class WildOptions:
     yes: bool = options.YES
 
     def settings(self) -> WildSettings:
-        return WildSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(WildSettings)})
+        system = {"system": self.system, "effort": self.effort, "max_rounds": self.max_rounds,
+                  "results_per_search": self.results, "top_k": self.top_k, "page_chars": self.page_chars,
+                  "hints": self.hints, "first_search": self.first_search}
+        return WildSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(WildSettings)
+                               if f.name != "system"}, system=system)
 
     def spending(self) -> options.Spending:
         return options.Spending(self.dry_run, self.confirm_above, self.yes, self.assume_output)

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -57,38 +59,65 @@ EVALUATED = role_options("model", model_help="Evaluated model for the probes (de
                          "imported run that records none needs it).")
 
 
+@dataclasses.dataclass(frozen=True)
+class TraceOptions:
+    """The options of ``trek trace run`` after the run, in their ``--help`` order."""
+
+    judge: JUDGE = options.GROUP
+    diagnostic: DIAGNOSTIC = options.GROUP
+    analysis: ANALYSIS = options.GROUP
+    audit: AUDIT = options.GROUP
+    evaluated: EVALUATED = options.GROUP
+    check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
+                                     "the reference (listed first for review).")
+    fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store.")
+    budget: float = options.BUDGET
+    prices: Path = options.PRICES
+    unknown: str = typer.Option("incomplete", "--unknown-judgments",
+                                help="How a judgment that stays unreadable counts: incomplete (the test did not "
+                                "run; the case gets no label from it) or paper (an unknown value placed by the "
+                                "C.4 rules as printed, Randomness as the residual).")
+    gold_chars: int = typer.Option(GOLD_CHARS, "--gold-chars", min=1, help="Characters shown of each gold page.")
+    other_chars: int = typer.Option(NON_GOLD_CHARS, "--other-chars", min=1,
+                                    help="Characters shown of every other page.")
+    max_connections: int = options.MAX_CONNECTIONS
+    max_retries: int = options.MAX_RETRIES
+    prompts: Path = options.PROMPTS
+    spending: options.Spending = options.GROUP
+    progress: bool = options.PROGRESS
+    exact_rule: str = options.EXACT_RULE
+    query_depth: int = typer.Option(None, "--query-depth", min=1,
+                                    help="Exact query test: rank a gold page within this depth (default: 10 or twice the "
+                                    "system's own result depth from run.json, the deeper).")
+    audit_limit: int = typer.Option(None, "--audit-limit", min=1,
+                                    help="--audit-judge: audit only the first N traced cases (question order).")
+
+    def roles(self) -> dict[str, Any]:
+        """The roles of :func:`trek.trace.session.trace_with_roles`: ``--judge`` fills what the
+        diagnostic, analysis and audit judges leave unset."""
+        def role(group: Any) -> Any:
+            return group.role(self.prices, self.max_connections)
+
+        j = role(self.judge)
+        return {"diagnostic": options.or_role(role(self.diagnostic), j), "analysis": options.or_role(role(self.analysis), j),
+                "audit": options.or_role(role(self.audit), j, model=False), "evaluated": role(self.evaluated)}
+
+    def settings(self) -> dict[str, Any]:
+        """The other keywords of :func:`trek.trace.session.trace_with_roles`."""
+        spending, budget = self.spending, self.budget
+        return dict(exact_rule=self.exact_rule, unknown=self.unknown, announce=options.say_roles,
+                    proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger),
+                    client_settings={"max_retries": self.max_retries, "assume_output": spending.assume_output},
+                    fetch=self.fetch, check_stale=self.check_stale, budget_usd=budget, progress=self.progress,
+                    audit_cases=self.audit_limit, gold_chars=self.gold_chars, other_chars=self.other_chars,
+                    query_depth=self.query_depth)
+
+
 @app.command("run")
 @options.grouped
 def run_command(
     run_dir: Path = typer.Argument(..., help="A graded run directory (questions, answers, grades)."),
-    judge: JUDGE = options.GROUP,
-    diagnostic: DIAGNOSTIC = options.GROUP,
-    analysis: ANALYSIS = options.GROUP,
-    audit: AUDIT = options.GROUP,
-    evaluated: EVALUATED = options.GROUP,
-    check_stale: bool = typer.Option(False, "--check-stale", help="Also ask whether the gold pages still support "
-                                     "the reference (listed first for review)."),
-    fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store."),
-    budget: float = options.BUDGET,
-    prices: Path = options.PRICES,
-    unknown: str = typer.Option("incomplete", "--unknown-judgments",
-                                help="How a judgment that stays unreadable counts: incomplete (the test did not "
-                                "run; the case gets no label from it) or paper (an unknown value placed by the "
-                                "C.4 rules as printed, Randomness as the residual)."),
-    gold_chars: int = typer.Option(GOLD_CHARS, "--gold-chars", min=1, help="Characters shown of each gold page."),
-    other_chars: int = typer.Option(NON_GOLD_CHARS, "--other-chars", min=1,
-                                    help="Characters shown of every other page."),
-    max_connections: int = options.MAX_CONNECTIONS,
-    max_retries: int = options.MAX_RETRIES,
-    prompts: Path = options.PROMPTS,
-    spending: options.Spending = options.GROUP,
-    progress: bool = options.PROGRESS,
-    exact_rule: str = options.EXACT_RULE,
-    query_depth: int = typer.Option(None, "--query-depth", min=1,
-                                    help="Exact query test: rank a gold page within this depth (default: 10 or twice the "
-                                    "system's own result depth from run.json, the deeper)."),
-    audit_limit: int = typer.Option(None, "--audit-limit", min=1,
-                                    help="--audit-judge: audit only the first N traced cases (question order)."),
+    o: TraceOptions = options.GROUP,
 ) -> None:
     """Trace every failed answer of a run and write RUN_DIR/trace.jsonl.
 
@@ -111,18 +140,8 @@ def run_command(
     from trek.trace.session import trace_with_roles
 
     with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=explain_unsupported_parameter), \
-            templates.prompts_folder(prompts):
-        j = judge.role(prices, max_connections)
-        roles = {"diagnostic": options.or_role(diagnostic.role(prices, max_connections), j),
-                 "analysis": options.or_role(analysis.role(prices, max_connections), j),
-                 "audit": options.or_role(audit.role(prices, max_connections), j, model=False),
-                 "evaluated": evaluated.role(prices, max_connections)}
-        report = trace_with_roles(run_dir, **roles, exact_rule=exact_rule, unknown=unknown, announce=options.say_roles,
-                                  proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger),
-                                  client_settings={"max_retries": max_retries, "assume_output": spending.assume_output},
-                                  fetch=fetch, check_stale=check_stale, budget_usd=budget, progress=progress,
-                                  audit_cases=audit_limit, gold_chars=gold_chars, other_chars=other_chars,
-                                  query_depth=query_depth)
+            templates.prompts_folder(o.prompts):
+        report = trace_with_roles(run_dir, **o.roles(), **o.settings())
     if report is not None:
         _finish(run_dir, report)
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from trek.aio import closing_run
 from trek.contexts import Renderer
@@ -32,20 +31,35 @@ from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
 from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
-from trek.types import write_jsonl
+from trek.types import iter_jsonl, read_jsonl
 
 __all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
 
 POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE = POOLS, CONTEXTS, BUILD_MANIFEST  # named by trek.runs
 
 
-@dataclass
 class BuildResult:
-    out: Path
-    pools: list[Pool]
-    contexts: int
-    fabrication: str  # "skipped" or "done"
-    messages: list[str] = field(default_factory=list)
+    """What :func:`build` wrote. ``pools`` are the built pools: held when the build had them in
+    memory (model fabrication), otherwise read back from ``pools.jsonl`` when asked for (a large
+    build never holds every pool)."""
+
+    def __init__(self, out: Path, pools: list[Pool] | None, contexts: int, fabrication: str,
+                 messages: list[str] | None = None):
+        self.out = out
+        self._pools = pools
+        self.contexts = contexts
+        self.fabrication = fabrication  # "skipped" or "done"
+        self.messages = messages if messages is not None else []
+
+    @property
+    def pools(self) -> list[Pool]:
+        if self._pools is None:
+            return read_jsonl(self.pools_path, Pool)
+        return self._pools
+
+    def iter_pools(self) -> Iterator[Pool]:
+        """The built pools one at a time (from ``pools.jsonl`` unless held)."""
+        return iter(self._pools) if self._pools is not None else iter_jsonl(self.pools_path, Pool)
 
     @property
     def pools_path(self) -> Path:
@@ -61,7 +75,7 @@ def _atomic_text(path: Path, text: str) -> None:
 
 
 def build(
-    pools: Sequence[Pool],
+    pools: Iterable[Pool],
     out: str | os.PathLike[str],
     *,
     client: LLMClient | None = None,
@@ -80,6 +94,11 @@ def build(
     """Add republications and fabrications (see the module docstring), then write the three files
     to ``out``.
 
+    ``pools`` may be any iterable (a generator reading a file): without model fabrication each
+    pool is built, written with its contexts and dropped before the next is read, so memory does
+    not grow with the number of questions; model fabrication (``client`` given, fabricator
+    ``auto`` or ``model``) runs over all of them at once and holds them.
+
     ``doc_chars`` cuts every document, synthetic ones included, to a passage of about that many
     characters around its answer (:func:`trek.ctrl.pools.shorten`) *after* the synthetic documents
     are made: fabrication edits and checks the paper's window of the gold page, and the model
@@ -92,10 +111,20 @@ def build(
     if fabricator == "model" and client is None:
         raise CtrlError("the model fabricator needs a model (--model)")
     out_dir = make_folder(out)
-    messages: list[str] = []
-    base = [p.without_synthetic() for p in pools]
-    made = [republication.add_republications(p, target=republication_target, fallback_days=fallback_days)
-            for p in base]
+    given = fabrication_settings or fabrication.FabricationSettings()
+    # the embedder is made when the first pool needs it (the similarity check of fabrication)
+    fab: dict[str, Any] = {"emb": None, "settings": given,
+                           "info": {"embedder": None, "min_similarity": None, "min_similarity_source": None}}
+
+    def embedder_now() -> Embedder:
+        if fab["emb"] is None:
+            emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
+            fab["settings"] = fabrication.resolve_settings(given, emb)
+            why = "given" if given.min_similarity is not None else default_min_similarity(emb.name)[1]
+            fab["info"] = {"embedder": emb.name, "min_similarity": fab["settings"].min_similarity,
+                           "min_similarity_source": why}
+            fab["emb"] = emb
+        return fab["emb"]
 
     def way(p: Pool) -> str | None:
         if fabricator == "exact" or (fabricator == "auto" and fabrication.has_answer_span(p)):
@@ -104,73 +133,108 @@ def build(
             return "model"
         return None
 
-    ways = [way(p) for p in made]
-    given = fabrication_settings or fabrication.FabricationSettings()
-    settings = given
-    emb: Embedder | None = None
-    fab_info: dict[str, Any] = {"embedder": None, "min_similarity": None, "min_similarity_source": None}
-    if any(ways):
-        emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
-        settings = fabrication.resolve_settings(given, emb)
-        why = "given" if given.min_similarity is not None else default_min_similarity(emb.name)[1]
-        fab_info = {"embedder": emb.name, "min_similarity": settings.min_similarity, "min_similarity_source": why}
-        messages.append(f"fabrication similarity threshold {settings.min_similarity:.2f} with {emb.name} ({why})")
-    if "exact" in ways:
-        assert emb is not None
-        made = [fabrication.fabricate_exact(p, emb, given) if w == "exact" else p for p, w in zip(made, ways, strict=True)]
-        n = sum(len(p.role("fabrication")) for p, w in zip(made, ways, strict=True) if w == "exact")
-        messages.append(f"fabrication: {n} documents for {ways.count('exact')} questions by exact edits of "
-                        "annotated answer spans (no model)")
-    if "model" in ways:
-        assert client is not None and emb is not None
-        todo = [p for p, w in zip(made, ways, strict=True) if w == "model"]
-        records = RunDir(out_dir).fabrications_path  # the checkpoint: a build resumes from it
-        done = iter(closing_run(fabrication.afabricate_into(records, todo, client, emb, given), client))
-        made = [next(done) if w == "model" else p for p, w in zip(made, ways, strict=True)]
-        n = sum(len(p.role("fabrication")) for p, w in zip(made, ways, strict=True) if w == "model")
-        pend = sum(1 for p, w in zip(made, ways, strict=True) if w == "model" and p.notes.get("fabrication", {}).get("pending"))
-        messages.append(f"fabrication: {n} documents for {len(todo)} questions with {client.model}"
-                        + (f"; {pend} questions pending (re-run to retry)" if pend else ""))
-    skipped = ways.count(None)
-    if skipped:
+    def prepared(source_pools: Iterable[Pool]) -> Iterator[tuple[Pool, str | None]]:
+        """Each pool with its republications and exact fabrications, and its way of fabrication."""
+        for p in source_pools:
+            made = republication.add_republications(p.without_synthetic(), target=republication_target,
+                                                    fallback_days=fallback_days)
+            w = way(made)
+            if w is not None:
+                emb = embedder_now()
+                if w == "exact":
+                    made = fabrication.fabricate_exact(made, emb, given)
+            yield made, w
+
+    held: list[Pool] | None = None
+    items: Iterable[tuple[Pool, str | None]]
+    if client is not None and fabricator in ("auto", "model"):
+        # model fabrication runs over every pool it fabricates at once: this build holds them all
+        listed = list(prepared(pools))
+        todo = [p for p, w in listed if w == "model"]
+        if todo:
+            assert client is not None
+            records = RunDir(out_dir).fabrications_path  # the checkpoint: a build resumes from it
+            done = iter(closing_run(fabrication.afabricate_into(records, todo, client, embedder_now(), given), client))
+            listed = [(next(done) if w == "model" else p, w) for p, w in listed]
+        items = listed
+        held = []
+    else:
+        items = prepared(pools)
+
+    checks = cond.BudgetCounter(conditions, budgets)
+    roles = ("gold", "outdated", "relevance", "republication", "fabrication")
+    stats: dict[str, Any] = {"pools": 0, "contexts": 0, "ways": {"exact": 0, "model": 0, None: 0},
+                             "made": {"exact": 0, "model": 0}, "pending": 0, "flagged": [],
+                             "documents": dict.fromkeys(roles, 0)}
+    renderer = Renderer()
+
+    def write_contexts(fh: IO[bytes]) -> None:
+        def built() -> Iterator[Pool]:
+            for p, w in items:
+                if doc_chars is not None:
+                    p = shorten(p, doc_chars)
+                stats["pools"] += 1
+                stats["ways"][w] += 1
+                if w is not None:
+                    stats["made"][w] += len(p.role("fabrication"))
+                if w == "model" and p.notes.get("fabrication", {}).get("pending"):
+                    stats["pending"] += 1
+                if p.notes.get("gold_check", {}).get("status") == "flagged":
+                    stats["flagged"].append(p.question.id)
+                for r in roles:
+                    stats["documents"][r] += len(p.role(r))
+                checks.add(p)
+                if held is not None:
+                    held.append(p)
+                yield p
+                for ctx in cond.assemble_pool(p, conditions, budgets=budgets, renderer=renderer,
+                                              count_tokens=count_tokens, show_urls=show_urls):
+                    stats["contexts"] += 1
+                    fh.write(ctx.model_dump_json().encode("utf-8") + b"\n")
+
+        write_pools(out_dir / POOLS_FILE, built())
+
+    # pools.jsonl is written (and renamed into place) as contexts.jsonl is, one pool at a time
+    atomic_write(out_dir / CONTEXTS_FILE, write_contexts)
+    ways, n_ctx, n_pools = stats["ways"], stats["contexts"], stats["pools"]
+    fabricated = bool(ways["exact"] or ways["model"])
+    messages: list[str] = []
+    if fab["emb"] is not None:
+        info = fab["info"]
+        messages.append(f"fabrication similarity threshold {info['min_similarity']:.2f} with {info['embedder']} "
+                        f"({info['min_similarity_source']})")
+    if ways["exact"]:
+        messages.append(f"fabrication: {stats['made']['exact']} documents for {ways['exact']} questions by exact "
+                        "edits of annotated answer spans (no model)")
+    if ways["model"]:
+        assert client is not None
+        pend = stats["pending"]
+        messages.append(f"fabrication: {stats['made']['model']} documents for {ways['model']} questions with "
+                        f"{client.model}" + (f"; {pend} questions pending (re-run to retry)" if pend else ""))
+    if ways[None]:
         why = ("--fabricator none" if fabricator == "none" else
                "no annotated answer span and no model given (pass --model to add fabrication distractors)")
-        messages.append(f"fabrication skipped for {skipped} of {len(made)} questions: {why}")
-    if doc_chars is not None:
-        made = [shorten(p, doc_chars) for p in made]
-    fab_state = "done" if any(ways) else "skipped"
-    model_used = client.model if client is not None and "model" in ways else None
-    write_pools(out_dir / POOLS_FILE, made)
-    n_ctx = 0
-
-    def records():
-        nonlocal n_ctx
-        for r in cond.iter_contexts(made, conditions, budgets=budgets, count_tokens=count_tokens,
-                                    show_urls=show_urls):
-            n_ctx += 1
-            yield r
-
-    write_jsonl(out_dir / CONTEXTS_FILE, records())
-    messages += [f"warning: {line}" for line in
-                 cond.budget_shortfalls(made, conditions, budgets, fabricated=any(ways))]
-    flagged = [p.question.id for p in made if p.notes.get("gold_check", {}).get("status") == "flagged"]
+        messages.append(f"fabrication skipped for {ways[None]} of {n_pools} questions: {why}")
+    fab_state = "done" if fabricated else "skipped"
+    model_used = client.model if client is not None and ways["model"] else None
+    messages += [f"warning: {line}" for line in checks.lines(fabricated=fabricated)]
+    flagged = stats["flagged"]
     if flagged:
         messages.append(f"warning: {len(flagged)} question(s) flagged by discovery's gold check (no gold page states "
                         f"the reference answer; built as they are): {', '.join(flagged[:10])}"
                         + (" ..." if len(flagged) > 10 else ""))
     manifest: dict[str, Any] = {
         "source": source,
-        "questions": len(made),
+        "questions": n_pools,
         "conditions": list(conditions),
         "contexts": n_ctx,
         "fabrication": fab_state,
         "fabricator": fabricator,
-        "fabricators": {k: ways.count(k) for k in ("exact", "model")},
+        "fabricators": {k: ways[k] for k in ("exact", "model")},
         "model": model_used,
-        "fabrication_similarity": fab_info,
+        "fabrication_similarity": fab["info"],
         "gold_check_flagged": flagged,
-        "documents": {r: sum(len(p.role(r)) for p in made)
-                      for r in ("gold", "outdated", "relevance", "republication", "fabrication")},
+        "documents": stats["documents"],
         "budgets": vars(budgets or cond.Budgets()),
         "doc_chars": doc_chars,
         "show_urls": show_urls,
@@ -178,11 +242,11 @@ def build(
         "versions": {
             "conditions": cond.VERSION,
             "republication": republication.VERSION,
-            "fabrication": fabrication.VERSION if any(ways) else None,
+            "fabrication": fabrication.VERSION if fabricated else None,
             **Renderer.versions(),
         },
         "tokens": "o200k_base" if count_tokens else None,
     }
     _atomic_text(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    messages.append(f"wrote {n_ctx} contexts for {len(made)} questions to {out_dir / CONTEXTS_FILE}")
-    return BuildResult(out_dir, made, n_ctx, fab_state, messages)
+    messages.append(f"wrote {n_ctx} contexts for {n_pools} questions to {out_dir / CONTEXTS_FILE}")
+    return BuildResult(out_dir, held, n_ctx, fab_state, messages)

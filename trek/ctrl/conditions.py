@@ -56,6 +56,7 @@ __all__ = [
     "iter_contexts",
     "context_record",
     "budget_shortfalls",
+    "BudgetCounter",
     "SHOW_URLS",
     "CUED_CONDITIONS",
     "shows_urls",
@@ -248,19 +249,41 @@ def _budget_checks(conditions: Sequence[str], b: Budgets, fabricated: bool) -> l
     return checks
 
 
-def budget_shortfalls(pools: Sequence[Pool], conditions: Sequence[str] = ALL_CONDITIONS,
+def budget_shortfalls(pools: Iterable[Pool], conditions: Sequence[str] = ALL_CONDITIONS,
                       budgets: Budgets | None = None, *, fabricated: bool = True) -> list[str]:
     """One line per budget of ``conditions`` that some pool cannot fill, naming how many questions
     have fewer documents than the budget (their contexts hold all they have: never padded).
     ``fabricated=False`` leaves out the fabrication budget (fabrication did not run)."""
-    lines = []
-    for name, budget, have in _budget_checks(conditions, budgets or Budgets(), fabricated):
-        counts = [have(p) for p in pools]
-        short = [c for c in counts if c < budget]
-        if short:
-            lines.append(f"budget {name} {budget}: {len(short)} of {len(pools)} questions have fewer in their pool "
-                         f"(as few as {min(short)}); their contexts hold what the pool has")
-    return lines
+    counter = BudgetCounter(conditions, budgets)
+    for p in pools:
+        counter.add(p)
+    return counter.lines(fabricated=fabricated)
+
+
+class BudgetCounter:
+    """:func:`budget_shortfalls` one pool at a time: :meth:`add` each pool, then :meth:`lines`."""
+
+    def __init__(self, conditions: Sequence[str], budgets: Budgets | None = None):
+        self._conditions, self._budgets = tuple(conditions), budgets or Budgets()
+        self._checks = _budget_checks(self._conditions, self._budgets, True)
+        self._short = [0] * len(self._checks)  # pools under each budget
+        self._least: list[int | None] = [None] * len(self._checks)  # the fewest documents among them
+        self.pools = 0
+
+    def add(self, pool: Pool) -> None:
+        self.pools += 1
+        for i, (_, budget, have) in enumerate(self._checks):
+            c = have(pool)
+            if c < budget:
+                self._short[i] += 1
+                least = self._least[i]
+                self._least[i] = c if least is None else min(least, c)
+
+    def lines(self, *, fabricated: bool = True) -> list[str]:
+        wanted = {name for name, _, _ in _budget_checks(self._conditions, self._budgets, fabricated)}
+        return [f"budget {name} {budget}: {self._short[i]} of {self.pools} questions have fewer in their pool "
+                f"(as few as {self._least[i]}); their contexts hold what the pool has"
+                for i, (name, budget, _) in enumerate(self._checks) if name in wanted and self._short[i]]
 
 
 def context_record(pool: Pool, condition: str, entries: Sequence[Entry], renderer: Renderer,

@@ -265,7 +265,7 @@ def build_folder(
                            republication_target=republications, fabrication_settings=settings,
                            fabricator=fabrication, count_tokens=tokens, source=source, show_urls=show_urls)
     done = Outcome([(m, m.startswith("warning:")) for m in result.messages])
-    pending = [p.notes["fabrication"]["pending"] for p in result.pools
+    pending = [p.notes["fabrication"]["pending"] for p in result.iter_pools()
                if p.notes.get("fabrication", {}).get("pending")]
     if pending:  # a call failed or the budget stopped it: the same command resumes
         done.say(f"{len(pending)} question(s) pending, e.g. {pending[0]}", err=True)

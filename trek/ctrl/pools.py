@@ -17,14 +17,14 @@ names the file, line and field of a bad one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from trek.ctrl.common import CtrlError, cut_window
-from trek.types import Document, Question, Record, RecordError, read_jsonl, write_jsonl
+from trek.types import Document, Question, Record, RecordError, iter_jsonl, read_jsonl, write_jsonl
 
 __all__ = [
     "Pool",
@@ -36,6 +36,7 @@ __all__ = [
     "from_longseal",
     "apply_quotas",
     "read_pools",
+    "iter_pools",
     "write_pools",
     "PoolRecord",
     "SOURCES",
@@ -222,16 +223,30 @@ def read_pools(path: str | os.PathLike[str]) -> list[Pool]:
     pools = read_jsonl(path, Pool)
     seen: set[str] = set()
     for i, p in enumerate(pools, start=1):
-        if p.question.id in seen:
-            raise RecordError(path, i, f"duplicate question id {p.question.id!r}")
-        seen.add(p.question.id)
-        if not p.gold:
-            raise RecordError(path, i, f"question {p.question.id!r} has no gold document")
-        ids = [d.id for d in p.documents]
-        if len(set(ids)) != len(ids):
-            dup = sorted({x for x in ids if ids.count(x) > 1})
-            raise RecordError(path, i, f"question {p.question.id!r}: duplicate document id(s) {dup}")
+        _check_pool(path, i, p, seen)
     return pools
+
+
+def iter_pools(path: str | os.PathLike[str]) -> Iterator[Pool]:
+    """:func:`read_pools` one pool at a time (for :func:`trek.ctrl.build.build` of a large file:
+    only the question ids seen so far are held); the same checks, raised when the bad line is
+    reached."""
+    seen: set[str] = set()
+    for i, p in enumerate(iter_jsonl(path, Pool), start=1):
+        _check_pool(path, i, p, seen)
+        yield p
+
+
+def _check_pool(path: str | os.PathLike[str], i: int, p: Pool, seen: set[str]) -> None:
+    if p.question.id in seen:
+        raise RecordError(path, i, f"duplicate question id {p.question.id!r}")
+    seen.add(p.question.id)
+    if not p.gold:
+        raise RecordError(path, i, f"question {p.question.id!r} has no gold document")
+    ids = [d.id for d in p.documents]
+    if len(set(ids)) != len(ids):
+        dup = sorted({x for x in ids if ids.count(x) > 1})
+        raise RecordError(path, i, f"question {p.question.id!r}: duplicate document id(s) {dup}")
 
 
 def write_pools(path: str | os.PathLike[str], pools: Iterable[Pool]) -> Path:

@@ -76,6 +76,8 @@ class MiniBenchmark:
     documents: list[Document]
     path: Path | None = None
     sources: dict[str, Path] = field(default_factory=dict, repr=False)
+    _grouped: tuple[tuple[int, int], dict[str | None, list[Document]]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def question(self, question_id: str) -> Question:
         """The question with this id; ``KeyError`` when there is none."""
@@ -100,9 +102,19 @@ class MiniBenchmark:
             wanted = {roles}
         else:
             wanted = set(roles)
-        return [
-            d for d in self.documents if d.question_id == question_id and (wanted is None or d.role in wanted)
-        ]
+        return [d for d in self._by_question().get(question_id, ()) if wanted is None or d.role in wanted]
+
+    def _by_question(self) -> dict[str | None, list[Document]]:
+        """The documents grouped by question (file order), built once: a scan of every document per
+        question would make the per-question look-ups quadratic. Rebuilt when ``documents`` is
+        replaced or grows or shrinks."""
+        stamp = (id(self.documents), len(self.documents))
+        if self._grouped is None or self._grouped[0] != stamp:
+            by: dict[str | None, list[Document]] = {}
+            for d in self.documents:
+                by.setdefault(d.question_id, []).append(d)
+            self._grouped = (stamp, by)
+        return self._grouped[1]
 
 
 def latest_document_answer(docs: Iterable[Document]) -> str | None:
@@ -238,8 +250,12 @@ def load(path: str | os.PathLike[str] | None = None, *, generated: bool = True) 
             documents.append(d)
     sources.update(doc_sources)  # question and document ids have different shapes ("mini:01:gold:1")
 
+    gold_of: dict[str, list[Document]] = {}  # one pass: a search per question would be quadratic
+    for d in documents:
+        if d.role == "gold" and d.question_id is not None:
+            gold_of.setdefault(d.question_id, []).append(d)
     for q in questions:
-        gold = [d for d in documents if d.question_id == q.id and d.role == "gold"]
+        gold = gold_of.get(q.id, [])
         if not gold:
             raise MiniBenchmarkError(f"{sources[q.id]}: question {q.id!r} has no gold documents")
         listed, actual = set(q.gold_urls), {d.url for d in gold}

@@ -53,7 +53,7 @@ from trek.llm.client import ChatRequest, LLMClient
 from trek.llm.ledger import ledger_path, read_ledger
 from trek.outputs import atomic_write, check_out
 from trek.roles import Role
-from trek.runs import RunDir, RunLockedError
+from trek.runs import RESPONSES, RunDir, RunLockedError
 from trek.stage import Slot, Stage, execute
 from trek.types import Record, RecordError, Usage, iter_json_lines
 
@@ -214,7 +214,7 @@ def check_output_path(out: Path, requests_path: Path | None = None,
     or in a folder we cannot create."""
     if requests_path is not None and out.exists() and requests_path.exists() and out.samefile(requests_path):
         raise BatchError(f"--out {out} is the requests file; writing it would destroy the requests")
-    check_out(out, reads=[requests_path, *reads], example="responses.jsonl")
+    check_out(out, reads=[requests_path, *reads], example=RESPONSES)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -32,8 +32,8 @@ DEFAULT_CONDITIONS = ("OO", "MND", "SAA", "SBA", "GOLD")
 class CtrlSettings:
     """What the grid answers with: ``methods`` x ``conditions`` (``all_on_gold``: every method
     on GOLD, not only Direct), the ``questions`` file (default: the one beside the contexts),
-    the sampling parameters sent with every call, the methods' settings (Rerank, Filter,
-    Structured), the ``grader`` forced on every question (``None``: each question's own), the
+    the sampling parameters sent with every call, the ``method_settings`` (method name ->
+    keywords of :func:`trek.rag.make_method`, e.g. ``{"rerank": {"k": 5}}``), the ``grader`` forced on every question (``None``: each question's own), the
     clients' ``timeout``/``max_retries`` and the estimate's ``assume_output``."""
 
     methods: Sequence[str] = DEFAULT_METHODS
@@ -43,14 +43,7 @@ class CtrlSettings:
     effort: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
-    sigma_days: float = 365.0
-    combine: str = "product"
-    alpha: float = 0.5
-    top_k: int = 10
-    after_cutoff: str = "decay"
-    empty_fallback: str = "all"
-    max_reasks: int = 2
-    structured_json: bool = False
+    method_settings: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     grader: str | None = None
     timeout: float = 120.0
     max_retries: int = 6
@@ -62,13 +55,9 @@ class CtrlSettings:
                  "max_completion_tokens": self.max_tokens}
         return {k: v for k, v in given.items() if v is not None}
 
-    def method_settings(self, scorer: Any) -> dict[str, dict[str, Any]]:
-        return {
-            "rerank": {"scorer": scorer, "sigma_days": self.sigma_days, "combine": self.combine, "alpha": self.alpha,
-                       "k": self.top_k, "after_cutoff": self.after_cutoff},
-            "filter": {"empty_fallback": self.empty_fallback, "max_reasks": self.max_reasks},
-            "structured": {"max_reasks": self.max_reasks, "json_answer": self.structured_json},
-        }
+    def settings_of(self, method: str, scorer: Any) -> dict[str, Any]:
+        """The keywords of :func:`trek.rag.make_method` for ``method`` (Rerank gets ``scorer``)."""
+        return {**self.method_settings.get(method, {}), **({"scorer": scorer} if method == "rerank" else {})}
 
 
 @dataclasses.dataclass
@@ -191,7 +180,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
         methods = list(settings.methods)
         scorer = make_scorer(reranker.model, base_url=reranker.base_url, cache=cache) \
             if reranker is not None and "rerank" in methods else None
-        built = {m: make_method(m, **settings.method_settings(scorer).get(m, {})) for m in methods}
+        built = {m: make_method(m, **settings.settings_of(m, scorer)) for m in methods}
         cells = plan_grid(model.model or "", methods, list(settings.conditions), rd.path,
                           all_methods_on_gold=settings.all_on_gold)
         params = settings.params()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from trek.pages import Page, PageStore
@@ -30,7 +31,12 @@ _SNIPPET_CHARS = 300
 
 
 class LocalSearch(SearchBackend):
-    """BM25 search over the store's frozen corpus (title and text of every page)."""
+    """BM25 search over the store's frozen corpus (title and text of every page).
+
+    The index keeps ``bm25s``'s score matrix (one column of per-page scores per token) and the
+    pages' keys, not the pages: a query adds up only the columns of its own tokens, so it costs
+    the length of those postings, not the size of the corpus, and the few pages it returns are
+    read back from the store."""
 
     name = "local"
 
@@ -41,7 +47,7 @@ class LocalSearch(SearchBackend):
         self.b = b
         self._lock = threading.Lock()
         self._index: Any = None
-        self._pages: list[Page] = []
+        self._keys: list[str] = []
         self._indexed: str | None = None
 
     def cache_params(self) -> dict[str, Any]:
@@ -61,41 +67,69 @@ class LocalSearch(SearchBackend):
                 raise FatalSearchError(
                     "the local search backend needs the 'bm25s' package (pip install bm25s)"
                 ) from None
-            pages = list(self.store.pages("corpus"))
-            if not pages:
+            keys: list[str] = []
+
+            def texts() -> Iterator[str]:  # one page at a time: no list of the pages or their texts
+                for p in self.store.pages("corpus"):
+                    keys.append(p.key)
+                    yield f"{p.title}\n{p.text}"
+
+            tokens = bm25s.tokenize(texts(), stopwords="en", show_progress=False)
+            if not keys:
                 raise FatalSearchError(EMPTY_CORPUS.format(store=self.store.path or "(in memory)"))
-            self._pages = pages
-            if pages:
-                corpus = [f"{p.title}\n{p.text}" for p in pages]
-                tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False)
-                index = bm25s.BM25(k1=self.k1, b=self.b)
-                index.index(tokens, show_progress=False)
-                self._index = index
-            else:
-                self._index = None
-            self._indexed = fp
+            index = bm25s.BM25(k1=self.k1, b=self.b)
+            index.index(tokens, show_progress=False)
+            del tokens
+            self._index, self._keys, self._indexed = index, keys, fp
 
-    def rank(self, query: str, k: int) -> list[tuple[Page, float]]:
-        """The top ``k`` pages with a positive score, best first (synchronous, deterministic)."""
-        self._ensure_index()
-        if self._index is None:
-            return []
+    @staticmethod
+    def _scores(index: Any, query: str) -> tuple[Any, Any]:
+        """The pages whose text holds a query token (index positions, ascending) and their BM25
+        scores: ``bm25s``'s ``get_scores`` restricted to those pages, the same float32 sums
+        added in the same order (a token repeated in the query counts again)."""
         import bm25s
-
-        q_tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        if not q_tokens:
-            return []
         import numpy as np
 
-        scores = np.asarray(self._index.get_scores(q_tokens), dtype=np.float64)
+        q_tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+        vocab = index.vocab_dict
+        ids = [vocab[t] for t in q_tokens if t in vocab]
+        m = index.scores
+        if not ids or index.nonoccurrence_array is not None:
+            if ids:  # BM25 variants that score every page (a method not used here): the full vector
+                full = np.asarray(index.get_scores(ids), dtype=np.float64)
+                return np.arange(len(full)), full
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        indptr, indices, data = m["indptr"], m["indices"], m["data"]
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
+        docs = np.concatenate([indices[a:b] for a, b in spans])
+        vals = np.concatenate([data[a:b] for a, b in spans])
+        pages, where = np.unique(docs, return_inverse=True)
+        sums = np.zeros(len(pages), dtype=np.dtype(index.dtype))
+        np.add.at(sums, where, vals)  # unbuffered, in order: per page the sums of get_scores
+        return pages, sums.astype(np.float64)
+
+    def rank(self, query: str, k: int) -> list[tuple[Page, float]]:
+        """The top ``k`` pages with a positive score, best first, ties broken by page key
+        (synchronous, deterministic)."""
+        self._ensure_index()
+        import numpy as np
+
+        with self._lock:
+            index, keys = self._index, self._keys
+        pages, scores = self._scores(index, query)
         hits = np.flatnonzero(scores > 0.0)
         if len(hits) > k:
-            # only the pages scoring at least the k-th best can be among the top k (ties included),
-            # so a query costs one pass over the scores, not a sort of the whole corpus
+            # only the pages scoring at least the k-th best can be among the top k (ties included)
             kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
             hits = hits[scores[hits] >= kth]
-        order = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self._pages[i].key))
-        return [(self._pages[i], float(scores[i])) for i in order[:k]]
+        order = sorted(hits.tolist(), key=lambda h: (-float(scores[h]), keys[pages[h]]))[:k]
+        top = [(keys[pages[h]], float(scores[h])) for h in order]
+        found = self.store.corpus_pages([key for key, _ in top])
+        missing = [key for key, _ in top if key not in found]
+        if missing:
+            raise FatalSearchError(f"the local search index of {self.store.path or '(in memory)'} names page "
+                                   f"{missing[0]!r}, which the store no longer holds as a corpus page")
+        return [(found[key], s) for key, s in top]
 
     async def _search_once(self, query: str, k: int) -> list[SearchResult]:
         return [

@@ -167,7 +167,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from trek.limits import format_reset
 from trek.tokens import content_text
@@ -366,6 +366,17 @@ class _LimitBucket:
 
 
 # --------------------------------------------------------------------------- the server
+
+
+class _Endpoint(NamedTuple):
+    """One completion endpoint of the fake: ``required`` names the model field and the field the
+    request key is computed from; ``validate(body)`` raises :class:`_Reject` for bad input;
+    ``build(body, key)`` returns the JSON payload of a successful reply or a ready error
+    response (scripted errors)."""
+
+    required: tuple[str, str]
+    validate: Callable[[dict[str, Any]], None]
+    build: Callable[[dict[str, Any], str], dict[str, Any] | web.Response]
 
 
 class FakeOpenAIServer:
@@ -814,26 +825,15 @@ class FakeOpenAIServer:
                     del self._stalled[key]
         return False
 
-    async def _run(
-        self,
-        request: web.Request,
-        required: tuple[str, str],
-        validate: Callable[[dict[str, Any]], None],
-        build: Callable[[dict[str, Any], str], dict[str, Any] | web.Response],
-    ) -> web.StreamResponse:
-        """Shared pipeline of the completion endpoints.
-
-        ``required`` names the model field and the field the request key is computed from;
-        ``validate(body)`` raises :class:`_Reject` for bad input; ``build(body, key)`` returns the
-        JSON payload of a successful reply or a ready error response (scripted errors).
-        """
+    async def _run(self, request: web.Request, endpoint: _Endpoint) -> web.StreamResponse:
+        """Shared pipeline of the completion endpoints (see :class:`_Endpoint`)."""
         with self._update():
             self._requests += 1
             self._active += 1
             index = self._requests
         try:
             await self._wait_if_held(index)
-            return await self._answer(request, required, validate, build)
+            return await self._answer(request, endpoint)
         finally:
             with self._update():
                 self._active -= 1
@@ -853,13 +853,8 @@ class FakeOpenAIServer:
             with self._update():
                 self._held -= 1
 
-    async def _answer(
-        self,
-        request: web.Request,
-        required: tuple[str, str],
-        validate: Callable[[dict[str, Any]], None],
-        build: Callable[[dict[str, Any], str], dict[str, Any] | web.Response],
-    ) -> web.StreamResponse:
+    async def _answer(self, request: web.Request, endpoint: _Endpoint) -> web.StreamResponse:
+        required, validate, build = endpoint
         try:
             self._check_auth(request)
             body = await self._read_body(request, required)
@@ -999,7 +994,7 @@ class FakeOpenAIServer:
             )
 
     async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._run(request, ("model", "messages"), self._validate_chat, self._build_chat)
+        return await self._run(request, _Endpoint(("model", "messages"), self._validate_chat, self._build_chat))
 
     # ------------------------------------------------------------------ responses
 
@@ -1099,7 +1094,7 @@ class FakeOpenAIServer:
         }
 
     async def _handle_responses(self, request: web.Request) -> web.StreamResponse:
-        return await self._run(request, ("model", "input"), self._validate_responses, self._build_responses)
+        return await self._run(request, _Endpoint(("model", "input"), self._validate_responses, self._build_responses))
 
     # ------------------------------------------------------------------ misc endpoints
 

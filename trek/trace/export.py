@@ -214,7 +214,7 @@ def export_labels(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathL
     ``out``; returns the path, the number of scores and of traced cases."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
-    path = check_out(out, runs=[run_dir], example="scores.jsonl" if fmt == "langfuse" else "evaluations.json")
+    path = check_out(out, runs=[run_dir], example=runs.LANGFUSE_SCORES if fmt == "langfuse" else runs.OTLP_EVALUATIONS)
     items = scores(run_dir)
     cases = len({s.trace_id for s in items})
     if fmt == "langfuse":
