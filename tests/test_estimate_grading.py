@@ -88,3 +88,26 @@ def test_grade_dry_run_command(run_dir, monkeypatch):
         assert r.exit_code == 0, r.output
         assert srv.stats()["batches"] == 1 and srv.stats()["requests"] == 0
         assert json.loads((run_dir / "openai-batch" / "openai-batches.json").read_text())["batches"][0]["loaded"]
+
+
+def test_the_estimate_records_the_judge_requests_in_chunks_and_counts_the_same(run_dir, monkeypatch):
+    import trek.grading as grading
+
+    with FakeOpenAIServer(script=SCRIPT, tokenizer="o200k_base") as srv:
+        judge = _judge(srv, run_dir)
+        whole = estimate_grading(run_dir, judge, max_tokens=50)
+        monkeypatch.setattr(grading, "JUDGE_REQUEST_CHUNK", 1)
+        seen: list[int] = []
+        real = grading.agrade_many
+
+        async def counted(pairs, *a, **kw):
+            seen.append(len(pairs))
+            return await real(pairs, *a, **kw)
+
+        monkeypatch.setattr(grading, "agrade_many", counted)
+        chunked = estimate_grading(run_dir, judge, max_tokens=50)
+        assert srv.stats()["requests"] == 0
+    assert seen == [1, 1, 1, 1]  # one answer at a time (the exact match is recorded as nothing)
+    assert (chunked.items, chunked.cached_items, chunked.calls, chunked.input_tokens, chunked.output_tokens) == \
+        (whole.items, whole.cached_items, whole.calls, whole.input_tokens, whole.output_tokens) == \
+        (3, 0, (3, 3), whole.input_tokens, (3, 150))

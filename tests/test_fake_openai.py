@@ -606,3 +606,48 @@ def test_held_requests_wait_unanswered_until_release():
         t.join(60)
         assert got.get_nowait().status_code == 200 and srv.stats()["ok_by_key"] == {request_key(HELLO): 2}
         assert srv.stats()["held"] == 0 and srv.stats()["active"] == 0
+
+
+def test_the_script_schema_describes_every_rule_key_and_agrees_with_the_loader():
+    # `trek schema fake-script`: one property per key load_script accepts, and a rule the loader
+    # refuses (two actions, an unknown key) is one the schema refuses too
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+    from trek.testing import fake_openai as fo
+
+    r = CliRunner().invoke(app, ["schema", "fake-script"])
+    assert r.exit_code == 0, r.output
+    schema = json.loads(r.output)
+    assert schema == fo.SCRIPT_SCHEMA
+    assert set(schema["items"]["properties"]) == fo._MATCHER_KEYS | fo._ACTION_KEYS | fo._EXTRA_KEYS
+    good = [{"pattern": "weather", "tool_results": 0, "tool_calls": [{"name": "search", "arguments": {"q": "w"}}]},
+            {"tool_results": 1, "reply": "Based on the search: {last}"},
+            {"model": "broken-model", "error": {"status": 400, "message": "nope"}, "usage": {"prompt_tokens": 3}}]
+    jsonschema.validate(good, schema)
+    assert len(fo.load_script(good)) == 3
+    for bad in ([{"reply": "a", "error": {"status": 500}}], [{"reply": "a", "colour": "red"}], [{"model": "m"}]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+        with pytest.raises(ValueError):
+            fo.load_script(bad)
+
+
+def test_the_pools_schema_accepts_the_recorded_pools_file():
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    r = CliRunner().invoke(app, ["schema", "pools"])
+    assert r.exit_code == 0, r.output
+    schema = json.loads(r.output)
+    pools = Path(__file__).resolve().parents[1] / "data" / "runs" / "ctrl" / "build" / "pools.jsonl"
+    lines = [json.loads(x) for x in pools.read_text(encoding="utf-8").splitlines()[:20]]
+    for line in lines:
+        jsonschema.validate(line, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**lines[0], "surprise": 1}, schema)
+    bad = CliRunner().invoke(app, ["schema", "nonsense"])
+    assert bad.exit_code == 2 and "trajectory, pools, fake-script" in bad.output

@@ -41,6 +41,7 @@ __all__ = [
     "grade_run",
     "estimate_grading",
     "judge_requests",
+    "iter_judge_requests",
     "run_grading_batch",
 ]
 
@@ -298,20 +299,40 @@ def judge_requests(
     """The first judge request of every grade a run would make, as ``(api, body, sample)``,
     without sending any (a :class:`~trek.llm.estimate.RecordingClient` stands in for the judge).
     ``use_cache``: answer cached calls from the cache and list only the others (follow-up
-    re-asks of a cached first call included)."""
+    re-asks of a cached first call included). :func:`iter_judge_requests` makes them in chunks."""
+    return list(iter_judge_requests(run_dir, judge, prompts_dir=prompts_dir, use_cache=use_cache, **settings))
+
+
+#: How many answers :func:`iter_judge_requests` records at a time.
+JUDGE_REQUEST_CHUNK = 1000
+
+
+def iter_judge_requests(
+    run_dir: str | os.PathLike[str],
+    judge: LLMClient,
+    *,
+    prompts_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = False,
+    **settings: Any,
+) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """:func:`judge_requests` one chunk of :data:`JUDGE_REQUEST_CHUNK` answers at a time, so an
+    estimate of a large run never holds every judge prompt."""
     from trek.exact import is_exact
     from trek.llm.estimate import RecordingClient
 
     rd = Path(run_dir)
     if is_exact(judge):  # the exact judge sends nothing
-        return []
+        return
     with _grading_context(rd, judge, prompts_dir):
         rec = RecordingClient(judge, use_cache=use_cache)
         stage = GradeStage(rd, rec, settings)  # type: ignore[arg-type]
         todo = stage_plan(stage, _plan(rd).items).todo
-        if todo:
-            run_sync(agrade_many([(q, t.final_answer) for q, t in todo], rec, progress=False, **settings))
-    return rec.recorded
+        for at in range(0, len(todo), JUDGE_REQUEST_CHUNK):
+            part = todo[at:at + JUDGE_REQUEST_CHUNK]
+            run_sync(agrade_many([(q, t.final_answer) for q, t in part], rec, progress=False, **settings))
+            recorded, rec.recorded = rec.recorded, []
+            yield from recorded
+            del recorded
 
 
 def estimate_grading(
@@ -331,7 +352,7 @@ def estimate_grading(
     reasks = JudgeConfig.from_settings(judge, settings).max_reasks
     with _grading_context(rd, judge, prompts_dir):
         return estimate_requests(
-            judge_requests(rd, judge, **settings), judge, label="trek grade",
+            iter_judge_requests(rd, judge, **settings), judge, label="trek grade",
             price_factor=BATCH_PRICE_FACTOR if batch else 1.0, assume_output=assume_output,
             assumption=Assumption(description=f"one judge call per answer to grade; the re-asks of an unreadable "
                                               f"verdict (up to {reasks}, rare) are not counted"),

@@ -553,8 +553,8 @@ def check_identity(run_dir: PathLike, meta: RunMeta | None, model: str, system: 
     if meta is not None:
         found = [(meta.model or "", meta.config.get("system"), "its run.json")]
     elif (Path(run_dir) / ANSWERS).exists():
-        found = [(t.model, t.system or dict(system), f"{ANSWERS} (question {t.question_id})")
-                 for t in load_answers(run_dir).values()]
+        found = list({t.question_id: (t.model, t.system or dict(system), f"{ANSWERS} (question {t.question_id})")
+                      for t in iter_answers(run_dir)}.values())  # line by line: no trajectory kept
     else:
         found = []
     for old_model, old_system, where in found:

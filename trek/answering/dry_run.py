@@ -24,7 +24,7 @@ cache (they replay from it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,14 @@ from trek.pages import PageStore
 from trek.search.agent import SearchSystem
 from trek.search.base import SearchBackend, SearchOutcome
 from trek.stage import plan
-from trek.types import Question, SearchCall, Trajectory
+from trek.types import Question, SearchCall
 
 __all__ = ["NATIVE_SEARCH_INPUT_TOKENS", "estimate_wild_run"]
 
 #: Assumed input tokens that one native OpenAI web search adds to the model's prompt.
 NATIVE_SEARCH_INPUT_TOKENS = 1000
+#: How many questions' first steps the estimate records at a time.
+CHUNK = 1000
 
 
 class _NoResults:
@@ -86,10 +88,14 @@ def estimate_wild_run(
     sys_ = SearchSystem(rec, _NoResults(backend) if cfg.system == "search-then-read" and backend else backend,
                         store, cfg)
 
-    async def first_steps() -> list[Trajectory]:
-        return await fan_out(todo, sys_.arun, progress=False)
+    def recorded() -> Iterator[tuple[str, dict[str, Any], int]]:
+        # the first steps of CHUNK questions at a time, handed on and released: an estimate of a
+        # large run never holds every first request (nor every pending trajectory)
+        for at in range(0, len(todo), CHUNK):
+            run_sync(fan_out(todo[at:at + CHUNK], sys_.arun, progress=False, keep_results=False))
+            out, rec.recorded = rec.recorded, []
+            yield from out
 
-    run_sync(first_steps())
     name = backend.name if backend is not None else None
     page_tokens = page_chars // 4
     if cfg.system == "no-search":
@@ -111,7 +117,7 @@ def estimate_wild_run(
     else:
         a = Assumption.agentic(assume_rounds or max_rounds + 1, page_tokens + 100, name,
                                assumed=assume_rounds is not None)
-    est = estimate_requests(rec.recorded, client, label="trek wild run", assumption=a, assume_output=assume_output)
+    est = estimate_requests(recorded(), client, label="trek wild run", assumption=a, assume_output=assume_output)
     est.items = len(questions)
     est.cached_items += len(questions) - len(todo)
     if name and name.startswith("proxy"):

@@ -70,14 +70,37 @@ def validate_command(
     typer.echo(f"{run_dir}: valid")
 
 
+#: What ``trek schema`` documents: the format name -> (what it is, a suggested file name).
+SCHEMAS = {"trajectory": "one line of a run's answers.jsonl (what `trek import` and `trek validate` check)",
+           "pools": "one line of the pools.jsonl that `trek ctrl build --pools` reads and `trek ctrl discover` writes",
+           "fake-script": "the --script file of the fake OpenAI server (python -m trek.testing.fake_openai)"}
+
+
 def schema_command(
+    what: str = typer.Argument("trajectory", help="Which format: " + "; ".join(f"{k}: {v}" for k, v in SCHEMAS.items())
+                               + "."),
     out: Path = typer.Option(None, "--out", help="Write the schema here instead of printing it."),
 ) -> None:
-    """Print the trajectory schema (JSON Schema) that answers.jsonl records follow."""
-    from trek.imports.schema import schema_text
+    """Print a JSON Schema of one of Trek's file formats (default: the trajectory of answers.jsonl)."""
+    import json
+
     from trek.outputs import atomic_write, check_out
 
-    text = schema_text()
+    if what not in SCHEMAS:
+        options.fail(f"unknown format {what!r}; choose one of: {', '.join(SCHEMAS)}")
+    if what == "trajectory":
+        from trek.imports.schema import schema_text
+
+        text = schema_text()
+    elif what == "pools":
+        from trek.ctrl.pools import Pool
+
+        text = json.dumps({"title": "Trek Ctrl pool (one line of pools.jsonl)", **Pool.model_json_schema()},
+                          indent=2, sort_keys=True) + "\n"
+    else:
+        from trek.testing.fake_openai import SCRIPT_SCHEMA
+
+        text = json.dumps(SCRIPT_SCHEMA, indent=2, sort_keys=True) + "\n"
     if out is None:
         typer.echo(text, nl=False)
     else:

@@ -196,18 +196,17 @@ def _observed_outputs(cache: Any, wanted: set[str]) -> dict[str, list[int]]:
     if cache is None or not wanted:
         return out
     try:
-        with cache._lock:
-            rows = cache._conn.execute(_SCAN_SQL).fetchall()
-        for api, model, prompt, completion in rows:
-            pid = hashlib.sha256("\x1f".join(map(str, (api, model, prompt))).encode("utf-8")).hexdigest()
-            if pid in wanted and completion is not None:
-                out.setdefault(pid, []).append(int(completion))
+        with cache._lock:  # row by row: a large cache's prompts are never all in memory
+            for api, model, prompt, completion in cache._conn.execute(_SCAN_SQL):
+                pid = hashlib.sha256("\x1f".join(map(str, (api, model, prompt))).encode("utf-8")).hexdigest()
+                if pid in wanted and completion is not None:
+                    out.setdefault(pid, []).append(int(completion))
         return out
     except sqlite3.OperationalError:  # an SQLite without ``->`` (before 3.38): parse in Python
         pass
     with cache._lock:
         rows = cache._conn.execute("SELECT request, response FROM responses").fetchall()
-    for req_s, resp_s in rows:
+    for req_s, resp_s in rows:  # the fallback of an old SQLite (rare): whole
         try:
             req = json.loads(req_s)
             body = req.get("body") or {}
@@ -250,20 +249,25 @@ def estimate_requests(
     scales token prices (0.5: Batch API). ``assume_output`` bounds a call's output when the
     request sends no cap. See the module doc for the rules.
     """
-    items: list[tuple[str, dict[str, Any], int]] = []
+    # one pass over the requests (a generator is not held whole): of each request not in the
+    # cache only what the estimate needs is kept, not its body
+    est = Estimate(label=label, model=None, items=0)
+    todo: list[tuple[str, str, int, int | None, str]] = []  # api, model, first tokens, cap, prompt id
+    models: set[str] = set()
     for r in requests:
-        items.append(("chat", request_body(client, r), r.sample) if isinstance(r, ChatRequest) else r)
-    est = Estimate(label=label, model=None, items=len(items))
-    todo = []
-    for api, body, sample in items:
+        api, body, sample = ("chat", request_body(client, r), r.sample) if isinstance(r, ChatRequest) else r
+        est.items += 1
+        models.add(str(body.get("model")))
         key = request_key(client.cache_request(api, body, sample))
         if client.cache is not None and client.cache.lookup(key) is not None:
             est.cached_items += 1
         else:
-            todo.append((api, body))
-    models = sorted({str(b.get("model")) for _, b, _ in items}) or [str(client.model)]
-    est.model = ", ".join(models)
-    observed = _observed_outputs(client.cache, {_wanted_id(api, b) for api, b in todo})
+            todo.append((api, str(body.get("model")),
+                         count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools")),
+                         _cap(body), _wanted_id(api, body)))
+        del body
+    est.model = ", ".join(sorted(models) or [str(client.model)])
+    observed = _observed_outputs(client.cache, {wid for *_, wid in todo})
     a = assumption
     k_lo, k_hi = a.calls_low, a.calls_high
     calls = [0, 0]
@@ -273,14 +277,11 @@ def estimate_requests(
     unpriced: set[str] = set()
     uncapped = 0
     band = (1.0, 1.0)
-    for api, body in todo:
-        model = str(body.get("model"))
-        first = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
+    for _api, model, first, cap, wid in todo:
         lo_f, hi_f = (1.0, 1.0) if is_openai_model(model) else OTHER_TOKENIZER_BAND
         if (lo_f, hi_f) != (1.0, 1.0):
             band = OTHER_TOKENIZER_BAND
-        cap = _cap(body)
-        obs = observed.get(_wanted_id(api, body))
+        obs = observed.get(wid)
         if obs:
             per_lo, per_hi = min(obs), max(obs)
             if cap is not None:

@@ -177,7 +177,7 @@ try:
 except ImportError as _e:  # pragma: no cover - depends on the environment
     raise ImportError("the fake OpenAI server needs aiohttp: pip install 'trek[fake]'") from _e
 
-__all__ = ["FAULT_TYPES", "FakeOpenAIServer", "load_script", "request_key"]
+__all__ = ["FAULT_TYPES", "FakeOpenAIServer", "SCRIPT_SCHEMA", "load_script", "request_key"]
 
 FAULT_TYPES: tuple[str, ...] = ("429", "500", "stall", "malformed")
 
@@ -187,6 +187,39 @@ _MATCHER_KEYS = frozenset({"pattern", "any_pattern", "tool_results", "model", "t
 _UNSET = object()
 _ACTION_KEYS = frozenset({"reply", "tool_calls", "error"})
 _EXTRA_KEYS = frozenset({"usage"})
+
+#: The JSON Schema of a ``--script`` file (``trek schema fake-script``): what the module docstring's
+#: "Script format" says, one property per key a rule may hold.
+SCRIPT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Trek fake OpenAI server script",
+    "description": "A list of rules, tried in order; the first whose matchers all hold answers the request "
+                   "(no matcher: every request). Without a match the reply is 'fake answer <key>'.",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression searched in the last message's text."},
+            "any_pattern": {"type": "string", "description": "Regular expression searched in all messages' texts."},
+            "tool_results": {"type": "integer", "description": "Exactly this many tool-result messages."},
+            "model": {"type": "string", "description": "Exact model name."},
+            "tool_choice": {"description": "The request's tool_choice equals this JSON value (null: none sent)."},
+            "json_schema": {"type": "boolean", "description": "The request constrains replies to a JSON schema."},
+            "reply": {"type": "string", "description": "Assistant text; {last} is the last message's text."},
+            "tool_calls": {"type": "array", "minItems": 1, "description": "Tool calls to return.",
+                           "items": {"type": "object", "required": ["name"],
+                                     "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}}},
+            "error": {"type": "object", "required": ["status"], "description": "An error in the OpenAI shape.",
+                      "properties": {"status": {"type": "integer"}, "message": {"type": "string"},
+                                     "type": {"type": "string"}, "code": {}, "param": {}}},
+            "usage": {"type": "object", "description": "Token counts replacing the computed ones.",
+                      "properties": {k: {"type": "integer"} for k in ("prompt_tokens", "completion_tokens",
+                                                                          "input_tokens", "output_tokens", "total_tokens")}},
+        },
+        "oneOf": [{"required": [k]} for k in ("reply", "tool_calls", "error")],
+    },
+}
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
 
