@@ -220,6 +220,25 @@ build(pools, sys.argv[1], embedder=None, conditions=MAIN_CONDITIONS, fabricator=
 """
 
 
+def _line(n: int, stage: str, f: dict) -> str:
+    wo = f"{f['written_over_size']:.2f}" if f["written_over_size"] else "-"
+    return (f"N={n:>7} {stage:<9} wall {f['wall_ms_per_item']:8.3f} ms/item  cpu {f['cpu_ms_per_item']:8.3f} "
+            f"ms/item  rewritten/N {f['rewritten_per_n']:.2f}  written/size {wo}  peak RSS {f['rss_mb']:7.1f} MB")
+
+
+class _Printed(dict):
+    """A stage's figures, printed the moment the stage ends (a long run shows what it measured so
+    far, and a run stopped part way keeps the lines of the stages that finished)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def __setitem__(self, stage: str, figures: dict) -> None:
+        super().__setitem__(stage, figures)
+        print(_line(self.n, stage, figures), flush=True)
+
+
 def measure(n: int, stages: list[str], latency: float, connections: int, work: Path,
             server_rss: dict[str, float] | None = None) -> dict[str, dict]:
     """The figures of every stage at ``n`` questions; ``server_rss["mb"]`` gets the fake server's
@@ -228,7 +247,7 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))}
     env["OPENAI_API_KEY"] = "sk-scale"
-    out: dict[str, dict] = {}
+    out: dict[str, dict] = _Printed(n)
     bench, run = work / "bench", work / "run"
     common = ["--max-connections", str(connections), "--no-progress", "--yes"]
     srv = None
@@ -315,11 +334,6 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             srv: dict[str, float] = {}
             results[n] = measure(n, stages, a.latency, a.connections, Path(d) / str(n), srv)
-            for stage, f in results[n].items():
-                wo = f"{f['written_over_size']:.2f}" if f["written_over_size"] else "-"
-                print(f"N={n:>7} {stage:<9} wall {f['wall_ms_per_item']:8.3f} ms/item  cpu {f['cpu_ms_per_item']:8.3f} "
-                      f"ms/item  rewritten/N {f['rewritten_per_n']:.2f}  written/size {wo}  peak RSS "
-                      f"{f['rss_mb']:7.1f} MB", flush=True)
             if "mb" in srv:
                 servers[n] = srv["mb"]
                 print(f"N={n:>7} (the fake server, every stage of this N: peak RSS {srv['mb']:.1f} MB)", flush=True)
