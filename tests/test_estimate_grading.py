@@ -8,7 +8,7 @@ from test_grading import QUESTIONS, SCRIPT, trajectories  # the same made-up run
 from typer.testing import CliRunner
 
 from trek.cli import app
-from trek.grading import estimate_grading, judge_requests, run_grading, run_grading_batch
+from trek.grading import estimate_grading, iter_judge_requests, run_grading, run_grading_batch
 from trek.llm import LLMCache, LLMClient
 from trek.llm.usage import Price, PriceTable
 from trek.testing.fake_openai import FakeOpenAIServer
@@ -35,7 +35,7 @@ def _judge(srv, run_dir):
 def test_grading_estimate_bounds_the_real_grading(run_dir):
     with FakeOpenAIServer(script=SCRIPT, tokenizer="o200k_base") as srv:
         judge = _judge(srv, run_dir)
-        reqs = judge_requests(run_dir, judge, max_tokens=50)
+        reqs = list(iter_judge_requests(run_dir, judge, max_tokens=50))
         assert len(reqs) == 3 and srv.stats()["requests"] == 0  # the exact match needs no judge
         assert not (run_dir / "grades.jsonl").exists()
         est = estimate_grading(run_dir, judge, max_tokens=50)

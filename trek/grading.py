@@ -40,7 +40,6 @@ __all__ = [
     "run_grading",
     "grade_run",
     "estimate_grading",
-    "judge_requests",
     "iter_judge_requests",
     "run_grading_batch",
 ]
@@ -288,21 +287,6 @@ def _grading_context(rd: Path, judge: LLMClient, prompts_dir: str | os.PathLike[
         yield
 
 
-def judge_requests(
-    run_dir: str | os.PathLike[str],
-    judge: LLMClient,
-    *,
-    prompts_dir: str | os.PathLike[str] | None = None,
-    use_cache: bool = False,
-    **settings: Any,
-) -> list[tuple[str, dict[str, Any], int]]:
-    """The first judge request of every grade a run would make, as ``(api, body, sample)``,
-    without sending any (a :class:`~trek.llm.estimate.RecordingClient` stands in for the judge).
-    ``use_cache``: answer cached calls from the cache and list only the others (follow-up
-    re-asks of a cached first call included). :func:`iter_judge_requests` makes them in chunks."""
-    return list(iter_judge_requests(run_dir, judge, prompts_dir=prompts_dir, use_cache=use_cache, **settings))
-
-
 #: How many answers :func:`iter_judge_requests` records at a time.
 JUDGE_REQUEST_CHUNK = 1000
 
@@ -315,8 +299,11 @@ def iter_judge_requests(
     use_cache: bool = False,
     **settings: Any,
 ) -> Iterator[tuple[str, dict[str, Any], int]]:
-    """:func:`judge_requests` one chunk of :data:`JUDGE_REQUEST_CHUNK` answers at a time, so an
-    estimate of a large run never holds every judge prompt."""
+    """The first judge request of every grade a run would make, as ``(api, body, sample)``,
+    without sending any (a :class:`~trek.llm.estimate.RecordingClient` stands in for the judge),
+    made one chunk of :data:`JUDGE_REQUEST_CHUNK` answers at a time, so an estimate of a large run
+    never holds every judge prompt. ``use_cache``: answer cached calls from the cache and list
+    only the others (follow-up re-asks of a cached first call included)."""
     from trek.exact import is_exact
     from trek.llm.estimate import RecordingClient
 
@@ -380,7 +367,7 @@ def run_grading_batch(
     rd = Path(run_dir)
     ledger = ledger_path(rd / runs.GRADES)
     with _grading_context(rd, judge, prompts_dir):
-        reqs = judge_requests(rd, judge, use_cache=True, **settings)
+        reqs = list(iter_judge_requests(rd, judge, use_cache=True, **settings))
         _check_batch_budget(reqs, judge, ledger)
         br = run_sync(submit_and_collect(reqs, judge, rd / "openai-batch", wait=wait, poll_seconds=poll_seconds,
                                          progress=progress))

@@ -224,18 +224,18 @@ def estimate_grid_grading(
 ) -> Estimate:
     """The ``--dry-run`` estimate of grading the grid afterwards (``trek ctrl run --judge``), by
     grading's own rule: the first judge request of every answer already in a cell whose grade
-    would not be kept (:func:`trek.grading.judge_requests`), plus one judge call per answer the
+    would not be kept (:func:`trek.grading.iter_judge_requests`), plus one judge call per answer the
     grid has yet to make, its prompt built with a stand-in answer and allowed ``answer_tokens``
     more input tokens (the answer's output cap). Cached judge calls cost nothing."""
     from trek.aio import run_sync
     from trek.graders import agrade_many
-    from trek.grading import judge_requests
+    from trek.grading import iter_judge_requests
     from trek.llm.estimate import Assumption, RecordingClient, estimate_requests
 
     made: list[tuple[str, dict[str, Any], int]] = []
     for cell in cells:
         if (cell.run_dir / R.ANSWERS).exists() and (cell.run_dir / R.QUESTIONS).exists():
-            made += judge_requests(cell.run_dir, judge, **settings)
+            made += iter_judge_requests(cell.run_dir, judge, **settings)
     todo = _grid_plan(cells, _contexts_by_condition(contexts), methods, questions, model, dict(params or {})).todo
     rec = RecordingClient(judge)
     if todo:
