@@ -7,6 +7,7 @@ the line that breaks it.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from trek import runs
@@ -24,12 +25,8 @@ def sources() -> list[Path]:
 
 
 def string_literals(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, value) of every string constant that is not a docstring."""
-    docs = {id(n.body[0].value) for n in ast.walk(tree)
-            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    return [(n.lineno, n.value) for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+    """(line, value) of every string constant that is not a docstring (the figures script's scan)."""
+    return figures_script().string_literals(tree)
 
 
 def spelled_run_files(path: Path) -> list[str]:
@@ -104,6 +101,7 @@ def test_a_run_dir_hands_out_every_path_and_reads_its_records(tmp_path, monkeypa
     assert list(rd.questions()) == ["q1"] and [r["id"] for r in rd.raw(runs.QUESTIONS)] == ["q1"]
 
 
+@functools.cache
 def figures_script():
     import importlib.util
 
