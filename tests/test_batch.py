@@ -460,3 +460,21 @@ def test_a_killed_runs_journal_resumes_superseded_lines_and_a_partial_tail(tmp_p
         assert srv.stats()["requests"] == n  # r3's reply is in the cache; r1's later line counts
         assert [x["id"] for x in read_out(out)] == [x["id"] for x in rows]
         assert [x["status"] for x in read_out(out)] == ["ok"] * 4
+
+
+def test_a_torn_last_line_is_reported_once_and_its_request_sent_again(tmp_path):
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    write_requests(req, 5)
+    with FakeOpenAIServer() as srv:
+        args = ["llm", "run", str(req), "--out", str(out), "--base-url", srv.base_url, "--model", "fm", "--no-progress"]
+        assert invoke(*args).exit_code == 0
+        whole = out.read_bytes()
+        lines = whole.splitlines(keepends=True)
+        out.write_bytes(b"".join(lines[:4]) + lines[4][:20])  # killed while writing the last line
+        n = srv.stats()["requests"]
+        r = subprocess.run([sys.executable, "-m", "trek.cli", *args], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "OPENAI_API_KEY": "sk-x"})
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("partial last line") == 1, r.stderr
+        assert srv.stats()["requests"] == n  # the torn line's reply comes from the cache
+    assert [x["id"] for x in read_out(out)] == [f"r{i}" for i in range(5)]

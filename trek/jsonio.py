@@ -228,17 +228,18 @@ def load_json(path: PathLike, what: str = "JSON file") -> Any:
 
 
 def iter_jsonl(path: PathLike, objects: bool = True, pipes: bool = False,
-               torn_tail: bool = False) -> Iterator[tuple[int, Any]]:
+               torn_tail: bool = False, warn_torn: bool = True) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of a JSONL file (``.gz`` read through
     gzip); with ``objects`` every value must be a JSON object; ``pipes``: a named pipe is read too;
     ``torn_tail``: a last line without its newline that is not JSON (a journal whose writer was
-    killed) is dropped with a warning instead of raising."""
-    for lineno, _, _, obj in iter_jsonl_spans(path, objects, pipes, torn_tail):
+    killed) is dropped with a warning instead of raising (``warn_torn=False``: dropped without one,
+    for a first look at a file that the stage executor reads again and reports on)."""
+    for lineno, _, _, obj in iter_jsonl_spans(path, objects, pipes, torn_tail, warn_torn):
         yield lineno, obj
 
 
 def iter_jsonl_spans(path: PathLike, objects: bool = True, pipes: bool = False,
-                     torn_tail: bool = False) -> Iterator[tuple[int, int, int, Any]]:
+                     torn_tail: bool = False, warn_torn: bool = True) -> Iterator[tuple[int, int, int, Any]]:
     """:func:`iter_jsonl` with where each line is: ``(line number, byte offset, byte length,
     value)``, the offset and length those of the line in the (decompressed) file, its newline
     included, so a record can be read again later by ``pread`` (the stage executor's index)."""
@@ -270,9 +271,10 @@ def iter_jsonl_spans(path: PathLike, objects: bool = True, pipes: bool = False,
                 obj = loads(line, p, lineno)
             except RecordError:
                 if torn_tail and not raw.endswith(b"\n"):
-                    logging.getLogger("trek").warning(
-                        "%s, line %d: a partial last line (the writer was stopped while writing it) was dropped; "
-                        "its record is made again", p, lineno)
+                    if warn_torn:
+                        logging.getLogger("trek").warning(
+                            "%s, line %d: a partial last line (the writer was stopped while writing it) was dropped; "
+                            "its record is made again", p, lineno)
                     return
                 raise
             if objects and not isinstance(obj, dict):

@@ -466,7 +466,7 @@ def describe_validation_error(err: ValidationError) -> str:
 
 
 def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False,
-                    pipes: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+                    pipes: bool = False, warn_torn: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
 
     This is the one JSONL read loop of Trek: a missing file, a line that is not JSON or not a
@@ -477,11 +477,13 @@ def iter_json_lines(path: str | os.PathLike[str], *, torn_tail: bool = False,
 
     ``torn_tail``: the file is a record journal that a killed writer may have left with a
     partial last line (no newline at its end and not valid JSON); that line is dropped with a
-    warning on the ``trek`` logger instead of raising. Anywhere else a broken line still raises.
+    warning on the ``trek`` logger instead of raising (``warn_torn=False``: without the warning,
+    when the stage executor reads the same file next and warns). Anywhere else a broken line
+    still raises.
     """
     from trek.jsonio import iter_jsonl as bounded  # the bounded reader (nesting, size, pipes)
 
-    yield from bounded(path, pipes=pipes, torn_tail=torn_tail)
+    yield from bounded(path, pipes=pipes, torn_tail=torn_tail, warn_torn=warn_torn)
 
 
 @functools.cache

@@ -334,7 +334,7 @@ def _check_previous(out: Path, listed: set[str]) -> None:
         return
     status: dict[str, Any] = {}
     try:
-        for lineno, obj in iter_json_lines(out, torn_tail=True):
+        for lineno, obj in iter_json_lines(out, torn_tail=True, warn_torn=False):  # execute() warns
             if "id" not in obj:
                 raise RecordError(out, lineno, "line has no 'id'")
             status[str(obj["id"])] = obj.get("status")
