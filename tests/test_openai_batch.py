@@ -226,3 +226,23 @@ def test_a_batch_api_step_retries_through_the_one_policy_with_jitter_and_retry_a
     with pytest.raises(openai.RateLimitError):
         asyncio.run(ob._retrying(step))
     assert len(slept) == ob.STEP_RETRIES
+
+
+def test_a_second_batch_run_on_the_same_out_is_refused_before_it_uploads(tmp_path, monkeypatch):
+    from trek.llm.batch import _locked
+
+    reqs = tmp_path / "reqs.jsonl"
+    reqs.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"locked {i}"}]})
+                            + "\n" for i in range(3)))
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    with FakeOpenAIServer(batch_delay=0.0) as srv:
+        args = ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini", "--base-url", srv.base_url,
+                "--no-progress", "--batch", "--batch-poll", "0.05"]
+        with _locked(out):  # as if another `trek llm run` were writing it
+            r = CliRunner().invoke(app, args)
+            assert r.exit_code != 0 and "another run is writing" in r.output, r.output
+            assert srv.stats()["files"] == 0 and srv.stats()["batches"] == 0  # nothing uploaded, nothing paid
+        r = CliRunner().invoke(app, args)  # the lock goes with its holder
+        assert r.exit_code == 0, r.output
+        assert srv.stats()["batches"] == 1

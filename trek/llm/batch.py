@@ -356,12 +356,14 @@ async def run_batch(
     *,
     checkpoint_seconds: float = 2.0,
     items: list[BatchItem] | None = None,
+    locked: bool = False,
 ) -> BatchSummary:
     """Run every request not already answered in ``out_path`` (a :class:`BatchStage` through
     :func:`trek.stage.execute`) and close the client.
 
     ``items``: the requests file as :func:`load_requests` read it (a file is read once, so a
-    pipe works); default: read it here. ``client.budget_usd`` (if set) caps the spend recorded
+    pipe works); default: read it here. ``locked``: the caller already holds ``out_path``'s lock
+    (the Batch API path takes it before it submits anything). ``client.budget_usd`` (if set) caps the spend recorded
     for ``out_path`` over all runs. Raises :class:`BatchError` (before any call) when the run
     would put paid results at risk.
     """
@@ -372,7 +374,7 @@ async def run_batch(
     stage = BatchStage(out, client, req_path)
     calls0, hits0 = client.http_calls, client.cache_hits
     try:
-        with _locked(out):
+        with contextlib.nullcontext() if locked else _locked(out):
             _check_previous(out, {it.id for it in items})
             ledger = _ledger(out)
             try:
@@ -414,9 +416,11 @@ async def run_openai_batch(
     ``items``: the requests as :func:`load_requests` read them (default: read
     the file here; a file is read once, so a pipe works).
 
-    The batch state lives in ``.<out>.batches/`` beside the output. After the replies are in the
-    cache, the output is written by :func:`run_batch` replaying the cache (no live
-    call); ids not answered by a batch come out ``pending``. The batch-priced dollars of the
+    The output's lock is taken first and held to the end, so a second run on the same output is
+    refused before it uploads or submits anything. The batch state lives in ``.<out>.batches/``
+    beside the output. After the replies are in the cache, the output is written by
+    :func:`run_batch` replaying the cache (no live call); ids not answered by a batch come out
+    ``pending``. The batch-priced dollars of the
     replies loaded are added to the output's spend ledger (``--budget``).
     """
     from trek.llm.estimate import RecordingClient, estimate_requests, request_body
@@ -428,27 +432,29 @@ async def run_openai_batch(
     check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
     if items is None:
         items = load_requests(requests_path, default_model=client.model)
-    reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
-    spent_before = read_ledger(_ledger(out))
-    if client.budget_usd is not None:
-        est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
-        if spent_before + est.usd_high > client.budget_usd:
-            raise ValueError(
-                f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
-                f"(${spent_before:.4f} spent before); raise the budget or split the requests"
-            )
-    folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
-    br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
-                                  max_wait=max_wait, progress=progress)
-    replay = RecordingClient(client, use_cache=True,
-                             error="not answered by the Batch API yet (still running, failed or expired): run again",
-                             reasons=br.failures)
-    if br.cost_usd:
-        with spending([], _ledger(out)) as ledger:
-            ledger.record(br.cost_usd, client.model)
-    summary = await run_batch(requests_path, out, replay, items=items)
-    summary.batch = br
-    return summary
+    with _locked(out):
+        _check_previous(out, {it.id for it in items})  # before anything is paid for
+        reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
+        spent_before = read_ledger(_ledger(out))
+        if client.budget_usd is not None:
+            est = estimate_requests(reqs, client, price_factor=BATCH_PRICE_FACTOR)
+            if spent_before + est.usd_high > client.budget_usd:
+                raise ValueError(
+                    f"--budget ${client.budget_usd:.2f}: the batch may cost up to ${est.usd_high:.4f} at the batch price "
+                    f"(${spent_before:.4f} spent before); raise the budget or split the requests"
+                )
+        folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
+        br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
+                                      max_wait=max_wait, progress=progress)
+        replay = RecordingClient(client, use_cache=True,
+                                 error="not answered by the Batch API yet (still running, failed or expired): run again",
+                                 reasons=br.failures)
+        if br.cost_usd:
+            with spending([], _ledger(out)) as ledger:
+                ledger.record(br.cost_usd, client.model)
+        summary = await run_batch(requests_path, out, replay, items=items, locked=True)
+        summary.batch = br
+        return summary
 
 
 # -- the command -----------------------------------------------------------------------------------
