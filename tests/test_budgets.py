@@ -379,3 +379,26 @@ def test_ctrl_build_and_discover_dry_runs_send_and_write_nothing(prices, tmp_pat
         in build.output  # 2 slots x (edit + verify) up to 2 slots x 3 attempts x (locate + edit + verify)
     assert "trek ctrl discover (fake-model): 3 items, 0 already done or in the cache -> 3 - 396 calls" in found.output
     assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.slow  # a model build against the fake server: seconds
+def test_ctrl_build_dry_run_counts_the_checkpoint_not_the_cache(prices, tmp_path):
+    ids = ["mini:01", "mini:02", "mini:03"]
+    script = load_script("demo_ctrl_build").demo_script(from_mini(question_ids=ids), target=2)
+    out = tmp_path / "build"
+    with FakeOpenAIServer(script=script) as srv:
+        def args(fabrications: str, *more: str) -> list[str]:
+            return ["ctrl", "build", "--source", "mini", "--questions", ",".join(ids), "--out", str(out),
+                    "--fabricator", FABRICATOR, "--fabricator-base-url", srv.base_url, "--fabrication", "model",
+                    "--fabrications", fabrications, "--attempts", "1", "--conditions", "SAA", "--no-tokens",
+                    "--prices", str(prices), *more]
+        r = invoke(args("2", "--yes"))
+        assert r.exit_code == 0, r.output
+        (out / "llm-cache.sqlite").unlink()  # the replies are gone; the checkpoint holds the questions
+        sent = srv.stats()["requests"]
+        r = invoke(args("2", "--dry-run"))
+        assert r.exit_code == 0, r.output
+        assert "3 items, 3 already done or in the cache -> 0 calls" in r.output, r.output
+        r = invoke(args("1", "--dry-run"))  # other settings: every question again
+        assert r.exit_code == 0 and "3 items, 0 already done" in r.output, r.output
+        assert srv.stats()["requests"] == sent  # a dry run sends nothing

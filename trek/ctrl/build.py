@@ -31,9 +31,10 @@ from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
 from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
+from trek.stage import StagePlan, plan
 from trek.types import iter_jsonl, read_jsonl
 
-__all__ = ["BuildResult", "build", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
+__all__ = ["BuildResult", "build", "model_fabrication_plan", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
 
 POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE = POOLS, CONTEXTS, BUILD_MANIFEST  # named by trek.runs
 
@@ -72,6 +73,42 @@ class BuildResult:
 
 def _atomic_text(path: Path, text: str) -> None:
     atomic_write(path, text)
+
+
+def _republished(p: Pool, target: int, fallback_days: int) -> Pool:
+    """``p`` with its republications (any synthetic document it had is dropped first)."""
+    return republication.add_republications(p.without_synthetic(), target=target, fallback_days=fallback_days)
+
+
+def _way(p: Pool, fabricator: str, has_client: bool) -> str | None:
+    """How :func:`build` fabricates for ``p`` (republications added): ``exact``, ``model`` or not."""
+    if fabricator == "exact" or (fabricator == "auto" and fabrication.has_answer_span(p)):
+        return "exact"
+    if fabricator in ("auto", "model") and has_client:
+        return "model"
+    return None
+
+
+def model_fabrication_plan(
+    pools: Iterable[Pool],
+    out: str | os.PathLike[str],
+    client: LLMClient,
+    *,
+    embedder: Embedder | str | None = "wordllama",
+    republication_target: int = republication.TARGET,
+    fallback_days: int = republication.FALLBACK_DAYS,
+    fabrication_settings: fabrication.FabricationSettings | None = None,
+    fabricator: str = "auto",
+) -> StagePlan[Pool, Any]:
+    """What :func:`build` with the same arguments would do by model fabrication now: the pools it
+    would fabricate (as prepared for the model, republications added) split into those kept from
+    the folder's checkpoint (``fabrications.jsonl``) and those it would run. Reads, calls nothing:
+    a dry run's estimate counts only the questions still to do."""
+    todo = [p for p in (_republished(p, republication_target, fallback_days) for p in pools)
+            if _way(p, fabricator, True) == "model"]
+    emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
+    records = RunDir(Path(out)).fabrications_path
+    return plan(fabrication.FabricationStage(records, client, emb, fabrication_settings), todo, [records])
 
 
 def build(
@@ -126,19 +163,11 @@ def build(
             fab["emb"] = emb
         return fab["emb"]
 
-    def way(p: Pool) -> str | None:
-        if fabricator == "exact" or (fabricator == "auto" and fabrication.has_answer_span(p)):
-            return "exact"
-        if fabricator in ("auto", "model") and client is not None:
-            return "model"
-        return None
-
     def prepared(source_pools: Iterable[Pool]) -> Iterator[tuple[Pool, str | None]]:
         """Each pool with its republications and exact fabrications, and its way of fabrication."""
         for p in source_pools:
-            made = republication.add_republications(p.without_synthetic(), target=republication_target,
-                                                    fallback_days=fallback_days)
-            w = way(made)
+            made = _republished(p, republication_target, fallback_days)
+            w = _way(made, fabricator, client is not None)
             if w is not None:
                 emb = embedder_now()
                 if w == "exact":

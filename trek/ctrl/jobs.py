@@ -217,7 +217,7 @@ def build_folder(
     the model ``fabricator`` fabricating where ``fabrication`` says (module doc). ``None``: a dry
     run that printed its estimate, or a run not approved."""
     from trek.ctrl import conditions as cond
-    from trek.ctrl.build import build
+    from trek.ctrl.build import build, model_fabrication_plan
     from trek.ctrl.estimate import estimate_fabrication
     from trek.ctrl.fabrication import FABRICATORS, FabricationSettings, has_answer_span
     from trek.embeddings import make_embedder
@@ -251,9 +251,15 @@ def build_folder(
         if fabricator.model and by_model:
             if not dry:  # for the whole build: the fabrication checkpoint and the outputs
                 held.enter_context(run_lock(make_folder(out)))
+            if isinstance(emb, str):  # made once, for the plan and the build
+                emb = make_embedder(emb)
             client = rd.client(fabricator, cache=_cache(cache_path, dry), budget_usd=budget,
                                assume_output=spending.assume_output)
-            est = estimate_fabrication(by_model, client, settings, assume_output=spending.assume_output)
+            todo = model_fabrication_plan(pools, out, client, embedder=emb, fabrication_settings=settings,
+                                          fabricator=fabrication, republication_target=republications)
+            est = estimate_fabrication(todo.todo, client, settings, assume_output=spending.assume_output)
+            est.items += len(todo.kept)  # finished in the checkpoint (same input): no call
+            est.cached_items += len(todo.kept)
             if not spending.proceed(est, budget, ledger=rd.build_ledger):
                 return None
             announce({"fabricator": client})
