@@ -75,3 +75,40 @@ def test_validate_caps_the_problems_it_keeps_per_file(tmp_path):
     answers = [p for p in problems if p.file.endswith(runs.ANSWERS)]
     assert len(answers) == 11 and answers[-1].message == "... and 110 more problem(s) in this file"
     assert all("'nope" in p.message for p in answers[:10])
+
+
+def _pools_file(path, n, chars):
+    import datetime as dt
+
+    from trek.ctrl.pools import Pool, write_pools
+    from trek.types import Document
+
+    def pools():
+        for i in range(n):
+            qid = f"s:{i}"
+            docs = [Document(id=f"{qid}:{role}:{j}", url=f"https://{role}.example/{i}/{j}", title=f"{role} {j}",
+                             date=dt.date(2015 + j, 1, 1), text=f"Report {i} {role} {j}. " + "w " * (chars // 2),
+                             question_id=qid, role=role, supports_answer=f"{role}-{j}")
+                    for role, k in (("gold", 1), ("outdated", 2)) for j in range(k)]
+            yield Pool(question=Question(id=qid, dataset="freshqa", question=f"Who {i}?", answers=[f"a{i}"]),
+                       documents=docs)
+
+    return write_pools(path, pools())
+
+
+@pytest.mark.slow  # tracemalloc slows every allocation
+def test_ctrl_build_from_a_pools_file_holds_one_pool_at_a_time(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    src = _pools_file(tmp_path / "pools.jsonl", 150, 30_000)
+    size = src.stat().st_size
+    assert size > 10_000_000
+    monkeypatch.chdir(tmp_path)
+    args = ["ctrl", "build", "--source", "pools", "--pools", str(src), "--out", str(tmp_path / "b"),
+            "--fabrication", "none", "--conditions", "OO", "--no-tokens"]
+    r, peak = _peak(lambda: CliRunner().invoke(app, args, catch_exceptions=False))
+    assert r.exit_code == 0, r.output
+    assert sum(1 for _ in (tmp_path / "b" / runs.CONTEXTS).open()) == 150
+    assert peak < size / 5, f"trek ctrl build peaked at {peak / 1e6:.1f} MB on a {size / 1e6:.0f} MB pools file"

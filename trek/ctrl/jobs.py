@@ -23,13 +23,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from trek.ctrl.common import CtrlError
-from trek.ctrl.pools import Pool, source_pools
+from trek.ctrl.pools import Pool, SourcePools, source_pools
 from trek.roles import Role
 from trek.runs import POOLS, RunDir, run_lock
 
@@ -238,17 +238,26 @@ def build_folder(
     emb: Any = embedder.model if not embedder.base_url else make_embedder(embedder.model, base_url=embedder.base_url)
     cache_path = Path(cache) if cache else rd.llm_cache
     check_folder_out(out, reads=[pools_file, longseal, cache], writes=[POOLS, CONTEXTS, BUILD_MANIFEST])
-    pools = source_pools(source, mini_dir=mini_dir, longseal=longseal, pools_file=pools_file, historical=historical,
-                         relevance=relevance, questions=split_ids(questions))
+    source_set = SourcePools(source, mini_dir=mini_dir, longseal=longseal, pools_file=pools_file,
+                             historical=historical, relevance=relevance, questions=split_ids(questions))
+    seen: set[str] = set()
+    n_model = 0  # a first pass, one pool at a time: the ids, and the pools the model fabricates
+    for p in source_set:
+        seen.add(p.question.id)
+        n_model += fabrication == "model" or (fabrication == "auto" and not has_answer_span(p))
+    source_set.missing(seen)
+    del seen
     settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
                                    chat_params={**({"reasoning_effort": effort} if effort else {}),
                                                 **fabricator.params})
-    # the pools the model fabricates: all under --fabrication model, those without annotated answer
-    # spans under auto (exact edits need no model), none under exact or none
-    by_model = [p for p in pools if fabrication == "model" or (fabrication == "auto" and not has_answer_span(p))]
+    # the pools the model fabricates (n_model): all under --fabrication model, those without
+    # annotated answer spans under auto (exact edits need no model), none under exact or none.
+    # Model fabrication holds every pool (trek.ctrl.build); otherwise they stream from the source.
+    by_model = bool(fabricator.model and n_model)
+    pools: Iterable[Pool] = list(source_set) if by_model else source_set
     client = None
     with contextlib.ExitStack() as held:
-        if fabricator.model and by_model:
+        if by_model:
             if not dry:  # for the whole build: the fabrication checkpoint and the outputs
                 held.enter_context(run_lock(make_folder(out)))
             if isinstance(emb, str):  # made once, for the plan and the build

@@ -40,6 +40,7 @@ __all__ = [
     "write_pools",
     "PoolRecord",
     "SOURCES",
+    "SourcePools",
     "source_pools",
 ]
 
@@ -271,31 +272,64 @@ class PoolRecord(Record):
 SOURCES = ("mini", "longseal", "pools", "wild")
 
 
+class SourcePools:
+    """The pools of ``source`` (one of :data:`SOURCES` but ``wild``, whose pools ``trek ctrl
+    discover`` makes) cut to the quotas, only those of ``questions`` when given, as an iterable
+    that can be gone over more than once: a pools file is read again each time, one pool at a
+    time (a large file is never held); Mini and LongSeal are read whole, once. A bad source or a
+    missing path raises :class:`~trek.ctrl.common.CtrlError` here; ids of ``questions`` without a
+    pool are found by :meth:`missing` after a pass."""
+
+    def __init__(self, source: str, *, mini_dir: str | os.PathLike[str] | None = None,
+                 longseal: str | os.PathLike[str] | None = None, pools_file: str | os.PathLike[str] | None = None,
+                 historical: int = HISTORICAL_TARGET, relevance: int = RELEVANCE_TARGET,
+                 questions: Sequence[str] | None = None):
+        self.pools_file, self.historical, self.relevance = pools_file, historical, relevance
+        self.questions = list(questions or [])
+        self._loaded: list[Pool] | None = None
+        if source == "mini":
+            self._loaded = from_mini(mini_dir, historical=historical, relevance=relevance)
+        elif source == "longseal":
+            if longseal is None:
+                raise CtrlError("--source longseal needs --longseal PATH (the LongSeal parquet file)")
+            self._loaded = from_longseal(longseal, historical=historical, relevance=relevance)
+        elif source == "pools":
+            if pools_file is None:
+                raise CtrlError("--source pools needs --pools FILE (a pools.jsonl)")
+        elif source == "wild":
+            raise CtrlError("--source wild: first run 'trek ctrl discover --source wild --out pools.jsonl' (needs a "
+                            "model and a search backend), then build with --source pools --pools pools.jsonl")
+        else:
+            raise CtrlError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+
+    def __iter__(self) -> Iterator[Pool]:
+        want = set(self.questions)
+        if self._loaded is not None:
+            src: Iterable[Pool] = self._loaded
+        else:
+            assert self.pools_file is not None
+            src = (apply_quotas(p, historical=self.historical, relevance=self.relevance)
+                   for p in iter_pools(self.pools_file))
+        for p in src:
+            if not want or p.question.id in want:
+                yield p
+
+    def missing(self, seen: Iterable[str]) -> None:
+        """Raise :class:`~trek.ctrl.common.CtrlError` if an id of ``questions`` is not in ``seen``
+        (the ids a pass over the pools gave)."""
+        missing = sorted(set(self.questions) - set(seen))
+        if missing:
+            raise CtrlError(f"--questions: no pool for {missing}")
+
+
 def source_pools(source: str, *, mini_dir: str | os.PathLike[str] | None = None,
                  longseal: str | os.PathLike[str] | None = None, pools_file: str | os.PathLike[str] | None = None,
                  historical: int = HISTORICAL_TARGET, relevance: int = RELEVANCE_TARGET,
                  questions: Sequence[str] | None = None) -> list[Pool]:
-    """The pools of ``source`` (one of :data:`SOURCES` but ``wild``, whose pools ``trek ctrl
-    discover`` makes) cut to the quotas, only those of ``questions`` when given (an id without a
-    pool is an error)."""
-    if source == "mini":
-        pools = from_mini(mini_dir, historical=historical, relevance=relevance)
-    elif source == "longseal":
-        if longseal is None:
-            raise CtrlError("--source longseal needs --longseal PATH (the LongSeal parquet file)")
-        pools = from_longseal(longseal, historical=historical, relevance=relevance)
-    elif source == "pools":
-        if pools_file is None:
-            raise CtrlError("--source pools needs --pools FILE (a pools.jsonl)")
-        pools = [apply_quotas(p, historical=historical, relevance=relevance) for p in read_pools(pools_file)]
-    elif source == "wild":
-        raise CtrlError("--source wild: first run 'trek ctrl discover --source wild --out pools.jsonl' (needs a "
-                        "model and a search backend), then build with --source pools --pools pools.jsonl")
-    else:
-        raise CtrlError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
-    if questions:
-        missing = sorted(set(questions) - {p.question.id for p in pools})
-        if missing:
-            raise CtrlError(f"--questions: no pool for {missing}")
-        pools = [p for p in pools if p.question.id in set(questions)]
+    """The pools of :class:`SourcePools` in a list (an id of ``questions`` without a pool is an
+    error)."""
+    sp = SourcePools(source, mini_dir=mini_dir, longseal=longseal, pools_file=pools_file, historical=historical,
+                     relevance=relevance, questions=questions)
+    pools = list(sp)
+    sp.missing(p.question.id for p in pools)
     return pools
