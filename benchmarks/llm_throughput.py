@@ -12,6 +12,10 @@ clients) and measures requests/second for:
 * ``sequential``: one synchronous call after another (on a smaller sample, since it is slow);
 * ``ideal``: ``concurrency / latency``.
 
+For trek and the thread pool it also prints the client's CPU milliseconds per request (the
+fake server runs in another process, so this is the client alone): the figure that still tells
+the transports apart when the machine is loaded.
+
 Each figure is the median of ``--repeats`` runs (machines here are noisy). With ``--json``
 one JSON object is printed.
 """
@@ -48,7 +52,8 @@ def requests_for(n: int, tag: str) -> list[list[dict]]:
     return [[{"role": "user", "content": f"{tag} benchmark request {i}"}] for i in range(n)]
 
 
-def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]], transport: str = "httpx") -> float:
+def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]],
+               transport: str = "httpx") -> tuple[float, float]:
     from trek.llm import ChatRequest, LLMCache, LLMClient
 
     with tempfile.TemporaryDirectory() as d:
@@ -63,28 +68,31 @@ def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]], transpor
         )
         reqs = [ChatRequest(messages=m) for m in msgs]
         client.map([ChatRequest(messages=[{"role": "user", "content": f"warm-up {time.time()}"}])])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = client.map(reqs)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert all(r.ok for r in res), "trek: some requests failed"
-    return len(msgs) / dt
+    return len(msgs) / dt, 1000 * cpu / len(msgs)
 
 
-def bench_thread_pool(base_url: str, concurrency: int, msgs: list[list[dict]]) -> float:
+def bench_thread_pool(base_url: str, concurrency: int, msgs: list[list[dict]]) -> tuple[float, float]:
+    import httpx
     import openai
-
-    client = openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=2)
 
     def one(m):
         return client.chat.completions.create(model="bench-model", messages=m).choices[0].message.content
 
+    # as many pooled connections as threads (the SDK's default keeps only 100 alive)
+    client = openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=2,
+                           http_client=openai.DefaultHttpxClient(limits=httpx.Limits(max_connections=concurrency,
+                                                                                     max_keepalive_connections=concurrency)))
     one([{"role": "user", "content": f"warm-up {time.time()}"}])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         out = list(pool.map(one, msgs))
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert all(out)
-    return len(msgs) / dt
+    return len(msgs) / dt, 1000 * cpu / len(msgs)
 
 
 def bench_sequential(base_url: str, msgs: list[list[dict]]) -> float:
@@ -111,11 +119,15 @@ def main() -> None:
     proc, base_url = start_server(a.latency)
     try:
         urllib.request.urlopen(base_url + "/models", timeout=5).read()
-        trek_runs, pool_runs, seq_runs = [], [], []
+        trek_runs, pool_runs, seq_runs, trek_cpu, pool_cpu = [], [], [], [], []
         for r in range(a.repeats):
             # distinct prompts per repeat and per contender: nobody benefits from a cache hit
-            trek_runs.append(bench_trek(base_url, a.concurrency, requests_for(a.requests, f"trek{r}"), a.transport))
-            pool_runs.append(bench_thread_pool(base_url, a.concurrency, requests_for(a.requests, f"pool{r}")))
+            rps, cpu = bench_trek(base_url, a.concurrency, requests_for(a.requests, f"trek{r}"), a.transport)
+            trek_runs.append(rps)
+            trek_cpu.append(cpu)
+            rps, cpu = bench_thread_pool(base_url, a.concurrency, requests_for(a.requests, f"pool{r}"))
+            pool_runs.append(rps)
+            pool_cpu.append(cpu)
             seq_runs.append(bench_sequential(base_url, requests_for(a.sequential_requests, f"seq{r}")))
     finally:
         proc.terminate()
@@ -136,6 +148,10 @@ def main() -> None:
         "ideal_rps": round(ideal, 1),
         "trek_vs_ideal": round(trek_rps / ideal, 3),
         "trek_vs_thread_pool": round(trek_rps / pool_rps, 3),
+        # the client's CPU per request (the fake server is another process): the figure that
+        # tells the transports apart on a loaded machine, where requests/second do not
+        "trek_cpu_ms_per_request": round(statistics.median(trek_cpu), 2),
+        "thread_pool_cpu_ms_per_request": round(statistics.median(pool_cpu), 2),
         "runs": {"trek": [round(x, 1) for x in trek_runs], "thread_pool": [round(x, 1) for x in pool_runs]},
     }
     if a.json:
