@@ -80,6 +80,7 @@ else:
 """
 
 JUDGE, DIAG, ANA, MODEL = "scale-judge", "scale-diagnostic", "scale-analysis", "scale-lm"
+STAGES = ("executor", "llm", "answer", "grade", "trace", "loader", "ctrl", "import")
 
 
 def script() -> list[dict]:
@@ -321,12 +322,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--connections", type=int, default=256)
-    ap.add_argument("--stages", default="executor,llm,answer,grade,trace,loader,ctrl,import")
+    ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--work", type=Path, default=None, help="folder for the runs (default: a temporary one)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
     stages = [s for s in a.stages.split(",") if s]
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        ap.error(f"--stages: unknown stage(s) {', '.join(unknown)}; known: {', '.join(STAGES)}")
+    if a.work is not None:
+        a.work.mkdir(parents=True, exist_ok=True)
     results: dict[int, dict[str, dict]] = {}
     servers: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="trek-scale-", dir=a.work) as d:
