@@ -114,15 +114,20 @@ def test_state_of_another_endpoint_is_refused(tmp_path):
         run_sync(submit_and_collect([], client, tmp_path / "s", progress=False))
 
 
-def test_llm_run_batch_twice(tmp_path, monkeypatch):
+def _batch_args(tmp_path, n: int, base_url: str) -> tuple[list[str], object]:
+    """A requests file of ``n`` requests and the `trek llm run --batch` arguments for it: (args, out)."""
     reqs = tmp_path / "requests.jsonl"
     reqs.write_text("".join(json.dumps({"id": f"r{i}", "messages": [{"role": "user", "content": f"q {i}"}], "max_tokens": 10})
-                            + "\n" for i in range(4)))
+                            + "\n" for i in range(n)))
     out = tmp_path / "out.jsonl"
+    return ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini", "--base-url", base_url,
+            "--no-progress", "--batch", "--batch-poll", "0.05"], out
+
+
+def test_llm_run_batch_twice(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-key")
     with FakeOpenAIServer(batch_delay=0.1) as srv:
-        args = ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini", "--base-url", srv.base_url,
-                "--no-progress", "--batch", "--batch-poll", "0.05"]
+        args, out = _batch_args(tmp_path, 4, srv.base_url)
         r = CliRunner().invoke(app, args)
         assert r.exit_code == 0, r.output
         lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -231,14 +236,9 @@ def test_a_batch_api_step_retries_through_the_one_policy_with_jitter_and_retry_a
 def test_a_second_batch_run_on_the_same_out_is_refused_before_it_uploads(tmp_path, monkeypatch):
     from trek.llm.batch import _locked
 
-    reqs = tmp_path / "reqs.jsonl"
-    reqs.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"locked {i}"}]})
-                            + "\n" for i in range(3)))
-    out = tmp_path / "out.jsonl"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     with FakeOpenAIServer(batch_delay=0.0) as srv:
-        args = ["llm", "run", str(reqs), "--out", str(out), "--model", "gpt-4o-mini", "--base-url", srv.base_url,
-                "--no-progress", "--batch", "--batch-poll", "0.05"]
+        args, out = _batch_args(tmp_path, 3, srv.base_url)
         with _locked(out):  # as if another `trek llm run` were writing it
             r = CliRunner().invoke(app, args)
             assert r.exit_code != 0 and "another run is writing" in r.output, r.output
