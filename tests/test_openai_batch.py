@@ -246,3 +246,38 @@ def test_a_second_batch_run_on_the_same_out_is_refused_before_it_uploads(tmp_pat
         r = CliRunner().invoke(app, args)  # the lock goes with its holder
         assert r.exit_code == 0, r.output
         assert srv.stats()["batches"] == 1
+
+
+@pytest.mark.slow  # tracemalloc slows every allocation
+def test_submit_and_load_do_not_hold_the_request_or_result_files(tmp_path):
+    """The upload is read from the open file, the replies are matched to their requests by offset,
+    and the result file is downloaded to disk: the client's peak stays far below the request file."""
+    import subprocess
+    import sys
+    import tracemalloc
+
+    # the fake server in its own process, so that only the client's allocations are traced
+    srv = subprocess.Popen([sys.executable, "-m", "trek.testing.fake_openai", "--port", "0"], stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        base_url = srv.stdout.readline().strip().rsplit(" ", 1)[-1]
+        client = LLMClient("gpt-4o-mini", base_url=base_url, api_key="sk-x", cache=LLMCache(tmp_path / "c.sqlite"),
+                           prices=PRICES, progress=False)
+        rs = [ChatRequest(messages=[{"role": "user", "content": f"long request {i} " + "w " * 15_000}])
+              for i in range(600)]
+        reqs = [("chat", request_body(client, r), r.sample) for r in rs]
+        tracemalloc.start()
+        try:
+            run = run_sync(submit_and_collect(reqs, client, tmp_path / "s", poll_seconds=0.05, progress=False))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        srv.kill()
+        srv.wait(10)
+    assert run.submitted == 600 and run.loaded == 600 and run.failed == 0
+    size = sum(p.stat().st_size for p in (tmp_path / "s").glob("batch-*.jsonl"))
+    assert size > 16_000_000
+    # what stays is the modules imported on the way and one request at a time
+    assert peak < size / 4, f"the Batch API path peaked at {peak / 1e6:.1f} MB for {size / 1e6:.0f} MB of requests"
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == sorted([BATCH_STATE, "batch-0001.jsonl"])  # no download left

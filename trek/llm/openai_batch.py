@@ -33,11 +33,12 @@ import asyncio
 import json
 import os
 import random
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import openai
 
@@ -118,9 +119,19 @@ class _State:
     def active(self) -> list[dict[str, Any]]:
         return [b for b in self.batches if not b.get("loaded")]
 
-    def lines(self, b: dict[str, Any]) -> list[dict[str, Any]]:
-        p = self.folder / b["request_file"]
-        return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
+    def index(self, b: dict[str, Any]) -> dict[str, tuple[int, int]]:
+        """Where each request of ``b`` is in its request file: custom id -> (byte offset, length).
+        The bodies stay on disk (a batch holds up to 50,000 of them); :meth:`body` reads one."""
+        from trek.jsonio import iter_jsonl_spans
+
+        return {str(obj["custom_id"]): (offset, length)
+                for _, offset, length, obj in iter_jsonl_spans(self.folder / b["request_file"])}
+
+    def body(self, fh: IO[bytes], span: tuple[int, int]) -> dict[str, Any]:
+        """The request body at ``span`` (from :meth:`index`) of the open request file ``fh``."""
+        fh.seek(span[0])
+        body: dict[str, Any] = json.loads(fh.read(span[1]))["body"]
+        return body
 
 
 def _failure_reason(item: dict[str, Any]) -> str:
@@ -138,8 +149,34 @@ def _stamp(raw: dict[str, Any], batch_id: str) -> dict[str, Any]:
     return {**raw, "_trek": {"batch_id": batch_id, "price_factor": BATCH_PRICE_FACTOR}}
 
 
-def _json_lines(text: str) -> list[dict[str, Any]]:
-    return [x for x in (json.loads(line) for line in text.splitlines() if line.strip()) if isinstance(x, dict)]
+def _json_lines(fh: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a downloaded result file, one line at a time."""
+    from trek.jsonio import MAX_LINE
+
+    for raw in iter(lambda: fh.readline(MAX_LINE + 1), b""):
+        if raw.strip():
+            x = json.loads(raw)
+            if isinstance(x, dict):
+                yield x
+
+
+async def _download(sdk: openai.AsyncOpenAI, file_id: str, folder: Path) -> IO[bytes]:
+    """The content of the provider's file ``file_id``, written to an unnamed temporary file in
+    ``folder`` as it arrives (a result file is never held in memory), open at its start."""
+
+    async def fetch() -> IO[bytes]:
+        fh = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 - handed to the caller, who closes it
+        try:
+            async with sdk.files.with_streaming_response.content(file_id) as resp:
+                async for chunk in resp.iter_bytes():
+                    fh.write(chunk)
+        except BaseException:
+            fh.close()
+            raise
+        fh.seek(0)
+        return fh
+
+    return await _retrying(fetch)
 
 
 #: Failures of a Batch API step worth retrying (a blip while polling must not end the run).
@@ -167,8 +204,10 @@ async def _retrying(fn: Any) -> Any:
 async def _submit(sdk: openai.AsyncOpenAI, state: _State, b: dict[str, Any]) -> None:
     """Upload ``b``'s request file (unless uploaded) and create its batch (unless created)."""
     if not b.get("input_file_id"):
-        data = (state.folder / b["request_file"]).read_bytes()
-        f = await _retrying(lambda: sdk.files.create(file=(b["request_file"], data, "application/jsonl"), purpose="batch"))
+        # the open file, not its bytes: the upload is read in chunks as it is sent
+        with (state.folder / b["request_file"]).open("rb") as data:
+            f = await _retrying(lambda: sdk.files.create(file=(b["request_file"], data, "application/jsonl"),
+                                                         purpose="batch"))
         b["input_file_id"] = f.id
         state.save()
     if not b.get("id"):  # a process killed between create and save: adopt the batch it made
@@ -189,34 +228,49 @@ async def _submit(sdk: openai.AsyncOpenAI, state: _State, b: dict[str, Any]) -> 
 async def _load(sdk: openai.AsyncOpenAI, client: LLMClient, state: _State, b: dict[str, Any], run: BatchRun) -> None:
     """Store a finished batch's replies in the cache; count the rest as failed (pending)."""
     assert client.cache is not None
-    lines = {ln["custom_id"]: ln for ln in state.lines(b)}
-    samples = b.get("samples") or {}
-    api = _API[b["endpoint"]]
+    lines = state.index(b)
     answered: set[str] = set()
     reasons: dict[str, str] = {}
     if b.get("error_file_id"):
-        content = await _retrying(lambda: sdk.files.content(b["error_file_id"]))
-        for item in _json_lines(content.text):
-            if item.get("custom_id") in lines:
-                reasons[item["custom_id"]] = client._scrub(_failure_reason(item))[:500]
+        with await _download(sdk, b["error_file_id"], state.folder) as errors:
+            for item in _json_lines(errors):
+                if item.get("custom_id") in lines:
+                    reasons[item["custom_id"]] = client._scrub(_failure_reason(item))[:500]
     if b.get("output_file_id"):
-        content = await _retrying(lambda: sdk.files.content(b["output_file_id"]))
-        for item in _json_lines(content.text):
-            cid, resp = item.get("custom_id"), item.get("response") or {}
-            if cid not in lines:
-                continue
-            if resp.get("status_code") != 200 or not isinstance(resp.get("body"), dict):
-                reasons.setdefault(cid, client._scrub(_failure_reason(item))[:500])
-                continue
-            body = lines[cid]["body"]
-            creq = client.cache_request(api, body, int(samples.get(cid, 0)))
-            if request_key(creq) != cid:  # pragma: no cover - the file was edited
-                run.errors.append(f"{b['id']}: custom_id {cid[:12]} does not match its request; not loaded")
-                continue
-            client.cache.store(cid, creq, _stamp(resp["body"], b["id"]))
-            usage = usage_from_raw(resp["body"])
-            run.cost_usd += (client.prices.cost(body.get("model"), usage) or 0.0) * BATCH_PRICE_FACTOR
-            answered.add(cid)
+        with await _download(sdk, b["output_file_id"], state.folder) as results, \
+                (state.folder / b["request_file"]).open("rb") as request_file:
+            _store_replies(client, state, b, run, _json_lines(results), request_file, lines, answered, reasons)
+    _settle(state, b, run, lines, answered, reasons)
+
+
+def _store_replies(client: LLMClient, state: _State, b: dict[str, Any], run: BatchRun, items: Iterator[dict[str, Any]],
+                   request_file: IO[bytes], lines: dict[str, tuple[int, int]], answered: set[str],
+                   reasons: dict[str, str]) -> None:
+    """Put each answered line of a batch's output file in the cache (checked against its request)."""
+    assert client.cache is not None
+    samples = b.get("samples") or {}
+    api = _API[b["endpoint"]]
+    for item in items:
+        cid, resp = item.get("custom_id"), item.get("response") or {}
+        if cid not in lines:
+            continue
+        if resp.get("status_code") != 200 or not isinstance(resp.get("body"), dict):
+            reasons.setdefault(cid, client._scrub(_failure_reason(item))[:500])
+            continue
+        body = state.body(request_file, lines[cid])
+        creq = client.cache_request(api, body, int(samples.get(cid, 0)))
+        if request_key(creq) != cid:  # pragma: no cover - the file was edited
+            run.errors.append(f"{b['id']}: custom_id {cid[:12]} does not match its request; not loaded")
+            continue
+        client.cache.store(cid, creq, _stamp(resp["body"], b["id"]))
+        usage = usage_from_raw(resp["body"])
+        run.cost_usd += (client.prices.cost(body.get("model"), usage) or 0.0) * BATCH_PRICE_FACTOR
+        answered.add(cid)
+
+
+def _settle(state: _State, b: dict[str, Any], run: BatchRun, lines: dict[str, tuple[int, int]], answered: set[str],
+            reasons: dict[str, str]) -> None:
+    """Count a loaded batch's answers and failures and record it as loaded."""
     run.loaded += len(answered)
     run.failed += len(lines) - len(answered)
     if b.get("status") == "failed":
@@ -256,7 +310,7 @@ async def submit_and_collect(
     run = BatchRun()
     running: set[str] = set()
     for b in state.active():
-        running.update(ln["custom_id"] for ln in state.lines(b))
+        running.update(state.index(b))
         if b.get("id"):
             run.resumed.append(b["id"])
     new: dict[str, tuple[str, dict[str, Any], int]] = {}

@@ -221,6 +221,9 @@ SCRIPT_SCHEMA: dict[str, Any] = {
     },
 }
 _JSON_HEADERS = {"Content-Type": "application/json"}
+#: The largest JSON request body answered (aiohttp's default; a longer one gets 413, as an endpoint
+#: refuses an over-long prompt) and the largest upload (the Batch API's file limit, 200 MB).
+JSON_BODY_LIMIT, FILE_LIMIT = 1024 * 1024, 200 * 1024 * 1024
 
 
 def request_key(messages: Any) -> str:
@@ -650,7 +653,8 @@ class FakeOpenAIServer:
     async def start_async(self) -> None:
         """Bind and start serving on the running event loop (used by the thread and the CLI)."""
         self._stop_event = asyncio.Event()
-        app = web.Application()
+        # uploads up to the Batch API's file limit; a JSON body is held to JSON_BODY_LIMIT
+        app = web.Application(client_max_size=FILE_LIMIT)
         self._add_routes(app)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
@@ -718,7 +722,11 @@ class FakeOpenAIServer:
             )
 
     async def _read_body(self, request: web.Request, required: Sequence[str]) -> dict[str, Any]:
+        if (request.content_length or 0) > JSON_BODY_LIMIT:
+            raise _Reject(_error_response(413, f"The request body is larger than {JSON_BODY_LIMIT} bytes."))
         raw = await request.read()
+        if len(raw) > JSON_BODY_LIMIT:  # sent without a length
+            raise _Reject(_error_response(413, f"The request body is larger than {JSON_BODY_LIMIT} bytes."))
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
