@@ -112,3 +112,22 @@ def test_ctrl_build_from_a_pools_file_holds_one_pool_at_a_time(tmp_path, monkeyp
     assert r.exit_code == 0, r.output
     assert sum(1 for _ in (tmp_path / "b" / runs.CONTEXTS).open()) == 150
     assert peak < size / 5, f"trek ctrl build peaked at {peak / 1e6:.1f} MB on a {size / 1e6:.0f} MB pools file"
+
+
+def test_a_slim_answer_keeps_only_what_grading_and_tracing_read():
+    from trek.types import Coverage
+
+    full = Trajectory(question_id="q1", model="m", final_answer="Paris", status="ok",
+                      usage=Usage(calls=2, prompt_tokens=30, completion_tokens=4),
+                      coverage=Coverage(queries="some", results="cited_only"),
+                      messages=[{"role": "user", "content": "x" * 5000}])
+    slim = runs.slim_answer(full)
+    assert (slim.question_id, slim.final_answer, slim.status, slim.usage.calls) == ("q1", "Paris", "ok", 2)
+    assert slim.observed == full.observed and slim.observed.results == "cited_only"
+    with pytest.raises(AttributeError):  # a field grading does not read is not there, not an empty default
+        slim.messages  # noqa: B018
+    tracemalloc.start()
+    copies = [runs.slim_answer(full) for _ in range(2000)]
+    per_copy = tracemalloc.get_traced_memory()[0] / len(copies)
+    tracemalloc.stop()
+    assert per_copy < 1000, f"a slim copy holds {per_copy:.0f} bytes"

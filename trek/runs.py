@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import threading
 from collections.abc import Container, Iterable, Iterator, Mapping
@@ -494,12 +495,19 @@ def slim_answer(t: Trajectory) -> Trajectory:
     The copy is a model of those fields alone (:func:`trek.types.subset_model`), not a
     ``Trajectory`` filled with defaults: reading any other field raises ``AttributeError``
     instead of giving an empty list, and a copy holds about a tenth of the memory."""
-    slim = subset_model(Trajectory, SLIM_ANSWER_FIELDS)
     # every copy has every field set: they share one fields-set (pydantic would make one each)
-    return cast(Trajectory, slim.model_construct(_SLIM_SET, **{f: getattr(t, f) for f in SLIM_ANSWER_FIELDS}))
+    return cast(Trajectory, _slim_model().model_construct(_SLIM_SET, **{f: getattr(t, f) for f in SLIM_ANSWER_FIELDS}))
 
 
 _SLIM_SET = set(SLIM_ANSWER_FIELDS)
+
+
+@functools.cache
+def _slim_model() -> type[BaseModel]:
+    """The model of :func:`slim_answer`'s copies: the slim fields, and the properties of
+    ``Trajectory`` that read only them."""
+    base: Any = subset_model(Trajectory, SLIM_ANSWER_FIELDS)
+    return type("SlimTrajectory", (base,), {"observed": Trajectory.observed, "__module__": __name__})
 
 
 def load_grades(run_dir: PathLike, questions: Mapping[str, Question] | None = None) -> dict[str, Grade]:
