@@ -494,7 +494,7 @@ def slim_answer(t: Trajectory) -> Trajectory:
 
     The copy is a model of those fields alone (:func:`trek.types.subset_model`), not a
     ``Trajectory`` filled with defaults: reading any other field raises ``AttributeError``
-    instead of giving an empty list, and a copy holds about a tenth of the memory."""
+    instead of giving an empty list, and a copy holds less than half the memory."""
     # every copy has every field set: they share one fields-set (pydantic would make one each)
     return cast(Trajectory, _slim_model().model_construct(_SLIM_SET, **{f: getattr(t, f) for f in SLIM_ANSWER_FIELDS}))
 

@@ -34,7 +34,7 @@ from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
 from trek.stage import StagePlan, plan
 from trek.types import iter_jsonl, read_jsonl
 
-__all__ = ["BuildResult", "build", "model_fabrication_plan", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
+__all__ = ["BuildResult", "build", "fabrication_way", "model_fabrication_plan", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
 
 POOLS_FILE, CONTEXTS_FILE, MANIFEST_FILE = POOLS, CONTEXTS, BUILD_MANIFEST  # named by trek.runs
 
@@ -80,7 +80,7 @@ def _republished(p: Pool, target: int, fallback_days: int) -> Pool:
     return republication.add_republications(p.without_synthetic(), target=target, fallback_days=fallback_days)
 
 
-def _way(p: Pool, fabricator: str, has_client: bool) -> str | None:
+def fabrication_way(p: Pool, fabricator: str, has_client: bool) -> str | None:
     """How :func:`build` fabricates for ``p`` (republications added): ``exact``, ``model`` or not."""
     if fabricator == "exact" or (fabricator == "auto" and fabrication.has_answer_span(p)):
         return "exact"
@@ -105,7 +105,7 @@ def model_fabrication_plan(
     the folder's checkpoint (``fabrications.jsonl``) and those it would run. Reads, calls nothing:
     a dry run's estimate counts only the questions still to do."""
     todo = [p for p in (_republished(p, republication_target, fallback_days) for p in pools)
-            if _way(p, fabricator, True) == "model"]
+            if fabrication_way(p, fabricator, True) == "model"]
     emb = make_embedder(embedder) if isinstance(embedder, str) or embedder is None else embedder
     records = RunDir(Path(out)).fabrications_path
     return plan(fabrication.FabricationStage(records, client, emb, fabrication_settings), todo, [records])
@@ -167,7 +167,7 @@ def build(
         """Each pool with its republications and exact fabrications, and its way of fabrication."""
         for p in source_pools:
             made = _republished(p, republication_target, fallback_days)
-            w = _way(made, fabricator, client is not None)
+            w = fabrication_way(made, fabricator, client is not None)
             if w is not None:
                 emb = embedder_now()
                 if w == "exact":

@@ -217,9 +217,9 @@ def build_folder(
     the model ``fabricator`` fabricating where ``fabrication`` says (module doc). ``None``: a dry
     run that printed its estimate, or a run not approved."""
     from trek.ctrl import conditions as cond
-    from trek.ctrl.build import build, model_fabrication_plan
+    from trek.ctrl.build import build, fabrication_way, model_fabrication_plan
     from trek.ctrl.estimate import estimate_fabrication
-    from trek.ctrl.fabrication import FABRICATORS, FabricationSettings, has_answer_span
+    from trek.ctrl.fabrication import FABRICATORS, FabricationSettings
     from trek.embeddings import make_embedder
     from trek.llm.ledger import spending as ledger_for
     from trek.outputs import check_folder_out, make_folder
@@ -244,7 +244,7 @@ def build_folder(
     n_model = 0  # a first pass, one pool at a time: the ids, and the pools the model fabricates
     for p in source_set:
         seen.add(p.question.id)
-        n_model += fabrication == "model" or (fabrication == "auto" and not has_answer_span(p))
+        n_model += fabrication_way(p, fabrication, True) == "model"
     source_set.missing(seen)
     del seen
     settings = FabricationSettings(target=fabrications, max_attempts=attempts, min_similarity=min_similarity,
