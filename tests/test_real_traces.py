@@ -23,9 +23,24 @@ from trek.imports import import_run
 FOLDER = Path(os.environ.get("TREK_REAL_TRACES", Path(__file__).resolve().parents[2] / "shared" / "real-traces"))
 CASES = sorted(p for p in FOLDER.glob("*.expected.json")) if FOLDER.is_dir() else []
 
+# Known to fail today (the traces issue: JSON-encoded answers, Gemini/Vertex ``candidates``,
+# LangChain message states, Langfuse-SDK and MLflow span attributes). Strict, so that a fix shows
+# as XPASS and the mark has to go with it.
+KNOWN_FAILING = {
+    "csharp-agent-with-gemini-2026-03-09", "google-gemini-2025-08-01", "langgraph-js-2025-10-30",
+    "otlp-langfuse-sdk-openai-2026-12-03", "otlp-mlflow-tracing-openai-2026-12-03",
+    "pydantic-ai-with-gemini-2025-12-24", "vertex-ai-2025-08-01",
+}
+
+
+def _case(path: Path):
+    stem = path.name[: -len(".expected.json")]
+    marks = [pytest.mark.xfail(strict=True, reason="known to fail: the traces issue")] if stem in KNOWN_FAILING else []
+    return pytest.param(path, id=path.name, marks=marks)
+
 
 @pytest.mark.skipif(not CASES, reason=f"no real traces with expectations in {FOLDER}")
-@pytest.mark.parametrize("expected", CASES, ids=[p.name for p in CASES])
+@pytest.mark.parametrize("expected", [_case(p) for p in CASES])
 def test_a_real_trace_imports_its_queries_result_urls_and_answer(tmp_path, expected):
     want = json.loads(expected.read_text(encoding="utf-8"))
     stem = expected.name[: -len(".expected.json")]
