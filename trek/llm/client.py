@@ -40,6 +40,7 @@ a result, a log or an error message.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
@@ -461,9 +462,18 @@ class LLMClient:
                 # a query in the base URL (?api-version=..., ?key=...) goes with every request
                 url = urlsplit(self._local().base_url if self._local else rep.url)
                 query = dict(parse_qsl(url.query, keep_blank_values=True))
+                # credentials in the URL (user:token@host) go as HTTP Basic auth in place of the key,
+                # the way httpx sends them; aiohttp refuses a URL with credentials beside a header
+                userinfo, at, host = url.netloc.rpartition("@")
+                basic = None
+                if at:
+                    user, _, pw = userinfo.partition(":")
+                    basic = {"Authorization": "Basic " + base64.b64encode(
+                        f"{unquote(user)}:{unquote(pw)}".encode()).decode("ascii")}
                 sdks.append(openai.AsyncOpenAI(
-                    base_url=urlunsplit((url.scheme, url.netloc, url.path, "", "")),
+                    base_url=urlunsplit((url.scheme, host, url.path, "", "")),
                     default_query=query or None,
+                    default_headers=basic,
                     api_key=self._api_key,
                     max_retries=0,  # the one retry policy is ours (_send_with_retries)
                     timeout=self.timeout,
