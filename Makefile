@@ -87,8 +87,10 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json
-	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx
+	$(BIN)/python benchmarks/llm_throughput.py --requests 1000 --concurrency 256 --latency 0.05 --json
+	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json
+	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx
+	$(BIN)/python benchmarks/startup.py --json
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
 	$(BIN)/python benchmarks/paced_run.py --limit 20 --window 1 --requests 400 --concurrency 16 --json
 	$(BIN)/python benchmarks/ctrl_assembly.py
