@@ -2,6 +2,7 @@ import functools
 import re
 
 import pytest
+from _package import parse_file
 
 from trek.answer_prompts import (
     ANSWER_AS_OF_YEAR,
@@ -218,7 +219,7 @@ def _declared_in_sources() -> tuple[set[str], set[str], list[str], set[str]]:
 
     root = Path(trek.__file__).parent
     trees = {
-        "trek." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): ast.parse(p.read_text())
+        "trek." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): parse_file(p)
         for p in sorted(root.rglob("*.py"))
     }
     trees = {k.removesuffix("."): v for k, v in trees.items()}

@@ -359,6 +359,7 @@ def test_judges_at_an_endpoint_that_never_answers_stop_the_trace_within_seconds(
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", dead)  # where judges go when --judge-base-url is not given
+    monkeypatch.setattr("trek.llm.client.DEFAULT_UNREACHABLE_AFTER", 0.3)  # not the 8 s of a real run
     start = time.monotonic()
     res = CliRunner().invoke(app, ["trace", str(fresh_run), "--judge", DIAG, "--base-url", server.base_url,
                                    "--no-progress"])
