@@ -15,8 +15,9 @@ observations), or the API's trace with its observations inside (``{"id": ..., "o
   (:mod:`trek.imports.spans`), so both imports of one run give the same trajectory.
 
 Questions: matched by the question id in ``trace.metadata``, ``trace.tags``
-(``KEY:VALUE``) or a span attribute (``--question-key``, default ``question_id``), else in
-file order.
+(``KEY:VALUE``) or a span attribute (``--question-key``, default ``question_id``), else by the
+question text in ``trace.input`` or the root observation's input, or in file order with
+``--in-order`` (:func:`trek.imports.common.match_traces`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
-from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of
+from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts
 from trek.imports.tool_results import maybe_json
 from trek.types import Usage
 
@@ -117,7 +118,8 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
             qid = question_id_of(spans, options.question_key, meta, as_dict(meta.get("attributes")),
                                  trace.get("tags") or [])
             out.append(InputRecord(Path(rec.file), rec.position, {"trace": trace, "spans": spans, "options": options},
-                                   qid, unit=rec.unit))
+                                   qid, unit=rec.unit, label=f"trace {tid}",
+                                   texts=() if qid is not None else question_texts(spans, trace.get("input"))))
     return out
 
 
