@@ -213,3 +213,61 @@ def test_real_otlp_traces_match_mini_questions_by_text_in_any_order(tmp_path, st
         assert [c.query for c in got[qid].search_calls] == w["queries"]
     with pytest.raises(ImportFailure, match="--in-order matches one trace to each question"):
         import_run("otlp", [f], tmp_path / "run2", questions=MINI, in_order=True)
+
+
+# -- bad input on the span path ------------------------------------------------------------------------------
+BAD_COUNTS = [("lots", {"stringValue": "lots"}), ("true", {"boolValue": True}), ("12.7", {"doubleValue": 12.7}),
+              ("-5", {"intValue": "-5"}), ("1e400", {"stringValue": "1e400"}), ("Infinity", {"doubleValue": "Infinity"}),
+              ("10^40", {"intValue": str(10**40)}), ("nan", {"stringValue": "nan"}), ("array", {"arrayValue": {
+                  "values": [{"intValue": "1"}]}})]
+
+
+def _chat(usage_value: dict) -> list[dict]:
+    s = _span("chat", "02" * 8, None, 1, {"gen_ai.operation.name": "chat", "question_id": "q1",
+                                         "gen_ai.output.messages": json.dumps(
+                                             [{"role": "assistant", "parts": [{"type": "text", "content": "six"}]}])})
+    s["attributes"].append({"key": "gen_ai.usage.input_tokens", "value": usage_value})
+    return [s]
+
+
+@pytest.mark.parametrize(("label", "value"), BAD_COUNTS, ids=[b[0] for b in BAD_COUNTS])
+def test_bad_usage_values_are_refused_naming_the_field(tmp_path, label, value):
+    tmp_path.mkdir(exist_ok=True)
+    f = write_jsonl(tmp_path / "t.jsonl", [{"resourceSpans": [{"scopeSpans": [{"spans": _chat(value)}]}]}])
+    with pytest.raises(ImportFailure, match=r"t\.jsonl, line 1: field 'gen_ai\.usage\.input_tokens': expected a "
+                                            r"(non-negative whole number|whole number of at most)") as e:
+        import_run("otlp", [f], tmp_path / "run", questions=_questions(tmp_path))
+    assert "\n" not in str(e.value) and not (tmp_path / "run").exists()
+    # the same in a Langfuse export's usageDetails, through the command line: exit 2, one line, no traceback
+    raw = {"lots": "lots", "true": True, "12.7": 12.7, "-5": -5, "1e400": "1e400", "Infinity": "Infinity",
+           "10^40": 10**40, "nan": "nan", "array": [1]}[label]
+    export = {"trace": {"id": "t1", "metadata": {"question_id": "q1"}, "output": "six"},
+              "observations": [{"id": "o1", "type": "GENERATION", "name": "g", "usageDetails": {"input": raw}}]}
+    lf = tmp_path / "lf.json"
+    lf.write_text(json.dumps(export))
+    from typer.testing import CliRunner
+
+    from trek.cli import app
+
+    r = CliRunner().invoke(app, ["import", "langfuse", str(lf), "--questions", str(_questions(tmp_path)), "--out",
+                                 str(tmp_path / "run2")])
+    assert r.exit_code == 2 and "field 'usageDetails.input'" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "run2").exists()
+
+
+def test_json_text_nested_100000_deep_is_a_clear_error(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "web_search", "question_id": "q1",
+            "gen_ai.tool.call.arguments": deep}
+    tmp_path.mkdir(exist_ok=True)
+    f = write_jsonl(tmp_path / "t.jsonl", [{"resourceSpans": [{"scopeSpans": [{"spans": [
+        _span("web_search", "03" * 8, None, 2, tool)]}]}]}])
+    with pytest.raises(ImportFailure, match=r"field 'gen_ai\.tool\.call\.arguments': holds JSON nested deeper than "
+                                            r"200 arrays or objects: refused"):
+        import_run("otlp", [f], tmp_path / "run", questions=_questions(tmp_path))
+    # an attribute name of 100,000 parts is refused too (no RecursionError building the messages)
+    s = _span("llm", "04" * 8, None, 1, {"openinference.span.kind": "LLM", "question_id": "q1",
+                                         "llm.output_messages." + ".".join(["0"] * 100_000): "x"})
+    f = write_jsonl(tmp_path / "k.jsonl", [{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]}])
+    with pytest.raises(ImportFailure, match=r"an attribute name of more than 200 parts: refused"):
+        import_run("otlp", [f], tmp_path / "run", questions=_questions(tmp_path))

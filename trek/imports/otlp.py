@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
+from trek.imports.fields import FieldError
 from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts
 
 NAME = "otlp"
@@ -158,9 +159,13 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
     for tid, t in traces.items():
         first: InputRecord = t["first"]
         qid = question_id_of(t["spans"], options.question_key, *t["resources"])
+        try:
+            texts = () if qid is not None else question_texts(t["spans"])
+        except FieldError as e:
+            raise first.fail(f"trace {tid}: {e}") from None
         out.append(InputRecord(Path(first.file), first.position, {"trace_id": tid, "spans": t["spans"],
                                                                   "options": options}, qid, unit=first.unit,
-                               texts=() if qid is not None else question_texts(t["spans"]), label=f"trace {tid}"))
+                               texts=texts, label=f"trace {tid}"))
     return out
 
 
