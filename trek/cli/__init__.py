@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Check every file of a run directory against the trajectory schema."),
     "schema": ("trek.cli.imports", "schema_command",
              "Print a JSON Schema of one of Trek's file formats (default: the trajectory of answers.jsonl)."),
+    "fake-server": ("trek.cli.fake", "fake_server_command",
+                    "Serve a fake OpenAI-compatible endpoint on this machine until Ctrl-C."),
     "llm": ("trek.cli.llm", "app",
           "Run model calls through Trek's cached, concurrent, retrying client."),
     "data": ("trek.cli.data", "app",
