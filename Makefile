@@ -49,13 +49,19 @@ runs: $(STAMP)
 notebooks: $(STAMP)
 	@$(BIN)/python scripts/refresh_notebooks.py
 
+# Tests run on TEST_JOBS workers (pytest-xdist; a whole file to one worker, so a notebook's cells
+# run in order in one kernel; every test has its own temporary folders and ports). TEST_JOBS=0
+# runs them in this one process.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+
 test: $(STAMP) lint
-	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
+	$(BIN)/python -m pytest $(XDIST) --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
 # The inner loop: every test that takes over 3 s is marked slow and left to `make test`.
 # TREK_CHECK_DURATIONS=1 make check fails an unmarked test over the limit (tests/_durations.py).
 check: $(STAMP) lint
-	$(BIN)/python -m pytest -m "not slow" tests
+	$(BIN)/python -m pytest $(XDIST) -m "not slow" tests
 
 $(EXECDIR)/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	@$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS)) $(if $(OUT),--out $(OUT))
