@@ -112,7 +112,7 @@ def test_key_never_written_anywhere(tmp_path):
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 10)
     env = {"OPENAI_API_KEY": secret}
-    with FakeOpenAIServer(fault_rate=0.3, seed=1, stall_seconds=0.6, retry_after=0.01) as srv:
+    with FakeOpenAIServer(fault_rate=0.3, seed=1, stall_seconds=0.3, retry_after=0.01) as srv:
         r = invoke("llm", "run", str(req), "--out", str(out), "--base-url", srv.base_url, "--model", "fm",
                    "--no-progress", "--timeout", "0.2", "--max-retries", "1", env=env)
         assert r.exit_code in (0, 3)
