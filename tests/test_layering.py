@@ -44,6 +44,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     ({"audit", "imports", "analysis"}, False),
     # tables and figures
     ({"report"}, False),
+    # the list of Trek's parts, which fills the registries of the layers below (trek/parts.py)
+    ({"parts"}, False),
     # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI
     ({"experiments", "paper", "inspect"}, False),
     ({"cli"}, False),
