@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from trek import parts  # noqa: F401  (the list of parts completes the registry, as the command line does)
 from trek.answer_prompts import (
     ANSWER_AS_OF_YEAR,
     ANSWER_AS_WRITTEN,
@@ -10,7 +11,6 @@ from trek.answer_prompts import (
     answer_prompt_version,
     year_fields,
 )
-from trek import parts  # noqa: F401  (the list of parts completes the registry, as the command line does)
 from trek.templates import (
     UnknownTemplateError,
     known_templates,
