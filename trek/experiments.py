@@ -239,19 +239,19 @@ class _Stages:
     # -- the exact judge and the model judging beside it (trek.exact, trek.audit) --------------------------
     def exact_judge(self) -> Any:
         """The exact judge when the settings say so (a new one per run: it loads that run's annotations)."""
-        if self.s.judge == "model":
-            return None
-        if self.s.judge != "oracle":
-            raise ExperimentsError(f"Settings.judge must be 'oracle' or 'model', not {self.s.judge!r}")
-        from trek.exact import ExactJudge
+        from trek import exact  # noqa: F401  (registers the exact judge, Settings.judge "oracle")
+        from trek.roles import Role, make_judge
 
-        return ExactJudge()
+        judge = make_judge(Role("judge", self.s.judge), lambda role: None)  # "model": the evaluated model judges
+        if judge is None and self.s.judge != "model":
+            raise ExperimentsError(f"Settings.judge must be 'oracle' or 'model', not {self.s.judge!r}")
+        return judge
 
     def audit_grades(self, run_dir: Path) -> None:
         """The model's grades beside the exact ones, while the grading audit's share lasts."""
         from trek.audit import audit_grading
 
-        if self.s.judge != "oracle":
+        if self.s.judge == "model":  # no exact verdicts to audit
             return
         left = self.s.audit_grading if self.s.audit_grading is not None else None
         if left is not None:
@@ -270,8 +270,8 @@ class _Stages:
         exact = self.exact_judge()
         if exact is None:
             return {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
-        out: dict[str, Any] = {"diagnostic": RoleModel("diagnostic", exact, "oracle"),
-                               "analysis": RoleModel("analysis", exact, "oracle")}
+        out: dict[str, Any] = {"diagnostic": RoleModel("diagnostic", exact, exact.model),
+                               "analysis": RoleModel("analysis", exact, exact.model)}
         if self.s.audit_trace_cases != 0:
             out["audit"] = {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
             out["audit_cases"] = self.s.audit_trace_cases
@@ -434,7 +434,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             text += ("\n## Ctrl: share of answers that name an acceptable answer (%)\n\n"
                      "The same whole-word check as above, judge-free:\n\n```\n"
                      + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
-    if settings.judge == "oracle":
+    if settings.judge != "model":  # the exact judge decided: the audit says how the model judged beside it
         text += _audit_section(root)
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from trek import __version__
+from trek import parts as _parts  # noqa: F401  (the list of Trek's parts completes the registries)
 
 app = typer.Typer(rich_markup_mode=None,
     name="trek",
