@@ -497,10 +497,11 @@ def _audit_section(root: Path) -> str:
     if pairs.empty:
         return ""
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        table = show_kappa(audit_table(pairs).round({"agreement": 1, "kappa_low": 2, "kappa_high": 2,
+        table = show_kappa(audit_table(pairs).round({"agreement_binary": 1, "agreement_outcomes": 1, "kappa_low": 2, "kappa_high": 2,
                                                      "exact_yes": 1, "judge_yes": 1}))
         return ("\n## Judge audit: the embedded model against the exact judge\n\n"
-                "Per role, the verdicts both gave (`n`), agreement (%), Cohen's kappa with a 95% interval, the share "
+                "Per role, the verdicts both gave (`n`), agreement (%) on credit (`agreement_binary`: correct/yes or not) "
+                "and on the outcome (`agreement_outcomes`: grading's up to three), Cohen's kappa with a 95% interval, the share "
                 "each called correct/yes (%), the model's unreadable verdicts (`trek judge audit`) and why a kappa "
                 "is undefined or has no interval (`kappa_note`): where both judges gave one verdict throughout, "
                 "kappa is 0/0 (undefined); where only the model did (`judge_yes` 100 or 0), it is 0 by "

@@ -44,6 +44,8 @@ __all__ = [
     "micro_macro",
     "accuracy_ci_table",
     "wilson_ci",
+    "macro_jeffreys_ci",
+    "MACRO_INTERVALS",
     "bootstrap_ci",
     "mcnemar_exact",
     "mcnemar",
@@ -260,6 +262,51 @@ def micro_macro(correct: Any, groups: Any) -> tuple[float, float]:
     return float(y.mean()), _macro_from_codes(y, codes, len(labels))
 
 
+#: How the macro row's interval is made: ``jeffreys`` (default, :func:`macro_jeffreys_ci`) or
+#: ``bootstrap`` (the stratified percentile bootstrap, zero-width when every group is all right or
+#: all wrong).
+MACRO_INTERVALS = ("jeffreys", "bootstrap")
+
+
+def macro_jeffreys_ci(ks: Sequence[int], ns: Sequence[int], level: float = 0.95) -> tuple[float, float]:
+    """A Bayesian interval for the plain mean of several groups' proportions (macro accuracy).
+
+    Each group's proportion gets its Jeffreys posterior Beta(k + 1/2, n - k + 1/2); the macro
+    accuracy is their mean, whose posterior mean and variance follow exactly (the groups are
+    independent); the interval is the central ``level`` interval of the Beta with those two
+    moments. With one group it is that group's Jeffreys interval. It never has zero width: a group
+    of 6 answers that are all wrong still leaves its proportion uncertain, where a bootstrap that
+    resamples within groups sees no variation at all.
+
+    Raises:
+        ValueError: on no groups, a group with ``n < 1``, ``k`` outside [0, n] or a bad ``level``.
+    """
+    level = _level(level)
+    if len(ks) != len(ns) or not len(ns):
+        raise ValueError("macro_jeffreys_ci needs one k and one n per group, and at least one group")
+    means, variances = [], []
+    for k, n in zip(ks, ns, strict=True):
+        k_i, n_i = _count(k, "k"), _count(n, "n")
+        if n_i == 0 or k_i > n_i:
+            raise ValueError(f"each group needs 0 <= k <= n and n >= 1, got k={k_i}, n={n_i}")
+        a, b = k_i + 0.5, n_i - k_i + 0.5
+        means.append(a / (a + b))
+        variances.append(a * b / ((a + b) ** 2 * (a + b + 1)))
+    g = len(ns)
+    mean = float(np.mean(means))
+    var = float(np.sum(variances)) / g**2
+    common = mean * (1 - mean) / var - 1
+    alpha = 1.0 - level
+    low, high = _scipy_stats.beta.ppf([alpha / 2, 1 - alpha / 2], mean * common, (1 - mean) * common)
+    # As for one group's Jeffreys interval: 0 below when no group has a success, 1 above when no
+    # group has a failure (the interval then contains the estimate).
+    if not any(ks):
+        low = 0.0
+    if all(int(k) == int(n) for k, n in zip(ks, ns, strict=True)):
+        high = 1.0
+    return float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
+
+
 def accuracy_ci_table(
     correct: Any,
     groups: Any,
@@ -267,6 +314,7 @@ def accuracy_ci_table(
     *,
     n_resamples: int = 10_000,
     seed: SeedLike = 0,
+    macro_interval: str = "jeffreys",
 ) -> pd.DataFrame:
     """Per-group accuracy with confidence intervals, plus micro and macro summary rows.
 
@@ -275,9 +323,10 @@ def accuracy_ci_table(
         groups: 1-D array-like of n hashable group labels, no NaN/None. No group may be
             called ``"micro"`` or ``"macro"`` (those names are taken by the summary rows).
         level: confidence level of every interval, strictly between 0 and 1.
-        n_resamples: number of bootstrap resamples for the macro interval.
+        n_resamples: number of bootstrap resamples for the macro interval (``bootstrap`` only).
         seed: seed (or ``numpy.random.Generator``) for the macro bootstrap. The default of 0
             makes the table reproducible; pass ``None`` for fresh randomness.
+        macro_interval: ``jeffreys`` (default) or ``bootstrap`` (:data:`MACRO_INTERVALS`).
 
     Returns:
         A DataFrame indexed by group label (groups in order of first appearance, then the rows
@@ -290,10 +339,11 @@ def accuracy_ci_table(
         * ``ci_low``, ``ci_high`` (float): interval bounds as proportions.
 
         Group rows and ``"micro"`` use the Wilson score interval (:func:`wilson_ci`). The
-        ``"macro"`` row uses a stratified percentile bootstrap (:func:`bootstrap_ci` with
-        ``groups``): each resample redraws, with replacement, the same number of items from
-        within each group, so group sizes stay fixed and only within-group sampling
-        variability enters the interval.
+        ``"macro"`` row uses the Jeffreys interval of the mean of the group proportions
+        (:func:`macro_jeffreys_ci`), never of zero width; with ``macro_interval="bootstrap"`` a
+        stratified percentile bootstrap (:func:`bootstrap_ci` with ``groups``: each resample
+        redraws, with replacement, the same number of items from within each group), which has
+        zero width when every group is all right or all wrong.
 
     Raises:
         ValueError: on the same bad input as :func:`micro_macro`, a bad ``level`` or
@@ -322,16 +372,24 @@ def accuracy_ci_table(
 
     n_groups = len(labels)
     macro = _macro_from_codes(y, codes, n_groups)
-    # Stratified resamples keep every item inside its own group, so the original codes still
-    # describe the resampled vector and the macro statistic can reuse them.
-    low, high = bootstrap_ci(
-        y,
-        statistic=lambda v: _macro_from_codes(v, codes, n_groups),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        groups=codes,
-    )
+    if macro_interval not in MACRO_INTERVALS:
+        raise ValueError(f"macro_interval must be one of {', '.join(MACRO_INTERVALS)}, not {macro_interval!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if macro_interval == "jeffreys":
+        low, high = macro_jeffreys_ci([int(y[codes == g].sum()) for g in range(n_groups)],
+                                      [int((codes == g).sum()) for g in range(n_groups)], level)
+    else:
+        # Stratified resamples keep every item inside its own group, so the original codes still
+        # describe the resampled vector and the macro statistic can reuse them.
+        low, high = bootstrap_ci(
+            y,
+            statistic=lambda v: _macro_from_codes(v, codes, n_groups),
+            n_resamples=n_resamples,
+            level=level,
+            seed=seed,
+            groups=codes,
+        )
     rows.append({"n": n, "k": pd.NA, "accuracy": macro, "ci_low": low, "ci_high": high})
     index.append("macro")
 
