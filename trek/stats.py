@@ -816,7 +816,8 @@ def prediction_powered_share(
     tuned: bool = True,
     *,
     small_sample: bool = True,
-) -> tuple[float, float, float]:
+    with_weight: bool = False,
+) -> tuple[float, ...]:
     """A judge's share corrected by a random reviewed sample: ``(estimate, low, high)``.
 
     Prediction-powered inference (PPI; Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, *Science*
@@ -852,10 +853,13 @@ def prediction_powered_share(
         alpha: 1 minus the confidence level, strictly between 0 and 1.
         tuned: PPI++ (the tuned weight) when true, plain PPI when false.
         small_sample: the two guards above (default) or the plain normal interval.
+        with_weight: also return the weight the result used (0 where the human-only interval
+            was returned), as a fourth value.
 
     Returns:
-        ``(estimate, low, high)`` as floats; the estimate is not clipped (it can leave [0, 1]
-        by a little when the sample is small), the bounds are.
+        ``(estimate, low, high)`` as floats (``(estimate, low, high, lam)`` with
+        ``with_weight``); the estimate is not clipped (it can leave [0, 1] by a little when the
+        sample is small), the bounds are.
 
     Raises:
         ValueError: on empty input, missing or non-0/1 values, ``judge_reviewed`` and
@@ -883,5 +887,5 @@ def prediction_powered_share(
     if small_sample:
         h_low, h_high = wilson_ci(int(y_n.sum()), int(y_n.size), level)
         if lam == 0.0 or high - low > h_high - h_low:
-            return float(y_n.mean()), h_low, h_high
-    return estimate, low, high
+            return (float(y_n.mean()), h_low, h_high, 0.0)[: 4 if with_weight else 3]
+    return (estimate, low, high, lam)[: 4 if with_weight else 3]

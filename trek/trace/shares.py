@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ import pandas as pd
 from trek.stats import prediction_powered_share, wilson_ci
 from trek.trace.labels import LABELS, assign_labels
 from trek.trace.records import TraceRecord
+from trek.trace.review import RANDOM, Sample
 
 __all__ = [
     "Sample",
@@ -54,34 +55,15 @@ __all__ = [
     "shares_table",
     "SHARE_COLUMNS",
     "describe_shares",
+    "write_shares",
 ]
 
-#: How the cases of a sample were chosen.
-RANDOM = "uniform random"
 NOT_RANDOM = "not random"
 BY_CHOICES = (None, "dataset")
 
 SHARE_COLUMNS = ["dataset", "label", "n_traced", "n_reviewed", "judge_share", "judge_low", "judge_high",
                  "corrected_share", "low", "high", "human_only_share", "human_low", "human_high", "lambda",
                  "sample"]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """How a review sample was drawn: ``selection`` (``uniform random``), the ``seed``, ``by``
-    (``dataset`` when stratified, else ``None``), the ``population`` it was drawn from (fully
-    traced cases), the ``question_ids`` drawn (sorted) and, per stratum, ``(population, drawn)``."""
-
-    selection: str
-    seed: int | None
-    by: str | None
-    population: int
-    question_ids: tuple[str, ...]
-    strata: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        how = f"{self.selection}, seed {self.seed}" + (f", stratified by {self.by}" if self.by else "")
-        return f"{len(self.question_ids)} of {self.population} fully traced case(s), {how}"
 
 
 def _done(records: list[TraceRecord]) -> list[TraceRecord]:
@@ -211,12 +193,13 @@ def _read_csv(path: Path) -> list[tuple[int, str, frozenset[str]]]:
     return out
 
 
-def _read_workbook(path: Path) -> tuple[list[tuple[int, str, frozenset[str]]], Sample | None]:
+def _read_workbook(path: Path) -> tuple[list[tuple[int, str, frozenset[str]]], list[tuple[int, str]], Sample | None]:
+    """(reviewed rows, unreviewed rows, the recorded sample) of a filled review workbook."""
     from trek.trace.agreement import _yes
     from trek.trace.review import JUDGE_CORRECT, REFERENCE_VALID, read_checklist, read_sample, reviewer_column
 
     rows = read_checklist(path)
-    out = []
+    out, blank = [], []
     for i, row in enumerate(rows, start=2):
         qid = str(row.get("question_id", "")).strip()
         if not qid:
@@ -229,12 +212,12 @@ def _read_workbook(path: Path) -> tuple[list[tuple[int, str, frozenset[str]]], S
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         if ref_ok is None and judge_ok is None and all(v is None for v in marks.values()):
-            raise ValueError(f"{where}: not reviewed; every sampled case needs the reviewer's verdict (a sample "
-                             "with skipped cases is no longer random)")
+            blank.append((i, qid))
+            continue
         # A reference or judge error is system-independent: the case keeps no stage label.
         labs = frozenset() if ref_ok is False or judge_ok is False else frozenset(k for k, v in marks.items() if v)
         out.append((i, qid, labs))
-    return out, read_sample(path)
+    return out, blank, read_sample(path)
 
 
 def read_human(path: str | os.PathLike[str], records: list[TraceRecord], *, seed: int | None = None,
@@ -242,24 +225,27 @@ def read_human(path: str | os.PathLike[str], records: list[TraceRecord], *, seed
     """The human verdicts of ``path`` (a filled review workbook, ``.xlsx``, or a CSV), checked
     against the trace ``records`` and the sample (see the module docstring).
 
-    The sample of a workbook is the one its ``sample`` sheet records. A CSV names none: ``seed``
-    (and ``by``) say which draw of :func:`draw_sample` it reviews, and its ids must be exactly the
-    ``len(rows)`` cases that draw gives. Without a sample the file is refused unless
+    The sample of a workbook is the one its ``sample`` sheet records; a workbook without one
+    whose every fully traced case is reviewed is a census (valid: n = N). A CSV names none:
+    ``seed`` (and ``by``) say which draw of :func:`draw_sample` it reviews, and its ids must be
+    exactly the ``len(rows)`` cases that draw gives. Without a sample the file is refused unless
     ``allow_unsampled`` (then :attr:`HumanLabels.sample` is ``None``)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no human review file at {p}")
     if p.is_dir():
         raise ValueError(f"{p}: is a folder; give the filled workbook (.xlsx) or a CSV")
+    blank: list[tuple[int, str]] = []
     if p.suffix.lower() == ".xlsx":
-        rows, sample = _read_workbook(p)
+        rows, blank, sample = _read_workbook(p)
         if sample is not None and seed is not None and seed != sample.seed:
             raise ValueError(f"{p}: the workbook's sample was drawn with seed {sample.seed}, not {seed}")
     else:
         rows, sample = _read_csv(p), None
     if not rows:
-        raise ValueError(f"{p}: no reviewed case")
-    done = {r.question_id: r for r in _done(records)}
+        raise ValueError(f"{p}: no reviewed case (fill in the reviewer's columns)")
+    done = _done(records)
+    done_ids = {r.question_id for r in done}
     every = {r.question_id: r for r in records}
     seen: dict[str, int] = {}
     for i, qid, _ in rows:
@@ -268,28 +254,35 @@ def read_human(path: str | os.PathLike[str], records: list[TraceRecord], *, seed
         seen[qid] = i
         if qid not in every:
             raise ValueError(f"{p}: row {i}: unknown question_id {qid!r} (not a traced case of this run)")
-        if qid not in done:
+        if qid not in done_ids:
             raise ValueError(f"{p}: row {i}: {qid} is not fully traced (status {every[qid].status}); only fully "
                              "traced cases are sampled")
     if sample is None and seed is not None:
         sample = draw_sample(records, len(rows), seed, by)
+    if sample is None and not blank and set(seen) == done_ids:
+        sample = Sample("every case (census)", None, None, len(done), tuple(sorted(seen)))
     if sample is not None:
         drawn = set(sample.question_ids)
         for i, qid, _ in rows:
             if qid not in drawn:
                 raise ValueError(f"{p}: row {i}: {qid} is not in the sample ({sample.describe()}); PPI needs the "
                                  "randomly drawn cases, not others")
+        for i, qid in blank:
+            if qid in drawn:
+                raise ValueError(f"{p}: checklist row {i} ({qid}): not reviewed; every sampled case needs the "
+                                 "reviewer's verdict (a sample with skipped cases is no longer random)")
         absent = sorted(drawn - set(seen))
         if absent:
-            raise ValueError(f"{p}: {len(absent)} sampled case(s) not reviewed, e.g. {absent[0]}; review every "
+            raise ValueError(f"{p}: {len(absent)} sampled case(s) not in the file, e.g. {absent[0]}; review every "
                              "sampled case (skipping some makes the sample non-random)")
         if sample.population != len(done):
             raise ValueError(f"{p}: the sample was drawn from {sample.population} fully traced case(s) but the run "
                              f"now has {len(done)}; draw a new sample (trek trace review RUN --sample N)")
     elif not allow_unsampled:
-        raise ValueError(f"{p}: these reviewed cases are not shown to be a random sample (a workbook written without "
-                         "--sample, or a CSV without --seed), so their intervals would not be valid; draw one with "
-                         "`trek trace review RUN --sample N --seed S`, or pass --allow-unsampled to flag the shares")
+        raise ValueError(f"{p}: these {len(rows)} reviewed case(s) are not shown to be a random sample (a workbook "
+                         "written without --sample, or a CSV without --seed), so corrected intervals would not be "
+                         "valid; draw one with `trek trace review RUN --sample N --seed S`, or pass "
+                         "--allow-unsampled to get the shares flagged 'not random'")
     return HumanLabels({qid: labs for _, qid, labs in rows}, p, sample)
 
 
@@ -313,12 +306,10 @@ def _row(dataset: str, label: str, ids: list[str], judge: dict[str, frozenset[st
         return row
     f_n = np.array([label in judge[q] for q in reviewed], dtype=int)
     y_n = np.array([label in human.labels[q] for q in reviewed], dtype=int)
-    from trek.stats import ppi_lambda
-
-    est, low, high = prediction_powered_share(f_all, f_n, y_n, alpha=alpha)
+    est, low, high, lam = prediction_powered_share(f_all, f_n, y_n, alpha=alpha, with_weight=True)
     h_low, h_high = wilson_ci(int(y_n.sum()), y_n.size, 1 - alpha)
     row.update(corrected_share=est, low=low, high=high, human_only_share=float(y_n.mean()), human_low=h_low,
-               human_high=h_high, **{"lambda": ppi_lambda(f_all, f_n, y_n)})
+               human_high=h_high, **{"lambda": lam})
     return row
 
 
@@ -326,7 +317,9 @@ def shares_table(records: list[TraceRecord], judge: dict[str, frozenset[str]], h
                  by: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """One row per label (per dataset and ``all`` with ``by="dataset"``): :data:`SHARE_COLUMNS`.
     Shares and bounds are proportions in [0, 1]; without ``human`` only the judge's columns are
-    filled. ``judge``: :func:`judge_labels`."""
+    filled. ``judge``: :func:`judge_labels`. ``lambda`` is the judge's weight in the corrected
+    share (0: the judge added nothing and the corrected share is the human-only one, with its
+    Wilson interval; see :func:`trek.stats.prediction_powered_share`)."""
     if by not in BY_CHOICES:
         raise ValueError(f"--by must be 'dataset' (or left out), got {by!r}")
     if not 0 < alpha < 1:
@@ -372,3 +365,28 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
                  f"{human.source.name}: {how}")
     lines.append(out.to_string(index=False))
     return "\n".join(lines)
+
+
+def write_shares(run_dir: str | os.PathLike[str], human: str | os.PathLike[str] | None = None, *,
+                 by: str | None = None, alpha: float = 0.05, out: str | os.PathLike[str] | None = None,
+                 judge: str = "trace", seed: int | None = None, sample_by: str | None = None,
+                 allow_unsampled: bool = False) -> tuple[str, Path | None]:
+    """``trek trace shares``: (the text to print, the CSV written or ``None``)."""
+    from trek.outputs import atomic_write, check_out
+    from trek.trace.pipeline import load_trace
+
+    if not 0 < alpha < 1:
+        raise ValueError(f"--alpha must lie strictly between 0 and 1, got {alpha}")
+    if human is None and (seed is not None or sample_by is not None or allow_unsampled):
+        raise ValueError("--seed, --sample-by and --allow-unsampled go with --human FILE")
+    records = load_trace(run_dir)
+    if not records:
+        raise FileNotFoundError(f"{run_dir}: no trace.jsonl records (run `trek trace {run_dir}` first)")
+    target = check_out(out, runs=[run_dir], reads=[human], example="shares.csv") if out is not None else None
+    labels = judge_labels(records, judge)
+    verdicts = read_human(human, records, seed=seed, by=sample_by, allow_unsampled=allow_unsampled) \
+        if human is not None else None
+    table = shares_table(records, labels, verdicts, by=by, alpha=alpha)
+    if target is not None:
+        atomic_write(target, table.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+    return describe_shares(table, verdicts, alpha, str(run_dir)), target
