@@ -216,7 +216,7 @@ def shares_command(
     by: str = typer.Option(None, "--by", metavar="dataset", help="Also per dataset."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="1 - confidence level of every interval."),
     out: Path = typer.Option(None, "--out", help="Also write the table as CSV to this file."),
-    judge: str = typer.Option("trace", "--judge", metavar="trace|audit", help="The judge's labels: the trace's "
+    labels_from: str = typer.Option("trace", "--labels-from", metavar="trace|audit", help="The judge's labels: the trace's "
                               "(trace), or those the audit judge's verdicts give (audit: a run traced with --judge "
                               "oracle --audit-judge M, where the exact judge is the truth)."),
     seed: int = typer.Option(None, "--seed", help="A CSV --human: the seed of the `trek trace review --sample` draw "
@@ -237,7 +237,7 @@ def shares_command(
     from trek.trace.shares import write_shares
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
-        text, target = write_shares(run_dir, human, by=by, alpha=alpha, out=out, judge=judge, seed=seed,
+        text, target = write_shares(run_dir, human, by=by, alpha=alpha, out=out, judge=labels_from, seed=seed,
                                     sample_by=sample_by, allow_unsampled=allow_unsampled)
     typer.echo(text)
     if target is not None:

@@ -138,12 +138,12 @@ def judge_labels(records: list[TraceRecord], judge: str = "trace") -> dict[str, 
     """``{question_id: labels}`` of the fully traced cases: the trace's labels (``judge="trace"``)
     or those of the audit judge's verdicts (``judge="audit"``, :func:`audit_labels`)."""
     if judge not in ("trace", "audit"):
-        raise ValueError(f"--judge must be 'trace' or 'audit', got {judge!r}")
+        raise ValueError(f"--labels-from must be 'trace' or 'audit', got {judge!r}")
     done = _done(records)
     if judge == "audit":
         missing = [r.question_id for r in done if not r.audit_steps]
         if missing:
-            raise ValueError(f"--judge audit: {len(missing)} fully traced case(s) have no audit verdicts (e.g. "
+            raise ValueError(f"--labels-from audit: {len(missing)} fully traced case(s) have no audit verdicts (e.g. "
                              f"{missing[0]}); trace with --judge oracle --audit-judge MODEL and no --audit-limit")
         return {r.question_id: frozenset(audit_labels(r)) for r in done}
     return {r.question_id: frozenset(r.labels) for r in done}
