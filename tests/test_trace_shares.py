@@ -319,3 +319,43 @@ def test_recorded_review_file_reproduces(tmp_path):
     truth = {lab: np.mean([lab in r.labels for r in records if r.status == "done"]) for lab in LABELS}
     for lab in LABELS:  # on this recording every corrected interval holds the exact judge's share
         assert table.loc[lab, "low"] <= truth[lab] <= table.loc[lab, "high"], lab
+
+
+# -- Figure 2 with a review ---------------------------------------------------------------------------------
+def test_figure2_corrected_bars_show_judge_and_corrected_with_n_and_big_n(run_dir, tmp_path):
+    from trek.report import trace as reports
+
+    records = load_trace(run_dir)
+    sample = draw_sample(records, 30, seed=4)
+    path = write_csv(tmp_path / "h.csv", human_rows(records, sample.question_ids,
+                                                   change=lambda labs: labs - {"Distraction"}))
+    t = reports.corrected_shares({"r": run_dir}, {"r": path}, seed=4)
+    assert reports.corrected_caption(t) == ("corrected (PPI++, 95% interval) by a random review of n=30 of N=90 "
+                                            "fully traced cases")
+    d = t.loc[("r", "Distraction")]
+    assert d["corrected_share"] < d["judge_share"]  # in %, as Figure 2
+    assert d["judge_share"] == pytest.approx(100 * 30 / 90, abs=0.05)
+    fig = reports.plot_corrected_shares(t, "T")
+    ax = fig.axes[0]
+    assert ax.get_title() == "r (n=30 of N=90)"
+    heights = [round(b.get_height(), 1) for b in ax.patches]
+    assert len(heights) == 2 * len(LABELS)  # a judge and a corrected bar per label
+    assert heights[len(LABELS) + LABELS.index("Distraction")] == round(d["corrected_share"], 1)
+    with pytest.raises(ValueError, match="not among the traced runs"):
+        reports.corrected_shares({"r": run_dir}, {"other": path}, seed=4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (RECORDED / runs.TRACE).exists(), reason="the recorded runs (data/runs) are absent")
+def test_the_fig2_notebook_takes_a_human_review(tmp_path):
+    from trek.paper import run_notebook
+    from trek.report.paths import repo_root
+
+    params = tmp_path / "p.yaml"
+    params.write_text(f"runs:\n  agentic: {RECORDED}\nhuman:\n  agentic: {RECORDED / 'review-sample-exact.csv'}\n"
+                      "human_seed: 0\nhuman_sample_by: dataset\nlabels_from: audit\n")
+    run_notebook(repo_root() / "notebooks" / "fig2_trektrace.ipynb", tmp_path / "fig2.ipynb", str(params),
+                 tmp_path / "out", quiet=True)
+    tex = (tmp_path / "out" / "tables" / "fig2_trektrace_corrected.tex").read_text().replace("\n", " ")
+    assert "random review of n=12 of N=36 fully traced cases" in tex
+    assert (tmp_path / "out" / "figures" / "fig2_trektrace_corrected.png").exists()
