@@ -175,6 +175,29 @@ def test_hand_picked_workbook_is_refused_or_flagged(run_dir, tmp_path):
     assert r.exit_code == 0 and "NOT a random sample" in r.output
 
 
+def test_a_fully_reviewed_workbook_without_sample_is_a_census(tmp_path):
+    d = tmp_path / "small"
+    d.mkdir()
+    write_jsonl(d / runs.TRACE, [rec(i, MIX[i % len(MIX)]) for i in range(6)])
+    records = load_trace(d)
+    path = write_review(d, tmp_path / "all.xlsx")
+    fill_workbook(path, {r.question_id: set(r.labels) - {"Retrieval"} for r in records})
+    human = read_human(path, records)
+    assert human.sample is not None and human.sample.selection == "every case (census)"
+    t = shares_table(records, judge_labels(records), human).set_index("label")
+    # every case reviewed: the corrected share is the human share exactly
+    assert t.loc["Retrieval", "corrected_share"] == 0.0 and t.loc["Retrieval", "judge_share"] == pytest.approx(2 / 6)
+
+
+def test_shares_cli_rejects_bad_options(run_dir, tmp_path):
+    r = runner.invoke(app, ["trace", "shares", str(run_dir), "--seed", "3"])
+    assert r.exit_code == 2 and "go with --human FILE" in r.output
+    r = runner.invoke(app, ["trace", "shares", str(run_dir), "--labels-from", "audit"])
+    assert r.exit_code == 2 and "have no audit verdicts" in r.output
+    r = runner.invoke(app, ["trace", "shares", str(run_dir), "--human", str(tmp_path / "none.csv")])
+    assert r.exit_code == 2 and "no human review file" in r.output
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

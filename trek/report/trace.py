@@ -203,25 +203,27 @@ def corrected_shares(run_dirs: dict[str, Path], human: dict[str, str | os.PathLi
         records = load_trace(d)
         verdicts = read_human(human[run], records, seed=seed, by=sample_by)
         t = shares_table(records, judge_labels(records, labels_from), verdicts, alpha=alpha)
-        blocks.append(t.assign(run=run, reviews=verdicts.sample.describe() if verdicts.sample else ""))
+        blocks.append(t.assign(run=run, reviews=verdicts.sample.describe() if verdicts.sample else "",
+                               labels_from=labels_from))
     if not blocks:
         raise ValueError("human names no review file")
     out = pd.concat(blocks).set_index(["run", "label"])
     share_cols = ["judge_share", "judge_low", "judge_high", "corrected_share", "low", "high",
                   "human_only_share", "human_low", "human_high"]
     out[share_cols] = (100 * out[share_cols]).round(1)
-    return out[["n_traced", "n_reviewed", *share_cols, "lambda", "reviews"]]
+    return out[["n_traced", "n_reviewed", *share_cols, "lambda", "reviews", "labels_from"]]
 
 
 def corrected_caption(table: pd.DataFrame) -> str:
     """``corrected (PPI++, 95% interval) by a random review of n=12 of N=36 fully traced cases``,
     one ``run: n of N`` per run when there are several."""
     per = table.groupby(level=0, sort=False)[["n_reviewed", "n_traced"]].first()
+    audit = "the audit judge's labels " if (table.get("labels_from") == "audit").any() else ""
     if len(per) == 1:
         n, big_n = per.iloc[0]
-        return f"corrected (PPI++, 95% interval) by a random review of n={n} of N={big_n} fully traced cases"
+        return f"{audit}corrected (PPI++, 95% interval) by a random review of n={n} of N={big_n} fully traced cases"
     parts = ", ".join(f"{run}: n={r.n_reviewed} of N={r.n_traced}" for run, r in per.iterrows())
-    return f"corrected (PPI++, 95% intervals) by random reviews ({parts})"
+    return f"{audit}corrected (PPI++, 95% intervals) by random reviews ({parts})"
 
 
 def plot_corrected_shares(table: pd.DataFrame, title: str) -> plt.Figure:
@@ -246,7 +248,7 @@ def plot_corrected_shares(table: pd.DataFrame, title: str) -> plt.Figure:
         ax.tick_params(axis="x", rotation=35, labelsize=8)
     axes[0][0].set_ylabel("% of traced failures")
     fig.legend(*drawn_legend(axes[0], ["judge", "corrected"]), frameon=False, loc="center right")
-    fig.suptitle(textwrap.fill(title, 110) + f"\n({MULTI_LABEL_NOTE})", fontsize=9)
+    fig.suptitle(textwrap.fill(title, 90) + f"\n({MULTI_LABEL_NOTE})", fontsize=8)
     fig.tight_layout(rect=(0, 0, 0.84, 1))
     return fig
 
