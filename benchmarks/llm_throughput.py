@@ -53,7 +53,7 @@ def requests_for(n: int, tag: str) -> list[list[dict]]:
 
 
 def bench_trek(base_url: str, concurrency: int, msgs: list[list[dict]],
-               transport: str = "httpx") -> tuple[float, float]:
+               transport: str = "aiohttp") -> tuple[float, float]:
     from trek.llm import ChatRequest, LLMCache, LLMClient
 
     with tempfile.TemporaryDirectory() as d:
@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=640)
     ap.add_argument("--sequential-requests", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--transport", choices=["httpx", "aiohttp"], default="httpx", help="trek's HTTP transport")
+    ap.add_argument("--transport", choices=["aiohttp", "httpx"], default="aiohttp", help="trek's HTTP transport")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 

@@ -39,3 +39,55 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             f"{item.nodeid} took {spent:.2f} s (setup + call), over the {limit:g} s limit of "
             "`make check`: mark it @pytest.mark.slow or make it faster"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the suite waits: ``TREK_TIMINGS=N`` prints the N tests with the most wall time, each with
+# the CPU seconds of this process and of the child processes it waited for (a test whose wall
+# time is far above its CPU is waiting: a sleep, a poll, a timeout, a start-up on a busy
+# machine). ``TREK_TIMINGS_FILE=path`` also writes every test's figures as JSON lines.
+_timings = pytest.StashKey[list]()
+
+
+def _cpu() -> tuple[float, float]:
+    t = os.times()
+    return t.user + t.system, t.children_user + t.children_system
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    on = os.environ.get("TREK_TIMINGS") or os.environ.get("TREK_TIMINGS_FILE")
+    if not on:
+        yield
+        return
+    import time
+
+    w0, (c0, k0) = time.perf_counter(), _cpu()
+    yield
+    w1, (c1, k1) = time.perf_counter(), _cpu()
+    item.config.stash.setdefault(_timings, []).append(
+        {"test": item.nodeid, "wall": round(w1 - w0, 3), "cpu": round(c1 - c0, 3), "child_cpu": round(k1 - k0, 3)})
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    rows = config.stash.get(_timings, None)
+    if not rows:
+        return
+    path = os.environ.get("TREK_TIMINGS_FILE")
+    if path:
+        import json
+
+        with open(path, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    n = int(os.environ.get("TREK_TIMINGS") or 30)
+    wall = sum(r["wall"] for r in rows)
+    cpu = sum(r["cpu"] + r["child_cpu"] for r in rows)
+    tr = terminalreporter
+    tr.section(f"wall against CPU, the {min(n, len(rows))} longest of {len(rows)} tests")
+    tr.write_line(f"all tests: {wall:.1f} s wall, {cpu:.1f} s CPU (this process and its children), "
+                  f"load average {os.getloadavg()[0]:.1f} at the end")
+    tr.write_line(f"{'wall':>7} {'cpu':>7} {'child':>7} {'wait':>7}  test")
+    for r in sorted(rows, key=lambda r: -r["wall"])[:n]:
+        wait = r["wall"] - r["cpu"] - r["child_cpu"]
+        tr.write_line(f"{r['wall']:7.2f} {r['cpu']:7.2f} {r['child_cpu']:7.2f} {wait:7.2f}  {r['test']}")

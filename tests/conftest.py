@@ -4,6 +4,8 @@ import pytest
 from _durations import (  # noqa: F401 - TREK_CHECK_DURATIONS=1: a test over 3 s must be marked slow
     pytest_configure,
     pytest_runtest_makereport,
+    pytest_runtest_protocol,  # TREK_TIMINGS=N: wall against CPU of the N longest tests
+    pytest_terminal_summary,
 )
 
 from trek.datasets.mini import load as load_mini

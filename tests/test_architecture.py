@@ -169,3 +169,8 @@ def test_no_command_function_is_longer_than_40_lines():
     still = {f.rsplit(" (", 1)[0].removeprefix("cli/") for f in found}
     assert still >= LONG_COMMANDS_ALLOWED, f"shorter now: remove {LONG_COMMANDS_ALLOWED - still} from the allowlist"
 
+
+
+def test_no_function_of_trektrace_is_longer_than_80_lines():
+    # TrekTrace is a loop over declared tests (trek/trace/schedule.py): no test hides in a long branch
+    assert long_functions(TREK / "trace", 80) == []

@@ -488,6 +488,32 @@ def test_transport_is_explicit(srv, transport, monkeypatch):
     assert LLMClient("m").transport == transport
 
 
+@pytest.mark.parametrize("env, expected", [(None, "aiohttp"), ("httpx", "httpx"), ("aiohttp", "aiohttp")])
+def test_default_transport_is_aiohttp_and_httpx_the_fallback(srv, env, expected, monkeypatch):
+    """A client that names no transport uses the SDK's aiohttp client; TREK_HTTP_TRANSPORT=httpx
+    falls back to the SDK's own httpx client. The HTTP client actually handed to the SDK is checked."""
+    import asyncio
+
+    if env is None:
+        monkeypatch.delenv("TREK_HTTP_TRANSPORT", raising=False)
+    else:
+        monkeypatch.setenv("TREK_HTTP_TRANSPORT", env)
+    c = LLMClient("m", base_url=srv.base_url, api_key="k", progress=False)
+    assert c.transport == expected
+
+    async def go():
+        res = await c.achat(MSG)
+        http = c._state().sdks[0]._client
+        await c.aclose()
+        return res, http
+
+    res, http = asyncio.run(go())
+    assert res.ok
+    import openai
+
+    assert isinstance(http, openai.DefaultAioHttpClient) == (expected == "aiohttp"), type(http).__mro__
+
+
 def test_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="transport"):
         LLMClient("m", transport="curl")

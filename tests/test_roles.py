@@ -21,11 +21,28 @@ def test_flags_follow_one_rule():
         flag_of("grader")
 
 
-def test_a_role_without_an_endpoint_is_refused_naming_its_flag():
+def test_a_role_without_an_endpoint_is_refused_naming_its_flag(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert Role("judge", "m", "http://h/v1").require_endpoint(None).base_url == "http://h/v1"
     assert Role("judge", "m").require_endpoint("http://rec/v1").base_url == "http://rec/v1"
-    with pytest.raises(RoleError, match="--fabricator-base-url"):
+    with pytest.raises(RoleError, match="--fabricator-base-url") as e:
         Role("fabricator", "m").require_endpoint(None)
+    assert "OPENAI_BASE_URL" in str(e.value)
+    with pytest.raises(RoleError) as e:
+        Role(EVALUATED, None).require_endpoint(None)
+    assert "None" not in str(e.value) and "evaluated model has no endpoint" in str(e.value)
+
+
+def test_an_endpoint_falls_back_to_the_environment_and_says_so(monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    # the flag and the recorded endpoint still come first, silently
+    assert Role(EVALUATED, "m", "http://h/v1").require_endpoint("http://rec/v1").base_url == "http://h/v1"
+    assert Role(EVALUATED, "m").require_endpoint("http://rec/v1").base_url == "http://rec/v1"
+    assert capsys.readouterr().err == ""
+    got = Role(EVALUATED, "m").require_endpoint(None, where="runs/x/run.json")
+    assert got.base_url == "http://127.0.0.1:9/v1"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "$OPENAI_BASE_URL = http://127.0.0.1:9/v1" in err and "runs/x/run.json" in err
 
 
 def imported_run(root):
@@ -38,15 +55,26 @@ def imported_run(root):
     runs.write_meta(root, RunMeta(run_id="r", kind="import", model="agent-x", endpoint=None))
 
 
-def test_trace_of_an_imported_run_without_base_url_stops_before_any_call(tmp_path, monkeypatch):
+def test_trace_of_an_imported_run_without_any_endpoint_stops_before_any_call(tmp_path, monkeypatch):
     imported_run(tmp_path)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with FakeOpenAIServer() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)  # a default the user did not choose for this run
         r = CliRunner().invoke(app, ["trace", str(tmp_path), "--judge", "j", "--judge-base-url", srv.base_url, "--yes"])
         assert r.exit_code == 2, r.output
-        assert "--base-url" in r.output and "records none" in r.output
+        assert "--base-url" in r.output and "records none" in r.output and "OPENAI_BASE_URL" in r.output
+        assert "None" not in r.output
         assert srv.stats()["requests"] == 0
     assert not (tmp_path / runs.TRACE).exists()
+
+
+def test_trace_of_an_imported_run_takes_the_environments_endpoint_and_names_it(tmp_path, monkeypatch):
+    imported_run(tmp_path)
+    with FakeOpenAIServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        r = CliRunner().invoke(app, ["trace", str(tmp_path), "--judge", "j", "--judge-base-url", srv.base_url, "--yes"])
+        assert r.exit_code == 0, r.output
+        assert f"$OPENAI_BASE_URL = {srv.base_url}" in r.output
+        assert f"evaluated agent-x @ {srv.base_url}" in r.output
 
 
 def test_an_old_spelling_works_with_a_one_line_notice(tmp_path):

@@ -376,3 +376,57 @@ def test_a_run_without_grades_says_to_grade_it_first(fresh_run, server):
                                    "--no-progress"])
     assert res.exit_code == 3, res.output
     assert "have no grade" in res.output and "trek grade" in res.output
+
+
+def test_a_toy_probe_registered_in_one_module_is_traced_after_the_gold_only_probe(fresh_run, server, monkeypatch):
+    import sys
+
+    from trek import templates
+    from trek.trace import parts
+    from trek.trace.parts import registered_tests
+
+    # the toy's registrations last for this test only
+    monkeypatch.setattr(templates, "_registry", dict(templates._registry))
+    monkeypatch.setattr(parts, "_TESTS", dict(parts._TESTS))
+    monkeypatch.delitem(sys.modules, "_toy_probe", raising=False)
+    import _toy_probe
+
+    from trek.trace.schedule import SCHEDULE, Entry, with_entry
+
+    assert registered_tests()["names_year"].version == "toy-1"
+    schedule = with_entry(SCHEDULE, Entry("names_year", after="gold_only", when=(True,)), before="noise")
+    rules = server.rules
+    server.rules = load_script([{"model": ANA, "any_pattern": r"\[Toy probe: names a year\]",
+                                 "reply": json.dumps({"names_year": False, "reason": "no digits"})}]) + rules
+    try:
+        report = trace_run(fresh_run, **roles(server, fresh_run), schedule=schedule, progress=False)
+    finally:
+        server.rules = rules
+    recs = {r.question_id: r for r in report.records}
+    # the toy probe ran where the gold-only answer was right, was not needed where it was wrong
+    assert recs["mini:02"].tests["names_year"].state == "ran"
+    assert recs["mini:03"].tests["names_year"].state == "not_needed"
+    assert list(recs["mini:02"].tests) == ["retrieval", "queries", "gold_only", "names_year", "noise"]
+    step = next(s for s in recs["mini:02"].steps if s.name == "names_year")
+    assert step.value == {"names_year": False, "reason": "no digits"} and step.template == _toy_probe.TEMPLATE
+    assert recs["mini:02"].versions["test.names_year"] == "toy-1"
+    # it reads no label: the labels are those of the C.4 schedule alone
+    assert {q: r.labels for q, r in recs.items()} == EXPECTED
+
+
+def test_a_record_made_under_another_label_rule_version_is_traced_again(fresh_run, server):
+    from dataclasses import replace
+
+    from trek.trace.labels import C4
+
+    first = trace_run(fresh_run, **roles(server, fresh_run), progress=False)
+    assert all(r.versions["labels"] == "C.4 c4-1" for r in first.records)
+    newer = replace(C4, version="c4-test")
+    before = server.stats()["requests"]
+    again = trace_run(fresh_run, **roles(server, fresh_run), label_rule=newer, progress=False)
+    # never kept silently: every record is traced again (from the LLM cache) and says its version
+    assert again.kept == 0 and again.traced == len(EXPECTED) and again.outdated == len(EXPECTED)
+    assert server.stats()["requests"] == before
+    assert all(r.versions["labels"] == "C.4 c4-test" for r in again.records)
+    assert "6 record(s) made under other versions traced again (labels C.4 c4-1 -> C.4 c4-test)" in again.describe()
+    assert {r.question_id: r.labels for r in again.records} == EXPECTED

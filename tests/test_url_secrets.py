@@ -93,3 +93,26 @@ def test_the_rerank_scorer_shows_no_secret():
 
     s = HTTPScorer("r", with_secrets("http://127.0.0.1:9/v1"))
     assert TOKEN not in s.name and QKEY not in s.name and TOKEN not in s.base_url
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_url_credentials_go_as_basic_auth_on_either_transport(transport):
+    """``user:token@`` in the base URL reaches the endpoint as HTTP Basic auth (what httpx makes of
+    it), on aiohttp too, which refuses credentials in a URL beside an Authorization header."""
+    import base64
+
+    from _servers import LoopbackApp
+    from aiohttp import web
+
+    seen: list[tuple[str, str]] = []
+
+    async def chat(request):
+        seen.append((request.headers.get("Authorization", ""), request.query_string))
+        return web.json_response({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": "ok"}}]})
+
+    with LoopbackApp({"/v1/chat/completions": chat}) as srv:
+        c = LLMClient("m", base_url=with_secrets(srv.base_url), api_key="k", progress=False, transport=transport)
+        assert c.chat([{"role": "user", "content": "hi"}]).ok
+    assert seen == [("Basic " + base64.b64encode(f"alice:{TOKEN}".encode()).decode(), f"api-version=2024-06-01&key={QKEY}")]

@@ -85,7 +85,10 @@ class GradingReport:
             f"{self.http_calls} judge requests, {self.cache_hits} cache hits) -> {self.path}"
         ]
         if self.unparsed_grades:
-            parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column)")
+            again = (f"; they are kept on a re-run: grade them again with trek grade {self.path.parent} "
+                     "--regrade unparsed (after changing the judge, its parameters or the prompt folder)"
+                     if self.path is not None else "")
+            parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column{again})")
         if self.pending_grades:
             error = self.first_errors.get("pending", "")
             why = f", e.g. {error!r}" if error else ""

@@ -13,8 +13,10 @@ factory (:func:`role_options`), so a role's flags are spelled the same everywher
 An old spelling of a flag keeps working for one release, hidden from ``--help``, with a one-line
 notice naming the new one (:func:`role_options` takes them as ``old=``).
 
-An endpoint is never taken from a default nobody chose: :meth:`Role.require_endpoint` refuses a
-role with neither a given nor a recorded endpoint before any call, naming the flag. Clients are
+An endpoint is never taken from a default nobody chose: :meth:`Role.require_endpoint` takes the
+given one, else the recorded one, else ``$OPENAI_BASE_URL`` (as the openai SDK does, announced in one
+line naming the variable and the URL), and refuses a role with none of them before any call,
+naming the flag. Clients are
 built by :func:`build_client` (``RunDir.client(role)`` gives it the run's cache, limits, prices
 and ledger); no command builds one itself.
 """
@@ -67,6 +69,10 @@ def flag_of(role: str, what: str = "") -> str:
     return f"--{role}-{what}" if what else f"--{role}"
 
 
+#: The environment variable an endpoint falls back to, as in the openai SDK.
+ENDPOINT_VARIABLE = "OPENAI_BASE_URL"
+
+
 @dataclasses.dataclass(frozen=True)
 class Role:
     """One role of a run: ``name`` (:data:`EVALUATED` or one of :data:`ROLE_NAMES`), the
@@ -104,14 +110,23 @@ class Role:
 
     def require_endpoint(self, recorded: str | None = None, where: str = "the run") -> Role:
         """This role with an endpoint: the one given, else ``recorded`` (e.g. the run's
-        ``run.json``); neither is a :class:`RoleError` naming the flag, raised before any call."""
+        ``run.json``), else ``$OPENAI_BASE_URL`` (announced on stderr); none of them is a
+        :class:`RoleError` naming the flag, raised before any call."""
         if self.base_url:
             return self
         if recorded:
             return dataclasses.replace(self, base_url=recorded)
-        raise RoleError(f"the {self.label} {self.model or ''!s} has no endpoint: {where} records none and "
-                        f"{self.base_url_flag} was not given; pass {self.base_url_flag} URL "
-                        "(e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1)".replace("  ", " "))
+        env = os.environ.get(ENDPOINT_VARIABLE, "").strip()
+        if env:
+            # as the openai SDK does, but said aloud: a run that records no endpoint is sent where
+            # the environment points, and the user sees which variable chose it
+            print(f"{self.label}: no {self.base_url_flag} and {where} records no endpoint: using "
+                  f"${ENDPOINT_VARIABLE} = {env}", file=sys.stderr)
+            return dataclasses.replace(self, base_url=env)
+        model = f" {self.model}" if self.model else ""
+        raise RoleError(f"the {self.label}{model} has no endpoint: {where} records none, {self.base_url_flag} "
+                        f"was not given and ${ENDPOINT_VARIABLE} is not set; pass {self.base_url_flag} URL "
+                        "(e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1)")
 
 
 #: The command-line flag that sets one judge request parameter.

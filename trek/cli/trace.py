@@ -134,7 +134,8 @@ def run_command(
     reply that stayed unreadable) is incomplete: no label from that test. --budget is a ceiling
     over every invocation on the run, all roles together (RUN_DIR/.trace.jsonl.spend). Exit code 0
     when every case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or
-    failed, or while answered questions have no grade (run trek grade first).
+    failed, while answered questions have no grade (run trek grade first) or a grade that is
+    unparsed or pending, or while answers are pending.
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter
@@ -154,6 +155,20 @@ def _finish(run_dir: Path, report: object) -> None:
     if ungraded:
         typer.echo(f"not finished: {ungraded} answered question(s) have no grade, so their failures are not known "
                    f"yet: grade the run first (trek grade {run_dir} --judge MODEL), then trace it again", err=True)
+        raise typer.Exit(3)
+    skipped = report.selection.skipped  # type: ignore[attr-defined]
+    unsure = {k: skipped.get(k, 0) for k in ("unparsed", "pending") if skipped.get(k, 0)}
+    if unsure:
+        # a grade that could not be read (or was never returned) hides whether the answer failed:
+        # those cases are neither traced nor known to be right, so the run is not finished
+        what = " and ".join(f"{n} {k}" for k, n in unsure.items())
+        regrade = " --regrade unparsed" if "unparsed" in unsure else ""
+        typer.echo(f"not finished: {what} grade(s), so whether those answers failed is not known: grade them "
+                   f"(trek grade {run_dir} --judge MODEL{regrade}), then trace the run again", err=True)
+        raise typer.Exit(3)
+    if skipped.get("pending_answer", 0):
+        typer.echo(f"not finished: {skipped['pending_answer']} answer(s) are still pending: finish the run with the "
+                   "command that made it (run again), grade it, then trace it again", err=True)
         raise typer.Exit(3)
     if report.pending or report.incomplete or report.failed:  # type: ignore[attr-defined]
         reason = report.totals.unfinished_error  # type: ignore[attr-defined]

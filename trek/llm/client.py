@@ -25,8 +25,9 @@ On top of the SDK it adds what an evaluation needs:
   ``pool_failures`` times in a row is taken out for ``pool_cooldown`` seconds while the others
   carry its requests (:meth:`LLMClient.endpoint_report` says what each one served). Replicas
   share cache entries: a pool's cache key names the model, not the URLs;
-* the HTTP transport is a parameter (``transport="httpx"``, the SDK default, or ``"aiohttp"``
-  with the ``trek[aiohttp]`` extra; ``$TREK_HTTP_TRANSPORT`` sets the default);
+* the HTTP transport is a parameter: ``transport="aiohttp"`` (the default: the SDK's
+  ``DefaultAioHttpClient``, about half the CPU per request of httpx at wide fan-out) or
+  ``"httpx"`` (the SDK's own default, the fallback); ``$TREK_HTTP_TRANSPORT`` sets the default;
 * token usage on every result and dollars from the price table; spending recorded in a
   :class:`~trek.llm.ledger.SpendLedger` (durable when a command gives its clients one) whose
   budget is a ceiling: every fresh call reserves its worst-case price before it is sent and
@@ -39,6 +40,7 @@ a result, a log or an error message.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
@@ -70,6 +72,7 @@ __all__ = [
     "ChatRequest",
     "FatalLLMError",
     "TRANSPORTS",
+    "DEFAULT_TRANSPORT",
     "run_sync",
     "scrub",
     "endpoint_identity",
@@ -80,7 +83,9 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _API_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
-TRANSPORTS = ("httpx", "aiohttp")
+TRANSPORTS = ("aiohttp", "httpx")
+#: The transport of a client that names none (and ``$TREK_HTTP_TRANSPORT`` is unset).
+DEFAULT_TRANSPORT = "aiohttp"
 T = TypeVar("T")
 
 
@@ -264,8 +269,8 @@ class LLMClient:
         ``d = min(backoff_cap, backoff_base * 2**n)``, and is at least a ``Retry-After`` the
         endpoint sent (itself capped at ``backoff_cap``).
     transport:
-        ``"httpx"`` (the SDK's default transport) or ``"aiohttp"`` (needs ``trek[aiohttp]``);
-        default ``$TREK_HTTP_TRANSPORT`` or ``"httpx"``.
+        ``"aiohttp"`` (the SDK's ``DefaultAioHttpClient``) or ``"httpx"`` (the SDK's own default
+        transport, the fallback); default ``$TREK_HTTP_TRANSPORT`` or :data:`DEFAULT_TRANSPORT`.
     cache:
         An :class:`LLMCache`, a path to one, or ``None`` for no cache.
     prices:
@@ -335,7 +340,7 @@ class LLMClient:
         check_budget(budget_usd)
         if assume_output < 1:
             raise ValueError("assume_output must be at least 1 token")
-        self.transport = transport or os.environ.get("TREK_HTTP_TRANSPORT") or "httpx"
+        self.transport = transport or os.environ.get("TREK_HTTP_TRANSPORT") or DEFAULT_TRANSPORT
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}")
         self.model = model
@@ -457,9 +462,18 @@ class LLMClient:
                 # a query in the base URL (?api-version=..., ?key=...) goes with every request
                 url = urlsplit(self._local().base_url if self._local else rep.url)
                 query = dict(parse_qsl(url.query, keep_blank_values=True))
+                # credentials in the URL (user:token@host) go as HTTP Basic auth in place of the key,
+                # the way httpx sends them; aiohttp refuses a URL with credentials beside a header
+                userinfo, at, host = url.netloc.rpartition("@")
+                basic = None
+                if at:
+                    user, _, pw = userinfo.partition(":")
+                    basic = {"Authorization": "Basic " + base64.b64encode(
+                        f"{unquote(user)}:{unquote(pw)}".encode()).decode("ascii")}
                 sdks.append(openai.AsyncOpenAI(
-                    base_url=urlunsplit((url.scheme, url.netloc, url.path, "", "")),
+                    base_url=urlunsplit((url.scheme, host, url.path, "", "")),
                     default_query=query or None,
+                    default_headers=basic,
                     api_key=self._api_key,
                     max_retries=0,  # the one retry policy is ours (_send_with_retries)
                     timeout=self.timeout,
@@ -858,7 +872,8 @@ def _http_client(transport: str) -> Any:
     try:
         return openai.DefaultAioHttpClient()
     except (RuntimeError, ImportError, AttributeError):  # extra missing, or an SDK without it
-        raise ValueError("transport 'aiohttp' needs the aiohttp extra: pip install 'trek[aiohttp]'") from None
+        raise ValueError("transport 'aiohttp' needs aiohttp (a dependency of trek: reinstall it, or set "
+                         "TREK_HTTP_TRANSPORT=httpx)") from None
 
 
 def _shape_problem(api: str, raw: Any) -> str | None:

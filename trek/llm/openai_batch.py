@@ -43,7 +43,7 @@ from typing import IO, Any
 import openai
 
 from trek.llm.cache import request_key
-from trek.llm.client import LLMClient
+from trek.llm.client import LLMClient, _http_client
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
 from trek.retry import backoff, retry_after, retrying
 from trek.runs import BATCH_STATE
@@ -343,7 +343,8 @@ async def submit_and_collect(
             })
             state.save()  # recorded before the upload: a crash after it resumes, never re-sends
             run.submitted += len(chunk)
-    sdk = openai.AsyncOpenAI(base_url=client.request_base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout)
+    sdk = openai.AsyncOpenAI(base_url=client.request_base_url, api_key=client._api_key, max_retries=0, timeout=client.timeout,
+                             http_client=_http_client(client.transport))
     try:
         for b in state.active():
             await _submit(sdk, state, b)

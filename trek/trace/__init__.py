@@ -7,9 +7,13 @@ from the gold pages mixed with what it retrieved. Labels follow deterministicall
 (:func:`assign_labels`): Pre-retrieval, Retrieval, Interpretation, Distraction, Randomness.
 
 * :mod:`trek.trace.inputs` — the cases of a run and their retrieved-URL collections (C.1);
+* :mod:`trek.trace.parts` — what a test is (:class:`~trek.trace.parts.TraceTest`, registered with
+  ``@trace_test``), the questions it asks, one case being traced;
 * :mod:`trek.trace.evidence`, :mod:`~trek.trace.queries`, :mod:`~trek.trace.probes`,
-  :mod:`~trek.trace.verdict`, :mod:`~trek.trace.stale` — one prompt + parser + ``VERSION`` each;
-* :mod:`trek.trace.labels` — the label rules (C.4);
+  :mod:`~trek.trace.stale` — the tests, each with its prompts, schemas, readers and ``version``
+  (:mod:`~trek.trace.verdict`: the probes' grade);
+* :mod:`trek.trace.schedule` — the C.4 schedule as data; :mod:`trek.trace.labels` — the
+  versioned label rule (C.4);
 * :mod:`trek.trace.exact` — the judge steps decided from annotations when a judge is ``oracle``;
 * :mod:`trek.trace.pipeline` — :func:`trace_run`, writing ``RUN_DIR/trace.jsonl``;
 * :mod:`trek.trace.review`, :mod:`~trek.trace.agreement`, :mod:`~trek.trace.view` — the review

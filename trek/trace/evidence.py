@@ -19,8 +19,21 @@ from __future__ import annotations
 from typing import Any
 
 from trek.llm.structured import object_schema
+from trek.pages import normalize_url
 from trek.templates import register
-from trek.trace.common import JUDGE_CASE, REPLY_JSON, as_bool, as_text, as_urls
+from trek.trace.common import JUDGE_CASE, REPLY_JSON, as_bool, as_text, as_urls, fetch_pages
+from trek.trace.inputs import url_matches
+from trek.trace.parts import (
+    GOLD_UNAVAILABLE,
+    NO_GOLD_PAGE,
+    NO_RESULTS_SEEN,
+    NO_RETRIEVED_TEXT,
+    CaseRun,
+    JudgeQuestion,
+    TraceTest,
+    trace_test,
+)
+from trek.trace.records import UrlMatch
 
 __all__ = [
     "VERSION",
@@ -32,6 +45,9 @@ __all__ = [
     "MATCH_SCHEMA",
     "validate_key_evidence",
     "validate_match",
+    "KEY_EVIDENCE",
+    "MATCH",
+    "RetrievalTest",
 ]
 
 VERSION = "trace-evidence-1"
@@ -96,3 +112,89 @@ def validate_match(value: dict[str, Any]) -> dict[str, Any]:
         "equivalent_urls": as_urls(value.get("equivalent_urls"), "equivalent_urls"),
         "reason": as_text(value.get("reason"), "reason"),
     }
+
+
+KEY_EVIDENCE = JudgeQuestion("key_evidence", "diagnostic", KEY_EVIDENCE_TEMPLATE, KEY_EVIDENCE_PROMPT, VERSION,
+                             KEY_EVIDENCE_SCHEMA, validate_key_evidence)
+MATCH = JudgeQuestion("evidence_match", "diagnostic", MATCH_TEMPLATE, MATCH_PROMPT, VERSION, MATCH_SCHEMA,
+                      validate_match)
+
+
+@trace_test
+class RetrievalTest(TraceTest):
+    """C.2, evidence side: URL identity first, then key evidence and evidence match."""
+
+    name = "retrieval"
+    version = "retrieval-1"
+    needs = ("gold_urls", "gold_pages", "collection", "coverage")
+    questions = (KEY_EVIDENCE, MATCH)
+    reads = ("evidence_retrieved: True when every gold URL is in the retrieved collection, or the retrieved "
+             "pages together carry the key evidence of the gold pages that are not")
+
+    async def run(self, c: CaseRun) -> None:
+        case, cov, rec = c.case, c.coverage, c.rec
+        q = case.question
+        if cov.url_identity == "urls":
+            matches = url_matches(q.gold_urls, case.collection)
+        else:  # redirect links or document ids are not the pages' URLs: the evidence judge decides
+            matches = [UrlMatch(gold_url=g) for g in q.gold_urls]
+            c.notes.append(f"URL identity not checked: the log's result URLs are "
+                           f"{cov.url_identity.replace('_', ' ')}, not the pages' own URLs; the evidence test decides")
+        rec["url_matches"] = matches
+        e: bool | None
+        if all(m.matched_url is not None for m in matches):
+            e, rec["retrieval_basis"] = c.ran(self.name, True), "url-identity"
+        elif not case.collection and cov.results == "all":
+            e, rec["retrieval_basis"] = c.ran(self.name, False), "no-retrieved-pages"
+            rec["evidence_reason"] = "No page was retrieved or opened."
+        elif not case.collection:  # the log shows no result: that is not "nothing was retrieved"
+            rec["retrieval_basis"] = "results-not-recorded"
+            c.skip(self.name, NO_RESULTS_SEEN)
+            e = None
+        else:
+            missing = [p for p, m in zip(c.gold_pages, matches, strict=True) if m.matched_url is None]
+            e = await self._match(c, missing)
+            if e is False and (cov.results == "cited_only" or cov.page_text == "snippet"):
+                rec["evidence_lower_bound"] = True
+                c.notes.append("evidence not found among " + ("the cited pages only" if cov.results == "cited_only"
+                               else "page snippets only") + ": the retrieval test is a lower bound")
+        rec["evidence_retrieved"] = e
+
+    async def _match(self, c: CaseRun, missing: list[Any]) -> bool | None:
+        """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
+
+        ``None`` when a reply stays unreadable, none of those gold pages is available or no
+        retrieved page has text (the test is then recorded as skipped). Equivalent URLs the judge
+        names are kept only when they are in the retrieved collection (as written there)."""
+        case, rec = c.case, c.rec
+        q = case.question
+        if not any(p.available for p in missing):
+            rec["retrieval_basis"], rec["evidence_reason"] = "gold-unavailable", GOLD_UNAVAILABLE
+            c.skip(self.name, NO_GOLD_PAGE)
+            return None
+        retrieved = await fetch_pages(c.config.store, case.collection)
+        if not any(p.available for p in retrieved):
+            rec["retrieval_basis"] = "retrieved-unavailable"
+            rec["evidence_reason"] = "No retrieved page has text in the page store (or by fetching)."
+            c.skip(self.name, NO_RETRIEVED_TEXT)
+            return None
+        ke = await c.ask(KEY_EVIDENCE, c.judge_fields(gold_pages=c.pages(missing)),
+                         exact=lambda side: side.key_evidence(q, [p.url for p in missing]))
+        if ke.status == "unknown":
+            rec["retrieval_basis"] = "unknown"
+            return c.ran(self.name, None)
+        rec["key_evidence"] = ke.value["key_evidence"]
+        fields = c.judge_fields(key_evidence=ke.value["key_evidence"], retrieved_pages=c.pages(retrieved))
+        audit_ke = c.audit_values.get("key_evidence")  # the audit judge matches the evidence it extracted itself
+        em = await c.ask(MATCH, fields, exact=lambda side: side.evidence_match(q, case.collection),
+                         audit_fields={**fields, "key_evidence": audit_ke["key_evidence"]} if audit_ke else {})
+        if em.status == "unknown":
+            rec["retrieval_basis"] = "unknown"
+            return c.ran(self.name, None)
+        by_key = {normalize_url(u): u for u in reversed(case.collection)}
+        rec["retrieval_basis"] = "evidence-match"
+        rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
+        rec["equivalent_urls"] = list(dict.fromkeys(by_key[k] for k in map(normalize_url, em.value["equivalent_urls"])
+                                                    if k in by_key))
+        rec["evidence_reason"] = em.value["reason"] or None
+        return c.ran(self.name, bool(em.value["evidence_match"]))

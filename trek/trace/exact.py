@@ -81,8 +81,18 @@ class ExactTrace:
     run_dir: Path
     rule: str = DEFAULT_RULE
     query_depth: int | None = None
+    #: The judge roles the exact judge plays in this run (``diagnostic``, ``analysis``).
+    roles: frozenset[str] = frozenset({"diagnostic", "analysis"})
     _index: Any = field(default=None, repr=False)
     _depth: int | None = field(default=None, repr=False)
+
+    def plays(self, role: str) -> bool:
+        """Whether the exact judge answers role ``role``'s questions."""
+        return role in self.roles
+
+    def step(self, name: str, who: Any, value: dict[str, Any], detail: dict[str, Any]) -> Step:
+        """The record of step ``name`` decided for role model ``who``."""
+        return exact_step(name, who.role, who.endpoint, who.model, value, detail)
 
     # -- checks before any call ------------------------------------------------------------------
     def check(self, cases: Sequence[Any], *, diagnostic: bool, analysis: bool, stale: bool) -> None:
@@ -230,6 +240,8 @@ def exact_step(name: str, role: str, endpoint: str, model: str, value: dict[str,
                 raw=[json.dumps(detail, ensure_ascii=False, sort_keys=True, default=str)])
 
 
-def for_trace(judge: Any, store: PageStore, run_dir: str | os.PathLike[str], query_depth: int | None = None) -> ExactTrace:
-    """The :class:`ExactTrace` of an :class:`~trek.exact.ExactJudge` for one run."""
-    return ExactTrace(judge.bind(run_dir), store, Path(run_dir), rule=judge.rule, query_depth=query_depth)
+def for_trace(judge: Any, store: PageStore, run_dir: str | os.PathLike[str], query_depth: int | None = None,
+              roles: Sequence[str] = ("diagnostic", "analysis")) -> ExactTrace:
+    """The :class:`ExactTrace` of an :class:`~trek.exact.ExactJudge` for one run, playing ``roles``."""
+    return ExactTrace(judge.bind(run_dir), store, Path(run_dir), rule=judge.rule, query_depth=query_depth,
+                      roles=frozenset(roles))

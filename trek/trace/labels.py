@@ -16,6 +16,9 @@ judgments, so it is not an estimate of stochastic failure.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 __all__ = [
     "PRE_RETRIEVAL",
     "RETRIEVAL",
@@ -28,6 +31,8 @@ __all__ = [
     "DEFINITIONS",
     "assign_labels",
     "assign_covered",
+    "LabelRule",
+    "C4",
 ]
 
 PRE_RETRIEVAL = "Pre-retrieval"
@@ -141,3 +146,42 @@ def assign_covered(
         elif g is True and noise_was_run and _flag("noise_correct", noise_correct) is False:
             labels.append(DISTRACTION)
     return tuple(labels)
+
+
+# -- the C.4 rule as declared data ---------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelRule:
+    """A label rule over the results of a schedule's tests, with its version.
+
+    ``sides`` names the tests each side of the rule reads: a side is *covered* when each of its
+    tests ran or was not needed; an uncovered side gives no label and makes the case
+    ``incomplete``. ``facts`` names the record fields the rule reads, in :func:`assign_labels`'s
+    argument order. Every trace record stores ``version`` (``TraceRecord.versions["labels"]``)
+    and a change of it re-traces the records made under the old one."""
+
+    name: str
+    version: str
+    sides: tuple[tuple[str, tuple[str, ...]], ...]
+    facts: tuple[str, ...]
+
+    def covered(self, tests: dict[str, Any]) -> dict[str, bool]:
+        return {side: all(t in tests and tests[t].state in ("ran", "not_needed") for t in names)
+                for side, names in self.sides}
+
+    def apply(self, rec: dict[str, Any], tests: dict[str, Any]) -> None:
+        """Write ``labels`` and ``status`` (``done`` or ``incomplete``) into the record ``rec``."""
+        cov = self.covered(tests)
+        facts = [rec.get(f) for f in self.facts]
+        rec["labels"] = list(assign_covered(*facts, retrieval_side=cov["retrieval"], post_side=cov["post"]))
+        rec["status"] = "done" if all(cov.values()) else "incomplete"
+
+
+# Version history: c4-1 the rules of assign_covered (first versioned release).
+#: The C.4 rule: the retrieval side reads the retrieval and query tests, the post-retrieval side
+#: the two probes.
+C4 = LabelRule(
+    name="C.4",
+    version="c4-1",
+    sides=(("retrieval", ("retrieval", "queries")), ("post", ("gold_only", "noise"))),
+    facts=("evidence_retrieved", "query_adequate", "gold_only_correct", "noise_was_run", "noise_correct"),
+)

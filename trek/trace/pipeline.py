@@ -1,6 +1,7 @@
 """The TrekTrace pipeline: trace every failed case of a run and write ``trace.jsonl``.
 
-For each failed case (:func:`~trek.trace.inputs.select_cases`):
+For each failed case (:func:`~trek.trace.inputs.select_cases`), :func:`trace_case` plays the
+declared tests of :data:`~trek.trace.schedule.SCHEDULE` in turn, then the label rule:
 
 1. **Retrieval test** (C.2). Every gold URL is looked up in the retrieved collection by URL
    identity. All found: evidence retrieved (``E=True``). Otherwise, with an empty collection,
@@ -41,19 +42,20 @@ from typing import Any
 from trek import runs
 from trek.answer_prompts import year_text
 from trek.exact import is_exact
-from trek.graders.common import join_answers
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path
 from trek.local import LOCAL_MODEL
-from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore, normalize_url
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore
 from trek.roles import EVALUATED, Role
 from trek.runs import default_cache_path, default_pages_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
-from trek.trace import evidence, exact, probes, queries, stale, verdict
-from trek.trace.common import NOT_GIVEN, Budget, RoleModel, ask, fetch_pages, render_pages
-from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, noise_context, select_cases, url_matches
-from trek.trace.labels import assign_covered
-from trek.trace.records import Step, TestRun, TraceRecord, UrlMatch
+from trek.trace import exact
+from trek.trace.common import Budget, RoleModel, render_pages
+from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, select_cases
+from trek.trace.labels import LabelRule
+from trek.trace.parts import GOLD_UNAVAILABLE, CaseRun, Pending, get_test
+from trek.trace.records import TraceRecord
+from trek.trace.schedule import LABEL_RULE, SCHEDULE, Entry, play
 from trek.types import FULL_COVERAGE, RecordError, Usage, iter_jsonl
 
 __all__ = [
@@ -96,6 +98,9 @@ class TraceConfig:
     audit: dict[str, RoleModel] = field(default_factory=dict)
     #: Audit only the first this many cases of the selection (question order); ``None``: all.
     audit_cases: int | None = None
+    #: The tests in the order they run (:data:`trek.trace.schedule.SCHEDULE`) and the label rule.
+    schedule: tuple[Entry, ...] = SCHEDULE
+    label_rule: LabelRule = LABEL_RULE
 
     def pages(self, pages: Sequence[Page], gold_keys: Iterable[str]) -> str:
         """``pages`` rendered for a prompt with this run's page limits."""
@@ -104,21 +109,26 @@ class TraceConfig:
     def models(self) -> dict[str, str]:
         return {r.role: r.describe() for r in (self.diagnostic, self.analysis, self.evaluated)}
 
-    def versions(self) -> dict[str, str]:
-        from trek.templates import template_version as tv
+    def role(self, name: str) -> RoleModel:
+        """The role model that answers role ``name``'s questions."""
+        return {"diagnostic": self.diagnostic, "analysis": self.analysis, "evaluated": self.evaluated}[name]
 
-        out = {
-            "trace": TRACE_VERSION,
-            evidence.KEY_EVIDENCE_TEMPLATE: tv(evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
-                                               evidence.VERSION),
-            evidence.MATCH_TEMPLATE: tv(evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT, evidence.VERSION),
-            queries.TEMPLATE: tv(queries.TEMPLATE, queries.PROMPT, queries.VERSION),
-            probes.GOLD_ONLY_TEMPLATE: tv(probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT, probes.VERSION),
-            probes.NOISE_TEMPLATE: tv(probes.NOISE_TEMPLATE, probes.NOISE_PROMPT, probes.VERSION),
-            verdict.TEMPLATE: tv(verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION),
-        }
-        if self.check_stale:
-            out[stale.TEMPLATE] = tv(stale.TEMPLATE, stale.PROMPT, stale.VERSION)
+    def exact_for(self, role: str) -> Any:
+        """The exact side when the exact judge plays judge role ``role``, else ``None``."""
+        return self.exact if self.exact is not None and self.exact.plays(role) else None
+
+    def tests(self) -> list[Any]:
+        """The registered tests this run plays, in schedule order."""
+        return [t for t in (get_test(e.test) for e in self.schedule) if t.enabled(self)]
+
+    def versions(self) -> dict[str, str]:
+        """Every version a record of this run depends on: the pipeline's, the label rule's, each
+        test's (``test.<name>``) and each question's template (overrides show in it)."""
+        tests = self.tests()
+        out = {"trace": TRACE_VERSION, "labels": f"{self.label_rule.name} {self.label_rule.version}",
+               **{f"test.{t.name}": t.version for t in tests}}
+        for t in tests:
+            out.update({jq.template: jq.versioned() for jq in t.questions})
         if self.exact is not None:
             out["exact"] = exact.VERSION
         return out
@@ -163,12 +173,6 @@ def _input_key(case: TraceInput, config: TraceConfig) -> str:
     }, 16)
 
 
-class _Pending(Exception):
-    def __init__(self, step: Step):
-        super().__init__(step.error or f"step {step.name} failed")
-        self.step = step
-
-
 def _case_fields(case: TraceInput, config: TraceConfig, key: str | None = None) -> dict[str, Any]:
     """The part of a record that describes the case and the configuration it was traced with."""
     q = case.question
@@ -180,243 +184,27 @@ def _case_fields(case: TraceInput, config: TraceConfig, key: str | None = None) 
             "trace_version": TRACE_VERSION}
 
 
-#: Why a test could not run (the reasons recorded in ``TraceRecord.tests``).
-NO_GOLD_PAGE = "no gold page"
-NO_RETRIEVED_TEXT = "no retrieved page text"
-UNREADABLE = "judge reply unreadable"
-PROBE_UNREADABLE = "probe reply unreadable"
-NEEDS_GOLD_ONLY = "needs the gold-only result"
-NO_QUERIES_SEEN = "queries not recorded"
-SOME_QUERIES_SEEN = "queries only partly recorded"
-NO_RESULTS_SEEN = "results not recorded"
 #: How an unreadable judgment counts: ``incomplete`` (the test did not run; default) or ``paper``
 #: (C.4 as printed: an ``unknown`` value that the rules place, Randomness as the residual).
 UNKNOWN_POLICIES = ("incomplete", "paper")
 
 
 async def trace_case(case: TraceInput, config: TraceConfig, key: str | None = None) -> TraceRecord:
-    """Trace one failed case (see the module docstring); never raises for a failed call. ``key``:
-    the case's input key when the caller has it (computed otherwise)."""
-    q = case.question
-    year = year_text(q) or NOT_GIVEN
-    answers = join_answers(q.answers)
-    gold_keys = [normalize_url(u) for u in q.gold_urls]
+    """Trace one failed case: each entry of ``config.schedule`` in turn, then the label rule (see
+    the module docstring); never raises for a failed call. ``key``: the case's input key when the
+    caller has it (computed otherwise)."""
     cov = case.trajectory.observed
-    notes: list[str] = []
-    if cov.url_identity == "urls":
-        matches = url_matches(q.gold_urls, case.collection)
-    else:  # redirect links or document ids are not the pages' URLs: the evidence judge decides
-        matches = [UrlMatch(gold_url=g) for g in q.gold_urls]
-        notes.append(f"URL identity not checked: the log's result URLs are {cov.url_identity.replace('_', ' ')}, "
-                     "not the pages' own URLs; the evidence test decides")
-    partial = cov.results == "cited_only" or cov.page_text == "snippet"
-    rec: dict[str, Any] = {**_case_fields(case, config, key), "url_matches": matches,
-                           "coverage": None if cov == FULL_COVERAGE else cov, "coverage_notes": notes}
-    steps: list[Step] = []
-    audit_steps: list[Step] = []
-    audited = case.audit and config.exact is not None
-    audit_values: dict[str, dict[str, Any]] = {}
-    tests: dict[str, TestRun] = {}
-
-    def ran(name: str, value: bool | None, why: str = UNREADABLE) -> bool | None:
-        """Record test ``name`` as run when it gave a value; an unreadable judgment (``None``) is
-        a skipped test, or under the ``paper`` policy an ``unknown`` value that ran."""
-        if value is None and config.unknown == "incomplete":
-            tests[name] = TestRun(state="skipped", reason=why)
-        else:
-            tests[name] = TestRun(state="ran", reason=None if value is not None else f"{why} (unknown, C.4)")
-        return value
-
-    async def run(who: RoleModel, name: str, template: str, default: str, version: str,
-                  fields: dict[str, Any], validate: Any, schema: dict[str, Any], decide: Any = None,
-                  audit_fields: dict[str, Any] | None = None) -> Step:
-        """Ask ``who``; the exact judge answers with ``decide()`` (value, detail) instead, and an
-        audit judge of its role is asked the same (``audit_fields`` when its inputs differ)."""
-        if decide is not None and is_exact(who.client):
-            step = exact.exact_step(name, who.role, who.endpoint, who.model, *decide())
-            auditor = config.audit.get(who.role) if audited else None
-            if auditor is not None and (audit_fields is None or audit_fields):
-                a = await ask(auditor, name, template, default, version, audit_fields or fields, validate,
-                              config.budget, schema)
-                audit_steps.append(a)
-                if a.status == "ok":
-                    audit_values[name] = a.value
-        else:
-            step = await ask(who, name, template, default, version, fields, validate, config.budget, schema)
-        steps.append(step)
-        if step.status == "pending":
-            raise _Pending(step)
-        return step
-
+    run = CaseRun(case, config, {**_case_fields(case, config, key), "coverage": None if cov == FULL_COVERAGE else cov,
+                                 "coverage_notes": []})
     try:
-        gold_pages = await fetch_pages(config.store, q.gold_urls)
-        rec["gold_pages_available"] = any(p.available for p in gold_pages)
-
-        # 1. retrieval test
-        e: bool | None
-        if all(m.matched_url is not None for m in matches):
-            e, rec["retrieval_basis"] = ran("retrieval", True), "url-identity"
-        elif not case.collection and cov.results == "all":
-            e, rec["retrieval_basis"] = ran("retrieval", False), "no-retrieved-pages"
-            rec["evidence_reason"] = "No page was retrieved or opened."
-        elif not case.collection:  # the log shows no result: that is not "nothing was retrieved"
-            e, rec["retrieval_basis"] = None, "results-not-recorded"
-            tests["retrieval"] = TestRun(state="skipped", reason=NO_RESULTS_SEEN)
-        else:
-            missing = [p for p, m in zip(gold_pages, matches, strict=True) if m.matched_url is None]
-            e = await _evidence_test(run, config, case, missing, gold_keys, year, answers, rec, tests, ran,
-                                     audit_values)
-            if e is False and partial:
-                rec["evidence_lower_bound"] = True
-                notes.append("evidence not found among " + ("the cited pages only" if cov.results == "cited_only"
-                             else "page snippets only") + ": the retrieval test is a lower bound")
-        rec["evidence_retrieved"] = e
-
-        qa: bool | None = None
-        if e is True:
-            tests["queries"] = TestRun(state="not_needed")
-        elif cov.queries == "none" or (cov.queries == "some" and not case.queries):
-            tests["queries"] = TestRun(state="skipped", reason=NO_QUERIES_SEEN)
-        elif not case.queries:
-            qa, rec["query_reason"] = ran("queries", False), queries.NO_QUERIES_REASON
-        else:
-            st = await run(config.analysis, "query_adequacy", queries.TEMPLATE, queries.PROMPT, queries.VERSION,
-                           {"question": q.question, "effective_year": year, "answers": answers,
-                            "gold_urls": "\n".join(q.gold_urls),
-                            "prediction": case.prediction or "(no answer)",
-                            "queries": "\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1))},
-                           queries.validate, queries.SCHEMA,
-                           lambda: config.exact.query_adequacy(q, case.queries))
-            if st.status == "ok":
-                qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
-            if qa is False and cov.queries == "some":  # the unseen queries may have aimed right
-                tests["queries"] = TestRun(state="skipped", reason=SOME_QUERIES_SEEN)
-            else:
-                ran("queries", qa)
-        rec["query_adequate"] = qa
-
-        # 2. post-retrieval test: gold only, then gold plus noise (no gold page to read: not run)
-        rec["gold_only_context"] = list(q.gold_urls)
-        g: bool | None = None
-        if rec["gold_pages_available"]:
-            g, why = await _probe(run, config, case, "gold_only", probes.GOLD_ONLY_TEMPLATE, probes.GOLD_ONLY_PROMPT,
-                                  gold_pages, gold_keys, year, answers, rec)
-            ran("gold_only", g, why)
-        else:
-            rec["gold_only_grade_reason"] = GOLD_UNAVAILABLE
-            tests["gold_only"] = TestRun(state="skipped", reason=NO_GOLD_PAGE)
-        rec["gold_only_correct"] = g
-        if g is True:
-            ctx = noise_context(case.collection, q.gold_urls,
-                                equivalent=e is True and rec.get("retrieval_basis") == "evidence-match")
-            rec["noise_context"] = ctx
-            rec["noise_was_run"] = True
-            pages = await fetch_pages(config.store, ctx)
-            n, why = await _probe(run, config, case, "noise", probes.NOISE_TEMPLATE, probes.NOISE_PROMPT, pages,
-                                  gold_keys, year, answers, rec)
-            rec["noise_correct"] = ran("noise", n, why)
-        elif g is False or tests["gold_only"].state == "ran":
-            tests["noise"] = TestRun(state="not_needed")
-        else:
-            tests["noise"] = TestRun(state="skipped", reason=NEEDS_GOLD_ONLY)
-
-        # 4. optional stale-reference check (never changes a label)
-        if config.check_stale:
-            st = await run(config.diagnostic, "stale_reference", stale.TEMPLATE, stale.PROMPT, stale.VERSION,
-                           {"question": q.question, "effective_year": year, "answers": answers,
-                            "gold_pages": config.pages(gold_pages, gold_keys)},
-                           stale.validate, stale.SCHEMA, lambda: config.exact.stale(q))
-            if st.status == "ok":
-                rec["stale_reference"] = not st.value["supports_reference"]
-                rec["stale_reason"] = st.value["reason"] or None
-            ran("stale", rec.get("stale_reference"))
-
-        upstream = tests["retrieval"].state == "ran" and (e is True or tests["queries"].state == "ran")
-        post = tests["gold_only"].state == "ran" and (g is not True or tests["noise"].state == "ran")
-        rec["labels"] = list(assign_covered(e, qa, g, rec.get("noise_was_run", False), rec.get("noise_correct"),
-                                            retrieval_side=upstream, post_side=post))
-        rec["status"] = "done" if upstream and post else "incomplete"
-    except _Pending as p:
-        rec.update(status="pending", labels=[], error=f"{p.step.name}: {p.step.error}")
-    rec["tests"] = tests
-    rec["steps"] = steps
-    rec["audit_steps"] = audit_steps
-    rec["usage"] = sum((s.usage for s in [*steps, *audit_steps]), Usage())
-    return TraceRecord(**rec)
-
-
-GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching); nothing to test with."
-
-
-async def _evidence_test(run: Any, config: TraceConfig, case: TraceInput, missing: list[Any], gold_keys: list[str],
-                         year: str, answers: str, rec: dict[str, Any], tests: dict[str, TestRun],
-                         ran: Any, audit_values: dict[str, dict[str, Any]]) -> bool | None:
-    """Key evidence from the gold pages not retrieved, then matched against the retrieved pages.
-
-    ``None`` when a reply stays unreadable, none of those gold pages is available or no
-    retrieved page has text (the test is then recorded as skipped). Equivalent URLs the judge
-    names are kept only when they are in the retrieved collection (as written there)."""
-    q = case.question
-    if not any(p.available for p in missing):
-        rec["retrieval_basis"], rec["evidence_reason"] = "gold-unavailable", GOLD_UNAVAILABLE
-        tests["retrieval"] = TestRun(state="skipped", reason=NO_GOLD_PAGE)
-        return None
-    retrieved = await fetch_pages(config.store, case.collection)
-    if not any(p.available for p in retrieved):
-        rec["retrieval_basis"] = "retrieved-unavailable"
-        rec["evidence_reason"] = "No retrieved page has text in the page store (or by fetching)."
-        tests["retrieval"] = TestRun(state="skipped", reason=NO_RETRIEVED_TEXT)
-        return None
-    ke = await run(config.diagnostic, "key_evidence", evidence.KEY_EVIDENCE_TEMPLATE, evidence.KEY_EVIDENCE_PROMPT,
-                   evidence.VERSION,
-                   {"question": q.question, "effective_year": year, "answers": answers,
-                    "gold_pages": config.pages(missing, gold_keys)},
-                   evidence.validate_key_evidence, evidence.KEY_EVIDENCE_SCHEMA,
-                   lambda: config.exact.key_evidence(q, [p.url for p in missing]))
-    if ke.status == "unknown":
-        rec["retrieval_basis"] = "unknown"
-        return ran("retrieval", None)
-    rec["key_evidence"] = ke.value["key_evidence"]
-    match_fields = {"question": q.question, "effective_year": year, "answers": answers,
-                    "key_evidence": ke.value["key_evidence"], "retrieved_pages": config.pages(retrieved, gold_keys)}
-    audit_ke = audit_values.get("key_evidence")  # the audit judge matches the evidence it extracted itself
-    em = await run(config.diagnostic, "evidence_match", evidence.MATCH_TEMPLATE, evidence.MATCH_PROMPT,
-                   evidence.VERSION, match_fields, evidence.validate_match, evidence.MATCH_SCHEMA,
-                   lambda: config.exact.evidence_match(q, case.collection),
-                   {**match_fields, "key_evidence": audit_ke["key_evidence"]} if audit_ke else {})
-    if em.status == "unknown":
-        rec["retrieval_basis"] = "unknown"
-        return ran("retrieval", None)
-    by_key = {normalize_url(u): u for u in reversed(case.collection)}
-    rec["retrieval_basis"] = "evidence-match"
-    rec["retrieved_key_evidence"] = em.value["retrieved_key_evidence"] or None
-    rec["equivalent_urls"] = list(dict.fromkeys(by_key[k] for k in map(normalize_url, em.value["equivalent_urls"])
-                                                if k in by_key))
-    rec["evidence_reason"] = em.value["reason"] or None
-    return ran("retrieval", bool(em.value["evidence_match"]))
-
-
-async def _probe(run: Any, config: TraceConfig, case: TraceInput, prefix: str, template: str, default: str,
-                 pages: list[Any], gold_keys: list[str], year: str, answers: str,
-                 rec: dict[str, Any]) -> tuple[bool | None, str]:
-    """Ask the evaluated model from ``pages`` (no reference answers), then grade its answer.
-    Returns the grade (``None`` when a reply stayed unreadable) and what was unreadable."""
-    q = case.question
-    step = await run(config.evaluated, prefix, template, default, probes.VERSION,
-                     {"question": q.question, "effective_year": year, "pages": config.pages(pages, gold_keys)},
-                     probes.validate, probes.SCHEMA)
-    if step.status != "ok":
-        return None, PROBE_UNREADABLE
-    rec[f"{prefix}_answer"] = step.value["answer"]
-    rec[f"{prefix}_reasoning"] = step.value["reasoning"] or None
-    check = await run(config.analysis, f"{prefix}_grade", verdict.TEMPLATE, verdict.PROMPT, verdict.VERSION,
-                      {"question": q.question, "effective_year": year, "answers": answers,
-                       "candidate": step.value["answer"]},
-                      verdict.validate, verdict.SCHEMA, lambda: config.exact.verdict(q, step.value["answer"]))
-    if check.status != "ok":
-        return None, UNREADABLE
-    rec[f"{prefix}_grade_reason"] = check.value["reason"] or None
-    return bool(check.value["correct"]), UNREADABLE
+        await run.begin()
+        for entry in config.schedule:
+            await play(entry, run)
+        config.label_rule.apply(run.rec, run.tests)
+    except Pending as p:
+        run.rec.update(status="pending", labels=[], error=f"{p.step.name}: {p.step.error}")
+    return TraceRecord(**run.rec, tests=run.tests, steps=run.steps, audit_steps=run.audit_steps,
+                       usage=sum((s.usage for s in [*run.steps, *run.audit_steps]), Usage()))
 
 
 # -- a whole run ---------------------------------------------------------------------------------
@@ -477,6 +265,10 @@ class TraceReport:
     cache_hits: int = 0
     path: Path | None = None
     unpriced_models: list[str] = field(default_factory=list)
+    #: Records found made under other versions (a label rule, a test, a prompt), traced again:
+    #: their count and ``{key: "old -> new"}`` of what changed.
+    outdated: int = 0
+    version_changes: dict[str, str] = field(default_factory=dict)
     totals: TraceTotals = field(default_factory=TraceTotals)
 
     @property
@@ -553,6 +345,9 @@ class TraceReport:
             + ("" if per is None else f", ${per:.4f} per attributed case")
             + (f" (no price for {', '.join(self.unpriced_models)}: counted as $0)" if self.unpriced_models else "")
         )
+        if self.outdated:
+            lines.append(f"{self.outdated} record(s) made under other versions traced again ("
+                         + "; ".join(f"{k} {v}" for k, v in sorted(self.version_changes.items())) + ")")
         if self.pending:
             lines.append(f"{self.pending} case(s) pending (a call failed or the budget ran out): run again")
         if self.failed:
@@ -563,6 +358,21 @@ class TraceReport:
 def _coverage_text(cov: Any) -> str:
     return (f"queries {cov.queries}, results {cov.results}, page text {cov.page_text}, "
             f"URLs {cov.url_identity.replace('_', ' ')}")
+
+
+def version_changes(path: Path, versions: dict[str, str]) -> tuple[int, dict[str, str]]:
+    """How many records of ``path`` were made under versions other than ``versions`` (their input
+    keys differ, so the stage traces them again), and what changed, ``{key: "old -> new"}``."""
+    count, changes = 0, {}
+    if not path.exists():
+        return 0, {}
+    for r in iter_jsonl(path, TraceRecord, torn_tail=True):
+        diff = {k: f"{r.versions.get(k, '(none)')} -> {versions.get(k, '(none)')}"
+                for k in {*r.versions, *versions} if r.versions.get(k) != versions.get(k)}
+        if diff and r.versions:
+            count += 1
+            changes.update(diff)
+    return count, changes
 
 
 def load_trace(run_dir: str | os.PathLike[str]) -> list[TraceRecord]:
@@ -646,6 +456,36 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
         return f"hits={hits} ${spent:.4f}"
 
 
+def _check_roles(diagnostic: RoleModel, analysis: RoleModel, evaluated: RoleModel,
+                 audit: dict[str, RoleModel]) -> tuple[list[LLMClient], list[str]]:
+    """The distinct clients of the roles (audit judges included) and the judge roles the exact
+    judge plays; a role given the wrong model, or an exact judge where none may be, is refused."""
+    for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
+        if who.role != want:
+            raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
+    if is_exact(evaluated.client):
+        raise ValueError("the evaluated model answers the probes: the exact judge (oracle) can play the judges only")
+    exact_roles = [w.role for w in (diagnostic, analysis) if is_exact(w.client)]
+    if audit and not exact_roles:
+        raise ValueError("an audit judge answers beside the exact judge: make a judge role oracle")
+    clients = [diagnostic.client, analysis.client, evaluated.client, *(r.client for r in audit.values())]
+    return list({id(c): c for c in clients}.values()), exact_roles
+
+
+def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], exact_roles: list[str],
+            query_depth: int | None) -> Selection:
+    """The cases to trace (marked for the audit judges), and the exact side when the exact judge
+    plays ``exact_roles``: refused before any call when the annotations cannot answer."""
+    selection = select_cases(rd, outcomes)
+    for i, case in enumerate(selection.cases):
+        case.audit = bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
+    if exact_roles:
+        config.exact = exact.for_trace(config.role(exact_roles[0]).client, config.store, rd, query_depth, exact_roles)
+        config.exact.check(selection.cases, diagnostic="diagnostic" in exact_roles,
+                           analysis="analysis" in exact_roles, stale=config.check_stale)
+    return selection
+
+
 async def atrace_run(
     run_dir: str | os.PathLike[str],
     *,
@@ -666,28 +506,24 @@ async def atrace_run(
     query_depth: int | None = None,
     audit: dict[str, RoleModel] | None = None,
     audit_cases: int | None = None,
+    schedule: tuple[Entry, ...] = SCHEDULE,
+    label_rule: LabelRule = LABEL_RULE,
 ) -> TraceReport:
     """Trace every failed case of ``run_dir`` and write ``trace.jsonl`` (see the module docstring).
 
-    ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page
-    store (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses
-    the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``) for the duration of the call.
-    ``budget_usd`` is a ceiling on the dollars of fresh calls of all roles together, over every
-    invocation on ``run_dir`` (the spend ledger ``.trace.jsonl.spend``; see :mod:`trek.llm.ledger`).
-    ``gold_chars`` / ``other_chars`` cut the pages shown to every role (defaults: the paper's
-    50,000 and 3,500 characters). ``unknown``: how a judgment that stays unreadable counts,
-    ``incomplete`` (the test did not run, the case is incomplete; default) or ``paper`` (an
-    ``unknown`` value placed by the C.4 rules as printed). The caller owns the role clients
-    (:func:`trace_run` closes them); a client this function makes for the run's own model, and a
-    store it opens, are closed here.
-
-    A judge role whose client is the exact judge (:class:`trek.exact.ExactJudge`) is answered from
-    the annotations (:mod:`trek.trace.exact`); a run they cannot answer for is refused before any
-    call (:class:`~trek.annotations.MissingAnnotation`). ``query_depth`` replaces the system's own
-    result depth in its query test. ``audit`` (``{"diagnostic": RoleModel, "analysis": RoleModel}``,
-    either or both) asks those models every step the exact judge answers for their role, with the
-    same template and inputs, into each record's ``audit_steps`` (the first ``audit_cases`` cases
-    only, when given); they decide nothing.
+    ``evaluated`` defaults to the run's own model and endpoint; ``store`` to the run's page store
+    (``pages.sqlite``, live fetching when ``fetch``). A role client without a cache uses the run's
+    LLM cache for the call. ``budget_usd``: a ceiling on the dollars of fresh calls of all roles,
+    over every invocation on ``run_dir`` (the spend ledger, :mod:`trek.llm.ledger`). ``gold_chars``
+    / ``other_chars`` cut the pages shown (the paper's 50,000 and 3,500). ``unknown``: an unreadable
+    judgment is a test that did not run (``incomplete``) or C.4's ``unknown`` value (``paper``).
+    The caller owns the role clients; a client made here for the run's model, and a store opened
+    here, are closed here. A judge role played by the exact judge is answered from the annotations
+    (:mod:`trek.trace.exact`; refused before any call when they cannot answer); ``query_depth``
+    replaces the system's result depth in its query test; ``audit`` (judges by role) are asked each
+    step the exact judge answers (first ``audit_cases`` cases), deciding nothing. ``schedule`` /
+    ``label_rule``: the tests and the rule (default C.4, :mod:`trek.trace.schedule`; add a
+    registered probe with :func:`~trek.trace.schedule.with_entry`).
     """
     if unknown not in UNKNOWN_POLICIES:
         raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown!r}")
@@ -696,18 +532,8 @@ async def atrace_run(
         raise RecordError(rd, None, "run directory does not exist")
     own_evaluated = evaluated is None
     evaluated = evaluated or evaluated_role_from_run(rd)
-    for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
-        if who.role != want:
-            raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
-    if is_exact(evaluated.client):
-        raise ValueError("the evaluated model answers the probes: the exact judge (oracle) can play the judges only")
-    clients = [diagnostic.client, analysis.client, evaluated.client]
-    unique = list({id(c): c for c in clients}.values())
-    exact_judge = next((c for c in (diagnostic.client, analysis.client) if is_exact(c)), None)
     audit = dict(audit or {})
-    if audit and exact_judge is None:
-        raise ValueError("an audit judge answers beside the exact judge: make a judge role oracle")
-    unique = list({id(c): c for c in [*unique, *(r.client for r in audit.values())]}.values())
+    unique, exact_roles = _check_roles(diagnostic, analysis, evaluated, audit)
     own_store = store is None
     if store is None:
         store = PageStore(default_pages_path(rd), fetch=fetch)
@@ -717,14 +543,10 @@ async def atrace_run(
         with borrowed_cache([c for c in unique if not is_exact(c)], default_cache_path(rd)):
             # the budget is the stage's spend ledger (.trace.jsonl.spend): a ceiling over all invocations
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
-                                 other_chars, unknown, audit=audit, audit_cases=audit_cases)
-            selection = select_cases(rd, outcomes)
-            for i, case in enumerate(selection.cases):
-                case.audit = bool(audit) and (audit_cases is None or i < audit_cases)
-            if exact_judge is not None:
-                config.exact = exact.for_trace(exact_judge, store, rd, query_depth)
-                config.exact.check(selection.cases, diagnostic=is_exact(diagnostic.client),
-                                   analysis=is_exact(analysis.client), stale=check_stale)
+                                 other_chars, unknown, audit=audit, audit_cases=audit_cases, schedule=schedule,
+                                 label_rule=label_rule)
+            selection = _select(rd, config, outcomes, exact_roles, query_depth)
+            outdated, changes = version_changes(rd / runs.TRACE, config.versions())
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,
                                   progress=progress, checkpoint_seconds=checkpoint_seconds,
@@ -735,13 +557,9 @@ async def atrace_run(
         if own_store:
             store.close()
     return TraceReport(
-        selection=selection,
-        kept=tally.kept,
-        traced=tally.made,
-        http_calls=sum(c.http_calls for c in unique) - calls0,
-        cache_hits=sum(c.cache_hits for c in unique) - hits0,
-        path=rd / runs.TRACE,
-        totals=TraceTotals.read(rd / runs.TRACE),
+        selection=selection, outdated=outdated, version_changes=changes, kept=tally.kept, traced=tally.made,
+        http_calls=sum(c.http_calls for c in unique) - calls0, cache_hits=sum(c.cache_hits for c in unique) - hits0,
+        path=rd / runs.TRACE, totals=TraceTotals.read(rd / runs.TRACE),
         unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated)
                                 if not is_exact(w.client) and w.client.prices.get(w.model) is None}),
     )

@@ -17,8 +17,9 @@ from typing import Any
 from trek.llm.structured import object_schema
 from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
+from trek.trace.parts import NO_QUERIES_SEEN, SOME_QUERIES_SEEN, CaseRun, JudgeQuestion, TraceTest, trace_test
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "NO_QUERIES_REASON"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "NO_QUERIES_REASON", "QUERY_ADEQUACY", "QueryTest"]
 
 VERSION = "trace-queries-1"
 TEMPLATE = "trace.query_adequacy"
@@ -50,3 +51,38 @@ SCHEMA = object_schema({"query_adequate": "boolean", "reason": "text"})
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
     return flag_and_reason(value, "query_adequate")
+
+
+QUERY_ADEQUACY = JudgeQuestion("query_adequacy", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
+
+
+@trace_test
+class QueryTest(TraceTest):
+    """C.2, query side: were the recorded queries adequate (asked when the evidence was not shown
+    retrieved; the schedule gates it)."""
+
+    name = "queries"
+    version = "queries-1"
+    needs = ("queries", "coverage", "prediction", "gold_urls")
+    questions = (QUERY_ADEQUACY,)
+    reads = "query_adequate: True when the recorded queries aim at the entity, time and fact the question needs"
+
+    async def run(self, c: CaseRun) -> None:
+        case, cov, rec = c.case, c.coverage, c.rec
+        q = case.question
+        qa: bool | None = None
+        if cov.queries == "none" or (cov.queries == "some" and not case.queries):
+            c.skip(self.name, NO_QUERIES_SEEN)
+        elif not case.queries:
+            qa, rec["query_reason"] = c.ran(self.name, False), NO_QUERIES_REASON
+        else:
+            fields = c.judge_fields(gold_urls="\n".join(q.gold_urls), prediction=case.prediction or "(no answer)",
+                                    queries="\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1)))
+            st = await c.ask(QUERY_ADEQUACY, fields, exact=lambda side: side.query_adequacy(q, case.queries))
+            if st.status == "ok":
+                qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
+            if qa is False and cov.queries == "some":  # the unseen queries may have aimed right
+                c.skip(self.name, SOME_QUERIES_SEEN)
+            else:
+                c.ran(self.name, qa)
+        rec["query_adequate"] = qa

@@ -17,8 +17,9 @@ from typing import Any
 from trek.llm.structured import object_schema
 from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
+from trek.trace.parts import CaseRun, JudgeQuestion, TraceTest, trace_test
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "STALE_REFERENCE", "StaleTest"]
 
 VERSION = "trace-stale-1"
 TEMPLATE = "trace.stale_reference"
@@ -46,3 +47,29 @@ SCHEMA = object_schema({"supports_reference": "boolean", "reason": "text"})
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
     return flag_and_reason(value, "supports_reference")
+
+
+STALE_REFERENCE = JudgeQuestion("stale_reference", "diagnostic", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
+
+
+@trace_test
+class StaleTest(TraceTest):
+    """Beyond the paper: do the gold pages still support the reference? (``check_stale`` only;
+    never changes a label)."""
+
+    name = "stale"
+    version = "stale-1"
+    needs = ("gold_pages",)
+    questions = (STALE_REFERENCE,)
+    reads = "stale_reference: True when the gold pages, read today, no longer support the reference"
+
+    def enabled(self, config: Any) -> bool:
+        return bool(config.check_stale)
+
+    async def run(self, c: CaseRun) -> None:
+        st = await c.ask(STALE_REFERENCE, c.judge_fields(gold_pages=c.pages(c.gold_pages)),
+                         exact=lambda side: side.stale(c.q))
+        if st.status == "ok":
+            c.rec["stale_reference"] = not st.value["supports_reference"]
+            c.rec["stale_reason"] = st.value["reason"] or None
+        c.ran(self.name, c.rec.get("stale_reference"))

@@ -13,8 +13,9 @@ from typing import Any
 from trek.llm.structured import object_schema
 from trek.templates import register
 from trek.trace.common import JUDGE_CASE, REPLY_JSON, flag_and_reason
+from trek.trace.parts import JudgeQuestion
 
-__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate"]
+__all__ = ["VERSION", "TEMPLATE", "PROMPT", "SCHEMA", "validate", "VERDICT"]
 
 VERSION = "trace-verdict-1"
 TEMPLATE = "trace.verdict"
@@ -41,3 +42,7 @@ SCHEMA = object_schema({"correct": "boolean", "reason": "text"})
 
 def validate(value: dict[str, Any]) -> dict[str, Any]:
     return flag_and_reason(value, "correct")
+
+
+#: The grade of a probe's answer (asked as ``<probe>_grade``).
+VERDICT = JudgeQuestion("grade", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
