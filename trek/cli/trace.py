@@ -7,6 +7,7 @@
     trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
     trek trace view RUN_DIR              -> RUN_DIR/trace.html
     trek trace export RUN_DIR --format langfuse|otlp --out FILE   -> the labels as trace scores
+    trek trace export RUN_DIR --to phoenix|mlflow|otlp URL        -> the labels sent to the server
 
 ``trek trace RUN_DIR`` is short for ``trek trace run RUN_DIR``.
 """
@@ -275,13 +276,32 @@ def view_command(
 
 @app.command("export")
 def export_command(
-    run_dir: Path = typer.Argument(..., help="A traced run imported from traces (trek import otlp|langfuse)."),
-    fmt: str = typer.Option(..., "--format", metavar="FORMAT", help="langfuse (score rows, JSONL) or otlp "
-                            "(gen_ai.evaluation.result events in the imported traces, OTLP/JSON)."),
-    out: Path = typer.Option(..., "--out", help="The file to write (outside the run directory)."),
+    run_dir: Path = typer.Argument(..., help="A traced run imported from traces (trek import "
+                                   "otlp|langfuse|phoenix|mlflow)."),
+    fmt: str = typer.Option(None, "--format", metavar="FORMAT", help="langfuse (score rows, JSONL) or otlp "
+                            "(gen_ai.evaluation.result events in the imported traces, OTLP/JSON); with --out."),
+    out: Path = typer.Option(None, "--out", help="The file to write (outside the run directory)."),
+    to: tuple[str, str] = typer.Option(None, "--to", metavar="DEST URL",
+                                       help="Send instead of writing: phoenix URL (span annotations on each trace's "
+                                       "root span), mlflow TRACKING_URI (feedback assessments) or otlp URL "
+                                       "(OTLP/HTTP protobuf to a collector)."),
 ) -> None:
     """Write TrekTrace's labels back into the imported traces: one score per label per traced case
-    and one trektrace.status. Nothing is sent (see the README for Langfuse's API and a collector)."""
+    and one trektrace.status, as a file (--format F --out FILE) or sent to a server (--to DEST URL)."""
+    dest, url = to if to else (None, None)
+    if dest is None and fmt is None:
+        options.fail("say where the labels go: --format langfuse|otlp --out FILE, or --to phoenix|mlflow|otlp URL")
+    if dest is not None and (fmt is not None or out is not None):
+        options.fail("--to sends the labels; --format and --out write them to a file: give one or the other")
+    if dest is not None:
+        from trek.trace.destinations import send_labels
+
+        with options.exit_on(RecordError, FileNotFoundError, ValueError, RuntimeError, LookupError):
+            sent = send_labels(run_dir, dest, url)
+        typer.echo(sent.describe())
+        return
+    if out is None:
+        options.fail("--format writes a file: give it with --out FILE")
     from trek.trace.export import export_labels
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
