@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from trek import __version__
+from trek import parts as _parts  # noqa: F401  (the list of Trek's parts completes the registries)
 
 __all__ = ["app", "COMMANDS", "load_command", "short_help", "main"]
 

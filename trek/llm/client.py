@@ -49,7 +49,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from trek.aio import fan_out, run_sync
@@ -305,7 +305,35 @@ class LLMClient:
         :data:`DEFAULT_UNREACHABLE_AFTER` (8).
     role:
         What this client is in a command (``judge``, ``evaluated``, ...): named in its errors.
+
+    As a judge, a client answers the judge interface below (``makes_calls``, :meth:`agrade_with`,
+    :meth:`grade_basis`, :meth:`decided_by`, :meth:`prepare`): an LLM judge through the grader's
+    prompts; the exact judge (:class:`trek.exact.ExactJudge`) overrides them with decisions from
+    the annotations, so callers never ask which kind of judge they hold.
     """
+
+    #: Whether the client sends model requests (the exact judge sends none: no cache, price or
+    #: estimate is needed for it).
+    makes_calls: ClassVar[bool] = True
+
+    # -- the judge interface ---------------------------------------------------------------------
+    async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
+                          **settings: Any) -> Any:
+        """The grade of ``response``: this model asked through ``grader``'s protocol (``protocol``,
+        a forced grader's name, is the grader's business here)."""
+        return await grader.agrade(question, response, self, **settings)
+
+    def grade_basis(self, question: Any) -> dict[str, Any] | None:
+        """What decides this judge's grade of ``question`` besides the response, when it is not
+        the grader's prompt (``None``: the prompt, which the grade's input key digests)."""
+        return None
+
+    def decided_by(self) -> tuple[str, str] | None:
+        """``(grader, version)`` this judge records on every grade, or ``None`` (the question's own grader)."""
+        return None
+
+    def prepare(self, run_dir: Any, questions: Iterable[Any]) -> None:
+        """Check, before any grade of ``run_dir``, that this judge can judge ``questions`` (an LLM can)."""
 
     def __init__(
         self,
