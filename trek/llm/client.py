@@ -900,11 +900,11 @@ def _response_class(sdk: Any) -> type:
     before): what ``cast_to`` takes for the raw reply, without importing a second HTTP library."""
     cls = type(sdk._client)
     found = _RESPONSE_CLASSES.get(cls)
-    if found is None:
-        import importlib
+    if found is None:  # the library is imported already: the SDK's client class comes from it
+        import sys
 
         lib = next((c.__module__.split(".")[0] for c in cls.__mro__ if c.__name__ == "AsyncClient"), "httpx")
-        found = _RESPONSE_CLASSES[cls] = importlib.import_module(lib).Response
+        found = _RESPONSE_CLASSES[cls] = sys.modules[lib].Response
     return found
 
 

@@ -68,7 +68,7 @@ def estimate_trace(
             config.exact = for_trace(config.role(played[0]).client, store, rd, query_depth, played)
         todo = plan(TraceStage(rd, config, []), selection.cases).todo
         priced = [who.client.prices.get(who.model) for who in (diagnostic, analysis, evaluated)
-                  if not is_exact(who.client)]
+                  if who.client.makes_calls]
         count = any(p is not None and p.input > 0 for p in priced)  # else no price needs the tokenizer
         sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars, count))
     finally:
