@@ -22,7 +22,7 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 LAYERS: list[tuple[set[str], bool]] = [
     # foundations: records, files, the client, roles, run directories, the stage executor
     ({"trek", "errors", "jsonio", "paths", "outputs", "sqlite", "retry", "aio", "journal", "types",
-      "tokens", "templates", "limits", "local", "llm", "roles", "runs", "stage", "embeddings", "stats", "urls"}, True),
+      "tokens", "templates", "limits", "local", "llm", "roles", "runs", "stage", "embeddings", "stats", "urls", "textable"}, True),
     # what a run reads: datasets, pages, context records, prompt texts, prices, the fake server
     ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing"}, False),
     # searching and the grading rules (the exact judge and the graders use each other)
@@ -32,7 +32,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
     ({"trace", "ctrl", "rag"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
-    ({"audit", "imports", "analysis"}, False),
+    # (and the epochs of a run and the listing of runs, read from their files)
+    ({"audit", "imports", "analysis", "epochs", "listing"}, False),
     # tables and figures
     ({"report"}, False),
     # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI

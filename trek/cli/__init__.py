@@ -74,7 +74,17 @@ def _register() -> None:
     app.command("fake-server")(fake_server_command)
 
 
+def _register_runs() -> None:
+    # a run's neighbours: re-run what run.json recorded, list run folders
+    from trek.cli.retry import retry_command
+    from trek.cli.runs_list import app as runs_app
+
+    app.command("retry")(retry_command)
+    app.add_typer(runs_app, name="runs")
+
+
 _register()
+_register_runs()
 
 
 def main() -> None:  # pragma: no cover
