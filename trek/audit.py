@@ -206,17 +206,18 @@ def _subject(rec: Any, name: str) -> Any:
 
 
 def _trace_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
+    from trek.trace.exact import decided
     from trek.trace.pipeline import load_trace
 
     out: list[dict[str, Any]] = []
     derived: Any = None  # for an LLM-judged trace: the exact verdicts worked out now (made once)
     try:
         for rec in load_trace(rd):
-            exact_steps = {s.name: s for s in rec.steps if s.model == "oracle"}
+            exact_steps = {s.name: s for s in rec.steps if decided(s)}
             for s in rec.audit_steps:  # recorded beside the exact judge
                 if s.name in STEP_ROLES and s.name in exact_steps:
                     out.append(_step_pair(label, rec, s, exact_steps[s.name].value))
-            judged = [s for s in rec.steps if s.name in STEP_ROLES and s.model != "oracle" and s.role != "evaluated"]
+            judged = [s for s in rec.steps if s.name in STEP_ROLES and not decided(s) and s.role != "evaluated"]
             if not judged or exact is None or derived is False:
                 continue
             if derived is None:

@@ -17,9 +17,10 @@ pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add p
 
 def import_command(
     fmt: str = typer.Argument(..., metavar="FORMAT",
-                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp "
-                              "or langfuse."),
-    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Log files (.json, .jsonl; .eval/.json for inspect-ai)."),
+                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp, "
+                              "langfuse, or a trace server: phoenix, mlflow."),
+    files: list[str] = typer.Argument(..., metavar="FILE...|URL", help="Log files (.json, .jsonl; .eval/.json for "
+                                      "inspect-ai); phoenix: the server's URL; mlflow: the tracking URI."),
     out: Path = typer.Option(..., "--out", help="The run directory to write."),
     questions: Path = typer.Option(None, "--questions", help="Questions file (JSONL or CSV) the records answer; "
                                    "inspect-ai logs bring their own."),
@@ -34,13 +35,21 @@ def import_command(
                                           help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
                                           "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
     question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
-                                     help="otlp, langfuse: the trace metadata, tag or span attribute naming the "
-                                     "question id (traces without it are matched in order)."),
+                                     help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming the "
+                                     "question id (a trace without it is matched by the question text it holds)."),
+    in_order: bool = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question id to the "
+                                  "questions in file order (one each) instead of by their question text."),
+    project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
+    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID",
+                                   help="mlflow: the experiment, by name or id (default: Default, id 0)."),
 ) -> None:
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
     Records are bare provider objects matched in order to the questions, or wrappers
-    {"question_id": ..., "record": {...}}. Nothing is written unless every record imports.
+    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a running
+    server's traces through its client. Traces (otlp, langfuse, phoenix, mlflow) are matched by the
+    question id they name, else by their question text, in order only with --in-order; a source may
+    hold traces of some questions only. Nothing is written unless every record imports.
     Exit code 0 when done, 2 for bad input.
     """
     from trek.imports import ImportFailure, import_run, parse_mapping
@@ -48,7 +57,8 @@ def import_command(
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
                             model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
-                            question_key=question_key)
+                            question_key=question_key, in_order=in_order, project=project,
+                            experiment=experiment)
     typer.echo(report.describe())
 
 
@@ -112,8 +122,8 @@ def schema_command(
 @pages_app.command("add")
 def pages_add_command(
     run_dir: Path = typer.Argument(..., help="The run directory whose page store gets the pages."),
-    sources: list[Path] = typer.Argument(..., metavar="SOURCE...", help="Page files: .jsonl (url, text, title, date), "
-                                         ".html (trafilatura) or .txt."),
+    sources: list[Path] = typer.Argument(..., metavar="SOURCE...", help="Page files: .jsonl (url, text, title, date; "
+                                         "other fields are ignored with a note), .html (trafilatura) or .txt."),
     url: str = typer.Option(None, "--url", help="The URL of a single .html or .txt source."),
 ) -> None:
     """Load page text into RUN_DIR/pages.sqlite, so tracing needs no live fetch.
@@ -122,7 +132,10 @@ def pages_add_command(
     """
     from trek.imports.page_files import add_pages, extractor
 
+    notes: list[str] = []
     with options.exit_on(RecordError, ValueError):
-        n = add_pages(run_dir, sources, url)
+        n = add_pages(run_dir, sources, url, notes)
     html = any(s.suffix.lower() in (".html", ".htm") for s in sources)
     typer.echo(f"stored {n} page(s) in {RunDir(run_dir).pages_file}" + (f" (HTML text by {extractor()})" if html else ""))
+    for note in notes:
+        typer.echo(f"note: {note}")
