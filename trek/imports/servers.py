@@ -18,7 +18,6 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -31,21 +30,26 @@ from trek.imports.spans import Span, TraceOptions, question_id_of
 __all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
 
 
-def need(module: str, extra: str, what: str) -> ModuleType:
-    """``import module``, or an :class:`ImportFailure` saying which extra brings it."""
+def need(extra: str, what: str) -> ModuleType:
+    """The client module of ``extra`` (:func:`trek.trace.destinations.load_extra`), or an
+    :class:`ImportFailure` saying which extra brings it."""
+    from trek.trace.destinations import load_extra
+
     try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportFailure(f"{what} needs the {extra!r} extra ({e.name or module} is not installed): "
-                            f"pip install 'trek[{extra}]'") from None
+        return load_extra(extra, what)
+    except RuntimeError as e:
+        raise ImportFailure(str(e)) from None
 
 
 def server_error(url: str, what: str, exc: BaseException) -> ImportFailure:
-    """One line for a failed call to the server at ``url`` (never the client's traceback)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """One line for a failed call to the server at ``url`` (never the client's traceback, never
+    the credentials the URL may carry)."""
+    from trek.llm.client import endpoint_identity, scrub, url_secrets
+
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
     if len(text) > 300:
         text = text[:300] + "..."
-    return ImportFailure(f"{url}: {what}: {type(exc).__name__}: {text}")
+    return ImportFailure(f"{endpoint_identity(url)}: {what}: {type(exc).__name__}: {text}")
 
 
 def attribute_value(value: Any) -> Any:
