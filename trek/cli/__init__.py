@@ -9,6 +9,9 @@ from __future__ import annotations
 import typer
 
 from trek import __version__
+from trek.cli import _help
+
+_help.install()  # --help shows PATH, N, RUN_DIR, not Python types
 
 app = typer.Typer(rich_markup_mode=None,
     name="trek",
