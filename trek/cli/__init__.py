@@ -18,8 +18,8 @@ import typer
 from typer.core import TyperGroup
 
 from trek import __version__
-from trek.cli import _help
 from trek import parts as _parts  # noqa: F401  (the list of Trek's parts completes the registries)
+from trek.cli import _help
 
 __all__ = ["app", "COMMANDS", "load_command", "short_help", "main"]
 
