@@ -905,10 +905,11 @@ def _response_class(sdk: Any) -> type:
     cls = type(sdk._client)
     found = _RESPONSE_CLASSES.get(cls)
     if found is None:
-        import importlib
+        import sys
 
+        # the library is imported already: the SDK's client object is an instance of its class
         lib = next((c.__module__.split(".")[0] for c in cls.__mro__ if c.__name__ == "AsyncClient"), "httpx")
-        found = _RESPONSE_CLASSES[cls] = importlib.import_module(lib).Response
+        found = _RESPONSE_CLASSES[cls] = sys.modules[lib].Response
     return found
 
 
