@@ -59,9 +59,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
             "The run's page store: add page text without a live fetch."),
     "ctrl": ("trek.cli.ctrl", "app",
            "TrekBench-Ctrl: distractor pools, synthetic distractors and frozen contexts."),
-    "retry": ("trek.cli.retry", "retry_command",
-              "Run a Wild run's pending and failed questions again, with the settings run.json recorded."),
-    "runs": ("trek.cli.runs_list", "app", "List run folders and what each holds."),
 }
 
 _help.install()  # --help shows PATH, N, RUN_DIR (not Python types) and whole sentences in command lists
