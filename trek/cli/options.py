@@ -116,7 +116,7 @@ AUDIT_LIMIT = typer.Option(
 )
 
 #: Standard error, for the commands that print through rich.
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a log file keeps whole lines (no wrap at 80)
 
 
 def fail(message: str, hint: str | None = None) -> NoReturn:
