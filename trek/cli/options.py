@@ -116,7 +116,7 @@ AUDIT_LIMIT = typer.Option(
 )
 
 #: Standard error, for the commands that print through rich. Lines are not folded (soft wrap): a
-#: path or URL in a message stays whole however narrow the terminal, for the terminal to wrap.
+#: path or URL in a message stays whole, and a log file keeps whole lines (no wrap at 80).
 err = Console(stderr=True, soft_wrap=True)
 
 
