@@ -293,3 +293,18 @@ def test_the_page_spool_keeps_what_page_rows_keeps():
     assert not spool.path.exists()
     want = [(p.url, p.key, p.text, p.status, p.source, p.title, p.date) for p in page_rows(pages)]
     assert got == want and len(want) >= 5
+
+
+def test_a_zip_bomb_member_is_refused_from_its_first_bytes(tmp_path):
+    import zipfile
+
+    log = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(log, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
+        z.writestr("samples/s1_epoch_1.json", json.dumps({"id": "s1", "input": "q", "target": "a", "messages": [],
+                                                          "pad": " " * (8 << 20)}))  # 8 MiB from about 8 KB
+    assert log.stat().st_size < 64 << 10
+    with pytest.raises(ImportFailure, match=r"bomb\.eval: member samples/s1_epoch_1\.json: inflates more than 200 "
+                                            r"times .*decompression bomb"):
+        import_run("inspect-ai", [log], tmp_path / "run")
+    assert not (tmp_path / "run").exists()
