@@ -24,9 +24,7 @@ import time
 import zipfile
 from pathlib import Path
 
-WORDS = [w.strip() for w in """harbor bridge lanes river city council opened traffic morning report engineer
-steel cable tower north south ferry museum market station tunnel island coast weather mayor budget plan
-vote school library garden festival concert stadium team season coach player final record press""".split()]
+WORDS = ["harbor", "bridge", "lanes", "river", "city", "council", "opened", "traffic", "morning", "report", "engineer", "steel", "cable", "tower", "north", "south", "ferry", "museum", "market", "station", "tunnel", "island", "coast", "weather", "mayor", "budget", "plan", "vote", "school", "library", "garden", "festival", "concert", "stadium", "team", "season", "coach", "player", "final", "record", "press"]
 
 
 def page(rng: random.Random, size: int) -> str:
