@@ -23,7 +23,8 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 LAYERS: list[tuple[set[str], bool]] = [
     # the foundation, in the order the code wants: leaves and helpers, files, records, the client,
     # roles, run directories, the stage executor, the batch runner on top of it
-    ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates"}, False),
+    ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates",
+      "interrupts"}, False),
     ({"jsonio", "sqlite", "local", "outputs"}, False),
     ({"types", "journal"}, False),
     ({"llm"}, False),
@@ -52,7 +53,7 @@ LAYERS: list[tuple[set[str], bool]] = [
 ]
 
 #: Parts that import nothing of trek (leaves every other part may rely on).
-LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls"}
+LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls", "interrupts"}
 
 
 def layer_of(part: str) -> int:

@@ -37,28 +37,23 @@ def import_command(
     question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
                                      help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming the "
                                      "question id (a trace without it is matched by the question text it holds)."),
-    in_order: bool = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question id to the "
-                                  "questions in file order (one each) instead of by their question text."),
+    in_order: bool = typer.Option(False, "--in-order", help="traces naming no question id: matched to the questions "
+                                  "in file order (one each), not by their question text."),
     project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
-    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID",
-                                   help="mlflow: the experiment, by name or id (default: Default, id 0)."),
+    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID", help="mlflow: experiment name or id (default 0)."),
 ) -> None:
-    """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
+    """Import an agent's logs (or a phoenix / mlflow server's traces) as a run for `trek grade` and `trek trace`.
 
-    Records are bare provider objects matched in order to the questions, or wrappers
-    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a running
-    server's traces through its client. Traces (otlp, langfuse, phoenix, mlflow) are matched by the
-    question id they name, else by their question text, in order only with --in-order; a source may
-    hold traces of some questions only. Nothing is written unless every record imports.
-    Exit code 0 when done, 2 for bad input.
+    Records are bare provider objects matched in order, or {"question_id": ..., "record": {...}}; traces are
+    matched by the question id they name, else by their question text (by position only with --in-order).
+    Nothing is written unless every record imports. Exit code 0 when done, 2 for bad input.
     """
     from trek.imports import ImportFailure, import_run, parse_mapping
 
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
                             model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
-                            question_key=question_key, in_order=in_order, project=project,
-                            experiment=experiment)
+                            question_key=question_key, in_order=in_order, project=project, experiment=experiment)
     typer.echo(report.describe())
 
 
