@@ -42,7 +42,7 @@ def import_command(
     project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
     experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID", help="mlflow: experiment name or id (default 0)."),
 ) -> None:
-    """Import an agent's logs (or a phoenix / mlflow server's traces) as a run for `trek grade` and `trek trace`.
+    """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
     Records are bare provider objects matched in order, or {"question_id": ..., "record": {...}}; traces are
     matched by the question id they name, else by their question text (by position only with --in-order).
