@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _package import walk_file
 
 TREK = Path(__file__).resolve().parents[1] / "trek"
 
@@ -85,7 +86,7 @@ def imports(path: Path, root: Path) -> list[tuple[int, str]]:
     package = module_name(path, root).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in walk_file(path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
