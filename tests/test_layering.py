@@ -25,7 +25,7 @@ LAYERS: list[tuple[set[str], bool]] = [
     # the foundation, in the order the code wants: leaves and helpers, files, records, the client,
     # roles, run directories, the stage executor, the batch runner on top of it
     ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates",
-      "textable"}, False),
+      "textable", "interrupts"}, False),
     ({"jsonio", "sqlite", "local", "outputs"}, False),
     ({"types", "journal"}, False),
     ({"llm"}, False),
@@ -55,7 +55,7 @@ LAYERS: list[tuple[set[str], bool]] = [
 ]
 
 #: Parts that import nothing of trek (leaves every other part may rely on).
-LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls"}
+LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls", "interrupts"}
 
 
 def layer_of(part: str) -> int:

@@ -136,6 +136,9 @@ def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Trek command line."""
+    from trek.interrupts import terminate_as_interrupt
+
+    terminate_as_interrupt()  # SIGTERM (kill, a container stop, a CI timeout) ends a command as Ctrl-C does
 
 
 def main() -> None:  # pragma: no cover

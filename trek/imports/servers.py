@@ -25,7 +25,8 @@ from types import ModuleType
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord
-from trek.imports.spans import Span, TraceOptions, question_id_of
+from trek.imports.fields import FieldError
+from trek.imports.spans import Span, TraceOptions, question_id_of, question_texts
 
 __all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
 
@@ -103,8 +104,12 @@ def trace_records(spans: Iterable[Span], where: str, options: TraceOptions,
     for i, (tid, group) in enumerate(ordered, start=1):
         group.sort(key=lambda s: (s.start, s.order))
         qid = question_id_of(group, options.question_key, *((extra or {}).get(tid) or []))
+        try:  # a trace naming no question id is matched by the question text it holds
+            texts = () if qid is not None else question_texts(group)
+        except FieldError as e:
+            raise ImportFailure(f"{where}, trace {tid}: {e}") from None
         out.append(InputRecord(where, i, {"trace_id": tid, "spans": group, "options": options}, qid,  # type: ignore[arg-type]
-                               unit="trace"))
+                               unit="trace", texts=texts, label=f"trace {tid}"))
     if not out:
         raise ImportFailure(f"{where}: the server holds no trace there")
     return out
