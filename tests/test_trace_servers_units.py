@@ -128,3 +128,22 @@ def test_an_unreachable_server_is_one_line(tmp_path):
                                  str(EX / "questions.csv"), "--map", MAP, "--out", str(tmp_path / "run")])
     assert r.exit_code == 2 and "ConnectError" in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_servers_credentials_never_reach_the_message_or_the_run(tmp_path, traced):  # noqa: F811
+    pytest.importorskip("phoenix.client")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://trek-user:s3cret-token-42@127.0.0.1:{port}/?api_key=k3y-value-99"
+    runner = CliRunner()
+    r = runner.invoke(app, ["import", "phoenix", url, "--questions", str(EX / "questions.csv"), "--map", MAP,
+                            "--out", str(tmp_path / "run")])
+    assert r.exit_code == 2 and "ConnectError" in r.output
+    r2 = runner.invoke(app, ["trace", "export", str(traced), "--to", "phoenix", url])
+    assert r2.exit_code != 0
+    for out in (r.output, r2.output):
+        assert f"127.0.0.1:{port}" in out
+        assert "s3cret-token-42" not in out and "k3y-value-99" not in out and "trek-user" not in out

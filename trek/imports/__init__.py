@@ -264,6 +264,10 @@ def import_run(
         config["question_key"] = question_key
         config["in_order"] = in_order
     if remote:
+        from trek.llm.client import endpoint_identity
+
+        # run.json shows the server as the client's logs do: without the credentials its URL may carry
+        config["files"] = [endpoint_identity(str(f)) for f in files]
         config[mod.LOCATION.lstrip("-")] = location  # type: ignore[attr-defined]
     from trek import runs
 

@@ -42,11 +42,14 @@ def need(extra: str, what: str) -> ModuleType:
 
 
 def server_error(url: str, what: str, exc: BaseException) -> ImportFailure:
-    """One line for a failed call to the server at ``url`` (never the client's traceback)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """One line for a failed call to the server at ``url`` (never the client's traceback, never
+    the credentials the URL may carry)."""
+    from trek.llm.client import endpoint_identity, scrub, url_secrets
+
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
     if len(text) > 300:
         text = text[:300] + "..."
-    return ImportFailure(f"{url}: {what}: {type(exc).__name__}: {text}")
+    return ImportFailure(f"{endpoint_identity(url)}: {what}: {type(exc).__name__}: {text}")
 
 
 def attribute_value(value: Any) -> Any:

@@ -59,12 +59,17 @@ class Sent:
     def describe(self) -> str:
         what = {"phoenix": "span annotation(s)", "mlflow": "feedback assessment(s)",
                 "otlp": "evaluation event(s)"}[self.destination]
-        return f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at {self.url}"
+        from trek.llm.client import endpoint_identity
+
+        return (f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at "
+                f"{endpoint_identity(self.url)}")
 
 
 def _one_line(url: str, what: str, exc: BaseException) -> RuntimeError:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return RuntimeError(f"{url}: {what}: {type(exc).__name__}: {text[:300]}")
+    from trek.llm.client import endpoint_identity, scrub, url_secrets
+
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
+    return RuntimeError(f"{endpoint_identity(url)}: {what}: {type(exc).__name__}: {text[:300]}")
 
 
 def _phoenix_client() -> Any:
