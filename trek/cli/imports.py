@@ -17,9 +17,10 @@ pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add p
 
 def import_command(
     fmt: str = typer.Argument(..., metavar="FORMAT",
-                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp "
-                              "or langfuse."),
-    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Log files (.json, .jsonl; .eval/.json for inspect-ai)."),
+                              help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp, "
+                              "langfuse, or a trace server: phoenix, mlflow."),
+    files: list[str] = typer.Argument(..., metavar="FILE...|URL", help="Log files (.json, .jsonl; .eval/.json for "
+                                      "inspect-ai); phoenix: the server's URL; mlflow: the tracking URI."),
     out: Path = typer.Option(..., "--out", help="The run directory to write."),
     questions: Path = typer.Option(None, "--questions", help="Questions file (JSONL or CSV) the records answer; "
                                    "inspect-ai logs bring their own."),
@@ -34,17 +35,21 @@ def import_command(
                                           help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
                                           "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
     question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
-                                     help="otlp, langfuse: the trace metadata, tag or span attribute naming the "
+                                     help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming the "
                                      "question id (a trace without it is matched by the question text it holds)."),
-    in_order: bool = typer.Option(False, "--in-order", help="otlp, langfuse: match traces naming no question id to the "
+    in_order: bool = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question id to the "
                                   "questions in file order (one each) instead of by their question text."),
+    project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
+    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID",
+                                   help="mlflow: the experiment, by name or id (default: Default, id 0)."),
 ) -> None:
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
     Records are bare provider objects matched in order to the questions, or wrappers
-    {"question_id": ..., "record": {...}}. Traces (otlp, langfuse) are matched by the question id
-    they name, else by their question text, in order only with --in-order; a source may hold
-    traces of some questions only. Nothing is written unless every record imports.
+    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a running
+    server's traces through its client. Traces (otlp, langfuse, phoenix, mlflow) are matched by the
+    question id they name, else by their question text, in order only with --in-order; a source may
+    hold traces of some questions only. Nothing is written unless every record imports.
     Exit code 0 when done, 2 for bad input.
     """
     from trek.imports import ImportFailure, import_run, parse_mapping
@@ -52,7 +57,8 @@ def import_command(
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
                             model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
-                            question_key=question_key, in_order=in_order)
+                            question_key=question_key, in_order=in_order, project=project,
+                            experiment=experiment)
     typer.echo(report.describe())
 
 

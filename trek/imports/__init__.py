@@ -14,8 +14,12 @@ on it unchanged. Formats (one module each):
 * ``gemini`` (:mod:`trek.imports.gemini`)
 * ``otlp`` (:mod:`trek.imports.otlp`): OpenTelemetry traces (GenAI or OpenInference attributes)
 * ``langfuse`` (:mod:`trek.imports.langfuse`): Langfuse trace exports
+* ``phoenix`` (:mod:`trek.imports.phoenix`): a project of a running Phoenix server (its client)
+* ``mlflow`` (:mod:`trek.imports.mlflow`): an experiment of an MLflow tracking server
+  (``mlflow.search_traces``)
 
-The two trace formats read their files whole (a trace's spans may be spread over several
+The two server formats take one URL instead of files (``location``: the Phoenix project or
+MLflow experiment) and read their traces as ``otlp`` does. The trace formats read their files whole (a trace's spans may be spread over several
 records) and share :mod:`trek.imports.spans`; ``search_tools`` and ``question_key`` apply to them.
 
 Any failure raises :class:`~trek.imports.common.ImportFailure` (or
@@ -39,8 +43,10 @@ from trek.imports import (
     gemini,
     inspect_ai,
     langfuse,
+    mlflow,
     openai_responses,
     otlp,
+    phoenix,
 )
 from trek.imports.common import (
     ImportFailure,
@@ -71,6 +77,8 @@ FORMATS: dict[str, ModuleType] = {
     "gemini": gemini,
     "otlp": otlp,
     "langfuse": langfuse,
+    "phoenix": phoenix,
+    "mlflow": mlflow,
 }
 
 
@@ -143,6 +151,8 @@ def import_run(
     search_tools: Sequence[str] | None = None,
     question_key: str = "question_id",
     in_order: bool = False,
+    project: str | None = None,
+    experiment: str | None = None,
 ) -> ImportReport:
     """Import ``files`` of format ``fmt`` into the run directory ``out`` (see the module docstring).
 
@@ -152,22 +162,35 @@ def import_run(
     does not (or overrides it). ``replace``: an existing run directory is replaced (only once
     the import succeeded). ``search_tools`` (globs on tool names, default
     :data:`~trek.imports.spans.DEFAULT_SEARCH_TOOLS`) and ``question_key`` (the trace metadata
-    or attribute naming the question id) apply to ``otlp`` and ``langfuse``, whose traces are
-    matched to questions by id, else by question text, or in order only with ``in_order``
-    (:func:`~trek.imports.common.match_traces`); the run then holds the questions that have a
-    trace (``ImportReport.unmatched`` counts the others).
+    or attribute naming the question id) apply to ``otlp``, ``langfuse``, ``phoenix`` and
+    ``mlflow``, whose traces are matched to questions by id, else by question text, or in order
+    only with ``in_order`` (:func:`~trek.imports.common.match_traces`); the run then holds the
+    questions that have a trace (``ImportReport.unmatched`` counts the others). The server
+    formats take one URL in ``files``; ``project`` names the ``phoenix`` project, ``experiment``
+    the ``mlflow`` experiment (a name or an id).
     """
     mod = FORMATS.get(fmt)
     if mod is None:
         raise ImportFailure(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    remote = getattr(mod, "REMOTE", False)
+    if project is not None and mod is not phoenix:
+        raise ImportFailure("--project names a Phoenix project: it goes with trek import phoenix")
+    if experiment is not None and mod is not mlflow:
+        raise ImportFailure("--experiment names an MLflow experiment: it goes with trek import mlflow")
+    location = project if mod is phoenix else experiment
     if not files:
-        raise ImportFailure("no input file given")
-    files, again = unique_paths(files)
-    if again:
-        raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
+        raise ImportFailure("no server URL given" if remote else "no input file given")
+    if remote:
+        if len(files) != 1:
+            raise ImportFailure(f"{fmt}: give one server URL, not {len(files)}")
+        files = [str(files[0])]
+    else:
+        files, again = unique_paths(files)
+        if again:
+            raise ImportFailure(f"{again[0]}: given more than once; each log is imported once")
     target = RunDir(out).check_target("import", option="--out")
     if replace:
-        target.check_replace("import", inputs=[*files, questions], option="--out")
+        target.check_replace("import", inputs=[*([] if remote else files), questions], option="--out")
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")
@@ -191,7 +214,8 @@ def import_run(
                 qs.append(q)
     elif hasattr(mod, "read_traces"):
         options = TraceOptions(search_tools=tuple(search_tools or DEFAULT_SEARCH_TOOLS), question_key=question_key)
-        records = mod.read_traces(files, options)
+        records = (mod.read_traces(files, options, location) if remote  # type: ignore[attr-defined]
+                   else mod.read_traces(files, options))
     else:  # read, parse and written one record at a time
         records = (r for f in files for r in iter_records(f, is_item=getattr(mod, "is_item", None)))
     by_id = {q.id: q for q in qs}
@@ -239,6 +263,8 @@ def import_run(
         config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)
         config["question_key"] = question_key
         config["in_order"] = in_order
+    if remote:
+        config[mod.LOCATION.lstrip("-")] = location  # type: ignore[attr-defined]
     from trek import runs
 
     report.out = write_run(out, qs, trajectories(), rows(), config, replace=replace, documents=lambda: corpus,

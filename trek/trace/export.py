@@ -1,6 +1,6 @@
 """TrekTrace's labels back into the traces they came from (``trek trace export``).
 
-A run imported from traces (``trek import otlp`` / ``trek import langfuse``) keeps each
+A run imported from traces (``trek import otlp|langfuse|phoenix|mlflow``) keeps each
 trajectory's trace id (``source.record_id``) and root span id (``details.trace``). After
 ``trek trace``, every traced case becomes, per label of :data:`~trek.trace.labels.LABELS`, one
 score whose value is 1 when TrekTrace gave the label and 0 when it did not, plus one
@@ -19,7 +19,8 @@ test that did not run, and Randomness only for a case that is ``done``.
   ``gen_ai.evaluation.score.value``, ``gen_ai.evaluation.score.label`` ``yes``/``no`` or the
   status, ``gen_ai.evaluation.explanation``), ready for a collector's OTLP/HTTP receiver.
 
-Nothing is sent; the README shows how. A traced case whose trajectory has no trace id (a run not
+Nothing is sent here; :mod:`trek.trace.destinations` sends the same scores to Phoenix, MLflow or
+an OTLP/HTTP collector (``trek trace export --to``). A traced case whose trajectory has no trace id (a run not
 imported from traces) is an error naming it.
 """
 
@@ -43,6 +44,8 @@ from trek.types import Trajectory
 
 __all__ = ["FORMATS", "Score", "scores", "langfuse_rows", "otlp_request", "export_labels", "score_name"]
 
+#: The import formats whose trajectories keep a trace id to write labels back to.
+TRACE_FORMATS = ("otlp", "langfuse", "phoenix", "mlflow")
 #: The output formats of :func:`export_labels`.
 FORMATS = ("langfuse", "otlp")
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -108,8 +111,9 @@ def _status_reason(r: TraceRecord) -> str:
 def _ids(t: Trajectory, qid: str, run_dir: Path) -> tuple[str, str | None]:
     trace = t.details.get("trace") if isinstance(t.details.get("trace"), dict) else {}
     tid = (t.source.record_id if t.source is not None else None) or trace.get("trace_id")
-    if t.source is None or t.source.format not in ("otlp", "langfuse") or not tid:
-        raise ValueError(f"{run_dir}: question {qid!r} was not imported from a trace (trek import otlp|langfuse): "
+    if t.source is None or t.source.format not in TRACE_FORMATS or not tid:
+        raise ValueError(f"{run_dir}: question {qid!r} was not imported from a trace (trek import "
+                         f"{'|'.join(TRACE_FORMATS)}): "
                          "it has no trace id to write its labels to")
     return str(tid), trace.get("root_span_id")
 
