@@ -15,6 +15,17 @@ from trek.types import RecordError
 pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
 
 
+# the options of the trace formats (otlp, langfuse and the servers phoenix and mlflow)
+QUESTION_KEY = typer.Option("question_id", "--question-key", metavar="KEY",
+                            help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming "
+                                 "the question id (a trace without it is matched by the question text it holds).")
+IN_ORDER = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question "
+                        "id to the questions in file order (one each) instead of by their question text.")
+PROJECT = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default).")
+EXPERIMENT = typer.Option(None, "--experiment", metavar="NAME|ID",
+                          help="mlflow: the experiment, by name or id (default: Default, id 0).")
+
+
 def import_command(
     fmt: str = typer.Argument(..., metavar="FORMAT",
                               help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp, "
@@ -34,14 +45,10 @@ def import_command(
     search_tool: list[str] = typer.Option(None, "--search-tool", metavar="PATTERN",
                                           help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
                                           "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
-    question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
-                                     help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming the "
-                                     "question id (a trace without it is matched by the question text it holds)."),
-    in_order: bool = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question id to the "
-                                  "questions in file order (one each) instead of by their question text."),
-    project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
-    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID",
-                                   help="mlflow: the experiment, by name or id (default: Default, id 0)."),
+    question_key: str = QUESTION_KEY,
+    in_order: bool = IN_ORDER,
+    project: str = PROJECT,
+    experiment: str = EXPERIMENT,
 ) -> None:
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
@@ -57,8 +64,7 @@ def import_command(
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
                             model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
-                            question_key=question_key, in_order=in_order, project=project,
-                            experiment=experiment)
+                            question_key=question_key, in_order=in_order, project=project, experiment=experiment)
     typer.echo(report.describe())
 
 

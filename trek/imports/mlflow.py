@@ -51,7 +51,7 @@ def hex_trace_id(trace_id: str) -> str:
 @contextmanager
 def tracking(uri: str) -> Iterator[Any]:
     """``mlflow`` with its tracking URI set to ``uri`` inside the block."""
-    need("mlflow", "mlflow", "trek import mlflow")
+    need("mlflow", "trek import mlflow")
     from trek.trace.destinations import mlflow_tracking
 
     with mlflow_tracking(uri) as mlflow:

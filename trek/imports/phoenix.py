@@ -36,7 +36,7 @@ __all__ = ["DEFAULT_PROJECT", "NAME", "client", "read_traces", "parse", "span_re
 
 def client(url: str) -> Any:
     """Phoenix's client for the server at ``url``."""
-    mod = need("phoenix.client", "phoenix", "trek import phoenix")
+    mod = need("phoenix", "trek import phoenix")
     return mod.Client(base_url=url.rstrip("/"))
 
 

@@ -18,7 +18,6 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -31,13 +30,15 @@ from trek.imports.spans import Span, TraceOptions, question_id_of
 __all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
 
 
-def need(module: str, extra: str, what: str) -> ModuleType:
-    """``import module``, or an :class:`ImportFailure` saying which extra brings it."""
+def need(extra: str, what: str) -> ModuleType:
+    """The client module of ``extra`` (:func:`trek.trace.destinations.load_extra`), or an
+    :class:`ImportFailure` saying which extra brings it."""
+    from trek.trace.destinations import load_extra
+
     try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportFailure(f"{what} needs the {extra!r} extra ({e.name or module} is not installed): "
-                            f"pip install 'trek[{extra}]'") from None
+        return load_extra(extra, what)
+    except RuntimeError as e:
+        raise ImportFailure(str(e)) from None
 
 
 def server_error(url: str, what: str, exc: BaseException) -> ImportFailure:

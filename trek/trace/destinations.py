@@ -67,14 +67,41 @@ def _one_line(url: str, what: str, exc: BaseException) -> RuntimeError:
     return RuntimeError(f"{url}: {what}: {type(exc).__name__}: {text[:300]}")
 
 
-def _need(module: str, extra: str) -> Any:
-    import importlib
+def _phoenix_client() -> Any:
+    import phoenix.client
 
+    return phoenix.client
+
+
+def _mlflow() -> Any:
+    import mlflow
+
+    return mlflow
+
+
+def _otlp_proto() -> Any:
+    import opentelemetry.proto
+
+    return opentelemetry.proto
+
+
+#: What each extra's client is, imported only when a command needs it (plain imports, so the
+#: layering tests see them).
+EXTRA_MODULES: dict[str, Callable[[], Any]] = {"phoenix": _phoenix_client, "mlflow": _mlflow, "otlp": _otlp_proto}
+
+
+def load_extra(extra: str, what: str = "trek trace export --to") -> Any:
+    """The client module of ``extra`` (``phoenix``, ``mlflow`` or ``otlp``), or a one-line
+    :class:`RuntimeError` saying which extra to install for ``what``."""
     try:
-        return importlib.import_module(module)
+        return EXTRA_MODULES[extra]()
     except ImportError as e:
-        raise RuntimeError(f"trek trace export --to needs the {extra!r} extra ({e.name or module} is not installed): "
+        raise RuntimeError(f"{what} needs the {extra!r} extra ({e.name or extra} is not installed): "
                            f"pip install 'trek[{extra}]'") from None
+
+
+def _need(extra: str) -> Any:
+    return load_extra(extra)
 
 
 def _cases(items: list[Score]) -> int:
@@ -106,7 +133,7 @@ def to_phoenix(run_dir: str | os.PathLike[str], url: str) -> Sent:
     rd = Path(run_dir)
     items = scores(rd)
     rows = phoenix_annotations(items, rd)
-    mod = _need("phoenix.client", "phoenix")
+    mod = _need("phoenix")
     client = mod.Client(base_url=url.rstrip("/"))
     try:
         for i in range(0, len(rows), 100):
@@ -126,7 +153,7 @@ def mlflow_trace_id(trace_id: str) -> str:
 def mlflow_tracking(uri: str) -> Iterator[Any]:
     """``mlflow`` with its tracking URI set to ``uri`` inside the block (what was set before,
     or nothing, is restored after)."""
-    mlflow = _need("mlflow", "mlflow")
+    mlflow = _need("mlflow")
     from mlflow.tracking import _tracking_service
 
     utils = _tracking_service.utils
@@ -181,7 +208,7 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 def otlp_protobuf(request: dict[str, Any]) -> bytes:
     """An OTLP/JSON ``ExportTraceServiceRequest`` (hex ids) as protobuf bytes with the same ids."""
-    _need("opentelemetry.proto", "otlp")
+    _need("otlp")
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
