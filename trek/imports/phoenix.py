@@ -36,7 +36,12 @@ __all__ = ["DEFAULT_PROJECT", "NAME", "client", "read_traces", "parse", "span_re
 
 def client(url: str) -> Any:
     """Phoenix's client for the server at ``url``."""
-    mod = need("phoenix.client", "phoenix", "trek import phoenix")
+    from trek.trace.destinations import phoenix_client_module
+
+    try:
+        mod = phoenix_client_module()
+    except RuntimeError:
+        mod = need("phoenix.client", "phoenix", "trek import phoenix")  # the same error as an import failure
     return mod.Client(base_url=url.rstrip("/"))
 
 

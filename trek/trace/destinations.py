@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from trek import __version__
 from trek.trace.export import Score, otlp_request, scores
 
-__all__ = ["DESTINATIONS", "Sent", "mlflow_trace_id", "mlflow_tracking", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
+__all__ = ["DESTINATIONS", "Sent", "mlflow_trace_id", "mlflow_tracking", "phoenix_client_module", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
 
 #: Where ``--to`` can send the labels.
 DESTINATIONS = ("phoenix", "mlflow", "otlp")
@@ -77,6 +77,28 @@ def _need(module: str, extra: str) -> Any:
                            f"pip install 'trek[{extra}]'") from None
 
 
+def phoenix_client_module() -> Any:
+    """``phoenix.client``, loaded without the rest of ``phoenix``. The ``arize-phoenix`` package's
+    ``__init__`` imports the whole server application (about 7,000 modules, some 10 s of CPU),
+    while the client, which lives in the same namespace package, needs none of it: when
+    ``phoenix`` is not imported yet it is registered as the bare namespace package it also is, so
+    only the client loads (about 1,100 modules)."""
+    import importlib.util
+    import sys
+    import types
+
+    if "phoenix" not in sys.modules:
+        try:
+            spec = importlib.util.find_spec("phoenix")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            pkg = types.ModuleType("phoenix")
+            pkg.__path__ = list(spec.submodule_search_locations)
+            sys.modules["phoenix"] = pkg
+    return _need("phoenix.client", "phoenix")
+
+
 def _cases(items: list[Score]) -> int:
     return len({s.trace_id for s in items})
 
@@ -106,8 +128,7 @@ def to_phoenix(run_dir: str | os.PathLike[str], url: str) -> Sent:
     rd = Path(run_dir)
     items = scores(rd)
     rows = phoenix_annotations(items, rd)
-    mod = _need("phoenix.client", "phoenix")
-    client = mod.Client(base_url=url.rstrip("/"))
+    client = phoenix_client_module().Client(base_url=url.rstrip("/"))
     try:
         for i in range(0, len(rows), 100):
             client.spans.log_span_annotations(span_annotations=rows[i:i + 100], sync=True)
