@@ -73,6 +73,7 @@ class Run:
     model: str = "gpt-4.1-mini-2025-04-14"
     question_id: str | None = None
     content: bool = True
+    question: str | None = None  # the question as the agent was given it (the root span's input)
 
     @property
     def answer(self) -> str | None:
@@ -183,6 +184,12 @@ def spans(run: Run, dialect: str, *, tid: str | None = None, parent: str | None 
                                                             "parts": [{"type": "text", "content": run.answer}]}])
     if run.question_id and parent is None:
         rattrs["question_id"] = run.question_id
+    if run.question and run.content:
+        if oi:
+            rattrs["input.value"] = run.question
+        else:
+            rattrs["gen_ai.input.messages"] = json.dumps([{"role": "user",
+                                                           "parts": [{"type": "text", "content": run.question}]}])
     out.insert(0, _span(tid, root, parent, f"invoke_agent {run.name}" if not oi else run.name, start, end, rattrs))
     return out
 

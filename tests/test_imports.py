@@ -276,6 +276,22 @@ def test_pages_add_jsonl_html_and_text(tmp_path):
     assert r.exit_code == 2 and "line 1" in r.output
 
 
+def test_pages_add_takes_minis_documents_and_notes_the_fields_it_ignores(tmp_path):
+    docs = Path(__file__).resolve().parents[1] / "data" / "mini" / "documents.jsonl"
+    n_lines = len(docs.read_text(encoding="utf-8").splitlines())
+    out = tmp_path / "r"
+    run("anthropic-messages", "anthropic-messages.jsonl", out)
+    r = CliRunner().invoke(app, ["pages", "add", str(out), str(docs)])
+    assert r.exit_code == 0, r.output
+    stored, note = r.output.strip().splitlines()
+    n_urls = len({json.loads(x)["url"] for x in docs.read_text(encoding="utf-8").splitlines()})
+    assert stored.startswith(f"stored {n_urls} page(s)")
+    assert note.startswith(f"note: {docs}: ignored field(s) ") and f"of {n_lines} line(s)" in note
+    assert "question_id" in note and "metadata" in note and "url," not in note.split("(")[0]
+    first = json.loads(docs.read_text(encoding="utf-8").splitlines()[0])
+    assert PageStore(out / "pages.sqlite").get(first["url"]).text == first["text"]
+
+
 def test_encrypted_and_snippet_pages_with_and_without_fetching(tmp_path):
     out = tmp_path / "a"
     run("anthropic-messages", "anthropic-messages.jsonl", out)

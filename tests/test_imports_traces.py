@@ -306,9 +306,13 @@ def test_result_parsing_json_text_and_wikipedia():
 def test_questions_by_key_in_attributes_metadata_and_tags_else_in_order(tmp_path):
     runs_ = [bridge(name=f"b{i}") for i in range(3)]
     reqs = [request(spans(r, "genai")) for r in runs_]
-    # no ids: file order
+    # no ids and no question text: refused, unless the order is asked for
     f = write_jsonl(tmp_path / "plain.jsonl", reqs)
-    assert [t.question_id for t in imported("otlp", [f], tmp_path / "a")] == ["lake-1", "lake-2", "lake-3"]
+    with pytest.raises(ImportFailure, match=r"plain\.jsonl, line 1 \(trace [0-9a-f]{32}\): names no question id and "
+                                            r"holds the text of no question .*--in-order"):
+        imported("otlp", [f], tmp_path / "a")
+    assert [t.question_id for t in imported("otlp", [f], tmp_path / "a", in_order=True)] == ["lake-1", "lake-2",
+                                                                                            "lake-3"]
     # a resource attribute under another key
     keyed = [request(spans(r, "genai"), resource={"case": q}) for r, q in zip(runs_, ["lake-3", "lake-1", "lake-2"],
                                                                              strict=True)]
@@ -408,14 +412,54 @@ def test_framework_search_tools_are_searches_by_default(tmp_path, tool, args, re
 def test_traces_that_do_not_match_the_questions_say_how_to_name_them(tmp_path):
     reqs = [request(spans(bridge(name=f"n{i}"), "genai")) for i in range(2)]
     f = write_jsonl(tmp_path / "two.jsonl", reqs)
-    with pytest.raises(ImportFailure, match=r"2 trace\(s\) in .* but 3 question\(s\).*--question-key"):
-        import_run("otlp", [f], tmp_path / "r", questions=QS, mapping=MAP)
+    with pytest.raises(ImportFailure, match=r"2 trace\(s\) but 3 question\(s\) in .*questions\.csv: --in-order"):
+        import_run("otlp", [f], tmp_path / "r", questions=QS, mapping=MAP, in_order=True)
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [reqs[0], request(spans(bridge(name="n3", question_id="lake-1"),
                                                                            "genai"))])
     with pytest.raises(ImportFailure, match=r"mixed\.jsonl, line 1: a trace naming no question among traces naming "
-                                            r"one"):
-        import_run("otlp", [mixed], tmp_path / "r", questions=QS, mapping=MAP)
+                                            r"one .*--in-order"):
+        import_run("otlp", [mixed], tmp_path / "r", questions=QS, mapping=MAP, in_order=True)
+    with pytest.raises(ImportFailure, match=r"'lake-9' is not a question of .*questions\.csv"):
+        import_run("otlp", [write_jsonl(tmp_path / "nine.jsonl", [request(spans(bridge(name="n9", question_id="lake-9"),
+                                                                                  "genai"))])],
+                   tmp_path / "r", questions=QS, mapping=MAP)
     assert not (tmp_path / "r").exists()
+
+
+QUESTIONS = {"lake-1": "Who won the Lakeside Marathon in 2025?", "lake-2": "How many lanes does the new Harbor Bridge have?",
+             "lake-3": "Which team won the 2025 Riverbend Cup?"}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("fmt", ["otlp", "langfuse"])
+def test_traces_are_matched_by_their_question_text_whatever_their_order(tmp_path, dialect, fmt):
+    # newest first (as Phoenix returns them), a wrapped question, one question without a trace, one trace with an id
+    asked = [("lake-3", f"Please answer: {QUESTIONS['lake-3']}"), ("lake-1", "  who won the LAKESIDE marathon in 2025? ")]
+    reqs = [request(spans(bridge(name=f"t{q}", question=text), dialect)) for q, text in asked]
+    if fmt == "langfuse":
+        reqs = [langfuse_export(r) for r in reqs]
+    f = write_jsonl(tmp_path / "t.jsonl", reqs)
+    report = import_run(fmt, [f], tmp_path / "r", questions=QS, mapping=MAP)
+    got = runs.load_answers(tmp_path / "r")
+    assert {q: t.source.record for q, t in got.items()} == {"lake-1": 2, "lake-3": 1}
+    assert list(runs.load_questions(tmp_path / "r")) == ["lake-1", "lake-3"]  # in questions-file order
+    assert report.unmatched == 1 and "1 question(s) of" in report.describe()
+    assert validate_run(tmp_path / "r") == []
+
+
+def test_two_traces_of_one_question_text_or_of_several_are_refused(tmp_path):
+    same = [request(spans(bridge(name=f"s{i}", question=QUESTIONS["lake-2"]), "genai")) for i in range(2)]
+    with pytest.raises(ImportFailure, match=r"same\.jsonl, line 2 \(trace \w+\) and .*same\.jsonl, line 1 \(trace "
+                                            r"\w+\) both ask question 'lake-2' .*one trace per question"):
+        import_run("otlp", [write_jsonl(tmp_path / "same.jsonl", same)], tmp_path / "r", questions=QS, mapping=MAP)
+    both = request(spans(bridge(name="b", question=QUESTIONS["lake-1"] + " Also: " + QUESTIONS["lake-3"]), "genai"))
+    with pytest.raises(ImportFailure, match=r"holds the text of several questions of .* \(lake-1, lake-3\)"):
+        import_run("otlp", [write_jsonl(tmp_path / "both.jsonl", [both])], tmp_path / "r", questions=QS, mapping=MAP)
+    # named ids decide over the text
+    named = [request(spans(bridge(name=f"n{i}", question=QUESTIONS["lake-2"], question_id=q), "genai"))
+             for i, q in enumerate(["lake-1", "lake-2"])]
+    imported("otlp", [write_jsonl(tmp_path / "named.jsonl", named)], tmp_path / "r")
+    assert sorted(runs.load_answers(tmp_path / "r")) == ["lake-1", "lake-2"]
 
 
 def test_a_legacy_langfuse_span_named_like_a_search_is_one(tmp_path):

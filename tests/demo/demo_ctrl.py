@@ -143,7 +143,11 @@ def scripted_server(script: list[dict[str, Any]], questions: list[str]) -> Any:
         def _pick_rule(self, model: str, texts: Any, tool_results: int, body: Any = None) -> Any:
             joined = "\n".join(texts)
             rules = next((g for q, g in self._groups.items() if q in joined), self._shared)
-            return next((r for r in rules if r.matches(model, texts, tool_results, body)), None)
+            for rule in rules:
+                found = rule.groups(model, texts, tool_results, body)
+                if found is not None:
+                    return rule, found
+            return None, {}
 
     return Indexed(script=script)
 

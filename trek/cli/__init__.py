@@ -39,7 +39,6 @@ def _register() -> None:
 
     app.add_typer(llm_app, name="llm")
     app.command("cost")(cost_command)
-
     from trek.cli.data import app as data_app
     from trek.cli.grade import grade_command
     from trek.cli.run import app as wild_app
@@ -47,7 +46,6 @@ def _register() -> None:
     app.add_typer(data_app, name="data")
     app.command("grade")(grade_command)
     app.add_typer(wild_app, name="wild")
-
     from trek.cli.local import app as local_app
     from trek.cli.local import experiments_command
 
@@ -59,7 +57,6 @@ def _register() -> None:
     from trek.cli.judge import app as judge_app
 
     app.add_typer(judge_app, name="judge")
-
     from trek.cli.imports import import_command, pages_app, schema_command, validate_command
 
     app.command("import")(import_command)
@@ -72,6 +69,9 @@ def _register() -> None:
 
     ctrl_app.command("run")(ctrl_run_command)
     app.add_typer(ctrl_app, name="ctrl")
+    from trek.cli.fake import fake_server_command
+
+    app.command("fake-server")(fake_server_command)
 
 
 _register()

@@ -15,6 +15,20 @@ from trek.types import RecordError
 pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
 
 
+#: The options of the trace formats (otlp, langfuse, phoenix, mlflow) and of the two servers.
+SEARCH_TOOL = typer.Option(None, "--search-tool", metavar="PATTERN",
+                           help="trace formats: a tool name glob whose calls are searches (repeatable; "
+                           "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are).")
+QUESTION_KEY = typer.Option("question_id", "--question-key", metavar="KEY",
+                            help="trace formats: the trace metadata, tag or span attribute naming the "
+                            "question id (a trace without it is matched by the question text it holds).")
+IN_ORDER = typer.Option(False, "--in-order", help="trace formats: match traces naming no question id to the "
+                        "questions in file order (one each) instead of by their question text.")
+PROJECT = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default).")
+EXPERIMENT = typer.Option(None, "--experiment", metavar="NAME|ID",
+                          help="mlflow: the experiment, by name or id (default: Default, id 0).")
+
+
 def import_command(
     fmt: str = typer.Argument(..., metavar="FORMAT",
                               help="openai-responses, anthropic-messages, inspect-ai, chat-completions, gemini, otlp, "
@@ -31,21 +45,18 @@ def import_command(
     model: str = typer.Option(None, "--model", help="The evaluated model, when the log does not name it."),
     epoch: int = typer.Option(1, "--epoch", min=1, help="inspect-ai: the epoch to import."),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run directory (once the import worked)."),
-    search_tool: list[str] = typer.Option(None, "--search-tool", metavar="PATTERN",
-                                          help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
-                                          "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
-    question_key: str = typer.Option("question_id", "--question-key", metavar="KEY",
-                                     help="otlp, langfuse: the trace metadata, tag or span attribute naming the "
-                                     "question id (traces without it are matched in order)."),
-    project: str = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default)."),
-    experiment: str = typer.Option(None, "--experiment", metavar="NAME|ID",
-                                   help="mlflow: the experiment, by name or id (default: Default, id 0)."),
+    search_tool: list[str] = SEARCH_TOOL,
+    question_key: str = QUESTION_KEY,
+    in_order: bool = IN_ORDER,
+    project: str = PROJECT,
+    experiment: str = EXPERIMENT,
 ) -> None:
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
     Records are bare provider objects matched in order to the questions, or wrappers
-    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a running
-    server's traces through its client. Nothing is written unless every record imports.
+    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a server's
+    traces. Traces are matched by the question id they name, else by their question text (in
+    order only with --in-order). Nothing is written unless every record imports.
     Exit code 0 when done, 2 for bad input.
     """
     from trek.imports import ImportFailure, import_run, parse_mapping
@@ -53,7 +64,7 @@ def import_command(
     with options.exit_on(ImportFailure, RecordError, ValueError):
         report = import_run(fmt, files, out, questions=questions, mapping=parse_mapping(mapping), dataset=dataset,
                             model=model, epoch=epoch, replace=replace, search_tools=search_tool or None,
-                            question_key=question_key, project=project, experiment=experiment)
+                            question_key=question_key, in_order=in_order, project=project, experiment=experiment)
     typer.echo(report.describe())
 
 
@@ -117,8 +128,8 @@ def schema_command(
 @pages_app.command("add")
 def pages_add_command(
     run_dir: Path = typer.Argument(..., help="The run directory whose page store gets the pages."),
-    sources: list[Path] = typer.Argument(..., metavar="SOURCE...", help="Page files: .jsonl (url, text, title, date), "
-                                         ".html (trafilatura) or .txt."),
+    sources: list[Path] = typer.Argument(..., metavar="SOURCE...", help="Page files: .jsonl (url, text, title, date; "
+                                         "other fields are ignored with a note), .html (trafilatura) or .txt."),
     url: str = typer.Option(None, "--url", help="The URL of a single .html or .txt source."),
 ) -> None:
     """Load page text into RUN_DIR/pages.sqlite, so tracing needs no live fetch.
@@ -127,7 +138,10 @@ def pages_add_command(
     """
     from trek.imports.page_files import add_pages, extractor
 
+    notes: list[str] = []
     with options.exit_on(RecordError, ValueError):
-        n = add_pages(run_dir, sources, url)
+        n = add_pages(run_dir, sources, url, notes)
     html = any(s.suffix.lower() in (".html", ".htm") for s in sources)
     typer.echo(f"stored {n} page(s) in {RunDir(run_dir).pages_file}" + (f" (HTML text by {extractor()})" if html else ""))
+    for note in notes:
+        typer.echo(f"note: {note}")

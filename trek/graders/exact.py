@@ -80,7 +80,11 @@ GRADER = "exact"
 # "no information"-style abstentions, hedges and lists, no answer inside a URL or slug
 # (trek.graders.exact_rules); exact-3 a clause denying existence ("there isn't one") rejects a
 # false premise.
-VERSION = "exact-3"
+# exact-4 the round-2 rules (trek.graders.exact_rules): negation after a name, narrated changes,
+# self-correction, lists "all and only", count-versus-list, list markers, false-premise rules
+# (another time, InfoDeepSeek's third rule, restated corrections), more declining phrases, number,
+# money and date forms, possessives, reordered multi-entity answers.
+VERSION = "exact-4"
 #: How a response's named answers decide (see the module docstring).
 RULES = ("first", "any", "mention")
 DEFAULT_RULE = "first"
@@ -127,7 +131,7 @@ def _numbers(words: list[str]) -> list[str]:
             j += 1
         out.append(str(total + current))
         i = j
-    return out
+    return exact_rules.formats(out)
 
 
 def normalize(text: str | None) -> list[str]:
@@ -137,7 +141,7 @@ def normalize(text: str | None) -> list[str]:
 
 @functools.lru_cache(maxsize=8192)
 def _normalized(text: str) -> tuple[str, ...]:
-    return tuple(_numbers(normalize_answer(html.unescape(text)).split()))
+    return tuple(_numbers(normalize_answer(exact_rules.prepare(html.unescape(text))).split()))
 
 
 def _runs(hay: list[str], needle: list[str]) -> list[int]:
@@ -169,6 +173,9 @@ class Decision:
     rejects_premise: bool | None = None
     committed: list[str] = field(default_factory=list)  # the answers it commits to (rule first/any)
     hedged: bool = False  # it offers an unannotated alternative too ("A or someone else")
+    #: the round-2 rules that decided against an otherwise committed answer (exact_rules: "unlisted
+    #: extra", "count mismatch", "premise answer missing")
+    ruled: list[str] = field(default_factory=list)
 
     @property
     def correct(self) -> bool:
@@ -181,7 +188,7 @@ class Decision:
         """One sentence a person can check."""
         if self.rejects_premise is not None:
             return ("rejects the false premise" if self.rejects_premise else "does not reject the false premise") + (
-                " (declines to answer)" if self.abstained else "")
+                " (declines to answer)" if self.abstained else "") + "".join(f"; {r}" for r in self.ruled)
         if not self.named:
             return "names no annotated answer" + (" and declines to answer" if self.abstained else "")
         wrong = [n for n in self.named if n not in self.acceptable]
@@ -194,6 +201,7 @@ class Decision:
             parts.append(f"commits to: {', '.join(repr(n) for n in self.committed)}")
         if self.hedged:
             parts.append("hedges with an unannotated alternative")
+        parts.extend(self.ruled)
         return "; ".join(parts) + f" (rule {self.rule})"
 
 
@@ -221,6 +229,9 @@ def _named(response: str | None, question: Question, competing: Sequence[str]
                 if in_question and all(mask[i:i + len(key)]):
                     continue
                 spans.append((i, i + len(key), text, ok))
+    for key, text in accepted.items():
+        for i, j in exact_rules.reordered(ws, list(key)):
+            spans.append((i, j, text, True))
     kept = [s for s in spans if not any(o is not s and o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0])
                                         for o in spans)]
     kept.sort(key=lambda s: (s[0], -(s[1] - s[0])))
@@ -242,10 +253,18 @@ def decide(question: Question, response: str | None, competing: Sequence[str] = 
     good = [a for a in names if any(a == b and ok for _, _, b, ok in found)]
     if question.false_premise:
         alternatives = [normalize(a) for a in competing if a not in question.answers]
-        rejects = exact_rules.rejects_premise(question.question, response, alternatives)
+        rejects = exact_rules.rejects_premise(question.question, response, alternatives, references=question.answers)
+        ruled: list[str] = []
+        if rejects and protocol == "infodeepseek":
+            required = exact_rules.premise_answers(question.answers, alternatives)
+            said = [w.text for w in ws]
+            if required and not any(_runs(said, list(r)) for r in required):
+                rejects = False
+                ruled.append("premise answer missing: the reference also gives " + " / ".join(
+                    " ".join(r) for r in required))
         outcome = "correct" if rejects else ("not_attempted" if three_way and declined else "incorrect")
         return Decision(outcome=outcome, rule=rule, protocol=protocol, named=names, acceptable=good,
-                        abstained=declined, rejects_premise=rejects)
+                        abstained=declined, rejects_premise=rejects, ruled=ruled)
     chosen, hedged = exact_rules.commitment(ws, [(s, e, ok) for s, e, _, ok in found])
     committed = list(dict.fromkeys(found[k][2] for k in chosen))
     d = Decision(outcome="incorrect", rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined,
@@ -256,6 +275,18 @@ def decide(question: Question, response: str | None, competing: Sequence[str] = 
         ok = bool(good) and len(good) == len(names) and not hedged
     else:
         ok = bool(good)
+    if ok and rule != "mention":
+        qwords = set(normalize(question.question))
+        if exact_rules.unlisted_extra(ws, [(s, e, ok_) for s, e, _, ok_ in found], chosen,
+                                      exact_rules.proper_words(response), qwords):
+            ok = False
+            d.ruled.append("lists an unannotated name beside it")
+        value = normalize(found[chosen[0]][2])
+        if ok and value and value[0].isdigit():
+            n = exact_rules.list_count(response, value[0], normalize)
+            if n is not None and n != int(value[0]):
+                ok = False
+                d.ruled.append(f"count mismatch: says {value[0]}, lists {n}")
     if ok:
         d.outcome = "correct"
     elif three_way and declined and not names:

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from trek.imports import (
     anthropic_messages,
@@ -52,6 +53,7 @@ from trek.imports.common import (
     PageText,
     iter_matched,
     iter_records,
+    match_traces,
     page_rows,
     trajectory,
     write_run,
@@ -95,6 +97,9 @@ class ImportReport:
     traces: int = 0
     #: For each coverage field, how many trajectories have each value.
     coverage_counts: dict[str, Counter[str]] = field(default_factory=dict)
+    #: Questions of the questions file that no trace answers (trace formats: left out of the run).
+    unmatched: int = 0
+    questions_file: str | None = None
 
     @property
     def trajectories(self) -> list[Trajectory]:
@@ -121,6 +126,9 @@ class ImportReport:
                  f"and {self.pages} page(s) into {self.out}"]
         if self.skipped:
             lines.append(f"left out {self.skipped} sample(s) of other epochs")
+        if self.unmatched:
+            lines.append(f"{self.unmatched} question(s) of {self.questions_file or 'the questions file'} have no trace "
+                         "in the source: the run holds the others")
         if self.grades or self.traces:
             lines.append(f"carried over from the log's Trek scores: {self.grades} grade(s), {self.traces} trace record(s)")
         cov = "; ".join(f"{k}: " + ", ".join(f"{v} {c}" for v, c in sorted(cnt.items()))
@@ -142,6 +150,7 @@ def import_run(
     replace: bool = False,
     search_tools: Sequence[str] | None = None,
     question_key: str = "question_id",
+    in_order: bool = False,
     project: str | None = None,
     experiment: str | None = None,
 ) -> ImportReport:
@@ -154,8 +163,11 @@ def import_run(
     the import succeeded). ``search_tools`` (globs on tool names, default
     :data:`~trek.imports.spans.DEFAULT_SEARCH_TOOLS`) and ``question_key`` (the trace metadata
     or attribute naming the question id) apply to ``otlp``, ``langfuse``, ``phoenix`` and
-    ``mlflow``. The server formats take one URL in ``files``; ``project`` names the
-    ``phoenix`` project, ``experiment`` the ``mlflow`` experiment (a name or an id).
+    ``mlflow``, whose traces are matched to questions by id, else by question text, or in order
+    only with ``in_order`` (:func:`~trek.imports.common.match_traces`); the run then holds the
+    questions that have a trace (``ImportReport.unmatched`` counts the others). The server
+    formats take one URL in ``files``; ``project`` names the ``phoenix`` project,
+    ``experiment`` the ``mlflow`` experiment (a name or an id).
     """
     mod = FORMATS.get(fmt)
     if mod is None:
@@ -207,8 +219,15 @@ def import_run(
     else:  # read, parse and written one record at a time
         records = (r for f in files for r in iter_records(f, is_item=getattr(mod, "is_item", None)))
     by_id = {q.id: q for q in qs}
-    pairs = iter_matched(records, by_id, questions, traces=hasattr(mod, "read_traces"))
     report = ImportReport(out=Path(out), count=0, pages=0, skipped=skipped)
+    if hasattr(mod, "read_traces"):
+        matched = match_traces(records, by_id, questions, in_order=in_order)
+        report.unmatched = len(qs) - len(matched)
+        report.questions_file = str(questions) if questions else None
+        qs = [q for q, _ in matched]
+        pairs: Iterator[tuple[Question, Any]] = iter(matched)
+    else:
+        pairs = iter_matched(records, by_id, questions)
     pages: list[PageText] = []
     grades, traces, corpus = [], [], []
     responses: dict[str, str] = {}
@@ -243,6 +262,7 @@ def import_run(
     if hasattr(mod, "read_traces"):
         config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)
         config["question_key"] = question_key
+        config["in_order"] = in_order
     if remote:
         config[mod.LOCATION.lstrip("-")] = location  # type: ignore[attr-defined]
     from trek import runs

@@ -62,6 +62,7 @@ __all__ = [
     "iter_records",
     "iter_matched",
     "match_questions",
+    "match_traces",
     "trajectory",
     "page_rows",
     "write_run",
@@ -93,6 +94,11 @@ class InputRecord:
     data: Any
     question_id: str | None = None
     unit: str = "record"
+    #: Texts of a trace where its question may be (its input, its root span's input, the first
+    #: model call's user messages): a trace naming no question id is matched by them.
+    texts: tuple[str, ...] = ()
+    #: What the trace is called in messages (``trace 4bf9...``).
+    label: str | None = None
 
     @property
     def where(self) -> str:
@@ -274,6 +280,72 @@ def iter_matched(
             f"{n_bare} {'trace' if traces else 'record'}(s) in {', '.join(sorted(bare_files))} "
             f"but {len(questions)} question(s) in {qfile}: {'traces' if traces else 'bare records'} naming no "
             f"question are matched to the questions in order, one each; {how} to import some questions only")
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def match_traces(
+    records: Sequence[InputRecord], questions: Mapping[str, Question], questions_file: str | os.PathLike[str] | None,
+    *, in_order: bool = False,
+) -> list[tuple[Question, InputRecord]]:
+    """Pair every trace with its question, never by position unless asked:
+
+    * a trace naming its question id (``--question-key``) is matched by it;
+    * else by its question text: the question whose text (case and spacing aside) is the trace's
+      input, or is contained in it (its root span's input, its first model call's user message);
+    * ``in_order`` (``--in-order``): traces naming no id are taken in the order of the questions
+      file instead, one per question (their count must then be that of the questions).
+
+    Refused with a clear :class:`ImportFailure`: a trace whose id is not a question, a trace whose
+    text matches no question or several, two traces of one question. A source may hold traces of
+    only some of the questions. The pairs are in the order of the questions file."""
+    qfile = questions_file or "the questions file"
+    by_text: dict[str, list[Question]] = {}
+    for q in questions.values():
+        by_text.setdefault(_norm_text(q.question), []).append(q)
+    taken: dict[str, InputRecord] = {}
+    bare = [r for r in records if r.question_id is None]
+    if in_order and bare:
+        named = [r for r in records if r.question_id is not None]
+        if named:
+            raise bare[0].fail(f"a trace naming no question among traces naming one (e.g. {named[0].where}) with "
+                               "--in-order: name the question in each trace, or in none")
+        if len(bare) != len(questions):
+            raise ImportFailure(f"{len(bare)} trace(s) but {len(questions)} question(s) in {qfile}: --in-order "
+                                "matches one trace to each question in order")
+        return list(zip(questions.values(), bare, strict=True))
+
+    def what(r: InputRecord) -> str:
+        return f"{r.where}" + (f" ({r.label})" if r.label else "")
+
+    for r in records:
+        if r.question_id is not None:
+            q = questions.get(r.question_id)
+            if q is None:
+                raise r.fail(f"field 'question_id': {r.question_id!r} is not a question of {qfile}")
+            how = "names"
+        else:
+            texts = [_norm_text(t) for t in r.texts if isinstance(t, str) and t.strip()]
+            exact = {q.id: q for t in texts for q in by_text.get(t, [])}
+            found = exact or {q.id: q for t in texts for key, qs in by_text.items() if key and key in t for q in qs}
+            if not found:
+                raise ImportFailure(f"{what(r)}: names no question id and holds the text of no question of {qfile}: "
+                                    "name the question in each trace (a question_id attribute, metadata or tag; see "
+                                    "--question-key), or pass --in-order to match the traces to the questions in order")
+            if len(found) > 1:
+                ids = ", ".join(sorted(found)[:5])
+                raise ImportFailure(f"{what(r)}: names no question id and holds the text of several questions of "
+                                    f"{qfile} ({ids}): name the question in the trace (see --question-key)")
+            (q,) = found.values()
+            how = "asks"
+        if q.id in taken:
+            raise ImportFailure(f"{what(r)} and {what(taken[q.id])} both {'name' if how == 'names' else 'ask'} "
+                                f"question {q.id!r} ({q.question[:60]!r}): one trace per question; name the question "
+                                "in each trace (see --question-key)")
+        taken[q.id] = r
+    return [(q, taken[q.id]) for q in questions.values() if q.id in taken]
 
 
 # -- building the trajectory -----------------------------------------------------------------------

@@ -3,7 +3,8 @@ through one of these readers, checked by pydantic, so a log field that does not 
 with its name (never ``int()``-ed, truncated or ``str()``-ed into something else).
 
 * :func:`count`: a usage count (tokens, calls) or an epoch — a non-negative finite whole
-  number; ``true``, ``12.7``, ``-3``, ``"many"``, ``[1]`` are refused (``12.0`` is 12);
+  number of at most :data:`MAX_COUNT`; ``true``, ``12.7``, ``-3``, ``"many"``, ``"1e400"``,
+  ``[1]``, ``Infinity`` and ``10**40`` are refused (``12.0`` is 12);
 * :func:`ident`: an id (a sample's, a response's) — a string or an integer, nothing else;
 * :func:`texts`: a list of strings (answers, gold URLs), never a structure turned into text;
 * :func:`link_kind`: what a log's link is — an ``http(s)`` URL (a link and a page key), a bare
@@ -22,10 +23,13 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-__all__ = ["FieldError", "count", "ident", "model_name", "texts", "link_kind", "MAX_URL"]
+__all__ = ["FieldError", "count", "ident", "model_name", "texts", "link_kind", "MAX_URL", "MAX_COUNT"]
 
 #: Longest link kept from a log (characters).
 MAX_URL = 2048
+#: Largest count a log may give (2**53 - 1, the largest whole number every JSON reader keeps
+#: exactly); a larger one is a broken or hostile field, not a usage.
+MAX_COUNT = 2**53 - 1
 
 _COUNT = TypeAdapter(Annotated[int, Field(ge=0)])
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -41,14 +45,24 @@ class FieldError(ValueError):
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def count(value: Any, field: str, *, minimum: int = 0) -> int:
-    """``value`` as a count (``None`` is 0): see the module doc."""
+_DIGITS = re.compile(r"^[0-9]{1,20}$")
+
+
+def count(value: Any, field: str, *, minimum: int = 0, digits: bool = False) -> int:
+    """``value`` as a count (``None`` is 0): see the module doc. ``digits``: a string of decimal
+    digits is the number it writes (OTLP/JSON writes 64-bit integers as strings, Langfuse keeps
+    span attributes as text); any other string (``"1e400"``, ``"12.7"``, ``"-5"``, ``"nan"``) is
+    still refused."""
     if value is None:
         return 0
+    if digits and isinstance(value, str) and _DIGITS.match(value.strip()):
+        value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FieldError(field, f"expected a non-negative whole number, got {_show(value)}")
     try:
@@ -57,6 +71,8 @@ def count(value: Any, field: str, *, minimum: int = 0) -> int:
         raise FieldError(field, f"expected a non-negative whole number, got {_show(value)}") from None
     if n < minimum:
         raise FieldError(field, f"expected a whole number of at least {minimum}, got {_show(value)}")
+    if n > MAX_COUNT:
+        raise FieldError(field, f"expected a whole number of at most {MAX_COUNT:,}, got {_show(value)}")
     return n
 
 

@@ -15,8 +15,9 @@ observations), or the API's trace with its observations inside (``{"id": ..., "o
   (:mod:`trek.imports.spans`), so both imports of one run give the same trajectory.
 
 Questions: matched by the question id in ``trace.metadata``, ``trace.tags``
-(``KEY:VALUE``) or a span attribute (``--question-key``, default ``question_id``), else in
-file order.
+(``KEY:VALUE``) or a span attribute (``--question-key``, default ``question_id``), else by the
+question text in ``trace.input`` or the root observation's input, or in file order with
+``--in-order`` (:func:`trek.imports.common.match_traces`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
-from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of
+from trek.imports.fields import FieldError, model_name
+from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts, usage_of
 from trek.imports.tool_results import maybe_json
 from trek.types import Usage
 
@@ -51,15 +53,9 @@ def _ns(value: Any) -> int:
 
 
 def _usage(o: dict[str, Any]) -> Usage | None:
-    u = as_dict(get(o, "usageDetails", "usage"))
-    prompt = get(u, "input", "promptTokens", "prompt_tokens", "input_tokens")
-    completion = get(u, "output", "completionTokens", "completion_tokens", "output_tokens")
-    if prompt is None and completion is None:
-        return None
-    try:
-        return Usage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0), calls=1, cost_usd=None)
-    except (TypeError, ValueError):
-        return None
+    """An observation's ``usageDetails`` (or ``usage``), every count by the typed-field rule."""
+    name = "usageDetails" if "usageDetails" in o else "usage"
+    return usage_of(get(o, "usageDetails", "usage"), name)
 
 
 def _split(rec: InputRecord) -> tuple[dict[str, Any], list[Any]]:
@@ -95,7 +91,8 @@ def _span(trace_id: str, o: Any, i: int, rec: InputRecord) -> Span:
     return Span(trace_id=trace_id, span_id=o["id"].strip(), parent_id=parent.strip() if isinstance(parent, str) and
                 parent.strip() else None, name=str(o.get("name") or ""), start=_ns(o.get("startTime")),
                 end=_ns(o.get("endTime")), attrs=dict(attrs), error=error, kind=str(o.get("type") or "") or None,
-                input=o.get("input"), output=o.get("output"), model=o.get("model") or None, usage=_usage(o), order=i)
+                input=o.get("input"), output=o.get("output"), model=model_name(o.get("model"), "model"), usage=_usage(o),
+                order=i)
 
 
 def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) -> list[InputRecord]:
@@ -112,12 +109,19 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
             if tid in seen:
                 raise rec.fail(f"trace {tid!r} again (also in {seen[tid]})")
             seen[tid] = rec.where
-            spans = [_span(tid, o, i, rec) for i, o in enumerate(obs, start=1)]
+            try:
+                spans = [_span(tid, o, i, rec) for i, o in enumerate(obs, start=1)]
+            except FieldError as e:
+                raise rec.fail(f"trace {tid!r}: {e}") from None
             meta = as_dict(maybe_json(trace.get("metadata")))
             qid = question_id_of(spans, options.question_key, meta, as_dict(meta.get("attributes")),
                                  trace.get("tags") or [])
+            try:
+                texts = () if qid is not None else question_texts(spans, trace.get("input"))
+            except FieldError as e:
+                raise rec.fail(f"trace {tid!r}: {e}") from None
             out.append(InputRecord(Path(rec.file), rec.position, {"trace": trace, "spans": spans, "options": options},
-                                   qid, unit=rec.unit))
+                                   qid, unit=rec.unit, label=f"trace {tid}", texts=texts))
     return out
 
 

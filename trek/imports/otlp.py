@@ -13,8 +13,9 @@ read, and the spans of a trace become a trajectory through :mod:`trek.imports.sp
 dialects: OpenTelemetry GenAI and OpenInference).
 
 Questions: a trace naming its question id (``--question-key``, default ``question_id``: a span
-or resource attribute, OpenInference's ``metadata``, ``tag.tags``) is matched by it; traces
-naming none are matched to the questions file in order. The trajectory's ``source.record_id``
+or resource attribute, OpenInference's ``metadata``, ``tag.tags``) is matched by it; a trace
+naming none by the question text it holds (:func:`trek.imports.spans.question_texts`), or in
+order with ``--in-order`` (:func:`trek.imports.common.match_traces`). The trajectory's ``source.record_id``
 and ``details.trace`` hold the trace id and its root span id (``trek trace export`` writes the
 labels back there).
 """
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
-from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of
+from trek.imports.fields import FieldError
+from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts
 
 NAME = "otlp"
 
@@ -157,8 +159,13 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
     for tid, t in traces.items():
         first: InputRecord = t["first"]
         qid = question_id_of(t["spans"], options.question_key, *t["resources"])
+        try:
+            texts = () if qid is not None else question_texts(t["spans"])
+        except FieldError as e:
+            raise first.fail(f"trace {tid}: {e}") from None
         out.append(InputRecord(Path(first.file), first.position, {"trace_id": tid, "spans": t["spans"],
-                                                                  "options": options}, qid, unit=first.unit))
+                                                                  "options": options}, qid, unit=first.unit,
+                               texts=texts, label=f"trace {tid}"))
     return out
 
 

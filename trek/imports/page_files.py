@@ -3,7 +3,8 @@
 A source is:
 
 * a ``.jsonl`` file, one page a line: ``url`` and ``text`` (required), ``title`` and ``date``
-  (``YYYY-MM-DD``) optional;
+  (``YYYY-MM-DD``) optional; other fields (a corpus's ``id``, ``question_id``, ``metadata``, as
+  in TrekBench-Mini's ``documents.jsonl``) are ignored, and one note a file names them;
 * an ``.html``/``.htm`` file: text, title and date extracted with trafilatura (installed with
   ``pip install trek[search]``; without it a plain HTML-to-text parser is used, and the summary
   says so); its URL is ``--url``, else the page's own canonical URL (``<link rel=canonical>`` or
@@ -62,8 +63,10 @@ def _date(path: Path, line: int | None, value: object) -> _dt.date | None:
         raise RecordError(path, line, f"field 'date': expected YYYY-MM-DD, got {value!r}") from None
 
 
-def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = None) -> list[Document]:
-    """The pages of ``sources`` as documents (see the module docstring)."""
+def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = None,
+                 notes: list[str] | None = None) -> list[Document]:
+    """The pages of ``sources`` as documents (see the module docstring); ``notes`` gets one line a
+    JSONL file whose pages have fields other than a page's (ignored)."""
     if url and len(sources) != 1:
         raise ValueError("--url names the page of one HTML or text file; give one source with it")
     docs: list[Document] = []
@@ -71,15 +74,21 @@ def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = No
         p = check_regular(src, "page file")
         kind = p.suffix.lower()
         if kind in (".jsonl", ".ndjson"):
+            extra: dict[str, None] = {}
+            lines = 0
             for line, obj in iter_json_lines(p):
                 for f in ("url", "text"):
                     if not isinstance(obj.get(f), str) or not obj[f].strip():
                         raise RecordError(p, line, f"field '{f}': missing or empty")
-                extra = sorted(set(obj) - {"url", "text", "title", "date"})
-                if extra:
-                    raise RecordError(p, line, f"unknown field(s) {extra} (a page has url, text, title, date)")
+                more = [k for k in obj if k not in ("url", "text", "title", "date")]
+                if more:
+                    lines += 1
+                    extra.update(dict.fromkeys(more))
                 docs.append(Document(id=f"{p.name}:{line}", url=obj["url"].strip(), title=str(obj.get("title") or ""),
                                      date=_date(p, line, obj.get("date")), text=obj["text"], source=str(p)))
+            if extra and notes is not None:
+                notes.append(f"{p}: ignored field(s) {', '.join(sorted(extra))} of {lines} line(s) (a page has url, "
+                             "text, title, date)")
         elif kind in (".html", ".htm"):
             html = _text(p)
             m = _CANONICAL.search(html)
@@ -114,13 +123,14 @@ def read_sources(sources: Sequence[str | os.PathLike[str]], url: str | None = No
 
 
 def add_pages(run_dir: str | os.PathLike[str], sources: Sequence[str | os.PathLike[str]],
-              url: str | None = None) -> int:
+              url: str | None = None, notes: list[str] | None = None) -> int:
     """Store the pages of ``sources`` in the run's ``pages.sqlite``; returns how many were
-    written (one per URL identity). Every source is read before anything is written."""
+    written (one per URL identity). Every source is read before anything is written; ``notes``
+    gets what :func:`read_sources` notes."""
     rd = Path(run_dir)
     if not rd.is_dir():
         raise RecordError(rd, None, "run directory does not exist")
-    docs = read_sources(sources, url)
+    docs = read_sources(sources, url, notes)
     path = rd / PAGES
     if path.exists():
         check_regular(path, "page store (SQLite)")

@@ -8,9 +8,10 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
 * :func:`attribute_value`: a server's attribute value as OTLP carries it (a server that hands
   back decoded JSON, such as MLflow, gets its objects written back as the JSON string the
   instrumentation set);
-* :func:`trace_records`: spans grouped by trace id, the traces in the order they started (a
-  server's own order, newest first for Phoenix, never decides anything: traces are matched to
-  questions by id or question text);
+* :func:`trace_records`: spans grouped by trace id, the traces in the order they started, each
+  with its question id or the texts its question may be in (a server's own order, newest first
+  for Phoenix, never decides anything: traces are matched to questions by id or question text,
+  :func:`trek.imports.common.match_traces`);
 * :func:`need`: the client's import, or a one-line error naming the extra to install;
 * :func:`server_error`: an error of the client as one line naming the server.
 """
@@ -26,7 +27,8 @@ from types import ModuleType
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord
-from trek.imports.spans import Span, TraceOptions, question_id_of
+from trek.imports.fields import FieldError
+from trek.imports.spans import Span, TraceOptions, question_id_of, question_texts
 
 __all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
 
@@ -99,8 +101,12 @@ def trace_records(spans: Iterable[Span], where: str, options: TraceOptions,
     for i, (tid, group) in enumerate(ordered, start=1):
         group.sort(key=lambda s: (s.start, s.order))
         qid = question_id_of(group, options.question_key, *((extra or {}).get(tid) or []))
+        try:
+            texts = () if qid is not None else question_texts(group)
+        except FieldError as e:
+            raise ImportFailure(f"{where}, trace {i}: trace {tid}: {e}") from None
         out.append(InputRecord(where, i, {"trace_id": tid, "spans": group, "options": options}, qid,  # type: ignore[arg-type]
-                               unit="trace"))
+                               unit="trace", texts=texts, label=f"trace {tid}"))
     if not out:
         raise ImportFailure(f"{where}: the server holds no trace there")
     return out

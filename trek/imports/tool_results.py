@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from trek import jsonio
 from trek.imports.common import PageText
+from trek.imports.fields import FieldError
 from trek.types import SearchResult
 
-__all__ = ["FULL_TEXT_CHARS", "WIKIPEDIA", "ParsedResult", "parse_result", "maybe_json"]
+__all__ = ["FULL_TEXT_CHARS", "WIKIPEDIA", "MAX_JSON_TEXT", "MAX_JSON_LAYERS", "ParsedResult", "parse_result",
+           "maybe_json"]
 
 #: A hit's text of at least this many characters is the page's full text; shorter is a snippet.
 FULL_TEXT_CHARS = 2000
@@ -53,6 +57,10 @@ _DDG = re.compile(r"snippet: (?P<snippet>.*?), title: (?P<title>.*?), link: (?P<
 _WIKI = re.compile(r"^Page: (?P<title>.+?)\s*\nSummary: (?P<summary>.*?)(?=\n\s*\nPage: |\Z)", re.DOTALL | re.MULTILINE)
 _MESSAGE_KEYS = ("content", "output", "result", "response", "text")
 _LITERAL_CHARS = 100_000
+#: Longest text inside a string that is read as JSON (characters); a longer one stays text.
+MAX_JSON_TEXT = 16 << 20
+#: Most layers of encoding undone in one string (a JSON string literal holding JSON ...).
+MAX_JSON_LAYERS = 4
 
 
 @dataclass
@@ -65,21 +73,79 @@ class ParsedResult:
     how: str | None = None
 
 
-def maybe_json(value: Any) -> Any:
-    """``value`` parsed when it is a string holding a JSON object or array (or, as some Python
-    instrumentations write them, a Python literal such as ``{'query': 'x'}``), else unchanged."""
-    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            pass
-        if len(value) <= _LITERAL_CHARS:
-            try:
-                parsed = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                return value
-            return parsed if isinstance(parsed, (dict, list)) else value
+def maybe_json(value: Any, field: str = "value") -> Any:
+    """``value`` decoded when it is a string holding JSON (an object, an array or a string
+    literal; or, as some Python instrumentations write them, a Python literal such as
+    ``{'query': 'x'}``), else unchanged. Layers of encoding are undone (a JSON string literal
+    holding a JSON document, up to :data:`MAX_JSON_LAYERS` of them), so a doubly encoded
+    ``"\"{\\"a\\": 1}\""`` is the object ``{"a": 1}``.
+
+    The bounded reader of JSON inside strings: a text longer than :data:`MAX_JSON_TEXT`
+    characters is left as text; one nested deeper than :data:`~trek.jsonio.MAX_DEPTH` or holding
+    a number that is not finite (``NaN``, ``Infinity``, ``1e400``) or too long is refused with a
+    :class:`~trek.imports.fields.FieldError` naming ``field`` (never a ``RecursionError`` or an
+    ``OverflowError``)."""
+    for _ in range(MAX_JSON_LAYERS):
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text[:1] not in ("{", "[", '"') or len(text) > MAX_JSON_TEXT:
+            return value
+        parsed = _loads(text, field)
+        if parsed is _NOT_JSON:
+            return _literal(text, field) if text[0] in "{[" else value
+        if isinstance(parsed, str) and parsed == value:
+            return parsed
+        value = parsed
     return value
+
+
+class _NotJson:
+    pass
+
+
+_NOT_JSON = _NotJson()
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"the number {name} is not finite")
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"the number {text[:40]} is too large (it overflows to infinity)")
+    return v
+
+
+def _loads(text: str, field: str) -> Any:
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError:
+        return _NOT_JSON
+    except RecursionError:
+        raise FieldError(field, f"holds JSON nested deeper than {jsonio.MAX_DEPTH} arrays or objects: refused") \
+            from None
+    except ValueError as e:  # NaN, Infinity, 1e400, an integer of over 4,300 digits
+        raise FieldError(field, f"holds JSON that cannot be read ({e})") from None
+    err = jsonio.depth_error(parsed)
+    if err:
+        raise FieldError(field, f"holds JSON {err}")
+    return parsed
+
+
+def _literal(text: str, field: str) -> Any:
+    if len(text) > _LITERAL_CHARS:
+        return text
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
+        return text
+    if not isinstance(parsed, (dict, list)):
+        return text
+    if jsonio.depth_error(parsed):
+        raise FieldError(field, f"holds a literal nested deeper than {jsonio.MAX_DEPTH} levels: refused")
+    return parsed
 
 
 def _str(value: Any) -> str:

@@ -68,12 +68,15 @@ Exactly one action:
 
 ``"reply"``
     Assistant text.  Every ``{last}`` in it is replaced by the text of the last
-    message.
+    message, and every ``{NAME}`` by what the named group ``(?P<NAME>...)`` of the rule's
+    ``pattern`` or ``any_pattern`` matched.  The reply may also be a JSON object (or array):
+    the placeholders are then filled inside its strings and the whole is sent as JSON text, so a
+    captured quote or newline cannot break the document.
 ``"tool_calls"``
     A list of ``{"name": ..., "arguments": {...}}``.  They are returned as real
     tool calls (ids ``call_<hash>`` derived from the request, ``arguments``
     serialised to a JSON string, ``content`` null and ``finish_reason``
-    ``"tool_calls"``).  On ``/v1/responses`` they become ``function_call``
+    ``"tool_calls"``); placeholders in the arguments' strings are filled as in ``reply``.  On ``/v1/responses`` they become ``function_call``
     output items.
 ``"error"``
     ``{"status": 400, "message": "..."}``, optionally with ``"type"``,
@@ -206,7 +209,9 @@ SCRIPT_SCHEMA: dict[str, Any] = {
             "model": {"type": "string", "description": "Exact model name."},
             "tool_choice": {"description": "The request's tool_choice equals this JSON value (null: none sent)."},
             "json_schema": {"type": "boolean", "description": "The request constrains replies to a JSON schema."},
-            "reply": {"type": "string", "description": "Assistant text; {last} is the last message's text."},
+            "reply": {"type": ["string", "object", "array"],
+                      "description": "Assistant text ({last}: the last message's text; {NAME}: the named group NAME "
+                                     "of the pattern); an object or array is sent as JSON with its strings filled."},
             "tool_calls": {"type": "array", "minItems": 1, "description": "Tool calls to return.",
                            "items": {"type": "object", "required": ["name"],
                                      "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}}},
@@ -276,8 +281,8 @@ class _Rule:
         self.json_schema: bool | None = json_schema
         self.action = actions[0]
         payload = raw[self.action]
-        if self.action == "reply" and not isinstance(payload, str):
-            raise ValueError(f"script rule #{index}: 'reply' must be a string")
+        if self.action == "reply" and not isinstance(payload, str | dict | list):
+            raise ValueError(f"script rule #{index}: 'reply' must be a string, an object or an array")
         if self.action == "tool_calls":
             if not isinstance(payload, list) or not payload:
                 raise ValueError(f"script rule #{index}: 'tool_calls' must be a non-empty list")
@@ -298,18 +303,49 @@ class _Rule:
         self.usage: dict[str, Any] | None = usage
 
     def matches(self, model: str, texts: Sequence[str], tool_results: int, body: dict[str, Any] | None = None) -> bool:
+        return self.groups(model, texts, tool_results, body) is not None
+
+    def groups(self, model: str, texts: Sequence[str], tool_results: int,
+               body: dict[str, Any] | None = None) -> dict[str, str] | None:
+        """The named groups the rule's patterns captured when it matches the request, else ``None``."""
         if self.model is not None and model != self.model:
-            return False
+            return None
         body = body or {}
         if self.tool_choice is not _UNSET and body.get("tool_choice") != self.tool_choice:
-            return False
+            return None
         if self.json_schema is not None and _has_schema(body.get("response_format")) != self.json_schema:
-            return False
+            return None
         if self.tool_results is not None and tool_results != self.tool_results:
-            return False
-        if self.pattern is not None and not self.pattern.search(texts[-1] if texts else ""):
-            return False
-        return not (self.any_pattern is not None and not self.any_pattern.search("\n".join(texts)))
+            return None
+        found: dict[str, str] = {}
+        for regex, text in ((self.pattern, texts[-1] if texts else ""), (self.any_pattern, "\n".join(texts))):
+            if regex is None:
+                continue
+            m = regex.search(text)
+            if m is None:
+                return None
+            found.update({k: v for k, v in m.groupdict().items() if v is not None})
+        return found
+
+    def text(self, texts: Sequence[str], groups: dict[str, str]) -> str:
+        """The reply of a ``reply`` rule with its placeholders filled."""
+        if isinstance(self.payload, str):
+            return _fill(self.payload, texts, groups)
+        return json.dumps(_fill(self.payload, texts, groups), ensure_ascii=False)
+
+
+def _fill(value: Any, texts: Sequence[str], groups: dict[str, str]) -> Any:
+    """``value`` with ``{last}`` and ``{NAME}`` (a captured group) filled in every string it holds."""
+    if isinstance(value, str):
+        value = value.replace("{last}", texts[-1] if texts else "")
+        for name, got in groups.items():
+            value = value.replace("{" + name + "}", got)
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, texts, groups) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, texts, groups) for v in value]
+    return value
 
 
 def _has_schema(fmt: Any) -> bool:
@@ -322,9 +358,14 @@ def _has_schema(fmt: Any) -> bool:
 
 
 def load_script(script: str | Path | Iterable[dict[str, Any]] | None) -> list[_Rule]:
-    """Parse and validate a script given as a JSON file path or a list of rule dicts."""
+    """Parse and validate a script given as a JSON file path or a list of rule dicts; the name
+    ``demo`` (when no such file exists) is the shipped :mod:`trek.testing.demo` script."""
     if script is None:
         return []
+    if isinstance(script, str) and script == "demo" and not Path(script).exists():
+        from trek.testing.demo import demo_script
+
+        script = demo_script()
     if isinstance(script, str | Path):
         raw = json.loads(Path(script).read_text(encoding="utf-8"))
     else:
@@ -819,11 +860,13 @@ class FakeOpenAIServer:
             self._ok_by_key[key] = self._ok_by_key.get(key, 0) + 1
 
     def _pick_rule(self, model: str, texts: Sequence[str], tool_results: int,
-                   body: dict[str, Any] | None = None) -> _Rule | None:
+                   body: dict[str, Any] | None = None) -> tuple[_Rule | None, dict[str, str]]:
+        """The first rule that matches and the named groups its patterns captured."""
         for rule in self.rules:
-            if rule.matches(model, texts, tool_results, body):
-                return rule
-        return None
+            groups = rule.groups(model, texts, tool_results, body)
+            if groups is not None:
+                return rule, groups
+        return None, {}
 
     def _fault_response(self, kind: str, model: str) -> web.Response:
         if kind == "429":
@@ -963,11 +1006,12 @@ class FakeOpenAIServer:
             total = override.get("total_tokens")
         return prompt, completion, int(total) if total is not None else prompt + completion
 
-    def _tool_calls(self, rule: _Rule, key: str) -> list[tuple[str, str, str]]:
+    def _tool_calls(self, rule: _Rule, key: str, texts: Sequence[str] = (),
+                    groups: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
         """(call id, name, JSON arguments) for every scripted call, ids derived from the request."""
         out = []
         for i, call in enumerate(rule.payload):
-            args = call.get("arguments", {})
+            args = _fill(call.get("arguments", {}), texts, groups or {})
             args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             out.append((f"call_{_short_hash(key, i, call['name'])}", call["name"], args_json))
         return out
@@ -979,13 +1023,13 @@ class FakeOpenAIServer:
         model = body["model"]
         texts = [content_text(m.get("content")) for m in messages]
         tool_results = sum(1 for m in messages if m.get("role") == "tool")
-        rule = self._pick_rule(model, texts, tool_results, body)
+        rule, groups = self._pick_rule(model, texts, tool_results, body)
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
         finish_reason = "stop"
         if rule is not None and rule.action == "error":
             return self._script_error(rule)
         if rule is not None and rule.action == "tool_calls":
-            calls = self._tool_calls(rule, key)
+            calls = self._tool_calls(rule, key, texts, groups)
             message["tool_calls"] = [
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
                 for cid, name, args in calls
@@ -994,7 +1038,7 @@ class FakeOpenAIServer:
             finish_reason = "tool_calls"
         else:
             if rule is not None:
-                text = rule.payload.replace("{last}", texts[-1] if texts else "")
+                text = rule.text(texts, groups)
             else:
                 text = "fake answer " + key[:12]
             message["content"] = text
@@ -1066,12 +1110,12 @@ class FakeOpenAIServer:
         messages = self._input_as_messages(inp)
         texts = [m["content"] for m in messages]
         tool_results = sum(1 for m in messages if m["role"] == "tool")
-        rule = self._pick_rule(model, texts, tool_results, body)
+        rule, groups = self._pick_rule(model, texts, tool_results, body)
         if rule is not None and rule.action == "error":
             return self._script_error(rule)
         output: list[dict[str, Any]] = []
         if rule is not None and rule.action == "tool_calls":
-            calls = self._tool_calls(rule, key)
+            calls = self._tool_calls(rule, key, texts, groups)
             for cid, name, args in calls:
                 output.append(
                     {
@@ -1086,7 +1130,7 @@ class FakeOpenAIServer:
             completion_text = " ".join(args for _, _, args in calls)
         else:
             if rule is not None:
-                text = rule.payload.replace("{last}", texts[-1] if texts else "")
+                text = rule.text(texts, groups)
             else:
                 text = "fake answer " + key[:12]
             output.append(
@@ -1325,11 +1369,13 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run a deterministic fake OpenAI-compatible server.",
     )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
+    p.add_argument("--port", type=int, default=0, help="TCP port (default 0: a free one, printed on start)")
     p.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
     p.add_argument("--fault-rate", type=float, default=0.0, help="probability of injecting a fault")
     p.add_argument("--seed", type=int, default=0, help="seed for the fault decisions")
-    p.add_argument("--script", default=None, help="JSON file with scripted replies")
+    p.add_argument("--script", default=None,
+                   help="JSON file with scripted replies, or 'demo': toy model and judges that answer Trek's "
+                        "own prompts (trek.testing.demo)")
     p.add_argument("--stall-seconds", type=float, default=30.0, help="how long a stall fault lasts")
     p.add_argument("--retry-after", type=float, default=0.1, help="seconds advertised by 429 faults")
     p.add_argument("--require-key", default=None, help="only accept this bearer token")
@@ -1380,8 +1426,10 @@ async def _serve_forever(server: FakeOpenAIServer) -> None:
         await server.stop_async()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = _build_parser()
+    if prog:
+        parser.prog = prog
     args = parser.parse_args(argv)
     try:
         server = FakeOpenAIServer(
