@@ -91,18 +91,19 @@ def _questions() -> dict[str, dict[str, str]]:
 
 
 #: What the agent does per question (asked in this order, not the questions file's): the query the
-#: model asks for, the search hits, the answer; ``named``: whether its trace names the question id.
+#: model asks for, the search hits, the answer; ``named``: whether its trace names the question id
+#: (the others are matched by the question text they hold).
 PLAN = [
     {"qid": "lake-3", "query": "Riverbend Cup 2025 final winner", "named": True,
      "hits": [{"url": "https://riverbend-sports.example/cup-final", "title": "Riverbend Cup final",
                "snippet": "The Pinecrest Otters beat the Riverside Herons 3-1."},
               {"url": "https://riverbend-sports.example/standings", "title": "Standings", "snippet": "Table."}],
      "answer": "The Pinecrest Otters won the 2025 Riverbend Cup."},
-    {"qid": "lake-1", "query": "Lakeside Marathon 2025 winner", "named": True,
+    {"qid": "lake-1", "query": "Lakeside Marathon 2025 winner", "named": False,
      "hits": [{"url": "https://lakeside-news.example/marathon-2025", "title": "Lakeside Marathon 2025 results",
                "snippet": "Mara Quill won the overall race."}],
      "answer": "Mara Quill won the 2025 Lakeside Marathon."},
-    {"qid": "lake-2", "query": "new Harbor Bridge number of lanes", "named": True,
+    {"qid": "lake-2", "query": "new Harbor Bridge number of lanes", "named": False,
      "hits": [{"url": "https://harbor-city.example/old-plans", "title": "Harbor Bridge plans",
                "snippet": "Plans for a new Harbor Bridge with four lanes."}],
      "answer": "The Harbor Bridge has four lanes."},
