@@ -62,8 +62,10 @@ def module_name(root: Path, p: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph(root: Path) -> tuple[dict[str, set[str]], int, int]:
-    """(module -> trek modules it imports, import statements, of them inside functions)."""
+def import_graph(root: Path, packages: bool = False) -> tuple[dict[str, set[str]], int, int]:
+    """(module -> trek modules it imports, import statements, of them inside functions).
+    ``packages``: importing ``a.b.c`` also runs the ``__init__`` of ``a`` and ``a.b``, an arrow to
+    each (except the packages the importer itself lives in, which are running already)."""
     mods = {module_name(root, p): p for p in sorted(root.rglob("*.py"))}
 
     def resolve(m: str) -> str:
@@ -93,8 +95,13 @@ def import_graph(root: Path) -> tuple[dict[str, set[str]], int, int]:
                 n_func += id(n) in in_func
             for t in targets:
                 r = resolve(t)
-                if r and r != m and not m.startswith(r + "."):
-                    graph[m].add(r)
+                hits = [r]
+                if packages and r:
+                    bits = r.split(".")
+                    hits += [p for i in range(1, len(bits)) if (p := ".".join(bits[:i])) in mods]
+                for h in hits:
+                    if h and h != m and not m.startswith(h + "."):
+                        graph[m].add(h)
     return graph, n_all, n_func
 
 

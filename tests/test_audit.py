@@ -60,7 +60,7 @@ def test_the_grading_audit_is_worked_out_by_hand(run_dir):
     table = audit_table(pairs)
     row = table.loc["grading"]
     assert row["n"] == 10 and row["unreadable"] == 1
-    assert row["agreement"] == pytest.approx(80.0)
+    assert row["agreement_binary"] == pytest.approx(80.0) and row["agreement_outcomes"] == pytest.approx(80.0)
     assert row["kappa"] == pytest.approx(7 / 12)
     assert row["exact_yes"] == pytest.approx(40.0) and row["judge_yes"] == pytest.approx(40.0)
     assert row["kappa_low"] < 7 / 12 < row["kappa_high"]
@@ -74,10 +74,27 @@ def test_the_grading_audit_is_worked_out_by_hand(run_dir):
     assert set(d["question_id"]) == {"h:3", "h:4", "h:1"}  # two grades and one probe verdict
 
 
+def test_binary_and_three_outcome_agreement_are_each_reported(tmp_path):
+    # SealQA: exact C/B/A/A, judge B/C/A/B. Outcomes agree once (A, A) of 4: 25%; credit (A or
+    # not) agrees three times (not/not, not/not, A/A) of 4: 75%.
+    exact, judge = ["not_attempted", "incorrect", "correct", "correct"], ["incorrect", "not_attempted", "correct",
+                                                                         "incorrect"]
+    rd = tmp_path / "seal"
+    ids = [f"s:{i}" for i in range(4)]
+    runs.write_records(rd, runs.QUESTIONS, [Question(id=q, dataset="sealqa", question=f"{q}?", answers=["x"])
+                                            for q in ids])
+    runs.write_records(rd, runs.ANSWERS, [Trajectory(question_id=q, model="m", final_answer="a") for q in ids])
+    mk = lambda q, o, m, e: grade(q, o, m, e).model_copy(update={"dataset": "sealqa"})  # noqa: E731
+    write_jsonl(rd / runs.GRADES, [mk(q, o, "oracle", True) for q, o in zip(ids, exact, strict=True)])
+    write_jsonl(rd / AUDIT_GRADING, [mk(q, o, "gpt-judge", False) for q, o in zip(ids, judge, strict=True)])
+    row = audit_table(audit_pairs([rd])).loc["grading"]
+    assert row["agreement_outcomes"] == pytest.approx(25.0) and row["agreement_binary"] == pytest.approx(75.0)
+
+
 def test_trace_steps_recorded_beside_the_exact_ones_are_paired(run_dir):
     table = audit_table(audit_pairs([run_dir]))
     row = table.loc["gold_only"]
-    assert row["n"] == 2 and row["agreement"] == pytest.approx(50.0)
+    assert row["n"] == 2 and row["agreement_binary"] == row["agreement_outcomes"] == pytest.approx(50.0)
     # exact yes/no, judge yes/yes: p_o = 1/2, p_e = 1/2 * 1 + 1/2 * 0 = 1/2, kappa 0
     assert row["kappa"] == pytest.approx(0.0)
     assert list(table.index) == ["grading", "gold_only"]  # the roles' fixed order

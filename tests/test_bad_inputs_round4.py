@@ -236,11 +236,15 @@ def test_O15_csv_cells_that_a_spreadsheet_would_evaluate_are_inert(tmp_path):
 
     from trek.report.latex import save_table
 
-    df = pd.DataFrame({"run": ['=HYPERLINK("http://x")', "+1", "@SUM(A1)", "-x", "plain"], "n": [1, -2, 3, 4, 5]})
+    df = pd.DataFrame({"run": ['=HYPERLINK("http://x")', "+A1", "@SUM(A1)", "-x", "plain"], "n": [1, -2, 3, 4, 5],
+                       "kappa": ["-0.117", "+1", "0.5", "-1e-3", "1"]})
     save_table(df, "t", tmp_path)
     text = (tmp_path / "t.csv").read_text()
-    assert "'=HYPERLINK" in text and "'+1" in text and "'@SUM" in text and "'-x" in text
-    assert ",-2\n" in text and ",plain," in text  # numbers stay numbers, plain text stays as it is
+    assert "'=HYPERLINK" in text and "'+A1" in text and "'@SUM" in text and "'-x" in text
+    assert ",-2," in text and ",plain," in text  # numbers stay numbers, plain text stays as it is
+    # a number written as text is a number, not a formula: left alone, read back as a number
+    back = pd.read_csv(tmp_path / "t.csv")
+    assert back["kappa"].dtype.kind == "f" and list(back["kappa"]) == [-0.117, 1.0, 0.5, -0.001, 1.0]
 
 
 # == B: the bounded reader ===========================================================================

@@ -198,7 +198,7 @@ def test_out_equal_to_the_requests_file_is_refused(tmp_path):
 
 
 def test_a_second_run_on_the_same_out_is_refused(tmp_path):
-    from trek.llm.batch import _locked
+    from trek.batch import _locked
 
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 3)
@@ -413,7 +413,7 @@ def test_an_oversized_message_fails_alone_named_by_file_line_and_id(tmp_path):
 
 # -- the output is a journal while the run goes on -------------------------------------------------
 def test_results_are_appended_and_the_output_rewritten_once(tmp_path, monkeypatch):
-    import trek.llm.batch as batch
+    import trek.batch as batch
     import trek.stage
     from trek.aio import run_sync
     from trek.llm import LLMClient

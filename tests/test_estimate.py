@@ -105,14 +105,69 @@ def test_agentic_assumption_and_search_fees():
 
 
 def test_other_models_get_a_band_and_unpriced_models_tokens_only():
-    client = LLMClient("Qwen/Qwen3-8B", base_url="http://127.0.0.1:9/v1", prices=PRICES, progress=False)
+    prices = PriceTable({"Qwen/Qwen3-8B": Price(input=0.5, output=1.0)})
     req = ChatRequest(messages=[{"role": "user", "content": "hello world " * 50}])
-    est = estimate_requests([req], client, assume_output=100)
     n = count_chat_tokens(req.messages)
-    assert est.input_tokens == (int(n * 0.8), round(n * 1.25 + 0.4999))
+    priced = estimate_requests([req], LLMClient("Qwen/Qwen3-8B", base_url="http://127.0.0.1:9/v1", prices=prices,
+                                                progress=False), assume_output=100)
+    assert priced.input_tokens == (int(n * 0.8), round(n * 1.25 + 0.4999))
+    assert any("approximation" in x for x in priced.notes)
+    client = LLMClient("Qwen/Qwen3-8B", base_url="http://127.0.0.1:9/v1", prices=PRICES, progress=False)
+    est = estimate_requests([req], client, assume_output=100)
+    assert est.input_tokens[0] <= n * 0.8 and n * 1.25 <= est.input_tokens[1]  # bounds, not a count
     assert est.output_tokens == (1, 100)
     assert est.usd_high == 0 and any("no price" in x for x in est.notes)
-    assert any("approximation" in x for x in est.notes)
+    assert any("bounds from their length" in x for x in est.notes)
+
+
+def test_no_price_no_tokenizer(monkeypatch):
+    """A model without a price (or with a free input price) needs no token count: the estimate
+    gives bounds from the length of each text and never calls the tokenizer."""
+    import trek.llm.estimate as estimate
+
+    def refuse(*a, **k):
+        raise AssertionError("the tokenizer was called")
+
+    monkeypatch.setattr(estimate, "count_chat_tokens", refuse)
+    reqs = [ChatRequest(messages=[{"role": "system", "content": "Answer briefly."},
+                                  {"role": "user", "content": f"question {i}: {'élan ' * i} what year?"}])
+            for i in range(30)]
+    free = PriceTable({"local-free": Price(input=0.0, output=0.0)})
+    for model, prices in (("unpriced-model", PRICES), ("local-free", free)):
+        client = LLMClient(model, base_url="http://127.0.0.1:9/v1", prices=prices, progress=False)
+        est = estimate_requests(reqs, client)
+        monkeypatch.undo()
+        exact = sum(count_chat_tokens(r.messages) for r in reqs)
+        monkeypatch.setattr(estimate, "count_chat_tokens", refuse)
+        lo, hi = est.input_tokens
+        assert lo <= 0.8 * exact and 1.25 * exact <= hi, (model, est.input_tokens, exact)
+        assert est.usd_low == est.usd_high == 0
+
+
+def test_a_large_run_counts_a_sample_and_says_so(monkeypatch):
+    """Past EXACT_FIRST priced requests, every EXACT_EVERY-th is counted; the rest get the
+    sample's bounds, which contain the exact total here (texts of one kind), and a note says so."""
+    import trek.llm.estimate as estimate
+
+    monkeypatch.setattr(estimate, "EXACT_FIRST", 5)
+    monkeypatch.setattr(estimate, "EXACT_EVERY", 4)
+    counted = []
+    real = estimate.count_chat_tokens
+    monkeypatch.setattr(estimate, "count_chat_tokens", lambda m, t=None: counted.append(1) or real(m, t))
+    reqs = [ChatRequest(messages=[{"role": "user", "content": "word " * (5 + i % 7) + f"question {i}"}])
+            for i in range(40)]
+    client = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", prices=PRICES, progress=False)
+    est = estimate_requests(reqs, client)
+    assert len(counted) == 5 + sum(1 for i in range(5, 40) if i % 4 == 0)  # the first 5, then every 4th
+    exact = sum(real(r.messages) for r in reqs)
+    assert est.input_tokens[0] <= exact <= est.input_tokens[1] and est.input_tokens[0] < est.input_tokens[1]
+    assert est.token_usd[0] <= (exact * 1.0 + 40 * 4.0) / 1e6
+    note = next(n for n in est.notes if "sample" in n)
+    assert f"a sample of {len(counted)} of the 40 priced requests" in note and "not a count" in note
+    # below the threshold every request is counted: one figure, no sample
+    monkeypatch.setattr(estimate, "EXACT_FIRST", 1000)
+    whole = estimate_requests(reqs, client)
+    assert whole.input_tokens == (exact, exact) and not any("sample" in n for n in whole.notes)
 
 
 def test_recording_client_records_and_sends_nothing():

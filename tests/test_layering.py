@@ -2,7 +2,8 @@
 
 Each top-level module or package of ``trek/`` (a *part*: ``trek/grading.py`` is ``grading``,
 ``trek/trace/`` is ``trace``) sits on one layer below. A part may import parts of lower layers;
-within a layer only the foundations (layer 0) and the grading rules (layer 2) reach each other;
+the parts of one layer never reach each other (the foundation too is ordered: types below the
+client, the client below roles, roles below run directories, those below the stage executor);
 nothing reaches up. Every ``import`` and ``from ... import`` is read with ``ast`` (imports inside
 functions and under ``TYPE_CHECKING`` included, relative imports resolved), so a lazy import
 cannot hide an arrow. A new part must be given a layer here before it can land.
@@ -20,13 +21,21 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 
 #: (parts, whether the parts of the layer may import each other), lowest layer first.
 LAYERS: list[tuple[set[str], bool]] = [
-    # foundations: records, files, the client, roles, run directories, the stage executor
-    ({"trek", "errors", "jsonio", "paths", "outputs", "sqlite", "retry", "aio", "journal", "types",
-      "tokens", "templates", "limits", "local", "llm", "roles", "runs", "stage", "embeddings", "stats", "urls"}, True),
+    # the foundation, in the order the code wants: leaves and helpers, files, records, the client,
+    # roles, run directories, the stage executor, the batch runner on top of it
+    ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates"}, False),
+    ({"jsonio", "sqlite", "local", "outputs"}, False),
+    ({"types", "journal"}, False),
+    ({"llm"}, False),
+    ({"roles"}, False),
+    ({"runs"}, False),
+    ({"stage"}, False),
+    ({"batch"}, False),
     # what a run reads: datasets, pages, context records, prompt texts, prices, the fake server
     ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing"}, False),
-    # searching and the grading rules (the exact judge and the graders use each other)
-    ({"search", "annotations", "exact", "graders"}, True),
+    # searching and the grading rules; the exact judge above the graders whose rules it applies
+    ({"search", "annotations", "graders"}, False),
+    ({"exact"}, False),
     # the stages that answer and grade
     ({"answering", "grading"}, False),
     # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
@@ -35,6 +44,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     ({"audit", "imports", "analysis"}, False),
     # tables and figures
     ({"report"}, False),
+    # the list of Trek's parts, which fills the registries of the layers below (trek/parts.py)
+    ({"parts"}, False),
     # what drives everything: the experiments of `make runs`, the notebooks, inspect_ai, the CLI
     ({"experiments", "paper", "inspect"}, False),
     ({"cli"}, False),
@@ -175,3 +186,32 @@ def test_a_part_without_a_layer_is_reported(tmp_path):
 
 if __name__ == "__main__":  # print the arrows that break the layers
     print("\n".join(against_the_flow(TREK)) or "no arrow against the flow", file=sys.stderr)
+
+
+def _import_graph(root: Path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "architecture_figures.py"
+    spec = importlib.util.spec_from_file_location("architecture_figures", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, mod.import_graph(root, packages=True)[0]
+
+
+def test_no_module_cycle_when_the_package_inits_an_import_runs_are_counted():
+    # importing trek.graders.exact runs trek/graders/__init__.py too: an import inside one of its
+    # functions is an arrow of every module that imports any module of the package
+    fig, graph = _import_graph(TREK)
+    assert fig.cycles(graph) == []
+
+
+def test_a_cycle_through_a_package_init_is_caught(tmp_path):
+    root = tmp_path / "trek"
+    (root / "graders").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "graders" / "__init__.py").write_text("def agrade():\n    from trek import exact\n    return exact\n")
+    (root / "graders" / "exact.py").write_text("")
+    (root / "exact.py").write_text("from trek.graders.exact import decide\n")
+    fig, graph = _import_graph(root)
+    assert fig.cycles(graph) == [["trek.exact", "trek.graders"]]
+    assert fig.cycles(fig.import_graph(root)[0]) == []  # without the package's __init__ the cycle hides

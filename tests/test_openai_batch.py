@@ -12,11 +12,16 @@ from trek.llm import ChatRequest, LLMCache, LLMClient
 from trek.llm.cache import request_key
 from trek.llm.estimate import RecordingClient, request_body
 from trek.llm.ledger import read_ledger
-from trek.llm.openai_batch import BATCH_STATE, submit_and_collect
+from trek.llm.openai_batch import submit_and_collect as _submit
 from trek.llm.usage import Price, PriceTable
+from trek.runs import BATCH_STATE
 from trek.testing.fake_openai import FakeOpenAIServer
 
 PRICES = PriceTable({"gpt-4o-mini": Price(input=1.0, output=4.0)})
+
+
+def submit_and_collect(*args, **kw):
+    return _submit(*args, state_file=BATCH_STATE, **kw)
 
 
 def _client(srv, tmp_path):
@@ -234,7 +239,7 @@ def test_a_batch_api_step_retries_through_the_one_policy_with_jitter_and_retry_a
 
 
 def test_a_second_batch_run_on_the_same_out_is_refused_before_it_uploads(tmp_path, monkeypatch):
-    from trek.llm.batch import _locked
+    from trek.batch import _locked
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     with FakeOpenAIServer(batch_delay=0.0) as srv:

@@ -32,12 +32,14 @@ def rows() -> list[list[str]]:
 def all_options() -> set[str]:
     found: set[str] = set()
 
-    def walk(cmd) -> None:  # a command, or a group with .commands
+    def walk(cmd) -> None:  # a command, or a group
         for p in cmd.params:
             for opt in [*p.opts, *getattr(p, "secondary_opts", [])]:
                 found.add(opt)
-        for sub in getattr(cmd, "commands", {}).values():
-            walk(sub)
+        if hasattr(cmd, "list_commands"):  # a group (the root loads its commands on request)
+            ctx = cmd.context_class(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name))
 
     walk(typer.main.get_command(app))
     return found

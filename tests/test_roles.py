@@ -91,9 +91,10 @@ def commands():
     import typer
 
     def walk(cmd, prefix):
-        if hasattr(cmd, "commands"):  # a group
-            for name, sub in cmd.commands.items():
-                yield from walk(sub, f"{prefix} {name}".strip())
+        if hasattr(cmd, "list_commands"):  # a group (the root loads its commands on request)
+            ctx = cmd.context_class(cmd)
+            for name in cmd.list_commands(ctx):
+                yield from walk(cmd.get_command(ctx, name), f"{prefix} {name}".strip())
         else:
             yield prefix, cmd
 

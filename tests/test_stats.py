@@ -23,6 +23,7 @@ from trek.stats import (
     cohens_kappa,
     holm,
     kappa_undefined,
+    macro_jeffreys_ci,
     mcnemar,
     mcnemar_exact,
     micro_macro,
@@ -127,18 +128,53 @@ def test_accuracy_ci_table_rows_and_intervals():
     assert table.loc["B", "ci_high"] == pytest.approx(Z95_SQ / (2 + Z95_SQ))
     # micro row is Wilson on the pooled counts.
     assert (table.loc["micro", "ci_low"], table.loc["micro", "ci_high"]) == pytest.approx(wilson_ci(4, 6))
-    # Each group is constant, so every stratified resample keeps A at 1.0 and B at 0.0 and the
-    # macro accuracy is exactly 0.5 in every resample: the interval collapses to (0.5, 0.5).
-    # (An unstratified bootstrap would mix the groups and give a wide interval.)
-    assert table.loc["macro", "ci_low"] == pytest.approx(0.5)
-    assert table.loc["macro", "ci_high"] == pytest.approx(0.5)
+    # The default macro interval is the Jeffreys one: wide although each group is constant.
+    assert (table.loc["macro", "ci_low"], table.loc["macro", "ci_high"]) == pytest.approx(
+        macro_jeffreys_ci([4, 0], [4, 2]))
+    assert table.loc["macro", "ci_low"] < 0.5 < table.loc["macro", "ci_high"]
+    # The stratified bootstrap: each group is constant, so every resample keeps A at 1.0 and B at
+    # 0.0 and the macro accuracy is exactly 0.5 in every resample: the interval collapses.
+    boot = accuracy_ci_table(CORRECT, GROUPS, seed=0, n_resamples=2000, macro_interval="bootstrap")
+    assert boot.loc["macro", "ci_low"] == pytest.approx(0.5)
+    assert boot.loc["macro", "ci_high"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="macro_interval"):
+        accuracy_ci_table(CORRECT, GROUPS, macro_interval="normal")
+
+
+def test_the_macro_jeffreys_interval_of_one_group_is_its_jeffreys_interval():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n in [(1, 6), (2, 6), (5, 6), (13, 40)]:
+        assert macro_jeffreys_ci([k], [n]) == pytest.approx(proportion_confint(k, n, method="jeffreys"))
+    # at the edges the bound on the side of the estimate is the estimate itself
+    assert macro_jeffreys_ci([0], [6]) == pytest.approx((0.0, proportion_confint(0, 6, method="jeffreys")[1]))
+    assert macro_jeffreys_ci([6], [6]) == pytest.approx((proportion_confint(6, 6, method="jeffreys")[0], 1.0))
+
+
+@pytest.mark.parametrize("ks, ns", [([0, 0, 0], [12, 12, 12]), ([2], [6]), ([0, 2, 0], [12, 12, 10]),
+                                    ([12, 12], [12, 12]), ([1, 5, 9], [10, 10, 10])])
+def test_no_zero_width_macro_interval_beside_a_positive_width_micro_one(ks, ns):
+    correct = [x for k, n in zip(ks, ns, strict=True) for x in [1] * k + [0] * (n - k)]
+    groups = [g for g, n in enumerate(ns) for _ in range(n)]
+    table = accuracy_ci_table(correct, groups)
+    micro_width = table.loc["micro", "ci_high"] - table.loc["micro", "ci_low"]
+    macro_width = table.loc["macro", "ci_high"] - table.loc["macro", "ci_low"]
+    assert micro_width > 0 and macro_width > 0.01
+    assert table.loc["macro", "ci_low"] <= table.loc["macro", "accuracy"] <= table.loc["macro", "ci_high"]
+
+
+def test_the_macro_jeffreys_interval_rejects_bad_input():
+    with pytest.raises(ValueError, match="one k and one n"):
+        macro_jeffreys_ci([], [])
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        macro_jeffreys_ci([3], [2])
 
 
 def test_accuracy_ci_table_macro_bootstrap_is_seeded():
     correct = [1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1]
     groups = ["x"] * 5 + ["y"] * 4 + ["z"] * 3
-    first = accuracy_ci_table(correct, groups, seed=3, n_resamples=500)
-    again = accuracy_ci_table(correct, groups, seed=3, n_resamples=500)
+    first = accuracy_ci_table(correct, groups, seed=3, n_resamples=500, macro_interval="bootstrap")
+    again = accuracy_ci_table(correct, groups, seed=3, n_resamples=500, macro_interval="bootstrap")
     pd.testing.assert_frame_equal(first, again)
     low, high = first.loc["macro", ["ci_low", "ci_high"]]
     # x = [1,0,1,1,0] -> 3/5, y = [1,0,0,1] -> 2/4, z = [1,0,1] -> 2/3

@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from trek import parts  # noqa: F401  (the list of parts completes the registry, as the command line does)
 from trek.answer_prompts import (
     ANSWER_AS_OF_YEAR,
     ANSWER_AS_WRITTEN,
@@ -11,7 +12,6 @@ from trek.answer_prompts import (
     year_fields,
 )
 from trek.templates import (
-    DECLARING_MODULES,
     UnknownTemplateError,
     known_templates,
     render,
@@ -173,6 +173,7 @@ def test_every_template_is_known_from_the_index_alone(tmp_path):
         (folder / f"{name}.txt").write_text("{question}")
     code = (
         "import json, sys\n"
+        "import trek.cli\n"
         "from trek import templates\n"
         "with templates.prompts_folder(sys.argv[1]):\n"
         "    print(json.dumps(sorted(templates.known_templates())))\n"
@@ -182,9 +183,32 @@ def test_every_template_is_known_from_the_index_alone(tmp_path):
     assert set(json.loads(done.stdout)) == _declared_in_sources()[0] == set(known_templates())
 
 
-def test_the_registry_names_every_declaring_module():
+def test_the_list_of_parts_imports_every_declaring_module():
+    import ast
+    from pathlib import Path
+
+    import trek
+
+    tree = ast.parse((Path(trek.__file__).parent / "parts.py").read_text(encoding="utf-8"))
+    listed = {f"{n.module}.{a.name}" if n.module != "trek" else f"trek.{a.name}"
+              for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     declaring = _declared_in_sources()[3]
-    assert set(DECLARING_MODULES) == declaring
+    assert declaring <= listed, f"import them in trek/parts.py: {sorted(declaring - listed)}"
+
+
+def test_no_module_below_the_command_line_imports_a_module_by_name():
+    import ast
+    from pathlib import Path
+
+    import trek
+
+    root = Path(trek.__file__).parent
+    bad = [f"{p.relative_to(root.parent)}:{n.lineno}" for p in sorted(root.rglob("*.py")) if "cli" not in p.parts
+           for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+           if (isinstance(n, ast.Attribute) and n.attr == "import_module")
+           or (isinstance(n, ast.Name) and n.id in ("__import__", "import_module"))
+           or (isinstance(n, ast.alias) and n.name == "import_module")]
+    assert bad == [], "register where defined and list the part in trek/parts.py: " + ", ".join(bad)
 
 
 def test_registered_names_are_the_names_the_code_uses():

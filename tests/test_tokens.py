@@ -87,3 +87,19 @@ def test_the_build_counts_each_context_exactly_and_reuses_document_counts(tmp_pa
     contexts = read_contexts(result.contexts_path)
     assert contexts and all(c.tokens == direct(c.rendered) for c in contexts)
     assert tokens.cache_info()["hits"] > tokens.cache_info()["misses"]  # documents recur across conditions
+
+
+def test_max_token_bytes_is_the_tokenizers_longest_token_and_bounds_hold():
+    from trek.tokens import MAX_TOKEN_BYTES, chat_token_bounds, count_chat_tokens, encoding
+
+    assert max(len(b) for b in encoding().token_byte_values()) == MAX_TOKEN_BYTES
+    cases = [[{"role": "user", "content": "hello world"}],
+             [{"role": "system", "content": " " * 500}, {"role": "user", "content": "日本語のテキスト " * 20, "name": "ann"}],
+             [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}],
+             "a Responses input string"]
+    for msgs in cases:
+        lo, hi = chat_token_bounds(msgs)
+        assert lo <= count_chat_tokens(msgs) <= hi, msgs
+    tools = [{"type": "function", "function": {"name": "web_search"}}]
+    lo, hi = chat_token_bounds(cases[0], tools)
+    assert lo <= count_chat_tokens(cases[0], tools) <= hi

@@ -86,3 +86,18 @@ def test_non_boolean_flags_are_rejected(bad):
 def test_every_label_has_a_definition():
     assert list(DEFINITIONS) == list(LABELS)
     assert all(len(d) > 40 for d in DEFINITIONS.values())
+
+
+def test_every_recorded_trace_carries_the_label_rule_and_test_versions():
+    import json
+
+    from trek.report.paths import repo_root
+    from trek.trace.labels import C4
+
+    files = sorted((repo_root() / "data" / "runs" / "wild").glob("*/trace.jsonl"))
+    assert files, "the recorded runs are part of the repository"
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            v = json.loads(line)["versions"]
+            assert v["labels"] == f"{C4.name} {C4.version}", f
+            assert {"test.retrieval", "test.gold_only"} <= set(v), f

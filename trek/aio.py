@@ -60,12 +60,15 @@ async def fan_out(
     Raises:
         The first exception any job raised, after every other job was cancelled and awaited.
     """
-    from tqdm.auto import tqdm
-
     seq: Sequence[T] = items if isinstance(items, Sequence) else list(items)
     results: list[Any] = [None] * len(seq) if keep_results else []
     sem = asyncio.Semaphore(limit) if limit else None
-    bar = tqdm(total=len(seq), desc=desc or None, unit=unit, disable=not progress, leave=True)
+    if progress:
+        from tqdm.auto import tqdm  # here: a run without a bar does not import it
+
+        bar: Any = tqdm(total=len(seq), desc=desc or None, unit=unit, leave=True)
+    else:
+        bar = _NO_BAR
     show_postfix = postfix is not None and not bar.disable
     next_postfix = 0.0
 
@@ -99,6 +102,25 @@ async def fan_out(
             bar.set_postfix_str(postfix(), refresh=False)
         bar.close()
     return results
+
+
+class _NoBar:
+    """What :func:`fan_out` calls on its bar, doing nothing (``progress=False``)."""
+
+    disable = True
+    mininterval = 0.1
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+_NO_BAR = _NoBar()
 
 
 def _first_leaf(eg: BaseExceptionGroup) -> BaseException:

@@ -81,8 +81,10 @@ def accuracy_by_dataset(
     Returns:
         A DataFrame indexed by dataset (sorted), then ``micro`` and ``macro`` (index name
         ``dataset``), with the columns of the module docstring, accuracies in percent. Dataset
-        and micro intervals are Wilson score intervals, the macro one a stratified bootstrap
-        (:func:`trek.stats.accuracy_ci_table`). ``micro`` pools every question; ``macro`` is the
+        and micro intervals are Wilson score intervals, the macro one the Jeffreys interval of
+        the mean of the dataset proportions (:func:`trek.stats.macro_jeffreys_ci`, via
+        :func:`trek.stats.accuracy_ci_table`; ``n_resamples``/``seed`` only matter for its
+        ``bootstrap`` alternative). ``micro`` pools every question; ``macro`` is the
         plain mean of the dataset accuracies. The count columns of ``macro`` repeat the totals.
     """
     df = _frame(run)

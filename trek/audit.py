@@ -18,7 +18,8 @@ audit file: :func:`audit_pairs` works the exact verdicts out from the annotation
 
 **Comparing.** :func:`audit_pairs` lists one row per verdict both judges gave (role, run,
 question, the two labels, what was judged); :func:`audit_table` gives per role ``n``,
-``agreement``, Cohen's kappa with a 95% interval and the verdicts the audit judge left unreadable
+``agreement_binary`` (credit or not) and ``agreement_outcomes`` (the same outcome of up to three),
+Cohen's kappa with a 95% interval and the verdicts the audit judge left unreadable
 or pending (not in ``n``); :func:`confusion` the exact-by-LLM table of one role and
 :func:`disagreements` the cases that differ. Roles: ``grading`` (the dataset's outcome),
 ``evidence`` (evidence match), ``query_adequacy``, ``gold_only`` and ``noise`` (probe verdicts),
@@ -205,17 +206,18 @@ def _subject(rec: Any, name: str) -> Any:
 
 
 def _trace_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
+    from trek.trace.exact import decided
     from trek.trace.pipeline import load_trace
 
     out: list[dict[str, Any]] = []
     derived: Any = None  # for an LLM-judged trace: the exact verdicts worked out now (made once)
     try:
         for rec in load_trace(rd):
-            exact_steps = {s.name: s for s in rec.steps if s.model == "oracle"}
+            exact_steps = {s.name: s for s in rec.steps if decided(s)}
             for s in rec.audit_steps:  # recorded beside the exact judge
                 if s.name in STEP_ROLES and s.name in exact_steps:
                     out.append(_step_pair(label, rec, s, exact_steps[s.name].value))
-            judged = [s for s in rec.steps if s.name in STEP_ROLES and s.model != "oracle" and s.role != "evaluated"]
+            judged = [s for s in rec.steps if s.name in STEP_ROLES and not decided(s) and s.role != "evaluated"]
             if not judged or exact is None or derived is False:
                 continue
             if derived is None:
@@ -305,7 +307,7 @@ def audit_pairs(run_dirs: Mapping[str, str | os.PathLike[str]] | Iterable[str | 
 
 
 # -- the tables -----------------------------------------------------------------------------------------
-TABLE_COLUMNS = ["n", "agreement", "kappa", "kappa_low", "kappa_high", "exact_yes", "judge_yes", "unreadable",
+TABLE_COLUMNS = ["n", "agreement_binary", "agreement_outcomes", "kappa", "kappa_low", "kappa_high", "exact_yes", "judge_yes", "unreadable",
                  "judge_model", "kappa_note"]
 
 
@@ -344,7 +346,10 @@ def show_kappa(table: pd.DataFrame, digits: int = 2, column: str = "kappa") -> p
 
 def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float = 0.95) -> pd.DataFrame:
     """Per role (``by``: columns to group by, default ``role``): ``n`` verdicts both judges gave,
-    ``agreement`` (%), Cohen's kappa with its ``level`` interval (:func:`trek.stats.cohens_kappa_ci`),
+    ``agreement_binary`` (%: both give credit or both do not, ``correct``/``yes`` against the rest,
+    the split of ``exact_yes``/``judge_yes``), ``agreement_outcomes`` (%: the same outcome, of the
+    three a SealQA-style grade has, correct / incorrect / not attempted; for the yes/no roles the
+    same as the binary one), Cohen's kappa over the outcomes with its ``level`` interval (:func:`trek.stats.cohens_kappa_ci`),
     the share of ``correct``/``yes`` verdicts of each judge (%), the audit judge's ``unreadable``
     (unparsed or pending) verdicts, left out of ``n``, the audit judge model(s) and ``kappa_note``
     (:func:`kappa_note`: why a kappa is undefined, NaN, or has no interval). Empty when there are no
@@ -361,7 +366,10 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
         n = len(ok)
         pos = lambda s: 100.0 * s.isin(["yes", "correct"]).mean() if len(s) else float("nan")  # noqa: E731
         kappa, lo, hi = cohens_kappa_ci(ok["exact"].to_numpy(), ok["judge"].to_numpy(), level) if n else (float("nan"),) * 3
-        rows[key] = {"n": n, "agreement": 100.0 * (ok["exact"] == ok["judge"]).mean() if n else float("nan"),
+        credit = lambda s: s.isin(["yes", "correct"])  # noqa: E731
+        rows[key] = {"n": n,
+                     "agreement_binary": 100.0 * (credit(ok["exact"]) == credit(ok["judge"])).mean() if n else float("nan"),
+                     "agreement_outcomes": 100.0 * (ok["exact"] == ok["judge"]).mean() if n else float("nan"),
                      "kappa": kappa, "kappa_low": lo, "kappa_high": hi, "exact_yes": pos(ok["exact"]),
                      "judge_yes": pos(ok["judge"]), "unreadable": int(g["judge"].isna().sum()),
                      "judge_model": ", ".join(sorted({str(m) for m in g["judge_model"].dropna()})),

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from trek.annotations import Annotations, for_run, from_mini
-from trek.graders.exact import DEFAULT_RULE, RULES
+from trek.graders.exact import DEFAULT_RULE, GRADER, RULES
+from trek.graders.exact import VERSION as GRADER_VERSION
 from trek.llm.client import LLMClient, LLMResult
+from trek.roles import judge_kind
 from trek.types import Grade, Question
 
 __all__ = ["ORACLE", "ENDPOINT", "ExactJudge", "is_exact", "judge_client"]
@@ -30,6 +32,7 @@ ORACLE = "oracle"
 ENDPOINT = "exact://annotations"
 
 
+@judge_kind(ORACLE)
 class ExactJudge(LLMClient):
     """A judge that decides from annotations and never makes a model call (see the module doc).
 
@@ -77,9 +80,27 @@ class ExactJudge(LLMClient):
 
     def settings(self) -> dict[str, Any]:
         """What decides this judge's verdicts besides the annotations (part of resume keys)."""
-        from trek.graders.exact import VERSION
+        return {"exact": GRADER_VERSION, "rule": self.rule}
 
-        return {"exact": VERSION, "rule": self.rule}
+    # -- the judge interface (trek.llm.client.LLMClient), answered from the annotations ------------
+    makes_calls = False
+
+    async def agrade_with(self, question: Question, response: str | None, grader: Any, *,
+                          protocol: str | None = None, **settings: Any) -> Grade:
+        """The exact grade (the dataset's outcomes; ``grader`` and ``settings`` do not apply)."""
+        return self.grade(question, response, protocol=protocol)
+
+    def grade_basis(self, question: Question) -> dict[str, Any]:
+        return {"judge": self.settings(), "annotations": self.current().fingerprint(question)}
+
+    def decided_by(self) -> tuple[str, str]:
+        return GRADER, GRADER_VERSION
+
+    def prepare(self, run_dir: Any, questions: Any) -> None:
+        """Refuse a question without annotations (:class:`~trek.annotations.MissingAnnotation`)."""
+        ann = self.bind(run_dir)
+        for q in questions:
+            ann.question(q)
 
     async def _call(self, api: str, model: str, body: dict[str, Any], sample: int) -> LLMResult:
         raise RuntimeError("the exact judge (oracle) makes no model call; a stage asked it for one")

@@ -7,7 +7,11 @@ llama.cpp (:mod:`trek.local`) as the evaluated model *and* as every judge:
 
 1. **Wild**: three systems answer all questions (no search; search-then-read and agentic search
    over the local BM25 index of Mini's pages); every run is graded with its dataset's protocol.
-2. **TrekTrace**: the failures of the two search runs are attributed.
+2. **TrekTrace**: the failures of the two search runs are attributed. With the exact judge and
+   the embedded model judging beside it, a stand-in human review is written too: the exact
+   judge's labels of a random third of the agentic run's traced cases
+   (``wild/agentic/review-sample-exact.csv``, as ``trek trace review --sample --prefill`` writes
+   it), and the README shows the embedded judge's label shares corrected by it.
 3. **Ctrl**: contexts are built from Mini (its 20 outdated and 10 relevance pages per question,
    republications, exact fabrications of the annotated answer spans, every page then cut to a
    short passage); every baseline runs on every condition and ablation, and every run is graded.
@@ -16,6 +20,7 @@ The output folder (default ``data/runs``, committed) holds only text::
 
     OUT/README.md                     what was run, with which settings, and what came out
     OUT/wild/<system>/                run.json, questions/answers/grades/trace .jsonl
+    OUT/wild/agentic/review-sample-exact.csv   the stand-in review (exact judge, oracle settings)
     OUT/ctrl/build/                   pools.jsonl, contexts.jsonl, build.json
     OUT/ctrl/runs/<model>__<method>__<condition>/
     OUT/replay.jsonl.gz               every model reply the results needed (the replay log)
@@ -64,7 +69,7 @@ _MANIFEST_HEAD = "# files written by `trek experiments`; a later run replaces th
 RECORDED_EPOCH = 1796083200
 #: The Wild systems, in table order: the local BM25 index over Mini's pages for the two that search.
 WILD_SYSTEMS = ("no-search", "search-then-read", "agentic")
-_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".gz")
+_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".gz", ".csv")
 
 
 class ExperimentsError(RuntimeError):
@@ -239,19 +244,19 @@ class _Stages:
     # -- the exact judge and the model judging beside it (trek.exact, trek.audit) --------------------------
     def exact_judge(self) -> Any:
         """The exact judge when the settings say so (a new one per run: it loads that run's annotations)."""
-        if self.s.judge == "model":
-            return None
-        if self.s.judge != "oracle":
-            raise ExperimentsError(f"Settings.judge must be 'oracle' or 'model', not {self.s.judge!r}")
-        from trek.exact import ExactJudge
+        from trek import exact  # noqa: F401  (registers the exact judge, Settings.judge "oracle")
+        from trek.roles import Role, make_judge
 
-        return ExactJudge()
+        judge = make_judge(Role("judge", self.s.judge), lambda role: None)  # "model": the evaluated model judges
+        if judge is None and self.s.judge != "model":
+            raise ExperimentsError(f"Settings.judge must be 'oracle' or 'model', not {self.s.judge!r}")
+        return judge
 
     def audit_grades(self, run_dir: Path) -> None:
         """The model's grades beside the exact ones, while the grading audit's share lasts."""
         from trek.audit import audit_grading
 
-        if self.s.judge != "oracle":
+        if self.s.judge == "model":  # no exact verdicts to audit
             return
         left = self.s.audit_grading if self.s.audit_grading is not None else None
         if left is not None:
@@ -270,8 +275,8 @@ class _Stages:
         exact = self.exact_judge()
         if exact is None:
             return {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
-        out: dict[str, Any] = {"diagnostic": RoleModel("diagnostic", exact, "oracle"),
-                               "analysis": RoleModel("analysis", exact, "oracle")}
+        out: dict[str, Any] = {"diagnostic": RoleModel("diagnostic", exact, exact.model),
+                               "analysis": RoleModel("analysis", exact, exact.model)}
         if self.s.audit_trace_cases != 0:
             out["audit"] = {"diagnostic": role("diagnostic"), "analysis": role("analysis")}
             out["audit_cases"] = self.s.audit_trace_cases
@@ -434,8 +439,9 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             text += ("\n## Ctrl: share of answers that name an acceptable answer (%)\n\n"
                      "The same whole-word check as above, judge-free:\n\n```\n"
                      + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
-    if settings.judge == "oracle":
+    if settings.judge != "model":  # the exact judge decided: the audit says how the model judged beside it
         text += _audit_section(root)
+        text += _review_section(root)
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")
     return path
@@ -497,15 +503,65 @@ def _audit_section(root: Path) -> str:
     if pairs.empty:
         return ""
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        table = show_kappa(audit_table(pairs).round({"agreement": 1, "kappa_low": 2, "kappa_high": 2,
+        table = show_kappa(audit_table(pairs).round({"agreement_binary": 1, "agreement_outcomes": 1, "kappa_low": 2, "kappa_high": 2,
                                                      "exact_yes": 1, "judge_yes": 1}))
         return ("\n## Judge audit: the embedded model against the exact judge\n\n"
-                "Per role, the verdicts both gave (`n`), agreement (%), Cohen's kappa with a 95% interval, the share "
+                "Per role, the verdicts both gave (`n`), agreement (%) on credit (`agreement_binary`: correct/yes or not) "
+                "and on the outcome (`agreement_outcomes`: grading's up to three), Cohen's kappa with a 95% interval, the share "
                 "each called correct/yes (%), the model's unreadable verdicts (`trek judge audit`) and why a kappa "
                 "is undefined or has no interval (`kappa_note`): where both judges gave one verdict throughout, "
                 "kappa is 0/0 (undefined); where only the model did (`judge_yes` 100 or 0), it is 0 by "
                 "construction and has no interval (NaN):\n\n```\n"
                 + table.to_string() + "\n```\n")
+
+
+#: The stand-in review of the recording: the run, the file, its seed and stratification.
+REVIEW_RUN, REVIEW_FILE, REVIEW_SEED = "agentic", "review-sample-exact.csv", 0
+
+
+def _review_section(root: Path) -> str:
+    """Write the stand-in review (the exact judge's labels of a random third of the agentic run's
+    traced cases) and return the README section of the embedded judge's shares corrected by it."""
+    import pandas as pd
+
+    from trek.trace.pipeline import load_trace
+    from trek.trace.review import write_review
+    from trek.trace.shares import draw_sample, judge_labels, read_human, shares_table
+
+    run_dir = root / "wild" / REVIEW_RUN
+    records = load_trace(run_dir)
+    done = [r for r in records if r.status == "done"]
+    if not done or not all(r.audit_steps for r in done):
+        return ""
+    n = -(-len(done) // 3)
+    sample = draw_sample(records, n, REVIEW_SEED, "dataset")
+    path = write_review(run_dir, run_dir / REVIEW_FILE, sample=sample, prefill=True)
+    human = read_human(path, records, seed=REVIEW_SEED, by="dataset")
+    t = shares_table(records, judge_labels(records, "audit"), human).set_index("label")
+    truth = {lab: sum(lab in r.labels for r in done) / len(done) for lab in t.index}
+
+    def ci(a: str, lo: str, hi: str) -> pd.Series:
+        return t.apply(lambda r: f"{100 * r[a]:.1f} [{100 * r[lo]:.1f}, {100 * r[hi]:.1f}]", axis=1)
+
+    show = pd.DataFrame({"exact (truth)": [f"{100 * truth[lab]:.1f}" for lab in t.index],
+                         "embedded judge": ci("judge_share", "judge_low", "judge_high"),
+                         "corrected (PPI++)": ci("corrected_share", "low", "high"),
+                         "review only": ci("human_only_share", "human_low", "human_high"),
+                         "lambda": t["lambda"].round(2)}, index=t.index)
+    wild = f"data/runs/wild/{REVIEW_RUN}"
+    return (f"\n## Judge-corrected label shares: a stand-in review of the {REVIEW_RUN} trace\n\n"
+            f"On Mini the exact judge is the truth. Its labels of a random sample of {n} of the {len(done)} fully "
+            f"traced cases of `{REVIEW_RUN}` (stratified by dataset, seed {REVIEW_SEED}) stand in for a human "
+            f"review; the embedded model's labels (the trace its audited verdicts give, `--labels-from audit`) are the "
+            f"judge's. The review file `wild/{REVIEW_RUN}/{REVIEW_FILE}` is what\n\n"
+            f"    trek trace review {wild} --sample {n} --seed {REVIEW_SEED} --by dataset --prefill "
+            f"--out {wild}/{REVIEW_FILE}\n\n"
+            f"writes, and the shares (%, 95% intervals) are those of\n\n"
+            f"    trek trace shares {wild} --labels-from audit --human {wild}/{REVIEW_FILE} --seed {REVIEW_SEED} "
+            f"--sample-by dataset\n\n"
+            f"beside the exact judge's share over all {len(done)} cases. Where the embedded judge carries no "
+            f"information (`lambda` 0) the corrected share is the review's own:\n\n```\n"
+            + show.to_string() + "\n```\n")
 
 
 def _install(src: Path, out: Path) -> None:

@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trek import exact as _exact  # noqa: F401  (the exact judge registers its judge kind, --judge oracle)
 from trek import runs, templates
 from trek.aio import run_sync
 from trek.graders import _forced, agrade, agrade_many, grader_for, grader_version
 from trek.graders.common import FRESH_SAMPLE, JudgeConfig, is_empty_response, make_grade
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path, spending
+from trek.roles import make_judge
 from trek.runs import default_cache_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
@@ -108,14 +110,12 @@ def grade_input_key(question: Question, response: str | None, config: JudgeConfi
     false-premise flag, the effective year, the dataset and grader version, the judge model and
     settings, and the full judge prompt (with any template override). For the exact judge
     (``judge`` an :class:`~trek.exact.ExactJudge`): the exact grader's version and rule and the
-    question's annotations instead of a prompt."""
-    from trek.exact import is_exact
-
-    if is_exact(judge):
+    question's annotations instead of a prompt (:meth:`~trek.llm.client.LLMClient.grade_basis`)."""
+    basis = judge.grade_basis(question) if judge is not None else None
+    if basis is not None:
         return digest({
             "response": response, "answers": question.answers, "false_premise": question.false_premise,
-            "dataset": question.dataset, "grader": question.grader, "forced": graders_forced(),
-            "judge": judge.settings(), "annotations": judge.current().fingerprint(question),
+            "dataset": question.dataset, "grader": question.grader, "forced": graders_forced(), **basis,
         })
     module = grader_for(question)
     prompt = None if is_empty_response(response) else module.judge_prompt(question, response)
@@ -183,12 +183,8 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
         return [self.judge]
 
     def failure(self, item: tuple[Question, Trajectory], key: str, error: str) -> Grade:
-        from trek.exact import is_exact
-        from trek.graders import exact
-
         q, t = item
-        name, version = (exact.GRADER, exact.VERSION) if is_exact(self.judge) else \
-            (grader_for(q).GRADER, grader_version(q))
+        name, version = self.judge.decided_by() or (grader_for(q).GRADER, grader_version(q))
         return make_grade(q, t.final_answer, outcome="failed", method="none", grader=name,
                           grader_version=version, config=self.config).model_copy(
                               update={"error": error, "input_key": key})
@@ -210,8 +206,6 @@ def graders_forced() -> str | None:
 
 
 def _plan(rd: Path, judge: Any = None) -> _Plan:
-    from trek.exact import is_exact
-
     questions = runs.load_questions(rd)
     # grading reads of an answer only its status and final answer: each line is validated, then
     # only a slim copy is kept (runs.slim_answer), so a large run's trajectories are not in memory
@@ -227,10 +221,8 @@ def _plan(rd: Path, judge: Any = None) -> _Plan:
             plan.items.append((q, t))
     for q, _ in plan.items:
         grader_for(q)  # a question without a grader fails before any call
-    if is_exact(judge):  # the exact judge refuses a question it has no annotations for, before any grade
-        ann = judge.bind(rd)
-        for q, _ in plan.items:
-            ann.question(q)
+    if judge is not None:  # the exact judge refuses a question it has no annotations for, before any grade
+        judge.prepare(rd, [q for q, _ in plan.items])
     return plan
 
 
@@ -284,9 +276,7 @@ def _grading_context(rd: Path, judge: LLMClient, prompts_dir: str | os.PathLike[
     with contextlib.ExitStack() as scope:
         if prompts_dir is not None:
             scope.enter_context(templates.prompts_folder(prompts_dir))
-        from trek.exact import is_exact
-
-        scope.enter_context(borrowed_cache([] if is_exact(judge) else [judge], default_cache_path(rd)))
+        scope.enter_context(borrowed_cache([judge], default_cache_path(rd)))
         yield
 
 
@@ -307,11 +297,10 @@ def iter_judge_requests(
     made one chunk of :data:`JUDGE_REQUEST_CHUNK` answers at a time, so an estimate of a large run
     never holds every judge prompt. ``use_cache``: answer cached calls from the cache and list
     only the others (follow-up re-asks of a cached first call included)."""
-    from trek.exact import is_exact
     from trek.llm.estimate import RecordingClient
 
     rd = Path(run_dir)
-    if is_exact(judge):  # the exact judge sends nothing
+    if not judge.makes_calls:  # the exact judge sends nothing
         return
     with _grading_context(rd, judge, prompts_dir):
         rec = RecordingClient(judge, use_cache=use_cache)
@@ -373,7 +362,7 @@ def run_grading_batch(
         reqs = list(iter_judge_requests(rd, judge, use_cache=True, **settings))
         _check_batch_budget(reqs, judge, ledger)
         br = run_sync(submit_and_collect(reqs, judge, rd / "openai-batch", wait=wait, poll_seconds=poll_seconds,
-                                         progress=progress))
+                                         progress=progress, state_file=runs.BATCH_STATE))
         if br.cost_usd:
             with spending([judge], ledger) as led:
                 led.record(br.cost_usd, judge.model)
@@ -433,24 +422,23 @@ def grade_with_roles(
     beside the exact ones, through ``audit_with``, :func:`trek.audit.audit_grading`). ``batch``: the Batch API settings (``{"wait", "poll_seconds"}``) or
     ``None``. ``proceed(estimate, ledger)`` may stop before any call (``None`` is returned);
     ``announce(roles)`` and ``say(text)`` report. Clients come from :meth:`trek.runs.RunDir.client`."""
-    from trek.exact import ORACLE, ExactJudge
-
     rd = runs.RunDir(run_dir)
     if not rd.path.is_dir():
         raise RecordError(rd.path, None, "run directory does not exist")
     settings, params = dict(client_settings or {}), dict(judge.params)
-    if judge.model == ORACLE:
+    client = make_judge(judge, lambda r: rd.client(r, progress=progress, budget_usd=budget_usd, **settings),
+                        rule=exact_rule)
+    if not client.makes_calls:  # the exact judge: no call to batch or estimate; a model may judge beside it
         if batch is not None:
             raise ValueError("--batch sends model calls: the exact judge (oracle) makes none")
         auditor = rd.client(audit, progress=progress, **settings) if audit is not None and audit.model else None
-        announce({"judge": (exact := ExactJudge(rule=exact_rule)), "audit judge": auditor})
-        report = run_grading(rd.path, exact, progress=progress, regrade=regrade)
+        announce({"judge": client, "audit judge": auditor})
+        report = run_grading(rd.path, client, progress=progress, regrade=regrade)
         if auditor is not None:
             say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
         return report
     if audit is not None and audit.model:
         raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
-    client = rd.client(judge, progress=progress, budget_usd=budget_usd, **settings)
     announce({"judge": client})
     est = estimate_grading(rd.path, client, prompts_dir=prompts_dir, batch=batch is not None,
                            assume_output=client.assume_output, **params)

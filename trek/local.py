@@ -44,8 +44,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
-
 from trek.errors import RunFatalError
 from trek.paths import env_path
 
@@ -236,6 +234,8 @@ class LocalServer:
                                          pass_fds=(read_end,))
         finally:
             os.close(read_end)  # only the child holds it now
+        import httpx  # here: a command that never starts the model does not pay for importing it
+
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -34,6 +34,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -439,10 +440,16 @@ def atomic_write(path: PathLike, content: bytes | str | Callable[[IO[bytes]], ob
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
+#: A text that is a plain number (``-0.117``, ``+3``, ``-1.5e-3``): a spreadsheet reads it as that
+#: number, not as a formula, so the guard leaves it alone and ``pandas.read_csv`` reads a number.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def csv_cell(value: object) -> object:
     """``value`` as a CSV cell a spreadsheet shows as text: a text starting with ``=``, ``+``,
-    ``-``, ``@`` (or a tab, a carriage return) gets a leading ``'``; other values are unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA):
+    ``-``, ``@`` (or a tab, a carriage return) gets a leading ``'``, unless it is a plain number
+    (``-0.117``); other values are unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 

@@ -16,9 +16,10 @@ import datetime as _dt
 import random
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+if TYPE_CHECKING:  # tenacity is imported on the first retry (most runs never need it)
+    from tenacity import RetryCallState
 
 __all__ = ["backoff", "retry_after", "retrying"]
 
@@ -78,6 +79,8 @@ async def retrying(
     except retry_on as e:
         if max_retries < 1:
             raise
+        from tenacity import RetryCallState
+
         first = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
         first.set_exception((type(e), e, e.__traceback__))
     await asyncio.sleep(wait(first))
@@ -86,6 +89,8 @@ async def retrying(
         shifted = copy.copy(state)
         shifted.attempt_number = state.attempt_number + 1
         return wait(shifted)
+
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(retry_on), stop=stop_after_attempt(max_retries), wait=later, reraise=True

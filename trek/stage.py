@@ -465,10 +465,12 @@ async def execute(
 @contextlib.contextmanager
 def borrowed_cache(clients: Iterable[Any], path: str | os.PathLike[str]) -> Iterator[None]:
     """Give every client without a response cache the cache at ``path`` for the block (one
-    cache object shared by all of them), then take it back and close it."""
+    cache object shared by all of them), then take it back and close it. A client that makes no
+    calls (``makes_calls`` false: the exact judge) needs none."""
     from trek.llm.cache import LLMCache
 
-    bare = [c for c in {id(c): c for c in clients}.values() if getattr(c, "cache", None) is None]
+    bare = [c for c in {id(c): c for c in clients}.values()
+            if getattr(c, "cache", None) is None and getattr(c, "makes_calls", True)]
     if not bare:
         yield
         return

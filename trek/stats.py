@@ -7,7 +7,9 @@ functions cover
 * confidence intervals: :func:`wilson_ci`, :func:`bootstrap_ci`;
 * paired tests: :func:`mcnemar_exact`, :func:`mcnemar`, :func:`cochrans_q`;
 * multiple testing: :func:`holm`;
-* agreement: :func:`cohens_kappa` (with an interval: :func:`cohens_kappa_ci`), :func:`multilabel_kappa`.
+* agreement: :func:`cohens_kappa` (with an interval: :func:`cohens_kappa_ci`), :func:`multilabel_kappa`;
+* a judge's shares corrected by a reviewed sample: :func:`prediction_powered_share` (and
+  :func:`ppi_lambda`, the tuned weight of PPI++).
 
 Tables that compare runs (Table 9's paired comparisons, the attribution prevalence test) are
 built from these in :mod:`trek.analysis`.
@@ -44,6 +46,8 @@ __all__ = [
     "micro_macro",
     "accuracy_ci_table",
     "wilson_ci",
+    "macro_jeffreys_ci",
+    "MACRO_INTERVALS",
     "bootstrap_ci",
     "mcnemar_exact",
     "mcnemar",
@@ -55,6 +59,8 @@ __all__ = [
     "multilabel_kappa",
     "is_missing_scalar",
     "label_set",
+    "prediction_powered_share",
+    "ppi_lambda",
 ]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
@@ -260,6 +266,51 @@ def micro_macro(correct: Any, groups: Any) -> tuple[float, float]:
     return float(y.mean()), _macro_from_codes(y, codes, len(labels))
 
 
+#: How the macro row's interval is made: ``jeffreys`` (default, :func:`macro_jeffreys_ci`) or
+#: ``bootstrap`` (the stratified percentile bootstrap, zero-width when every group is all right or
+#: all wrong).
+MACRO_INTERVALS = ("jeffreys", "bootstrap")
+
+
+def macro_jeffreys_ci(ks: Sequence[int], ns: Sequence[int], level: float = 0.95) -> tuple[float, float]:
+    """A Bayesian interval for the plain mean of several groups' proportions (macro accuracy).
+
+    Each group's proportion gets its Jeffreys posterior Beta(k + 1/2, n - k + 1/2); the macro
+    accuracy is their mean, whose posterior mean and variance follow exactly (the groups are
+    independent); the interval is the central ``level`` interval of the Beta with those two
+    moments. With one group it is that group's Jeffreys interval. It never has zero width: a group
+    of 6 answers that are all wrong still leaves its proportion uncertain, where a bootstrap that
+    resamples within groups sees no variation at all.
+
+    Raises:
+        ValueError: on no groups, a group with ``n < 1``, ``k`` outside [0, n] or a bad ``level``.
+    """
+    level = _level(level)
+    if len(ks) != len(ns) or not len(ns):
+        raise ValueError("macro_jeffreys_ci needs one k and one n per group, and at least one group")
+    means, variances = [], []
+    for k, n in zip(ks, ns, strict=True):
+        k_i, n_i = _count(k, "k"), _count(n, "n")
+        if n_i == 0 or k_i > n_i:
+            raise ValueError(f"each group needs 0 <= k <= n and n >= 1, got k={k_i}, n={n_i}")
+        a, b = k_i + 0.5, n_i - k_i + 0.5
+        means.append(a / (a + b))
+        variances.append(a * b / ((a + b) ** 2 * (a + b + 1)))
+    g = len(ns)
+    mean = float(np.mean(means))
+    var = float(np.sum(variances)) / g**2
+    common = mean * (1 - mean) / var - 1
+    alpha = 1.0 - level
+    low, high = _scipy_stats.beta.ppf([alpha / 2, 1 - alpha / 2], mean * common, (1 - mean) * common)
+    # As for one group's Jeffreys interval: 0 below when no group has a success, 1 above when no
+    # group has a failure (the interval then contains the estimate).
+    if not any(ks):
+        low = 0.0
+    if all(int(k) == int(n) for k, n in zip(ks, ns, strict=True)):
+        high = 1.0
+    return float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
+
+
 def accuracy_ci_table(
     correct: Any,
     groups: Any,
@@ -267,6 +318,7 @@ def accuracy_ci_table(
     *,
     n_resamples: int = 10_000,
     seed: SeedLike = 0,
+    macro_interval: str = "jeffreys",
 ) -> pd.DataFrame:
     """Per-group accuracy with confidence intervals, plus micro and macro summary rows.
 
@@ -275,9 +327,10 @@ def accuracy_ci_table(
         groups: 1-D array-like of n hashable group labels, no NaN/None. No group may be
             called ``"micro"`` or ``"macro"`` (those names are taken by the summary rows).
         level: confidence level of every interval, strictly between 0 and 1.
-        n_resamples: number of bootstrap resamples for the macro interval.
+        n_resamples: number of bootstrap resamples for the macro interval (``bootstrap`` only).
         seed: seed (or ``numpy.random.Generator``) for the macro bootstrap. The default of 0
             makes the table reproducible; pass ``None`` for fresh randomness.
+        macro_interval: ``jeffreys`` (default) or ``bootstrap`` (:data:`MACRO_INTERVALS`).
 
     Returns:
         A DataFrame indexed by group label (groups in order of first appearance, then the rows
@@ -290,10 +343,11 @@ def accuracy_ci_table(
         * ``ci_low``, ``ci_high`` (float): interval bounds as proportions.
 
         Group rows and ``"micro"`` use the Wilson score interval (:func:`wilson_ci`). The
-        ``"macro"`` row uses a stratified percentile bootstrap (:func:`bootstrap_ci` with
-        ``groups``): each resample redraws, with replacement, the same number of items from
-        within each group, so group sizes stay fixed and only within-group sampling
-        variability enters the interval.
+        ``"macro"`` row uses the Jeffreys interval of the mean of the group proportions
+        (:func:`macro_jeffreys_ci`), never of zero width; with ``macro_interval="bootstrap"`` a
+        stratified percentile bootstrap (:func:`bootstrap_ci` with ``groups``: each resample
+        redraws, with replacement, the same number of items from within each group), which has
+        zero width when every group is all right or all wrong.
 
     Raises:
         ValueError: on the same bad input as :func:`micro_macro`, a bad ``level`` or
@@ -322,16 +376,24 @@ def accuracy_ci_table(
 
     n_groups = len(labels)
     macro = _macro_from_codes(y, codes, n_groups)
-    # Stratified resamples keep every item inside its own group, so the original codes still
-    # describe the resampled vector and the macro statistic can reuse them.
-    low, high = bootstrap_ci(
-        y,
-        statistic=lambda v: _macro_from_codes(v, codes, n_groups),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        groups=codes,
-    )
+    if macro_interval not in MACRO_INTERVALS:
+        raise ValueError(f"macro_interval must be one of {', '.join(MACRO_INTERVALS)}, not {macro_interval!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if macro_interval == "jeffreys":
+        low, high = macro_jeffreys_ci([int(y[codes == g].sum()) for g in range(n_groups)],
+                                      [int((codes == g).sum()) for g in range(n_groups)], level)
+    else:
+        # Stratified resamples keep every item inside its own group, so the original codes still
+        # describe the resampled vector and the macro statistic can reuse them.
+        low, high = bootstrap_ci(
+            y,
+            statistic=lambda v: _macro_from_codes(v, codes, n_groups),
+            n_resamples=n_resamples,
+            level=level,
+            seed=seed,
+            groups=codes,
+        )
     rows.append({"n": n, "k": pd.NA, "accuracy": macro, "ci_low": low, "ci_high": high})
     index.append("macro")
 
@@ -765,3 +827,123 @@ def multilabel_kappa(sets_a: Any, sets_b: Any, labels: Sequence[Hashable]) -> fl
     a = np.array([lab in s for s in a_sets for lab in vocab], dtype=object)
     b = np.array([lab in s for s in b_sets for lab in vocab], dtype=object)
     return _kappa_from_codes(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Prediction-powered inference of a share
+# ---------------------------------------------------------------------------
+
+
+def ppi_lambda(judge_all: Any, judge_reviewed: Any, human_reviewed: Any) -> float:
+    """The PPI++ weight of the judge for a mean (power tuning, Angelopoulos et al. 2023).
+
+    The variance of ``lam * mean(judge_all) + mean(human - lam * judge)`` is smallest at
+    ``cov(human, judge) / ((1 + n / N) * var(judge))``: the covariance over the ``n`` reviewed
+    cases (divided by n), the variance over the judge's labels of the reviewed and of all ``N``
+    cases pooled (divided by ``n + N - 1``), as ppi-python estimates them. The weight is clipped
+    to [0, 1]: 0 leaves the human labels alone, 1 is plain PPI. A judge that gives every case the
+    same label carries no information and gets 0. Arguments as :func:`prediction_powered_share`.
+    """
+    f_all, f_n, y_n = _ppi_inputs(judge_all, judge_reviewed, human_reviewed)
+    return _ppi_lambda(f_all.astype(np.float64), f_n.astype(np.float64), y_n.astype(np.float64))
+
+
+def _ppi_inputs(judge_all: Any, judge_reviewed: Any, human_reviewed: Any) -> tuple[np.ndarray, ...]:
+    f_all = _binary_vector(judge_all, "judge_all")
+    f_n = _binary_vector(judge_reviewed, "judge_reviewed")
+    y_n = _binary_vector(human_reviewed, "human_reviewed")
+    _same_length(f_n, y_n, "judge_reviewed", "human_reviewed")
+    return f_all, f_n, y_n
+
+
+def _ppi_lambda(f_all: np.ndarray, f_n: np.ndarray, y_n: np.ndarray) -> float:
+    n, big_n = f_n.size, f_all.size
+    pooled = np.concatenate([f_n, f_all])
+    var_f = float(pooled.var(ddof=1)) if pooled.size > 1 else 0.0
+    if var_f == 0.0:
+        return 0.0
+    cov = float(np.mean((y_n - y_n.mean()) * (f_n - f_n.mean())))
+    return float(np.clip(cov / ((1.0 + n / big_n) * var_f), 0.0, 1.0))
+
+
+def prediction_powered_share(
+    judge_all: Any,
+    judge_reviewed: Any,
+    human_reviewed: Any,
+    alpha: float = 0.05,
+    tuned: bool = True,
+    *,
+    small_sample: bool = True,
+    with_weight: bool = False,
+) -> tuple[float, ...]:
+    """A judge's share corrected by a random reviewed sample: ``(estimate, low, high)``.
+
+    Prediction-powered inference (PPI; Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, *Science*
+    2023) for the mean of a 0/1 label. With ``f`` the judge's label and ``y`` the human's, the
+    estimate is ``lam * mean_N(f) + mean_n(y - lam * f)``: the judge's share over every case plus
+    the mean human-minus-judge difference on the reviewed ones. Its standard error is
+    ``sqrt(var_N(lam * f) / N + var_n(y - lam * f) / n)`` (variances divided by the count) and the
+    interval is ``estimate -/+ z * se`` with ``z`` the normal quantile of ``1 - alpha / 2``,
+    clipped to [0, 1]. ``tuned=False`` is plain PPI (``lam = 1``); ``tuned=True`` is PPI++ with
+    the weight of :func:`ppi_lambda`. Valid whatever the judge's errors, provided the reviewed
+    cases are a uniformly random sample of the traced ones.
+
+    ``small_sample=False`` gives exactly that normal-approximation interval (ppi-python's
+    ``ppi_mean_ci``). It covers too rarely when the review is small: with a good judge the n
+    reviewed cases often hold no disagreement at all, the rectifier's variance is then estimated
+    as 0 and the interval shrinks to the judge's own (``benchmarks/ppi_coverage.py``: 70% coverage
+    at n = 30). ``small_sample=True`` (the default) adds two guards:
+
+    * the rectifier's variance is computed over the reviewed (human, judge) 2x2 table with 0.5
+      added to each of its four cells (the pseudo-counts of Agresti and Min's interval for paired
+      proportions), so a sample without disagreements still admits some, and the quantile is
+      Student's t with n - 1 degrees of freedom (the tuned weight is estimated from the same few
+      cases);
+    * where the judge gets no weight (``lam`` 0: it carries no information, or disagrees with the
+      reviewer more often than chance) or the interval is wider than the human-only Wilson
+      interval, the human-only share and its Wilson interval are returned: a review is never made
+      less precise by the judge.
+
+    Args:
+        judge_all: the judge's 0/1 (or booleans) on every one of the N traced cases.
+        judge_reviewed: the judge's 0/1 on the n reviewed cases.
+        human_reviewed: the human's 0/1 on the same n cases, in the same order.
+        alpha: 1 minus the confidence level, strictly between 0 and 1.
+        tuned: PPI++ (the tuned weight) when true, plain PPI when false.
+        small_sample: the two guards above (default) or the plain normal interval.
+        with_weight: also return the weight the result used (0 where the human-only interval
+            was returned), as a fourth value.
+
+    Returns:
+        ``(estimate, low, high)`` as floats (``(estimate, low, high, lam)`` with
+        ``with_weight``); the estimate is not clipped (it can leave [0, 1] by a little when the
+        sample is small), the bounds are.
+
+    Raises:
+        ValueError: on empty input, missing or non-0/1 values, ``judge_reviewed`` and
+            ``human_reviewed`` of different lengths, or a bad ``alpha``.
+    """
+    level = _level(1.0 - alpha if isinstance(alpha, numbers.Real) else alpha)
+    f_all, f_n, y_n = (a.astype(np.float64) for a in _ppi_inputs(judge_all, judge_reviewed, human_reviewed))
+    lam = _ppi_lambda(f_all, f_n, y_n) if tuned else 1.0
+    rect = y_n - lam * f_n
+    estimate = float(lam * f_all.mean() + rect.mean())
+    if small_sample:
+        # Rectifier values of the four (human, judge) cells, each count plus 0.5.
+        values = np.array([1.0 - lam, 1.0, -lam, 0.0])
+        counts = np.array([np.sum((y_n == 1) & (f_n == 1)), np.sum((y_n == 1) & (f_n == 0)),
+                           np.sum((y_n == 0) & (f_n == 1)), np.sum((y_n == 0) & (f_n == 0))]) + 0.5
+        w = counts / counts.sum()
+        rect_var = float(w @ (values - w @ values) ** 2)
+    else:
+        rect_var = float(rect.var())
+    se = math.sqrt(float((lam * f_all).var()) / f_all.size + rect_var / rect.size)
+    q = 0.5 + level / 2.0
+    # Student's t with n - 1 degrees of freedom for a small review (the normal quantile as n grows).
+    z = float(_scipy_stats.t.ppf(q, rect.size - 1)) if small_sample and rect.size > 1 else float(_scipy_stats.norm.ppf(q))
+    low, high = max(0.0, estimate - z * se), min(1.0, estimate + z * se)
+    if small_sample:
+        h_low, h_high = wilson_ci(int(y_n.sum()), int(y_n.size), level)
+        if lam == 0.0 or high - low > h_high - h_low:
+            return (float(y_n.mean()), h_low, h_high, 0.0)[: 4 if with_weight else 3]
+    return (estimate, low, high, lam)[: 4 if with_weight else 3]

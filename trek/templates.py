@@ -9,9 +9,9 @@ notebook cells see the folder of the block they run in, and nothing needs resett
 ``str.format`` fields such as ``{question}``; an override must use the same fields.
 
 Names are checked, through one registry. A module declares each of its templates once, when it
-is imported, with :func:`register` (``PROMPT = register("grader.sealqa", "...")``);
-:data:`DECLARING_MODULES` names every declaring module, and :func:`known_templates` imports them
-by name before it answers (a registry of names, so this foundation module imports no stage). A ``.txt`` file in the prompts folder whose name matches no template
+is imported, with :func:`register` (``PROMPT = register("grader.sealqa", "...")``); the list of
+Trek's parts lives at the top (:mod:`trek.parts`, imported by the command line), which makes
+:func:`known_templates` complete (this foundation module imports no stage). A ``.txt`` file in the prompts folder whose name matches no template
 (``grader.sealqaa.txt``) and a lookup of an unknown name (``render("no-such-name")``) raise
 :class:`UnknownTemplateError`, whose message lists the known names, instead of being ignored.
 """
@@ -19,11 +19,10 @@ by name before it answers (a registry of names, so this foundation module import
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 __all__ = [
     "UnknownTemplateError",
     "known_templates",
+    "completed_by",
     "prompts_dir",
     "register",
     "render",
@@ -53,8 +53,7 @@ class UnknownTemplateError(ValueError):
 def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str:
     """Declare template ``name`` with built-in text ``default``; returns ``default``.
 
-    Called at import time by the module that owns the prompt (and listed in
-    :data:`DECLARING_MODULES`). ``extra_fields`` are fields the caller always fills that an
+    Called at import time by the module that owns the prompt (imported by :mod:`trek.parts`). ``extra_fields`` are fields the caller always fills that an
     override may use although the built-in text does not. Registering a name twice with
     different text is an error.
     """
@@ -69,23 +68,23 @@ def register(name: str, default: str, extra_fields: tuple[str, ...] = ()) -> str
     return default
 
 
-#: Every module that registers templates when it is imported, by name (``tests/test_templates.py``
-#: fails until a new declaring module is listed here).
-DECLARING_MODULES = (
-    "trek.answer_prompts",  # answer.*
-    "trek.ctrl.discovery", "trek.ctrl.fabrication", "trek.contexts",  # ctrl.discovery.*, ctrl.fabrication.*, ctrl.render.*
-    "trek.graders.freshqa", "trek.graders.generic", "trek.graders.infodeepseek", "trek.graders.sealqa",  # grader.*
-    "trek.rag.answer", "trek.rag.filter", "trek.rag.rerank", "trek.rag.structured",  # rag.*
-    "trek.search.agent", "trek.search.openai_search", "trek.search.proxy",  # agent.*, search.openai, search.proxy
-    "trek.trace.evidence", "trek.trace.probes", "trek.trace.queries", "trek.trace.stale", "trek.trace.verdict",  # trace.*
-)
+#: Functions that import the parts whose modules declare templates, registered by the top of the
+#: stack (:func:`trek.parts.import_all`, which the command line installs): this foundation module
+#: never imports a stage, by name or otherwise; :func:`known_templates` runs them once.
+_completers: list[Callable[[], object]] = []
+
+
+def completed_by(fn: Callable[[], object]) -> Callable[[], object]:
+    """Decorator: ``fn`` imports the remaining declaring modules when the whole list is needed."""
+    _completers.append(fn)
+    return fn
 
 
 def known_templates() -> dict[str, str]:
-    """Every declared template: ``{name: built-in text}`` (imports every module of
-    :data:`DECLARING_MODULES` first, whose imports fill the registry)."""
-    for name in DECLARING_MODULES:
-        importlib.import_module(name)
+    """Every declared template: ``{name: built-in text}``, of the modules imported so far and, once
+    :mod:`trek.parts` is imported (the command line does), of every part of Trek."""
+    while _completers:
+        _completers.pop(0)()
     return dict(_registry)
 
 

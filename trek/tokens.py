@@ -23,7 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["ENCODING", "CACHE_SIZE", "CACHED_CHARS", "encoding", "count_tokens", "count_joined", "cache_info", "clear_cache",
-           "OTHER_TOKENIZER_BAND", "is_openai_model", "content_text", "count_chat_tokens"]
+           "OTHER_TOKENIZER_BAND", "is_openai_model", "content_text", "count_chat_tokens", "MAX_TOKEN_BYTES",
+           "chat_token_bounds"]
 
 ENCODING = "o200k_base"
 
@@ -226,3 +227,54 @@ def count_chat_tokens(messages: Sequence[dict[str, Any]] | str, tools: Sequence[
     if tools:
         n += count_tokens(json.dumps(list(tools), ensure_ascii=False))
     return n
+
+
+#: The longest o200k_base token, in UTF-8 bytes (a test reads it from the tokenizer's table).
+MAX_TOKEN_BYTES = 128
+
+
+def _text_bounds(text: str) -> tuple[int, int]:
+    """(fewest, most) o200k_base tokens ``text`` can have, from its length alone: every token is
+    1 to :data:`MAX_TOKEN_BYTES` bytes of UTF-8 (a character is 1 to 4 bytes)."""
+    if not text:
+        return 0, 0
+    if text.isascii():
+        n = len(text)
+    else:
+        n = len(text.encode("utf-8", "surrogatepass"))
+    return -(-n // MAX_TOKEN_BYTES), n
+
+
+def chat_token_bounds(messages: Sequence[dict[str, Any]] | str,
+                      tools: Sequence[dict[str, Any]] | None = None) -> tuple[int, int]:
+    """(low, high) bounds of :func:`count_chat_tokens` without the tokenizer: the same parts,
+    each text bounded by its length (:func:`_text_bounds`); the fixed tokens per message are exact.
+    Cheap (no tokenizer is loaded), and wide: an estimate narrows them where a price needs it."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    lo = hi = 3
+
+    def add(text: str) -> None:
+        nonlocal lo, hi
+        a, b = _text_bounds(text)
+        lo += a
+        hi += b
+
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        lo += 3
+        hi += 3
+        add(str(m.get("role") or m.get("type") or ""))
+        add(content_text(m.get("content", m.get("output"))))
+        if m.get("name"):
+            lo += 1
+            hi += 1
+            add(str(m["name"]))
+        if m.get("tool_calls"):
+            add(json.dumps([c.get("function", c) for c in m["tool_calls"]], ensure_ascii=False))
+        if m.get("type") == "function_call":
+            add(str(m.get("name") or "") + str(m.get("arguments") or ""))
+    if tools:
+        add(json.dumps(list(tools), ensure_ascii=False))
+    return lo, hi

@@ -107,6 +107,7 @@ def grade_command(
 
     with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=_hint), graders.using(o.grader):
         role = o.judge_role()
+        # the exact judge decides without a call: its dry run needs no estimate (said before any client is made)
         if role.model == ORACLE and o.spending.dry_run:
             typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(o.audit)}")
             return

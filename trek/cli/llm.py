@@ -37,8 +37,8 @@ def run(
     none is pending but the endpoint rejected some ids for themselves alone (each named by file,
     line and id; the others are answered), 2 on bad input.
     """
+    from trek.batch import run_requests
     from trek.errors import FatalLLMError, RecordError
-    from trek.llm.batch import run_requests
     from trek.roles import EVALUATED, Role
 
     with options.exit_on(RecordError, ValueError, FatalLLMError, OSError):

@@ -2,6 +2,8 @@
 
     trek trace RUN_DIR [--judge M | --diagnostic-judge M --analysis-judge M] [--model M --base-url U]
     trek trace review RUN_DIR            -> RUN_DIR/review.xlsx
+    trek trace review RUN_DIR --sample N [--seed S] [--by dataset]   -> a random review sample
+    trek trace shares RUN_DIR [--human FILE] [--by dataset] [--out FILE.csv]   -> label shares, corrected
     trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
     trek trace view RUN_DIR              -> RUN_DIR/trace.html
     trek trace export RUN_DIR --format langfuse|otlp --out FILE   -> the labels as trace scores
@@ -184,14 +186,63 @@ def _finish(run_dir: Path, report: object) -> None:
 @app.command("review")
 def review_command(
     run_dir: Path = typer.Argument(..., help="A traced run directory."),
-    out: Path = typer.Option(None, "--out", help="Workbook path (default: RUN_DIR/review.xlsx)."),
+    out: Path = typer.Option(None, "--out", help="Workbook path (default: RUN_DIR/review.xlsx); a .csv path with "
+                             "--sample writes the sample as the CSV `trek trace shares --human` reads."),
+    sample: int = typer.Option(None, "--sample", min=1, help="Offer a uniformly random sample of N fully traced "
+                               "cases (recorded in the workbook's sample sheet), for `trek trace shares`."),
+    seed: int = typer.Option(0, "--seed", help="--sample: the seed of the draw (the same seed gives the same cases)."),
+    by: str = typer.Option(None, "--by", metavar="dataset", help="--sample: stratify by dataset (proportional)."),
+    prefill: bool = typer.Option(False, "--prefill", help="A .csv --out: fill the label columns with the trace's "
+                                 "own labels (on a run the exact judge traced: the truth; a stand-in review)."),
 ) -> None:
-    """Write the review workbook: checklist, retrieval audit and taxonomy sheets."""
+    """Write the review workbook: checklist, retrieval audit and taxonomy sheets (and, with
+    --sample, only the sampled cases and a sheet saying how they were drawn)."""
+    from trek.trace.pipeline import load_trace
     from trek.trace.review import write_review
+    from trek.trace.shares import draw_sample
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
-        path = write_review(run_dir, out)
-    typer.echo(f"wrote {path}")
+        if sample is None and (by is not None or prefill):
+            raise ValueError("--by and --prefill go with --sample N")
+        drawn = draw_sample(load_trace(run_dir), sample, seed, by) if sample is not None else None
+        path = write_review(run_dir, out, sample=drawn, prefill=prefill)
+    typer.echo(f"wrote {path}" + (f": {drawn.describe()}" if drawn is not None else ""))
+
+
+@app.command("shares")
+def shares_command(
+    run_dir: Path = typer.Argument(..., help="A traced run directory."),
+    human: Path = typer.Option(None, "--human", help="The human verdicts: the filled workbook of `trek trace review "
+                               "--sample`, or a CSV with question_id and one 0/1 column per label."),
+    by: str = typer.Option(None, "--by", metavar="dataset", help="Also per dataset."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="1 - confidence level of every interval."),
+    out: Path = typer.Option(None, "--out", help="Also write the table as CSV to this file."),
+    labels_from: str = typer.Option("trace", "--labels-from", metavar="trace|audit", help="The judge's labels: the trace's "
+                              "(trace), or those the audit judge's verdicts give (audit: a run traced with --judge "
+                              "oracle --audit-judge M, where the exact judge is the truth)."),
+    seed: int = typer.Option(None, "--seed", help="A CSV --human: the seed of the `trek trace review --sample` draw "
+                             "it reviews (its ids must be that draw)."),
+    sample_by: str = typer.Option(None, "--sample-by", metavar="dataset", help="A CSV --human: that draw was "
+                                  "stratified by dataset."),
+    allow_unsampled: bool = typer.Option(False, "--allow-unsampled", help="Take reviewed cases that are not a random "
+                                         "sample anyway; every row is flagged 'not random' (intervals not valid)."),
+) -> None:
+    """Label shares of the fully traced cases with intervals; with --human, corrected for the
+    judge's errors by prediction-powered inference (PPI++) from a random review sample.
+
+    Per label (and dataset with --by dataset): n_traced, n_reviewed, judge_share with its Wilson
+    interval, corrected_share with low and high, and human_only_share with its Wilson interval
+    over the reviewed cases (shares as proportions in the CSV, percent on screen). Exit code 0,
+    2 for bad input (a bad human file names the row).
+    """
+    from trek.trace.shares import write_shares
+
+    with options.exit_on(RecordError, FileNotFoundError, ValueError):
+        text, target = write_shares(run_dir, human, by=by, alpha=alpha, out=out, judge=labels_from, seed=seed,
+                                    sample_by=sample_by, allow_unsampled=allow_unsampled)
+    typer.echo(text)
+    if target is not None:
+        typer.echo(f"wrote {target}")
 
 
 @app.command("agreement")

@@ -124,15 +124,10 @@ def grader_version(question: Question) -> str:
 
 
 async def agrade(question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:
-    """Grade one response to ``question`` with its dataset's protocol. The exact judge
-    (:class:`trek.exact.ExactJudge`, ``--judge oracle``) decides from the annotations instead
-    (:mod:`trek.graders.exact`, the same dataset's outcomes; ``settings`` do not apply)."""
-    from trek.exact import is_exact
-
-    if is_exact(judge):
-        grader_for(question)
-        return judge.grade(question, response, protocol=_forced.get())  # type: ignore[attr-defined]
-    return await grader_for(question).agrade(question, response, judge, **settings)
+    """Grade one response to ``question`` with its dataset's protocol, through the judge's own
+    :meth:`~trek.llm.client.LLMClient.agrade_with`: a model is asked with the grader's prompt; the
+    exact judge (``--judge oracle``) decides from the annotations (the same dataset's outcomes)."""
+    return await judge.agrade_with(question, response, grader_for(question), protocol=_forced.get(), **settings)
 
 
 def grade(question: Question, response: str | None, judge: LLMClient, **settings: Any) -> Grade:

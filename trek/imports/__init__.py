@@ -166,8 +166,8 @@ def import_run(
     ``mlflow``, whose traces are matched to questions by id, else by question text, or in order
     only with ``in_order`` (:func:`~trek.imports.common.match_traces`); the run then holds the
     questions that have a trace (``ImportReport.unmatched`` counts the others). The server
-    formats take one URL in ``files``; ``project`` names the ``phoenix`` project,
-    ``experiment`` the ``mlflow`` experiment (a name or an id).
+    formats take one URL in ``files``; ``project`` names the ``phoenix`` project, ``experiment``
+    the ``mlflow`` experiment (a name or an id).
     """
     mod = FORMATS.get(fmt)
     if mod is None:

@@ -93,11 +93,15 @@ def _mini_annotations() -> Any:
 
 
 def _judge_client(judge: str, role: str, fallback: tuple[str, ...] = ()) -> Any:
-    if judge == "oracle":
-        from trek.exact import ExactJudge
+    """The judge ``judge`` names, from :func:`trek.roles.make_judge` as in the CLI: the exact judge
+    (``oracle``, on Mini's annotations) or the inspect model of ``role`` (``model``)."""
+    from trek import exact  # noqa: F401  (registers the exact judge)
+    from trek.roles import Role, make_judge
 
-        return ExactJudge(_mini_annotations())
-    return InspectModelClient(inspect_model(role, fallback=fallback), role=role)
+    def model(_: Any) -> Any:
+        return InspectModelClient(inspect_model(role, fallback=fallback), role=role)
+
+    return make_judge(Role("judge", judge), model, annotations=_mini_annotations())  # Mini is read once a process
 
 
 async def _grade(view: SampleView, client: Any) -> Grade:
@@ -303,7 +307,6 @@ def trektrace(
 
 async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool, query_depth: int | None,
                  unknown: str, metadata: dict[str, Any] | None) -> Any:
-    from trek.exact import is_exact
     from trek.trace import exact as exact_trace
     from trek.trace.inputs import TraceInput
     from trek.trace.pipeline import TraceConfig, trace_case
@@ -311,15 +314,15 @@ async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool,
     store = sample_store(view, base, fetch=fetch)
     try:
         evaluated = role_model("evaluated", inspect_model())
-        if judge == "oracle":
-            oracle = _judge_client("oracle", "diagnostic")
+        oracle = _judge_client(judge, "diagnostic", ("grader",))
+        if not oracle.makes_calls:  # the exact judge plays both judge roles
             diagnostic = analysis = _oracle_role(oracle)
         else:
             diagnostic = role_model("diagnostic", inspect_model("diagnostic", fallback=("grader",)))
             analysis = role_model("analysis", inspect_model("analysis", fallback=("grader", "diagnostic")))
         config = TraceConfig(diagnostic, analysis, evaluated, store, unknown=unknown)
         case = TraceInput.build(view.question, view.trajectory, g)
-        if is_exact(diagnostic.client):
+        if not oracle.makes_calls:
             depth = query_depth or (metadata or {}).get("results_per_search")
             config.exact = exact_trace.ExactTrace(diagnostic.client.current(), store, Path("."),
                                                   rule=diagnostic.client.rule,

@@ -49,7 +49,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from trek.aio import fan_out, run_sync
@@ -302,7 +302,35 @@ class LLMClient:
         :attr:`role`), which stops a run instead of retrying for minutes. Default 8.
     role:
         What this client is in a command (``judge``, ``evaluated``, ...): named in its errors.
+
+    As a judge, a client answers the judge interface below (``makes_calls``, :meth:`agrade_with`,
+    :meth:`grade_basis`, :meth:`decided_by`, :meth:`prepare`): an LLM judge through the grader's
+    prompts; the exact judge (:class:`trek.exact.ExactJudge`) overrides them with decisions from
+    the annotations, so callers never ask which kind of judge they hold.
     """
+
+    #: Whether the client sends model requests (the exact judge sends none: no cache, price or
+    #: estimate is needed for it).
+    makes_calls: ClassVar[bool] = True
+
+    # -- the judge interface ---------------------------------------------------------------------
+    async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
+                          **settings: Any) -> Any:
+        """The grade of ``response``: this model asked through ``grader``'s protocol (``protocol``,
+        a forced grader's name, is the grader's business here)."""
+        return await grader.agrade(question, response, self, **settings)
+
+    def grade_basis(self, question: Any) -> dict[str, Any] | None:
+        """What decides this judge's grade of ``question`` besides the response, when it is not
+        the grader's prompt (``None``: the prompt, which the grade's input key digests)."""
+        return None
+
+    def decided_by(self) -> tuple[str, str] | None:
+        """``(grader, version)`` this judge records on every grade, or ``None`` (the question's own grader)."""
+        return None
+
+    def prepare(self, run_dir: Any, questions: Iterable[Any]) -> None:
+        """Check, before any grade of ``run_dir``, that this judge can judge ``questions`` (an LLM can)."""
 
     def __init__(
         self,
@@ -502,12 +530,14 @@ class LLMClient:
     def worst_cost(self, model: str, body: dict[str, Any], price: Price) -> float:
         """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
         1.25 for a model with another tokenizer) at the input price plus its output cap (else
-        :attr:`assume_output`) at the output price."""
-        prompt = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
-        if body.get("instructions"):
-            prompt += count_chat_tokens([{"role": "system", "content": str(body["instructions"])}])
-        if not is_openai_model(model):
-            prompt *= OTHER_TOKENIZER_BAND[1]
+        :attr:`assume_output`) at the output price. A free input price counts no tokens."""
+        prompt = 0.0
+        if price.input > 0:
+            prompt = count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools"))
+            if body.get("instructions"):
+                prompt += count_chat_tokens([{"role": "system", "content": str(body["instructions"])}])
+            if not is_openai_model(model):
+                prompt *= OTHER_TOKENIZER_BAND[1]
         _, cap = _prompt_guess(body)
         out = cap if cap is not None else self.assume_output
         return (prompt * price.input + out * price.output) / 1e6
@@ -751,7 +781,6 @@ class LLMClient:
     async def _send_once(
         self, sdk: openai.AsyncOpenAI, api: str, body: dict[str, Any], seen: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        import httpx
         import openai
 
         seen = {} if seen is None else seen
@@ -763,7 +792,7 @@ class LLMClient:
             # every message through its parameter transform first (about a quarter of the
             # client's CPU per request at wide fan-out) to produce the same JSON. Errors,
             # authentication and timeouts are the SDK's as before.
-            resp = await sdk.post(path, body=body, cast_to=httpx.Response)
+            resp = await sdk.post(path, body=body, cast_to=_response_class(sdk))
             self._answered = True
             seen["headers"] = getattr(resp, "headers", None)
             text = resp.text
@@ -863,6 +892,22 @@ def _prompt_guess(body: dict[str, Any]) -> tuple[float, float | None]:
     return prompt_chars / 4, None if max_out is None else float(max_out)
 
 
+def _response_class(sdk: Any) -> type:
+    """The response class of the HTTP library the SDK is built on (``httpx2`` in newer SDKs, ``httpx``
+    before): what ``cast_to`` takes for the raw reply, without importing a second HTTP library."""
+    cls = type(sdk._client)
+    found = _RESPONSE_CLASSES.get(cls)
+    if found is None:
+        import importlib
+
+        lib = next((c.__module__.split(".")[0] for c in cls.__mro__ if c.__name__ == "AsyncClient"), "httpx")
+        found = _RESPONSE_CLASSES[cls] = importlib.import_module(lib).Response
+    return found
+
+
+_RESPONSE_CLASSES: dict[type, type] = {}
+
+
 def _http_client(transport: str) -> Any:
     """The SDK's HTTP client for ``transport`` (``None``: the SDK's default httpx client)."""
     if transport == "httpx":
@@ -911,13 +956,16 @@ def _causes(e: BaseException) -> str:
 def _connect_failure(e: BaseException) -> bool:
     """True when no connection to the endpoint was made (refused, unknown host, connect timeout),
     as opposed to a connection that broke or a reply that took too long."""
-    import httpx
-
     cur: BaseException | None = e
     for _ in range(10):
         if cur is None:
             return False
-        if isinstance(cur, httpx.ConnectError | httpx.ConnectTimeout | ConnectionRefusedError | socket.gaierror):
+        if isinstance(cur, ConnectionRefusedError | socket.gaierror):
+            return True
+        # httpx's or httpx2's (the SDK's HTTP library) ConnectError / ConnectTimeout, named so that
+        # neither library is imported for the test
+        if type(cur).__name__ in ("ConnectError", "ConnectTimeout") and \
+                type(cur).__module__.split(".")[0] in ("httpx", "httpx2"):
             return True
         if type(cur).__name__ in ("ClientConnectorError", "ClientConnectorDNSError"):  # aiohttp transport
             return True

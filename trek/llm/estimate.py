@@ -11,7 +11,13 @@ results; plus search calls). The estimate then
 * counts input tokens with ``o200k_base`` (the tokenizer of OpenAI's current models, offline via
   the ``bpe-openai`` package; :mod:`trek.tokens`) in OpenAI's chat format: 3 tokens per message plus its role and
   content, 3 to prime the reply, tool definitions as their JSON. For other models the same count
-  is an approximation, widened to ``[0.8, 1.25]`` times it (:data:`OTHER_TOKENIZER_BAND`);
+  is an approximation, widened to ``[0.8, 1.25]`` times it (:data:`OTHER_TOKENIZER_BAND`).
+  The tokenizer is paid for only where a price needs it: requests of a model without a price
+  (or with a free input price) get bounds from their length (:func:`trek.tokens.chat_token_bounds`;
+  no tokenizer is loaded), and of a large run's priced requests only a sample is counted (the
+  first :data:`EXACT_FIRST`, then every :data:`EXACT_EVERY`-th); the others get the sample's
+  lowest and highest tokens per character (a sample's bounds, not a guarantee: the spend ledger
+  still reserves each call's exact worst case before it is sent). Notes say which figures are which;
 * bounds output tokens per call by the request's ``max_tokens`` / ``max_completion_tokens`` /
   ``max_output_tokens`` (reasoning tokens included, as OpenAI counts them), or by
   ``assume_output`` when no cap is sent; the low end is one token per call. When replies for the
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,10 +45,19 @@ from typing import Any
 from trek.llm.cache import _canonical, request_key
 from trek.llm.client import ChatRequest, LLMClient, LLMResult
 from trek.llm.usage import usage_from_raw
-from trek.tokens import OTHER_TOKENIZER_BAND, content_text, count_chat_tokens, is_openai_model
+from trek.tokens import (
+    MAX_TOKEN_BYTES,
+    OTHER_TOKENIZER_BAND,
+    chat_token_bounds,
+    content_text,
+    count_chat_tokens,
+    is_openai_model,
+)
 
 __all__ = [
     "Assumption",
+    "EXACT_EVERY",
+    "EXACT_FIRST",
     "Estimate",
     "OTHER_TOKENIZER_BAND",
     "RecordingClient",
@@ -51,6 +67,12 @@ __all__ = [
     "is_openai_model",
     "request_body",
 ]
+
+#: Of the priced requests an estimate needs tokens of, the first this many are counted exactly...
+EXACT_FIRST = 1000
+#: ...and after them every this-many-th; the others get the bounds of that sample (module doc).
+EXACT_EVERY = 100
+
 
 @dataclass(frozen=True)
 class Assumption:
@@ -252,19 +274,32 @@ def estimate_requests(
     # one pass over the requests (a generator is not held whole): of each request not in the
     # cache only what the estimate needs is kept, not its body
     est = Estimate(label=label, model=None, items=0)
-    todo: list[tuple[str, str, int, int | None, str]] = []  # api, model, first tokens, cap, prompt id
+    # api, model, first tokens (low, high), counted exactly, cap, prompt id
+    todo: list[tuple[str, str, int, int, bool, int | None, str]] = []
     models: set[str] = set()
+    priced_seen = 0
+    ratios: list[float] = []  # exact count / high bound of the counted sample
     for r in requests:
         api, body, sample = ("chat", request_body(client, r), r.sample) if isinstance(r, ChatRequest) else r
         est.items += 1
-        models.add(str(body.get("model")))
+        model = str(body.get("model"))
+        models.add(model)
         key = request_key(client.cache_request(api, body, sample))
         if client.cache is not None and client.cache.lookup(key) is not None:
             est.cached_items += 1
         else:
-            todo.append((api, str(body.get("model")),
-                         count_chat_tokens(body.get("messages", body.get("input") or []), body.get("tools")),
-                         _cap(body), _wanted_id(api, body)))
+            msgs, tools = body.get("messages", body.get("input") or []), body.get("tools")
+            price = client.prices.get(model)
+            exact = False
+            if price is not None and price.input > 0:  # dollars need its tokens: count, or sample
+                exact = priced_seen < EXACT_FIRST or priced_seen % EXACT_EVERY == 0
+                priced_seen += 1
+            lo, hi = chat_token_bounds(msgs, tools)
+            if exact:
+                n = count_chat_tokens(msgs, tools)
+                ratios.append(n / hi if hi else 1.0)
+                lo = hi = n
+            todo.append((api, model, lo, hi, exact, _cap(body), _wanted_id(api, body)))
         del body
     est.model = ", ".join(sorted(models) or [str(client.model)])
     observed = _observed_outputs(client.cache, {wid for *_, wid in todo})
@@ -277,7 +312,17 @@ def estimate_requests(
     unpriced: set[str] = set()
     uncapped = 0
     band = (1.0, 1.0)
-    for _api, model, first, cap, wid in todo:
+    counted = sampled = bounded = 0
+    r_lo, r_hi = (min(ratios), max(ratios)) if ratios else (0.0, 1.0)
+    for _api, model, f_lo, f_hi, exact, cap, wid in todo:
+        price = client.prices.get(model)
+        if exact:
+            counted += 1
+        elif price is not None and price.input > 0:  # priced, outside the sample: the sample's bounds
+            sampled += 1
+            f_lo, f_hi = max(f_lo, int(r_lo * f_hi)), min(f_hi, math.ceil(r_hi * f_hi))
+        else:
+            bounded += 1
         lo_f, hi_f = (1.0, 1.0) if is_openai_model(model) else OTHER_TOKENIZER_BAND
         if (lo_f, hi_f) != (1.0, 1.0):
             band = OTHER_TOKENIZER_BAND
@@ -290,15 +335,14 @@ def estimate_requests(
             per_lo, per_hi = 1, cap if cap is not None else assume_output
             uncapped += cap is None
         # k calls: k * (first + extra) + added * k (k - 1) / 2 input tokens
-        in_lo = (k_lo * (first + a.extra_input[0]) + a.added_input * k_lo * (k_lo - 1) / 2) * lo_f
-        in_hi = (k_hi * (first + a.extra_input[1]) + a.added_input * k_hi * (k_hi - 1) / 2) * hi_f
+        in_lo = (k_lo * (f_lo + a.extra_input[0]) + a.added_input * k_lo * (k_lo - 1) / 2) * lo_f
+        in_hi = (k_hi * (f_hi + a.extra_input[1]) + a.added_input * k_hi * (k_hi - 1) / 2) * hi_f
         calls[0] += k_lo
         calls[1] += k_hi
         inp[0] += in_lo
         inp[1] += in_hi
         out[0] += k_lo * per_lo
         out[1] += k_hi * per_hi
-        price = client.prices.get(model)
         if price is None:
             unpriced.add(model)
             continue
@@ -316,9 +360,17 @@ def estimate_requests(
             fee = 0.0
         est.search_usd = (est.search_calls[0] * fee, est.search_calls[1] * fee)
     est.notes.append(a.description)
-    est.notes.append("input tokens counted with o200k_base" + (
-        "" if band == (1.0, 1.0) else
-        f"; not the model's own tokenizer: an approximation, taken as {band[0]}-{band[1]} times that count"))
+    if counted or not todo:
+        est.notes.append("input tokens counted with o200k_base" + (
+            "" if band == (1.0, 1.0) else
+            f"; not the model's own tokenizer: an approximation, taken as {band[0]}-{band[1]} times that count"))
+    if sampled:
+        est.notes.append(f"input tokens counted for a sample of {counted:,} of the {counted + sampled:,} priced requests; "
+                         f"the other {sampled:,} are the sample's bounds ({r_lo:.3f}-{r_hi:.3f} of their most "
+                         "possible tokens), not a count")
+    if bounded:
+        est.notes.append(f"input tokens of {bounded:,} requests without an input price are bounds from their length "
+                         f"(1 to {MAX_TOKEN_BYTES} bytes a token), not a count: no price needs the tokenizer")
     if uncapped:
         est.notes.append(f"{uncapped} requests send no output cap: assumed at most {assume_output} output tokens per call")
     if observed:

@@ -46,9 +46,8 @@ from trek.llm.cache import request_key
 from trek.llm.client import LLMClient, _http_client
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
 from trek.retry import backoff, retry_after, retrying
-from trek.runs import BATCH_STATE
 
-__all__ = ["BATCH_STATE", "BatchRun", "MAX_BATCH_LINES", "submit_and_collect"]
+__all__ = ["BatchRun", "MAX_BATCH_LINES", "submit_and_collect"]
 
 MAX_BATCH_LINES = 50_000
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -92,11 +91,12 @@ class BatchRun:
 
 
 class _State:
-    """``openai-batches.json``: every batch this folder submitted, written atomically at each step."""
+    """The state file (``trek.runs.BATCH_STATE`` in a run): every batch this folder submitted,
+    written atomically at each step."""
 
-    def __init__(self, folder: Path, endpoint: str):
+    def __init__(self, folder: Path, endpoint: str, state_file: str):
         self.folder = folder
-        self.path = folder / BATCH_STATE
+        self.path = folder / state_file
         self.endpoint = endpoint
         self.batches: list[dict[str, Any]] = []
         if self.path.exists():
@@ -295,10 +295,12 @@ async def submit_and_collect(
     max_wait: float | None = None,
     progress: bool = True,
     max_lines: int = MAX_BATCH_LINES,
+    state_file: str,
 ) -> BatchRun:
     """Send ``requests`` through the Batch API and load the replies into ``client.cache``.
 
-    Resumes the batches recorded in ``state_dir`` first; submits only requests neither cached nor
+    Resumes the batches recorded in ``state_dir`` (its file ``state_file``, the caller's
+    :data:`trek.runs.BATCH_STATE`) first; submits only requests neither cached nor
     in a running batch. With ``wait`` it polls every ``poll_seconds`` until every batch is done
     (or ``max_wait`` seconds pass); without, it looks once (loading the batches already done) and
     returns.
@@ -306,7 +308,7 @@ async def submit_and_collect(
     if client.cache is None:
         raise ValueError("the Batch API path loads replies into the response cache: the client needs one")
     folder = Path(state_dir)
-    state = _State(folder, client.base_url)
+    state = _State(folder, client.base_url, state_file)
     run = BatchRun()
     running: set[str] = set()
     for b in state.active():

@@ -19,7 +19,7 @@ from typing import Any
 
 from trek import runs as R
 from trek.rag.runner import CtrlRunSummary
-from trek.roles import Role
+from trek.roles import Role, make_judge
 
 __all__ = ["DEFAULT_METHODS", "DEFAULT_CONDITIONS", "CtrlSettings", "CtrlGridReport", "accuracy_grid",
            "run_ctrl_grid"]
@@ -147,9 +147,12 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
     when ``proceed(estimate, ledger)`` says no. ``dry_run``: write nothing and ``echo`` the grid's
     runs and calls before ``proceed``. One ledger and one ``budget_usd`` for the model and the
     judge, over every invocation on ``runs``; ``say``: progress lines (standard error)."""
-    from trek import graders, templates
+    from trek import (
+        exact,  # noqa: F401  (registers the exact judge, --judge oracle)
+        graders,
+        templates,
+    )
     from trek.contexts import read_contexts
-    from trek.exact import ORACLE, ExactJudge
     from trek.llm.cache import LLMCache
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
@@ -192,17 +195,15 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
 
         client = endpoint(model, budget_usd=budget_usd)
         audit_model = audit.model if audit is not None else None
-        judge_model = judge.model if judge is not None else None
-        if audit_model and judge_model != ORACLE:
+        judge_client = make_judge(judge, endpoint, contexts=contexts) if judge is not None else None
+        if audit_model and (judge_client is None or judge_client.makes_calls):
             raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with "
                              "--judge oracle")
         if audit_model and audit_with is None:
             raise TypeError("run_ctrl_grid: an audit judge needs audit_with (trek.audit.audit_grading)")
-        exact = ExactJudge(contexts=contexts) if judge_model == ORACLE else None
-        judge_client = exact or (endpoint(judge) if judge_model else None)
         est = estimate_grid(cells, records, built, model.model or "", PriceTable.load(model.prices), questions=qs,
                             params=params, max_tokens=settings.max_tokens, assume_output=settings.assume_output)
-        if judge_client is not None and exact is None:  # the exact judge makes no call
+        if judge_client is not None and judge_client.makes_calls:  # the exact judge makes no call
             est = est + estimate_grid_grading(cells, records, built, model.model or "", judge_client, questions=qs,
                                               params=params, answer_tokens=settings.max_tokens or settings.assume_output)
         if dry_run:

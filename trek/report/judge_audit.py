@@ -91,7 +91,7 @@ def audit_data(run_dirs: dict[str, Path]) -> AuditData:
         except (MissingAnnotation, MiniBenchmarkError) as e:
             skipped[label] = str(e)
     pairs = pd.concat(parts, ignore_index=True) if parts else audit_pairs({})
-    table = audit_table(pairs).round({"agreement": 1, "kappa": 3, "kappa_low": 3, "kappa_high": 3,
+    table = audit_table(pairs).round({"agreement_binary": 1, "agreement_outcomes": 1, "kappa": 3, "kappa_low": 3, "kappa_high": 3,
                                       "exact_yes": 1, "judge_yes": 1})
     return AuditData(pairs, table, skipped)
 

@@ -25,6 +25,8 @@ def delta_note(reference: str) -> str:
 
 #: How the exact judge (``--judge oracle``) is named in titles.
 EXACT_JUDGE = "the exact judge"
+#: Judges that titles name otherwise than by their model name (the exact judge's is ``oracle``).
+JUDGE_TITLES = {"oracle": EXACT_JUDGE}
 
 
 def demo_label(is_demo: bool, title: str) -> str:
@@ -57,7 +59,7 @@ def judges_of(run_dir: str | os.PathLike[str]) -> list[str]:
                     continue  # a torn last line: the loaders report it; a title need not
                 for j in pick(rec) if isinstance(rec, dict) else []:
                     if j:
-                        seen[EXACT_JUDGE if j == "oracle" else str(j)] = None
+                        seen[JUDGE_TITLES.get(str(j), str(j))] = None
     return list(seen)
 
 

@@ -3,6 +3,10 @@
 * Figure 2 — :func:`label_shares` / :func:`plot_label_shares`: share of traced failures carrying
   each label, per run and dataset. Attribution is multi-label, so the shares of a row need not
   sum to 100%; the figure says so.
+  With a random human review (``human``): :func:`corrected_shares` / :func:`plot_corrected_shares`,
+  the judge's share beside the share corrected by the review (PPI++, :mod:`trek.trace.shares`)
+  with its interval, per run over all its fully traced cases; :func:`corrected_caption` names n
+  and N.
 * Figure 3 — :func:`model_search_labels` / :func:`plot_model_search`: the same shares across
   model x search combinations (from each run's ``run.json``).
 * Table A.4.2 — :func:`post_vs_upstream`: per run, cases with a post-retrieval label vs cases
@@ -38,6 +42,9 @@ __all__ = [
     "trace_frame",
     "label_shares",
     "plot_label_shares",
+    "corrected_shares",
+    "corrected_caption",
+    "plot_corrected_shares",
     "model_search_labels",
     "plot_model_search",
     "post_vs_upstream",
@@ -173,6 +180,76 @@ def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
     fig.legend(*drawn_legend(axes[0], DATASETS), title="dataset", frameon=False, loc="center right")
     fig.suptitle(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
+    return fig
+
+
+def corrected_shares(run_dirs: dict[str, Path], human: dict[str, str | os.PathLike[str]], *,
+                     seed: int | None = None, sample_by: str | None = None, labels_from: str = "trace",
+                     alpha: float = 0.05) -> pd.DataFrame:
+    """Figure 2 corrected by a random human review: per run with a review file in ``human``
+    (``{run label: filled workbook or CSV}``) and label, the rows of
+    :func:`trek.trace.shares.shares_table` over all its fully traced cases (shares in %).
+    ``seed``/``sample_by``: the draw a CSV reviews (a workbook records its own);
+    ``labels_from``: ``trace`` or ``audit`` (:func:`trek.trace.shares.judge_labels`)."""
+    from trek.trace.shares import judge_labels, read_human, shares_table
+
+    unknown = sorted(set(human) - set(run_dirs))
+    if unknown:
+        raise ValueError(f"human names run(s) {unknown} that are not among the traced runs {sorted(run_dirs)}")
+    blocks = []
+    for run, d in run_dirs.items():
+        if run not in human:
+            continue
+        records = load_trace(d)
+        verdicts = read_human(human[run], records, seed=seed, by=sample_by)
+        t = shares_table(records, judge_labels(records, labels_from), verdicts, alpha=alpha)
+        blocks.append(t.assign(run=run, reviews=verdicts.sample.describe() if verdicts.sample else "",
+                               labels_from=labels_from))
+    if not blocks:
+        raise ValueError("human names no review file")
+    out = pd.concat(blocks).set_index(["run", "label"])
+    share_cols = ["judge_share", "judge_low", "judge_high", "corrected_share", "low", "high",
+                  "human_only_share", "human_low", "human_high"]
+    out[share_cols] = (100 * out[share_cols]).round(1)
+    return out[["n_traced", "n_reviewed", *share_cols, "lambda", "reviews", "labels_from"]]
+
+
+def corrected_caption(table: pd.DataFrame) -> str:
+    """``corrected (PPI++, 95% interval) by a random review of n=12 of N=36 fully traced cases``,
+    one ``run: n of N`` per run when there are several."""
+    per = table.groupby(level=0, sort=False)[["n_reviewed", "n_traced"]].first()
+    audit = "the audit judge's labels " if (table.get("labels_from") == "audit").any() else ""
+    if len(per) == 1:
+        n, big_n = per.iloc[0]
+        return f"{audit}corrected (PPI++, 95% interval) by a random review of n={n} of N={big_n} fully traced cases"
+    parts = ", ".join(f"{run}: n={r.n_reviewed} of N={r.n_traced}" for run, r in per.iterrows())
+    return f"{audit}corrected (PPI++, 95% intervals) by random reviews ({parts})"
+
+
+def plot_corrected_shares(table: pd.DataFrame, title: str) -> plt.Figure:
+    """One panel per run: for each label the judge's share and the corrected share with its
+    interval (from :func:`corrected_shares`)."""
+    run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
+    import textwrap
+
+    colour = {"judge": "#9aa5b1", "corrected": "#1f5f99"}
+    fig, axes = plt.subplots(1, len(run_labels), figsize=(max(7.0, 3.6 * len(run_labels) + 1.4), 3.8),
+                             squeeze=False, sharey=True)
+    for ax, run in zip(axes[0], run_labels, strict=True):
+        sub = table.loc[run].reindex(list(LABELS))
+        est = sub["corrected_share"].to_numpy(dtype=float)
+        err = np.vstack([est - sub["low"].to_numpy(dtype=float), sub["high"].to_numpy(dtype=float) - est]).clip(0)
+        j = sub["judge_share"].to_numpy(dtype=float)
+        j_err = np.vstack([j - sub["judge_low"].to_numpy(dtype=float), sub["judge_high"].to_numpy(dtype=float) - j])
+        grouped_bars(ax, LABELS, {"judge": j, "corrected": est}, colour, errors={"judge": j_err, "corrected": err})
+        first = sub.iloc[0]
+        ax.set_title(f"{run} (n={int(first['n_reviewed'])} of N={int(first['n_traced'])})", fontsize=9)
+        ax.set_ylim(0, 100)
+        ax.tick_params(axis="x", rotation=35, labelsize=8)
+    axes[0][0].set_ylabel("% of traced failures")
+    fig.legend(*drawn_legend(axes[0], ["judge", "corrected"]), frameon=False, loc="center right")
+    fig.suptitle(textwrap.fill(title, 90) + f"\n({MULTI_LABEL_NOTE})", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
     return fig
 
 

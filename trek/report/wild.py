@@ -31,8 +31,8 @@ __all__ = [
 
 WILD_DATASETS = ("freshqa", "infodeepseek", "sealqa")
 #: How Table 1's intervals are made (for captions).
-CI_NOTE = ("95% intervals: Wilson score for each dataset and micro, stratified bootstrap "
-           "(10,000 resamples, seed 0) for macro")
+CI_NOTE = ("95% intervals: Wilson score for each dataset and micro; for macro, the Jeffreys (Bayesian) "
+           "interval of the mean of the per-dataset proportions")
 
 
 def load_questions(source: str = "mini", data_dir: str | os.PathLike[str] | None = None) -> list[Question]:

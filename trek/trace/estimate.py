@@ -58,12 +58,12 @@ def estimate_trace(
     try:
         config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars, other_chars,
                              unknown)
-        from trek.exact import is_exact
         from trek.trace.exact import for_trace
+        from trek.trace.pipeline import exact_roles
 
-        judge = next((w.client for w in (diagnostic, analysis) if is_exact(w.client)), None)
-        if judge is not None:  # the same input keys as the trace (annotations included)
-            config.exact = for_trace(judge, store, rd, query_depth)
+        played = exact_roles(diagnostic, analysis)
+        if played:  # the same input keys as the trace (annotations included)
+            config.exact = for_trace(config.role(played[0]).client, store, rd, query_depth, played)
         todo = plan(TraceStage(rd, config, []), selection.cases).todo
         sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars))
     finally:
@@ -80,12 +80,10 @@ def estimate_trace(
             role_in[role][1] += sum(steps_high[role])
             role_in[role][2] += len(steps_low[role])
             role_in[role][3] += len(steps_high[role])
-    from trek.exact import is_exact
-
     parts = []
     for role, who in (("diagnostic", diagnostic), ("analysis", analysis), ("evaluated", evaluated)):
         in_lo, in_hi, c_lo, c_hi = role_in[role]
-        if is_exact(who.client):  # the exact judge answers from the annotations: no call, no token
+        if not who.client.makes_calls:  # the exact judge answers from the annotations: no call, no token
             parts.append(Estimate(label=f"trek trace, {role} role (exact judge)", model=who.model,
                                   items=len(selection.cases), cached_items=len(selection.cases) - len(todo),
                                   calls=(0, 0), input_tokens=(0, 0), output_tokens=(0, 0), token_usd=(0.0, 0.0)))

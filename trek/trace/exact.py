@@ -44,13 +44,14 @@ from typing import Any
 
 from trek import runs
 from trek.annotations import AnnotatedPage, Annotations, MissingAnnotation
+from trek.exact import ORACLE
 from trek.graders.exact import DEFAULT_RULE, decide
 from trek.graders.exact import VERSION as GRADER_VERSION
 from trek.pages import PageStore, normalize_url
 from trek.trace.records import Step
 from trek.types import Question
 
-__all__ = ["VERSION", "ExactTrace", "exact_step", "DEPTH_KEYS", "ADEQUACY_DEPTH", "ADEQUACY_FACTOR", "adequacy_depth"]
+__all__ = ["VERSION", "ExactTrace", "exact_step", "decided", "DEPTH_KEYS", "ADEQUACY_DEPTH", "ADEQUACY_FACTOR", "adequacy_depth"]
 
 # Version history: exact-trace-1 first release (also names the exact grader's version it uses);
 # exact-trace-2 query adequacy within a deeper cut-off than the system's (adequacy_depth).
@@ -231,6 +232,11 @@ class ExactTrace:
         else:
             reason = f"No page of the question dated after its latest gold page ({latest}) states another answer."
         return {"supports_reference": not newer, "reason": reason}, {"newer": [p.doc_id for p in newer]}
+
+
+def decided(step: Step) -> bool:
+    """Whether a recorded step was decided by the exact judge (its records name model ``oracle``)."""
+    return step.model == ORACLE
 
 
 def exact_step(name: str, role: str, endpoint: str, model: str, value: dict[str, Any], detail: dict[str, Any]) -> Step:

@@ -463,26 +463,33 @@ def _check_roles(diagnostic: RoleModel, analysis: RoleModel, evaluated: RoleMode
     for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
         if who.role != want:
             raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
-    if is_exact(evaluated.client):
+    if not evaluated.client.makes_calls:
         raise ValueError("the evaluated model answers the probes: the exact judge (oracle) can play the judges only")
-    exact_roles = [w.role for w in (diagnostic, analysis) if is_exact(w.client)]
-    if audit and not exact_roles:
+    played = exact_roles(diagnostic, analysis)
+    if audit and not played:
         raise ValueError("an audit judge answers beside the exact judge: make a judge role oracle")
     clients = [diagnostic.client, analysis.client, evaluated.client, *(r.client for r in audit.values())]
-    return list({id(c): c for c in clients}.values()), exact_roles
+    return list({id(c): c for c in clients}.values()), played
 
 
-def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], exact_roles: list[str],
+def exact_roles(*judges: RoleModel) -> list[str]:
+    """The judge roles the exact judge plays: TrekTrace answers their questions from the exact
+    side (:mod:`trek.trace.exact`), whose decisions need the annotations, the store and the run."""
+    # the one place TrekTrace asks which kind of judge a role holds: the exact side must be built
+    return [w.role for w in judges if is_exact(w.client)]
+
+
+def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], played: list[str],
             query_depth: int | None) -> Selection:
     """The cases to trace (marked for the audit judges), and the exact side when the exact judge
-    plays ``exact_roles``: refused before any call when the annotations cannot answer."""
+    plays ``played``: refused before any call when the annotations cannot answer."""
     selection = select_cases(rd, outcomes)
     for i, case in enumerate(selection.cases):
         case.audit = bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
-    if exact_roles:
-        config.exact = exact.for_trace(config.role(exact_roles[0]).client, config.store, rd, query_depth, exact_roles)
-        config.exact.check(selection.cases, diagnostic="diagnostic" in exact_roles,
-                           analysis="analysis" in exact_roles, stale=config.check_stale)
+    if played:
+        config.exact = exact.for_trace(config.role(played[0]).client, config.store, rd, query_depth, played)
+        config.exact.check(selection.cases, diagnostic="diagnostic" in played,
+                           analysis="analysis" in played, stale=config.check_stale)
     return selection
 
 
@@ -533,19 +540,19 @@ async def atrace_run(
     own_evaluated = evaluated is None
     evaluated = evaluated or evaluated_role_from_run(rd)
     audit = dict(audit or {})
-    unique, exact_roles = _check_roles(diagnostic, analysis, evaluated, audit)
+    unique, played = _check_roles(diagnostic, analysis, evaluated, audit)
     own_store = store is None
     if store is None:
         store = PageStore(default_pages_path(rd), fetch=fetch)
     calls0 = sum(c.http_calls for c in unique)
     hits0 = sum(c.cache_hits for c in unique)
     try:
-        with borrowed_cache([c for c in unique if not is_exact(c)], default_cache_path(rd)):
+        with borrowed_cache(unique, default_cache_path(rd)):
             # the budget is the stage's spend ledger (.trace.jsonl.spend): a ceiling over all invocations
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
                                  other_chars, unknown, audit=audit, audit_cases=audit_cases, schedule=schedule,
                                  label_rule=label_rule)
-            selection = _select(rd, config, outcomes, exact_roles, query_depth)
+            selection = _select(rd, config, outcomes, played, query_depth)
             outdated, changes = version_changes(rd / runs.TRACE, config.versions())
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,
@@ -561,7 +568,7 @@ async def atrace_run(
         http_calls=sum(c.http_calls for c in unique) - calls0, cache_hits=sum(c.cache_hits for c in unique) - hits0,
         path=rd / runs.TRACE, totals=TraceTotals.read(rd / runs.TRACE),
         unpriced_models=sorted({w.model for w in (diagnostic, analysis, evaluated)
-                                if not is_exact(w.client) and w.client.prices.get(w.model) is None}),
+                                if w.client.makes_calls and w.client.prices.get(w.model) is None}),
     )
 
 

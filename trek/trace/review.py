@@ -11,13 +11,22 @@ Three sheets, each with a frozen header row, filters and readable column widths:
   key evidence, the equivalent URLs and matched evidence the diagnostic judge reported, with a
   reviewer verdict and notes.
 * ``taxonomy`` — the definitions of the labels and of the two system-independent outcomes.
+* ``sample`` — with ``--sample N`` (:func:`trek.trace.shares.draw_sample`): how the checklist's
+  cases were chosen (uniformly at random, the seed, the stratification, the population drawn
+  from) and their question ids. The checklist then holds only those cases. Without it the
+  workbook lists every fully traced case and records no sample: reviewing only some of them is a
+  hand-picked set, which ``trek trace shares`` refuses for correction.
 
-:func:`read_checklist` reads a filled workbook back (used by :mod:`trek.trace.agreement`).
+:func:`read_checklist` reads a filled workbook back (used by :mod:`trek.trace.agreement`) and
+:func:`read_sample` its sample. With an ``--out`` ending in ``.csv`` the sample is written as the
+CSV ``trek trace shares --human`` reads instead (``question_id``, ``dataset`` and one 0/1 column
+per label, blank for the reviewer, or filled with the trace's own labels with ``prefill``).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +34,30 @@ from trek.outputs import atomic_write, check_out
 from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TraceRecord
+
+#: How the cases of a random review sample were chosen (:func:`trek.trace.shares.draw_sample`).
+RANDOM = "uniform random"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """How a review sample was drawn (:func:`trek.trace.shares.draw_sample`): ``selection`` (``uniform random``), the ``seed``, ``by``
+    (``dataset`` when stratified, else ``None``), the ``population`` it was drawn from (fully
+    traced cases), the ``question_ids`` drawn (sorted) and, per stratum, ``(population, drawn)``."""
+
+    selection: str
+    seed: int | None
+    by: str | None
+    population: int
+    question_ids: tuple[str, ...]
+    strata: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        how = self.selection + (f", seed {self.seed}" if self.seed is not None else "")
+        how += f", stratified by {self.by}" if self.by else ""
+        return f"{len(self.question_ids)} of {self.population} fully traced case(s), {how}"
+
+
 
 __all__ = [
     "CHECKLIST",
@@ -38,9 +71,13 @@ __all__ = [
     "checklist_rows",
     "write_review",
     "read_checklist",
+    "read_sample",
+    "SAMPLE",
+    "RANDOM",
+    "Sample",
 ]
 
-CHECKLIST, AUDIT, TAXONOMY = "checklist", "retrieval_audit", "taxonomy"
+CHECKLIST, AUDIT, TAXONOMY, SAMPLE = "checklist", "retrieval_audit", "taxonomy", "sample"
 REFERENCE_VALID = "reviewer: reference valid"
 JUDGE_CORRECT = "reviewer: original judge correct"
 NOTES = "reviewer: notes"
@@ -189,24 +226,106 @@ def _sheet(ws: Any, rows: list[dict[str, Any]], columns: list[str], yes_no: list
             dv.add(f"{letter}2:{letter}{len(rows) + 1}")
 
 
-def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Write the workbook for a traced run (default ``RUN_DIR/review.xlsx``); returns its path."""
+def _sample_rows(sample: Sample) -> list[dict[str, Any]]:
+    rows = [{"field": "selection", "value": sample.selection},
+            {"field": "seed", "value": sample.seed},
+            {"field": "stratified by", "value": sample.by or "none"},
+            {"field": "population", "value": sample.population},
+            {"field": "sample size", "value": len(sample.question_ids)}]
+    rows += [{"field": f"stratum {k}", "value": f"{drawn} of {pop}"} for k, (pop, drawn) in sample.strata.items()]
+    rows.append({"field": "note", "value": "review every case of the checklist: PPI needs the whole random sample"})
+    rows += [{"field": "question_id", "value": q} for q in sample.question_ids]
+    return rows
+
+
+def read_sample(path: str | os.PathLike[str]) -> Sample | None:
+    """The sample a review workbook records (its ``sample`` sheet), or ``None`` without one."""
+    from openpyxl import load_workbook
+
+
+    p = Path(path)
+    try:
+        wb = load_workbook(p, read_only=True, data_only=True)
+        try:
+            if SAMPLE not in wb.sheetnames:
+                return None
+            rows = [r for r in wb[SAMPLE].iter_rows(values_only=True)][1:]
+        finally:
+            wb.close()
+    except Exception as e:  # noqa: BLE001 - a damaged or foreign file
+        raise ValueError(f"{p}: cannot be read as an Excel workbook ({type(e).__name__}: {e})") from None
+    fields: dict[str, Any] = {}
+    ids: list[str] = []
+    strata: dict[str, tuple[int, int]] = {}
+    try:
+        for key, value, *_ in rows:
+            key = str(key or "")
+            if key == "question_id":
+                ids.append(str(value))
+            elif key.startswith("stratum "):
+                drawn, _, pop = str(value).partition(" of ")
+                strata[key[len("stratum "):]] = (int(pop), int(drawn))
+            else:
+                fields[key] = value
+        sample = Sample(selection=str(fields["selection"]), seed=int(fields["seed"]),
+                        by=None if fields["stratified by"] in (None, "none") else str(fields["stratified by"]),
+                        population=int(fields["population"]), question_ids=tuple(ids), strata=strata)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{p}: the {SAMPLE!r} sheet is damaged ({type(e).__name__}: {e}); write the workbook "
+                         "again with trek trace review RUN --sample N --seed S") from None
+    if int(fields.get("sample size", len(ids))) != len(ids):
+        raise ValueError(f"{p}: the {SAMPLE!r} sheet lists {len(ids)} question id(s) for a sample of "
+                         f"{fields.get('sample size')}")
+    return sample
+
+
+def _write_sample_csv(path: Path, records: list[TraceRecord], sample: Sample, prefill: bool) -> Path:
+    import csv
+    import io
+
+    by_id = {r.question_id: r for r in records}
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["question_id", "dataset", *LABELS])
+    for q in sample.question_ids:
+        r = by_id[q]
+        w.writerow([q, r.dataset, *((int(lab in r.labels) if prefill else "") for lab in LABELS)])
+    return atomic_write(path, buf.getvalue())
+
+
+def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+                 sample: Sample | None = None, prefill: bool = False) -> Path:
+    """Write the workbook for a traced run (default ``RUN_DIR/review.xlsx``); returns its path.
+
+    ``sample`` (:func:`trek.trace.shares.draw_sample`): only its cases, and a ``sample`` sheet.
+    An ``out`` ending in ``.csv`` (with a ``sample``) writes the human-verdict CSV instead, blank
+    or (``prefill``) with the trace's own labels."""
     from openpyxl import Workbook
 
     rd = Path(run_dir)
+    csv_out = out is not None and Path(out).suffix.lower() == ".csv"
+    if csv_out and sample is None:
+        raise ValueError(f"{out}: a CSV review is written for a random sample only: add --sample N")
+    if prefill and not csv_out:
+        raise ValueError("--prefill fills the label columns of a CSV review: give --out FILE.csv")
     path = check_out(Path(out) if out else rd / "review.xlsx", runs=[rd], example="review.xlsx")
     records = load_trace(rd)
     if not records:
         raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")
+    if csv_out and sample is not None:
+        return _write_sample_csv(path, records, sample, prefill)
     run = rd.resolve().name
     rows = checklist_rows(records, run)
+    if sample is not None:
+        chosen = set(sample.question_ids)
+        rows = [r for r in rows if r["question_id"] in chosen]
     columns = list(rows[0]) if rows else list(checklist_rows([_blank()], run)[0])
     yes_no = [REFERENCE_VALID, JUDGE_CORRECT, *(reviewer_column(lab) for lab in LABELS)]
     wb = Workbook()
     ws = wb.active
     ws.title = CHECKLIST
     _sheet(ws, rows, columns, yes_no, {"question", "key evidence", NOTES, "evidence reason", "query reason"})
-    audit = _audit_rows(records, run)
+    audit = _audit_rows([r for r in records if sample is None or r.question_id in set(sample.question_ids)], run)
     audit_cols = list(audit[0]) if audit else ["run", "question_id", "gold URL"]
     _sheet(wb.create_sheet(AUDIT), audit, audit_cols, ["reviewer: audit agrees"] if audit else [],
            {"key evidence", "matched evidence", "judge reason", "gold URL"})
@@ -214,6 +333,8 @@ def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     tax += [{"category": k, "kind": "system-independent (excluded from agreement)", "definition": v}
             for k, v in SYSTEM_INDEPENDENT.items()]
     _sheet(wb.create_sheet(TAXONOMY), tax, ["category", "kind", "definition"], [], {"definition"})
+    if sample is not None:
+        _sheet(wb.create_sheet(SAMPLE), _sample_rows(sample), ["field", "value"], [], {"value"})
     return atomic_write(path, wb.save)
 
 

@@ -12,11 +12,11 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from trek import exact as _exact  # noqa: F401  (registers the exact judge, --judge oracle)
 from trek import runs
 from trek.aio import closing_run
-from trek.exact import ORACLE, ExactJudge
 from trek.limits import EndpointLimits
-from trek.roles import Role, RoleError
+from trek.roles import Role, RoleError, make_judge
 from trek.trace.common import RoleModel
 from trek.trace.estimate import estimate_trace
 from trek.trace.pipeline import UNKNOWN_POLICIES, TraceReport, atrace_run, evaluated_role_from_run
@@ -46,21 +46,19 @@ def trace_with_roles(
     if not rd.path.is_dir():
         raise runs.RecordError(rd.path, None, "run directory does not exist")
     settings = {"limits": EndpointLimits(), **(client_settings or {})}  # roles on one server share its limit
-    exact = ExactJudge(rule=exact_rule) if ORACLE in (diagnostic.model, analysis.model) else None
 
     def play(role: Role, name: str) -> RoleModel:
-        if role.model == ORACLE:
-            return RoleModel(name, exact, ORACLE, {})  # type: ignore[arg-type]
-        return RoleModel(name, rd.client(role, **settings), role.model or "", dict(role.params))
+        client = make_judge(role, lambda r: rd.client(r, **settings), rule=exact_rule)
+        return RoleModel(name, client, role.model or "", dict(role.params) if client.makes_calls else {})
 
     diag, ana = play(diagnostic, "diagnostic"), play(analysis, "analysis")
     audits: dict[str, RoleModel] = {}
     if audit is not None and audit.model:
-        if exact is None:
-            raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge oracle")
-        auditor = rd.client(audit, **settings)
+        auditor = rd.client(audit, **settings)  # asked where the exact judge decides (refused without one)
         audits = {w.role: RoleModel(w.role, auditor, audit.model, dict(audit.params)) for w in (diag, ana)
-                  if w.model == ORACLE}
+                  if not w.client.makes_calls}
+        if not audits:
+            raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge oracle")
     ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
     announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client,
               "audit judge": next(iter(audits.values())).client if audits else None})

@@ -53,7 +53,7 @@ from trek.llm.client import ChatRequest, LLMClient
 from trek.llm.ledger import ledger_path, read_ledger
 from trek.outputs import atomic_write, check_out
 from trek.roles import Role
-from trek.runs import RESPONSES, RunDir, RunLockedError
+from trek.runs import BATCH_STATE, RESPONSES, RunDir, RunLockedError
 from trek.stage import Slot, Stage, execute
 from trek.types import Record, RecordError, Usage, iter_json_lines
 
@@ -445,7 +445,7 @@ async def run_openai_batch(
                 )
         folder = Path(state_dir) if state_dir else RunDir(out.parent).batch_state(out.name)
         br = await submit_and_collect(reqs, client, folder, wait=wait, poll_seconds=poll_seconds,
-                                      max_wait=max_wait, progress=progress)
+                                      max_wait=max_wait, progress=progress, state_file=BATCH_STATE)
         replay = RecordingClient(client, use_cache=True,
                                  error="not answered by the Batch API yet (still running, failed or expired): run again",
                                  reasons=br.failures)
