@@ -1,8 +1,8 @@
 """Round trips against real trace servers: ``phoenix serve`` and ``mlflow server`` (sqlite in a
 temporary folder, loopback, telemetry off, started once per session). An openai-SDK search agent
-instrumented with OpenInference (tests/_search_agent.py, its own process) answers the example
-questions against the scripted fake OpenAI server and sends its spans to the server over
-OTLP/HTTP protobuf; ``trek import phoenix|mlflow`` must give exactly the agent's questions,
+(tests/_search_agent.py, its own process) answers the example questions against the scripted fake
+OpenAI server; its spans go to the server from OpenInference over OTLP/HTTP protobuf, or from
+MLflow's own tracing SDK; ``trek import phoenix|mlflow`` must give exactly the agent's questions,
 queries, result URLs and answers, in whatever order the server returns the traces; the run is
 graded and traced with scripted judges; ``trek trace export --to phoenix|mlflow`` writes the
 labels, which are read back with the server's own client. A test skips only when its extra
@@ -122,11 +122,12 @@ def fake_script() -> list[dict[str, Any]]:
     return [*script(), *agent]
 
 
-def run_agent(tmp: Path, llm: FakeOpenAIServer, otlp: str, *, headers: dict[str, str] | None = None,
-              resource: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def run_agent(tmp: Path, llm: FakeOpenAIServer, **how: Any) -> list[dict[str, Any]]:
+    """Run tests/_search_agent.py; ``how``: where its spans go (``otlp``, ``headers``,
+    ``resource``; or ``sdk="mlflow"``, ``tracking_uri``, ``experiment_id``)."""
     qs = _questions()
-    plan = {"base_url": llm.base_url, "model": EVALUATED, "otlp": otlp, "headers": headers or {},
-            "resource": resource or {}, "log": str(tmp / "agent-log.json"),
+    tmp.mkdir(parents=True, exist_ok=True)
+    plan = {"base_url": llm.base_url, "model": EVALUATED, **how, "log": str(tmp / "agent-log.json"),
             "questions": [{"id": p["qid"] if p["named"] else None, "question": qs[p["qid"]]["text"],
                            "results": {p["query"]: p["hits"]}} for p in PLAN]}
     (tmp / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
@@ -198,7 +199,7 @@ def test_phoenix_round_trip(trace_servers, tmp_path, monkeypatch):
     client = phoenix_client_module().Client(base_url=px.url)
     project = "search-agent-test"
     with FakeOpenAIServer(script=fake_script()) as llm:
-        log = run_agent(tmp_path, llm, px.url + "/v1/traces", resource={"openinference.project.name": project})
+        log = run_agent(tmp_path, llm, otlp=px.url + "/v1/traces", resource={"openinference.project.name": project})
 
         def roots() -> list[dict]:
             try:
@@ -254,25 +255,33 @@ def test_phoenix_round_trip(trace_servers, tmp_path, monkeypatch):
 
 # -- MLflow ----------------------------------------------------------------------------------------
 def test_mlflow_round_trip(trace_servers, tmp_path, monkeypatch):
+    """The agent traced by MLflow's own SDK (autolog, start_span: mlflow.span* attributes) for the
+    round trip, and by OpenInference over OTLP into a second experiment for the import."""
     ml = server(trace_servers, "mlflow")
     import mlflow
 
     from trek.trace.destinations import mlflow_tracking
 
     with mlflow_tracking(ml.url):
-        experiment = mlflow.MlflowClient(ml.url).create_experiment("search-agent-test")
+        client = mlflow.MlflowClient(ml.url)
+        experiment, otlp_experiment = (client.create_experiment(n) for n in ("search-agent-sdk", "search-agent-otlp"))
 
-        def traces() -> list:
-            return mlflow.search_traces(locations=[experiment], return_type="list")
+        def traces(eid: str) -> list:
+            return mlflow.search_traces(locations=[eid], return_type="list")
 
         with FakeOpenAIServer(script=fake_script()) as llm:
-            log = run_agent(tmp_path, llm, ml.url + "/v1/traces", headers={"x-mlflow-experiment-id": experiment})
-            wait_until("the agent's 3 traces", lambda: len(traces()) == len(PLAN))
+            log = run_agent(tmp_path / "sdk", llm, sdk="mlflow", tracking_uri=ml.url, experiment_id=experiment)
+            otlp_log = run_agent(tmp_path / "otlp", llm, otlp=ml.url + "/v1/traces",
+                                 headers={"x-mlflow-experiment-id": otlp_experiment})
+            wait_until("the agent's traces", lambda: len(traces(experiment)) == len(traces(otlp_experiment)) == len(PLAN))
             run = tmp_path / "run"
-            out = invoke("import", "mlflow", ml.url, "--experiment", "search-agent-test", "--questions",
+            out = invoke("import", "mlflow", ml.url, "--experiment", "search-agent-sdk", "--questions",
                          str(EX / "questions.csv"), "--map", MAP, "--out", str(run))
             assert "imported 3 trajectories (ok 3)" in out
             check_import(run, log)
+            invoke("import", "mlflow", ml.url, "--experiment", "search-agent-otlp", "--questions",
+                   str(EX / "questions.csv"), "--map", MAP, "--out", str(tmp_path / "otlp-run"))
+            check_import(tmp_path / "otlp-run", otlp_log)
             # by id the same; and whatever order search_traces returns
             search = mlflow.search_traces
 
