@@ -60,6 +60,7 @@ from trek.imports.common import (
 )
 from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
+from trek.imports.servers import shown
 from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
 from trek.jsonio import unique_paths
 from trek.pages import Page
@@ -257,7 +258,7 @@ def import_run(
         report.pages = len(found)
         yield from found
 
-    config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
+    config = {"format": fmt, "files": [shown(str(f)) if remote else str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
     if hasattr(mod, "read_traces"):
         config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)

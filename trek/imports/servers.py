@@ -12,42 +12,40 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
   with its question id or the texts its question may be in (a server's own order, newest first
   for Phoenix, never decides anything: traces are matched to questions by id or question text,
   :func:`trek.imports.common.match_traces`);
-* :func:`need`: the client's import, or a one-line error naming the extra to install;
 * :func:`server_error`: an error of the client as one line naming the server.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import math
 from collections.abc import Iterable, Mapping
-from types import ModuleType
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord
 from trek.imports.fields import FieldError
 from trek.imports.spans import Span, TraceOptions, question_id_of, question_texts
 
-__all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
+__all__ = ["attribute_value", "iso_ns", "server_error", "shown", "trace_records"]
 
 
-def need(module: str, extra: str, what: str) -> ModuleType:
-    """``import module``, or an :class:`ImportFailure` saying which extra brings it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportFailure(f"{what} needs the {extra!r} extra ({e.name or module} is not installed): "
-                            f"pip install 'trek[{extra}]'") from None
+def shown(url: str) -> str:
+    """``url`` as run files and messages show it: without the credentials it may carry."""
+    from trek.llm.client import endpoint_identity
+
+    return endpoint_identity(url)
 
 
 def server_error(url: str, what: str, exc: BaseException) -> ImportFailure:
-    """One line for a failed call to the server at ``url`` (never the client's traceback)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """One line for a failed call to the server at ``url`` (never the client's traceback, nor a
+    credential of the URL)."""
+    from trek.llm.client import scrub, url_secrets
+
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
     if len(text) > 300:
         text = text[:300] + "..."
-    return ImportFailure(f"{url}: {what}: {type(exc).__name__}: {text}")
+    return ImportFailure(f"{shown(url)}: {what}: {type(exc).__name__}: {text}")
 
 
 def attribute_value(value: Any) -> Any:

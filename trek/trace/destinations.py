@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from trek import __version__
 from trek.trace.export import Score, otlp_request, scores
 
-__all__ = ["DESTINATIONS", "Sent", "mlflow_trace_id", "mlflow_tracking", "phoenix_client_module", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
+__all__ = ["DESTINATIONS", "MissingExtra", "Sent", "missing", "mlflow_trace_id", "mlflow_tracking", "phoenix_client_module", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
 
 #: Where ``--to`` can send the labels.
 DESTINATIONS = ("phoenix", "mlflow", "otlp")
@@ -62,19 +62,28 @@ class Sent:
         return f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at {self.url}"
 
 
+def _shown(url: str) -> str:
+    from trek.llm.client import endpoint_identity
+
+    return endpoint_identity(url)
+
+
 def _one_line(url: str, what: str, exc: BaseException) -> RuntimeError:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return RuntimeError(f"{url}: {what}: {type(exc).__name__}: {text[:300]}")
+    """One line for a failed call to ``url``, without the URL's credentials."""
+    from trek.llm.client import scrub, url_secrets
+
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
+    return RuntimeError(f"{_shown(url)}: {what}: {type(exc).__name__}: {text[:300]}")
 
 
-def _need(module: str, extra: str) -> Any:
-    import importlib
+class MissingExtra(RuntimeError):
+    """An optional dependency of a destination (or source) is not installed."""
 
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise RuntimeError(f"trek trace export --to needs the {extra!r} extra ({e.name or module} is not installed): "
-                           f"pip install 'trek[{extra}]'") from None
+
+def missing(e: ImportError, extra: str, what: str = "trek trace export --to") -> MissingExtra:
+    """The one-line error for an ``ImportError`` of the ``extra``'s package."""
+    return MissingExtra(f"{what} needs the {extra!r} extra ({e.name or 'a package'} is not installed): "
+                        f"pip install 'trek[{extra}]'")
 
 
 def phoenix_client_module() -> Any:
@@ -96,7 +105,11 @@ def phoenix_client_module() -> Any:
             pkg = types.ModuleType("phoenix")
             pkg.__path__ = list(spec.submodule_search_locations)
             sys.modules["phoenix"] = pkg
-    return _need("phoenix.client", "phoenix")
+    try:
+        import phoenix.client
+    except ImportError as e:
+        raise missing(e, "phoenix") from None
+    return phoenix.client
 
 
 def _cases(items: list[Score]) -> int:
@@ -134,7 +147,7 @@ def to_phoenix(run_dir: str | os.PathLike[str], url: str) -> Sent:
             client.spans.log_span_annotations(span_annotations=rows[i:i + 100], sync=True)
     except Exception as e:  # the client's httpx errors
         raise _one_line(url, "writing span annotations", e) from None
-    return Sent(len(rows), _cases(items), "phoenix", url)
+    return Sent(len(rows), _cases(items), "phoenix", _shown(url))
 
 
 # -- MLflow ----------------------------------------------------------------------------------------
@@ -147,8 +160,11 @@ def mlflow_trace_id(trace_id: str) -> str:
 def mlflow_tracking(uri: str) -> Iterator[Any]:
     """``mlflow`` with its tracking URI set to ``uri`` inside the block (what was set before,
     or nothing, is restored after)."""
-    mlflow = _need("mlflow", "mlflow")
-    from mlflow.tracking import _tracking_service
+    try:
+        import mlflow
+        from mlflow.tracking import _tracking_service
+    except ImportError as e:
+        raise missing(e, "mlflow") from None
 
     utils = _tracking_service.utils
     before = getattr(utils, "_tracking_uri", None)
@@ -182,7 +198,7 @@ def to_mlflow(run_dir: str | os.PathLike[str], uri: str) -> Sent:
                                     metadata={"question_id": s.question_id, "trek_version": __version__})
             except Exception as e:
                 raise _one_line(uri, f"writing feedback to trace {tid} (question {s.question_id!r})", e) from None
-    return Sent(len(items), _cases(items), "mlflow", uri)
+    return Sent(len(items), _cases(items), "mlflow", _shown(uri))
 
 
 def _clear(mlflow: Any, trace_id: str) -> None:
@@ -202,9 +218,11 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 def otlp_protobuf(request: dict[str, Any]) -> bytes:
     """An OTLP/JSON ``ExportTraceServiceRequest`` (hex ids) as protobuf bytes with the same ids."""
-    _need("opentelemetry.proto", "otlp")
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    try:
+        from google.protobuf import json_format
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError as e:
+        raise missing(e, "otlp") from None
 
     req = copy.deepcopy(request)
     for rs in req.get("resourceSpans", []):
@@ -237,9 +255,10 @@ def to_otlp(run_dir: str | os.PathLike[str], url: str, *, headers: dict[str, str
     except httpx.HTTPError as e:
         raise _one_line(target, "sending OTLP/HTTP protobuf", e) from None
     if r.status_code // 100 != 2:
-        raise RuntimeError(f"{target}: the collector answered HTTP {r.status_code}: {' '.join(r.text.split())[:200]}")
+        raise RuntimeError(f"{_shown(target)}: the collector answered HTTP {r.status_code}: "
+                           f"{' '.join(r.text.split())[:200]}")
     return Sent(sum(len(s["events"]) for rs in req["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]),
-                _cases(items), "otlp", target)
+                _cases(items), "otlp", _shown(target))
 
 
 _SENDERS: dict[str, Callable[[str | os.PathLike[str], str], Sent]] = {
