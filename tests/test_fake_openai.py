@@ -511,7 +511,7 @@ def test_stats_endpoint_counts(srv):
     srv.reset_stats()
     assert srv.stats() == {"requests": 0, "ok_by_key": {}, "faults": dict.fromkeys(FAULT_TYPES, 0),
                            "rate_limited": 0, "admitted": {}, "admitted_span_s": 0.0, "batches": 0, "files": 0,
-                           "stalled_by_key": {}, "held": 0, "active": 0}
+                           "stalled_by_key": {}, "held": 0, "active": 0, "sampling": {}}
 
 
 def test_concurrent_requests_with_latency():

@@ -23,7 +23,8 @@ TREK = Path(__file__).resolve().parents[1] / "trek"
 LAYERS: list[tuple[set[str], bool]] = [
     # the foundation, in the order the code wants: leaves and helpers, files, records, the client,
     # roles, run directories, the stage executor, the batch runner on top of it
-    ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates"}, False),
+    ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates",
+      "textable"}, False),
     ({"jsonio", "sqlite", "local", "outputs"}, False),
     ({"types", "journal"}, False),
     ({"llm"}, False),
@@ -41,7 +42,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
     ({"trace", "ctrl", "rag"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
-    ({"audit", "imports", "analysis"}, False),
+    # (and the epochs of a run and the listing of runs, read from their files)
+    ({"audit", "imports", "analysis", "epochs", "listing"}, False),
     # tables and figures
     ({"report"}, False),
     # the list of Trek's parts, which fills the registries of the layers below (trek/parts.py)

@@ -158,3 +158,25 @@ def test_a_missing_otlp_extra_is_named(traced, monkeypatch):  # noqa: F811
     monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None)
     r = CliRunner().invoke(app, ["trace", "export", str(traced), "--to", "otlp", "http://127.0.0.1:9"])
     assert r.exit_code == 2 and "needs the 'otlp' extra" in r.output and "Traceback" not in r.output
+
+
+def test_a_servers_credentials_never_reach_the_message_or_the_run(tmp_path, traced):  # noqa: F811
+    import importlib.util
+    import socket
+
+    if importlib.util.find_spec("phoenix") is None:
+        pytest.skip("the 'phoenix' extra is not installed")
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://trek-user:s3cret-token-42@127.0.0.1:{port}/?api_key=k3y-value-99"
+    runner = CliRunner()
+    r = runner.invoke(app, ["import", "phoenix", url, "--questions", str(EX / "questions.csv"), "--map", MAP,
+                            "--out", str(tmp_path / "imported")])
+    assert r.exit_code == 2 and "ConnectError" in r.output
+    r2 = runner.invoke(app, ["trace", "export", str(traced), "--to", "phoenix", url])
+    assert r2.exit_code != 0
+    for out in (r.output, r2.output):
+        assert f"127.0.0.1:{port}" in out
+        assert "s3cret-token-42" not in out and "k3y-value-99" not in out and "trek-user" not in out

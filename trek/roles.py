@@ -230,9 +230,39 @@ def _notice(old: str, new: str) -> None:
     print(f"notice: {old} is the old spelling of {new}; it still works in this release", file=sys.stderr)
 
 
+#: The sampling flags of :func:`role_options` (``sampling=True``): flag suffix -> (request
+#: parameter, type, metavar, help). For the evaluated model the flag is bare (``--temperature``).
+SAMPLING_FLAGS = {
+    "temperature": ("temperature", float, "T", "Sampling temperature, 0 to 2 (not sent when unset)."),
+    "max-tokens": ("max_completion_tokens", int, "N", "Output token cap, sent as max_completion_tokens (not sent "
+                   "when unset)."),
+    "seed": ("seed", int, "N", "Sampling seed, where the endpoint supports one (not sent when unset)."),
+}
+
+
+def _sampling_params(got: Mapping[str, Any], given: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The request parameters of the sampling flags in ``got`` (suffix -> value or None), each
+    checked; one also given as ``--param`` is a :class:`RoleError` naming both flags."""
+    out: dict[str, Any] = {}
+    for suffix, value in got.items():
+        if value is None:
+            continue
+        param, _, _, _ = SAMPLING_FLAGS[suffix]
+        flag = flag_of(name, suffix)
+        if isinstance(value, float) and not (math.isfinite(value) and 0 <= value <= 2):
+            raise RoleError(f"{flag} must be a number from 0 to 2, not {value!r}")
+        if suffix == "max-tokens" and value < 1:
+            raise RoleError(f"{flag} must be 1 or more, not {value!r}")
+        if param in given:
+            raise RoleError(f"{flag} and {flag_of(name, 'param')} {param}=... both set {param}: give one of them")
+        out[param] = value
+    return out
+
+
 def role_options(name: str, *, model_help: str, required: bool = False, default: str | None = None,
                  base_url_help: str | None = None, params: bool = True, base_url_env: str | None = None,
-                 old: Mapping[str, str] | None = None, model_flags: Iterable[str] = ()) -> type:
+                 old: Mapping[str, str] | None = None, model_flags: Iterable[str] = (),
+                 sampling: bool = False) -> type:
     """The option group of role ``name`` for :func:`trek.cli.options.grouped`: a dataclass whose
     fields are typer options ``--ROLE`` (``model_help``), ``--ROLE-base-url`` and, with
     ``params``, ``--ROLE-param`` (repeatable ``KEY=VALUE``), spelled by :func:`flag_of`.
@@ -240,7 +270,10 @@ def role_options(name: str, *, model_help: str, required: bool = False, default:
     ``old``: hidden old spellings, ``{old flag: "model" | "base-url" | "param"}``; using one
     prints a one-line notice and counts as the new flag. ``model_flags``: extra short names
     (``-m``). ``base_url_env``: an environment variable the endpoint may come from (a choice the
-    user made, e.g. ``TREK_JUDGE_BASE_URL``). The group's :meth:`role` returns the :class:`Role`.
+    user made, e.g. ``TREK_JUDGE_BASE_URL``). ``sampling``: also the common request parameters
+    as flags of their own (:data:`SAMPLING_FLAGS`: ``--temperature``, ``--max-tokens``,
+    ``--seed`` for the evaluated model, ``--ROLE-temperature``... for another role), merged into
+    the role's parameters. The group's :meth:`role` returns the :class:`Role`.
     """
     import typer
 
@@ -256,6 +289,11 @@ def role_options(name: str, *, model_help: str, required: bool = False, default:
         fields.append((f"{key}_param", list[str], typer.Option(
             None, param_flag, metavar="KEY=VALUE", help=f"Request parameter KEY=VALUE of the {name.replace('-', ' ')}, repeatable "
             "(temperature=0, reasoning_effort=high); none is sent unless given.")))
+    suffixes = list(SAMPLING_FLAGS) if sampling else []
+    for suffix in suffixes:
+        _, typ, metavar, text = SAMPLING_FLAGS[suffix]
+        fields.append((f"{key}_{suffix.replace('-', '_')}", typ,
+                       typer.Option(None, flag_of(name, suffix), metavar=metavar, help=text)))
     olds = dict(old or {})
     for i, (old_flag, what) in enumerate(olds.items()):
         typ = list[str] if what == "param" else str
@@ -281,6 +319,8 @@ def role_options(name: str, *, model_help: str, required: bool = False, default:
             parsed = parse_params(got["param"], flag=param_flag) if params else {}
         except ValueError as e:
             raise RoleError(str(e)) from None
+        parsed.update(_sampling_params({s: getattr(self, f"{key}_{s.replace('-', '_')}") for s in suffixes},
+                                       parsed, name))
         return Role(name, got["model"], got["base-url"], parsed, max_connections, prices)
 
     cls = dataclasses.make_dataclass(f"{key.title().replace('_', '')}Role",

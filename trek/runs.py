@@ -122,6 +122,8 @@ LOCK = ".trek.lock"
 LLM_CACHE = "llm-cache.sqlite"
 SEARCH_CACHE = "search-cache.sqlite"
 PAGES = "pages.sqlite"
+#: The run directory of epoch N > 1 of a ``trek wild run --epochs``, inside the run (epoch 1 is the run itself).
+EPOCH_DIR = "epoch-{}"
 #: The files of a Ctrl build folder (``trek ctrl build --out``).
 POOLS = "pools.jsonl"
 CONTEXTS = "contexts.jsonl"

@@ -140,12 +140,14 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
              prompts_dir: str | os.PathLike[str] | None = None, progress: bool = True,
              proceed: Callable[[Any, Path], bool] = lambda estimate, ledger: True,
              announce: Callable[[Mapping[str, Any]], None] = lambda roles: None,
-             warn: Callable[[str], None] = _warn) -> Any:
+             warn: Callable[[str], None] = _warn, epoch: int = 1, record: Mapping[str, Any] | None = None) -> Any:
     """Answer the questions of ``settings`` with ``model`` into ``run_dir`` and return the
     :class:`~trek.answering.runner.RunSummary`, or ``None`` when ``proceed(estimate, ledger)`` says no
     (a dry run). ``search_proxy_base_url``: the proxy search model's endpoint (default: the
     model's). The model and the proxy share one cache, one price table and, on one server, one
-    connection limit; ``budget_usd`` is the model's ceiling over every invocation."""
+    connection limit; ``budget_usd`` is the model's ceiling over every invocation. ``epoch``: the
+    epoch ``run_dir`` holds (:mod:`trek.epochs`; its calls are cache entries of their own);
+    ``record``: more settings for ``run.json``'s ``config`` (what ``trek retry`` re-runs)."""
     from trek import templates
     from trek.answering.dry_run import estimate_wild_run
     from trek.answering.runner import run_system
@@ -166,6 +168,7 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
                              assume_output=settings.assume_output, **kw)
 
         client = endpoint(model, budget_usd=budget_usd)
+        client.epoch = epoch
         backend, search_client, store, fetch = _backend(rd, settings, client, endpoint,
                                                         search_proxy_base_url or model.base_url, docs)
         del docs  # the store holds them now (a large benchmark's pages are not kept twice)
@@ -175,7 +178,7 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
                                 assume_output=settings.assume_output, **system)
         if not proceed(est, rd.ledger(ANSWERS)):
             return None
-        run_config = {"question_set": settings.questions, "fetch": fetch, **partial}
+        run_config = {"question_set": settings.questions, "fetch": fetch, **partial, **(record or {})}
         if search_client is not None:
             run_config["search_endpoint"] = search_client.base_url
         return run_system(qs, rd.path, client, backend, progress=progress, run_config=run_config, **system)

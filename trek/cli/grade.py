@@ -103,6 +103,7 @@ def grade_command(
     """
     from trek import graders
     from trek.audit import audit_grading
+    from trek.epochs import epoch_dirs
     from trek.grading import grade_with_roles
 
     with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=_hint), graders.using(o.grader):
@@ -111,10 +112,10 @@ def grade_command(
         if role.model == ORACLE and o.spending.dry_run:
             typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(o.audit)}")
             return
-        report = grade_with_roles(run_dir, role, **o.settings(role), audit_with=audit_grading,
-                                  say=lambda text: typer.echo(text, err=True))
-    if report is not None:
-        _finish(run_dir, report)
+        reports = [grade_with_roles(d, role, **o.settings(role), audit_with=audit_grading,
+                                    say=lambda text: typer.echo(text, err=True)) for _, d in epoch_dirs(run_dir)]
+    if all(r is not None for r in reports):
+        _finish(run_dir, reports)
 
 
 def _audit_note(audit: Any) -> str:
@@ -123,15 +124,30 @@ def _audit_note(audit: Any) -> str:
             f"{model} --dry-run)") if model else ""
 
 
-def _finish(run_dir: Path, report: Any) -> None:
-    from trek.analysis import accuracy_by_dataset
+def format_epochs(table: Any) -> str:
+    """A plain-text rendering of :func:`trek.epochs.epoch_accuracy`'s table."""
+    shown = table.copy()
+    shown["accuracy"] = ["-" if v != v else f"{v:.1f}" for v in table["accuracy"]]
+    shown["95% CI"] = ["-" if lo != lo else f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(table["ci_low"], table["ci_high"],
+                                                                                   strict=True)]
+    shown["correct"] = [f"{v:g}" for v in table["correct"]]
+    return shown[["accuracy", "95% CI", "n", "graded", "correct"]].to_string()
 
-    typer.echo(report.describe(), err=True)
-    typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
-    if report.pending_grades or report.unparsed_grades or report.failed_grades:
-        typer.echo(
-            f"not finished: {report.pending_grades} pending, {report.failed_grades} failed and "
-            f"{report.unparsed_grades} unparsed grade(s)",
-            err=True,
-        )
+
+def _finish(run_dir: Path, reports: list[Any]) -> None:
+    from trek.analysis import accuracy_by_dataset
+    from trek.epochs import epoch_accuracy
+
+    for report in reports:
+        typer.echo(report.describe(), err=True)
+    if len(reports) == 1:
+        typer.echo(format_accuracy(accuracy_by_dataset(run_dir)))
+    else:
+        typer.echo(f"accuracy per epoch and pooled (each question scored by the mean of its {len(reports)} epochs):")
+        typer.echo(format_epochs(epoch_accuracy(run_dir)))
+    pending, failed, unparsed = (sum(getattr(r, k) for r in reports)
+                                 for k in ("pending_grades", "failed_grades", "unparsed_grades"))
+    if pending or unparsed or failed:
+        typer.echo(f"not finished: {pending} pending, {failed} failed and {unparsed} unparsed grade(s): run the same "
+                   "command again" + (" with --regrade unparsed" if unparsed else ""), err=True)
         raise typer.Exit(3)

@@ -13,7 +13,7 @@ import typer
 from trek.answering.wild import WildSettings
 from trek.cli import options
 from trek.pages import AGENT_PAGE_CHARS
-from trek.roles import EVALUATED, Role
+from trek.roles import EVALUATED, Role, RoleError, role_options
 
 app = typer.Typer(rich_markup_mode=None,
     help="Run search-augmented systems on TrekBench-Wild (or the bundled demo).", no_args_is_help=True
@@ -66,7 +66,10 @@ class WildOptions:
                                             help="Old spelling of --search-proxy-base-url.")
     proxy_api: str = typer.Option("chat", "--proxy-api", help="Proxy search through 'chat' (web_search_options) "
                                   "or 'responses' (web_search tool).")
-    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N questions.")
+    limit: int = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N questions.")
+    epochs: int = typer.Option(1, "--epochs", min=1, metavar="N", help="Answer every question N times: epoch 1 in "
+                               "RUN, epoch k in RUN/epoch-k (each a run of its own; accuracy per epoch and pooled "
+                               "in trek grade RUN).")
     prompts: Path = options.PROMPTS
     allow_partial: bool = typer.Option(False, "--allow-partial", help="wild: run on the questions the source files "
                                        "hold even when a dataset has fewer than the paper's benchmark (a cut or "
@@ -105,50 +108,90 @@ class WildOptions:
         return self.old_search_base_url
 
 
+#: The evaluated model: --model, --base-url, --param and the common sampling flags (the one factory).
+MODEL = role_options(EVALUATED, required=True, model_flags=("-m",), sampling=True, base_url_env="OPENAI_BASE_URL",
+                     model_help="The model to evaluate.", base_url_help="OpenAI-compatible endpoint of the model.")
+#: Options a re-run (``trek retry``) does not take from the recorded invocation.
+NOT_RECORDED = ("dry_run", "yes", "confirm_above", "progress", "budget")
+
+
 @app.command("run")
 @options.grouped
 def run(
-    model: str = typer.Option(..., "--model", "-m", help="The model to evaluate."),
+    model: MODEL = options.GROUP,
     run_dir: Path = typer.Option(..., "--run", help="Run directory (created; re-run the same command to resume)."),
-    base_url: str = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL",
-                                 help="OpenAI-compatible endpoint of the model."),
     o: WildOptions = options.GROUP,
 ) -> None:
     """Answer the questions with one system and record a trajectory per question.
 
     Keys come from the environment only: OPENAI_API_KEY (the model), TREK_SEARCH_API_KEY (the
-    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. Exit code 0 when every question has a
+    proxy model; default OPENAI_API_KEY), TAVILY_API_KEY. --epochs N answers every question N
+    times: epoch 1 in RUN, epoch k in RUN/epoch-k, each a run of its own (trek grade RUN grades
+    them all and prints the accuracy per epoch and pooled). Exit code 0 when every question has a
     final outcome (answered, or no answer after the final round), 3 when some are pending (run the
-    same command again), 4 when none is pending but some failed (a call rejected for that
-    question: see the errors), 2 on errors that stop the run.
+    same command again, or trek retry RUN), 4 when none is pending but some failed (a call rejected
+    for that question: see the errors), 2 on errors that stop the run.
     """
+    with options.exit_on(RoleError):
+        role = model.role(o.prices, o.max_connections)
+    run_epochs(run_dir, role, o)
+
+
+def recorded(role: Role, o: WildOptions) -> dict[str, Any]:
+    """What ``run.json`` records of this invocation for ``trek retry`` (no endpoint, no key)."""
+    from trek.llm.client import endpoint_identity
+
+    opts = {f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name not in NOT_RECORDED}
+    opts = {k: str(v) if isinstance(v, Path) else v for k, v in opts.items()}
+    for k in ("search_proxy_base_url", "old_search_base_url"):  # never a credential in run.json
+        opts[k] = endpoint_identity(opts[k]) if opts[k] else None
+    return {"invocation": {"command": "trek wild run", "model": role.model, "params": dict(role.params),
+                           "options": opts}}
+
+
+def run_epochs(run_dir: Path, role: Role, o: WildOptions) -> None:
+    """Run every epoch of ``o.epochs`` (:mod:`trek.epochs`) and finish with their summaries."""
     from trek.answering.wild import run_wild
     from trek.datasets.common import MissingDataError
+    from trek.epochs import epoch_dir
     from trek.search.base import FatalSearchError
 
-    with options.exit_on(FatalSearchError, MissingDataError, ValueError, FileNotFoundError):
-        spend = o.spending()
-        summary = run_wild(run_dir, Role(EVALUATED, model, base_url, max_connections=o.max_connections,
-                                         prices=o.prices), o.settings(), search_proxy_base_url=o.proxy_base_url(),
-                           budget_usd=o.budget, prompts_dir=o.prompts, progress=o.progress,
-                           proceed=lambda est, ledger: spend.proceed(est, o.budget, ledger=ledger),
-                           announce=options.say_roles, warn=lambda text: options.err.print(text, highlight=False))
-    if summary is not None:
-        _finish(summary)
+    settings = o.settings()
+    if role.params:
+        settings = dataclasses.replace(settings, system={**settings.system, "params": dict(role.params)})
+    spend, summaries = o.spending(), []
+    for k in range(1, o.epochs + 1):
+        if o.epochs > 1:
+            options.err.print(f"epoch {k} of {o.epochs}: {epoch_dir(run_dir, k)}", highlight=False)
+        record = {**recorded(role, o), "epoch": k, "epochs": o.epochs}
+        with options.exit_on(FatalSearchError, MissingDataError, ValueError, FileNotFoundError):
+            summary = run_wild(epoch_dir(run_dir, k), role, settings, search_proxy_base_url=o.proxy_base_url(),
+                               budget_usd=o.budget, prompts_dir=o.prompts, progress=o.progress, epoch=k,
+                               proceed=lambda est, ledger: spend.proceed(est, o.budget, ledger=ledger),
+                               announce=options.say_roles if k == 1 else lambda roles: None, record=record,
+                               warn=lambda text: options.err.print(text, highlight=False))
+        if summary is not None:
+            summaries.append(summary)
+    if summaries:
+        _finish(summaries)
 
 
-def _finish(summary: Any) -> None:
-    """Print the summary and its first errors; exit 3 while questions are pending, 4 when some failed."""
-    say = functools.partial(options.err.print, highlight=False)
-    say(summary.describe())
-    for line in summary.errors[:10]:
+def _finish(summaries: list[Any]) -> None:
+    """Print the summaries and their first errors; exit 3 while questions are pending, 4 when some failed."""
+    say = functools.partial(options.err.print, highlight=False, soft_wrap=True)
+    errors: list[str] = []
+    for summary in summaries:
+        say(summary.describe())
+        errors += summary.errors
+    for line in errors[:10]:
         say(f"  {line}")
-    if len(summary.errors) > 10:
-        say(f"  ... and {len(summary.errors) - 10} more (see answers.jsonl)")
-    if summary.pending:
-        say(f"{summary.pending} questions are pending: run the same command again to retry them.")
+    if len(errors) > 10:
+        say(f"  ... and {len(errors) - 10} more (see answers.jsonl)")
+    pending, failed = sum(s.pending for s in summaries), sum(s.failed for s in summaries)
+    if pending:
+        say(f"{pending} questions are pending: run the same command again (or trek retry RUN) to retry them.")
         raise typer.Exit(3)
-    if summary.failed:
-        say(f"{summary.failed} questions failed: their calls were rejected (errors above); they count as "
-            "unanswered. A re-run tries them again.")
+    if failed:
+        say(f"{failed} questions failed: their calls were rejected (errors above); they count as "
+            "unanswered. A re-run (or trek retry RUN) tries them again.")
         raise typer.Exit(4)

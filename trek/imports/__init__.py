@@ -60,7 +60,6 @@ from trek.imports.common import (
 )
 from trek.imports.fields import FieldError
 from trek.imports.questions import load_questions, parse_mapping
-from trek.imports.servers import shown
 from trek.imports.spans import DEFAULT_SEARCH_TOOLS, TraceOptions
 from trek.jsonio import unique_paths
 from trek.pages import Page
@@ -258,13 +257,17 @@ def import_run(
         report.pages = len(found)
         yield from found
 
-    config = {"format": fmt, "files": [shown(str(f)) if remote else str(f) for f in files], "questions": str(questions) if questions else None,
+    config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
     if hasattr(mod, "read_traces"):
         config["search_tools"] = list(search_tools or DEFAULT_SEARCH_TOOLS)
         config["question_key"] = question_key
         config["in_order"] = in_order
     if remote:
+        from trek.llm.client import endpoint_identity
+
+        # run.json shows the server as the client's logs do: without the credentials its URL may carry
+        config["files"] = [endpoint_identity(str(f)) for f in files]
         config[mod.LOCATION.lstrip("-")] = location  # type: ignore[attr-defined]
     from trek import runs
 

@@ -523,9 +523,16 @@ class LLMClient:
             raise ValueError("no model given: pass model= to LLMClient or to the call")
         return m
 
+    #: The epoch this client answers in (``trek wild run --epochs``): a later epoch's calls are
+    #: cache entries of their own, so a shared cache ($TREK_CACHE) does not replay epoch 1.
+    epoch: int = 1
+
     def cache_request(self, api: str, body: dict[str, Any], sample: int) -> dict[str, Any]:
         """The dict that identifies a call in the cache (no key, timeout or retry settings)."""
-        return {"endpoint": self.cache_endpoint, "api": api, "body": body, "sample": int(sample)}
+        request = {"endpoint": self.cache_endpoint, "api": api, "body": body, "sample": int(sample)}
+        if self.epoch != 1:
+            request["epoch"] = int(self.epoch)
+        return request
 
     def worst_cost(self, model: str, body: dict[str, Any], price: Price) -> float:
         """The most a call can cost: its prompt tokens (o200k_base in OpenAI's chat format; times
@@ -898,10 +905,11 @@ def _response_class(sdk: Any) -> type:
     cls = type(sdk._client)
     found = _RESPONSE_CLASSES.get(cls)
     if found is None:
-        import importlib
+        import sys
 
+        # the library is imported already: the SDK's client object is an instance of its class
         lib = next((c.__module__.split(".")[0] for c in cls.__mro__ if c.__name__ == "AsyncClient"), "httpx")
-        found = _RESPONSE_CLASSES[cls] = importlib.import_module(lib).Response
+        found = _RESPONSE_CLASSES[cls] = sys.modules[lib].Response
     return found
 
 

@@ -4,6 +4,7 @@ One module per concern; stage packages (:mod:`trek.trace`, :mod:`trek.ctrl`, :mo
 never import this package.
 
 * :mod:`trek.report.wild` — Table 1 (accuracy with 95% intervals), Table 10, paired runs;
+* :mod:`trek.report.search` — Table 5 (search configurations), Table 6 (native search vs proxy);
 * :mod:`trek.report.trace` — Figure 2, Figure 3, Table A.4.2 (TrekTrace);
 * :mod:`trek.report.ctrl_build` — Table 14, Table 2, Figure 4 (a Ctrl build);
 * :mod:`trek.report.ctrl` — Tables 3, 7, 9 and Figures 5, 6 (Ctrl runs);

@@ -226,6 +226,9 @@ SCRIPT_SCHEMA: dict[str, Any] = {
     },
 }
 _JSON_HEADERS = {"Content-Type": "application/json"}
+#: The request parameters the server counts by value in ``stats()["sampling"]`` (what a client sent).
+SAMPLING_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "max_output_tokens")
+
 #: The largest JSON request body answered (aiohttp's default; a longer one gets 413, as an endpoint
 #: refuses an over-long prompt) and the largest upload (the Batch API's file limit, 200 MB).
 JSON_BODY_LIMIT, FILE_LIMIT = 1024 * 1024, 200 * 1024 * 1024
@@ -521,6 +524,7 @@ class FakeOpenAIServer:
 
         self._lock = threading.Condition()  # guards the counters; notified whenever they change
         self._requests = 0
+        self._sampling: dict[str, dict[str, int]] = {}  # sampling parameter -> its JSON value -> requests
         self._ok_by_key: dict[str, int] = {}
         self._faults: dict[str, int] = dict.fromkeys(FAULT_TYPES, 0)
         self._arrivals: dict[str, int] = {}
@@ -568,6 +572,7 @@ class FakeOpenAIServer:
                 "stalled_by_key": dict(self._stalled),
                 "held": self._held,
                 "active": self._active,
+                "sampling": {k: dict(v) for k, v in self._sampling.items()},
             }
 
     def hold(self) -> None:
@@ -619,6 +624,7 @@ class FakeOpenAIServer:
             self._rate_limited = 0
             self._admitted = dict.fromkeys(self._limits, 0.0)
             self._admit_span = []
+            self._sampling.clear()
 
     def decide_fault(self, key: str, arrival: int) -> str | None:
         """Return the fault kind for the ``arrival``-th (0-based) request with ``key``, or None."""
@@ -937,6 +943,15 @@ class FakeOpenAIServer:
             with self._update():
                 self._held -= 1
 
+    def _note_sampling(self, body: dict[str, Any]) -> None:
+        """Count the sampling parameters a request carried (``stats()["sampling"]``)."""
+        with self._update():
+            for name in SAMPLING_PARAMS:
+                if name in body:
+                    seen = self._sampling.setdefault(name, {})
+                    value = json.dumps(body[name])
+                    seen[value] = seen.get(value, 0) + 1
+
     async def _answer(self, request: web.Request, endpoint: _Endpoint) -> web.StreamResponse:
         required, validate, build = endpoint
         try:
@@ -948,6 +963,7 @@ class FakeOpenAIServer:
                 await asyncio.sleep(self.latency)
             return rej.response
         key = request_key(body[required[1]])
+        self._note_sampling(body)
         limit_headers, limited = self._take_limits(body)
         if limited:
             if self.latency:

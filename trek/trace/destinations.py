@@ -94,7 +94,6 @@ def phoenix_client_module() -> Any:
     only the client loads (about 1,100 modules)."""
     import importlib.util
     import sys
-    import types
 
     if "phoenix" not in sys.modules:
         try:
@@ -102,9 +101,8 @@ def phoenix_client_module() -> Any:
         except (ImportError, ValueError):
             spec = None
         if spec is not None and spec.submodule_search_locations:
-            pkg = types.ModuleType("phoenix")
-            pkg.__path__ = list(spec.submodule_search_locations)
-            sys.modules["phoenix"] = pkg
+            # the package's module, its __init__ not run: __path__ and __spec__ as the import made them
+            sys.modules["phoenix"] = importlib.util.module_from_spec(spec)
     try:
         import phoenix.client
     except ImportError as e:
