@@ -2,7 +2,7 @@
 temporary folder, on 127.0.0.1 at a free port, telemetry off, no network. Each is started in its
 own process group; :meth:`TraceServer.wait` polls its health endpoint until it answers (bounded;
 a server that exits or stays silent fails with the end of its log) and records how long the
-start took; :meth:`TraceServer.stop` ends that process group."""
+start took; :meth:`TraceServer.stop` ends that process group (SIGTERM, then SIGKILL)."""
 
 from __future__ import annotations
 
@@ -69,19 +69,27 @@ class TraceServer:
         self.stop()
         raise RuntimeError(f"{self.name} did not answer {self.health} within {timeout:.0f} s:\n{self._tail()}")
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """Ask the server's process group to stop (SIGTERM)."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL after ``grace`` seconds."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        self.terminate()
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
             try:
-                os.killpg(self.proc.pid, sig)
+                os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 return
-            try:
-                self.proc.wait(grace)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+            self.proc.wait(10)
 
 
 def phoenix_server(folder: Path) -> TraceServer:

@@ -73,6 +73,8 @@ def trace_servers(request, tmp_path_factory) -> dict[str, TraceServer]:
             print(f"\n{s.name} started in {s.startup:.1f} s at {s.url}")
         yield started
     finally:
+        for s in started.values():  # both stop side by side
+            s.terminate()
         for s in started.values():
             s.stop()
 
