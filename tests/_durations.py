@@ -27,6 +27,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
+    spent_here = item.stash.get(_phases, None)
+    if spent_here is not None and call.when == "teardown":  # TREK_TIMINGS: the test's figures go with its report
+        outcome.get_result().user_properties.append(("trek_timing", tuple(spent_here)))
     limit = item.config.stash.get(_limit, None)
     if limit is None or item.get_closest_marker("slow") is not None or call.when == "teardown":
         return
@@ -43,10 +46,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 # ---------------------------------------------------------------------------------------------
 # Where the suite waits: ``TREK_TIMINGS=N`` prints the N tests with the most wall time, each with
-# the CPU seconds of this process and of the child processes it waited for (a test whose wall
-# time is far above its CPU is waiting: a sleep, a poll, a timeout, a start-up on a busy
-# machine). ``TREK_TIMINGS_FILE=path`` also writes every test's figures as JSON lines.
+# the CPU seconds of its process and of the child processes it waited for (setup, call and
+# teardown; a test whose wall time is far above its CPU is waiting: a sleep, a poll, a timeout,
+# a start-up on a busy machine). ``TREK_TIMINGS_FILE=path`` also writes every test's figures as
+# JSON lines. Under pytest-xdist each worker measures its tests and the figures travel with the
+# reports, so the summary covers them all.
+_phases = pytest.StashKey[list]()
 _timings = pytest.StashKey[list]()
+
+
+def _timings_on() -> bool:
+    return bool(os.environ.get("TREK_TIMINGS") or os.environ.get("TREK_TIMINGS_FILE"))
 
 
 def _cpu() -> tuple[float, float]:
@@ -54,10 +64,8 @@ def _cpu() -> tuple[float, float]:
     return t.user + t.system, t.children_user + t.children_system
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem):
-    on = os.environ.get("TREK_TIMINGS") or os.environ.get("TREK_TIMINGS_FILE")
-    if not on:
+def _measured(item: pytest.Item):
+    if not _timings_on():
         yield
         return
     import time
@@ -65,8 +73,42 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
     w0, (c0, k0) = time.perf_counter(), _cpu()
     yield
     w1, (c1, k1) = time.perf_counter(), _cpu()
-    item.config.stash.setdefault(_timings, []).append(
-        {"test": item.nodeid, "wall": round(w1 - w0, 3), "cpu": round(c1 - c0, 3), "child_cpu": round(k1 - k0, 3)})
+    acc = item.stash.setdefault(_phases, [0.0, 0.0, 0.0])
+    acc[0] += w1 - w0
+    acc[1] += c1 - c0
+    acc[2] += k1 - k0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    yield from _measured(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    yield from _measured(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem):
+    yield from _measured(item)
+
+
+def pytest_runtest_logreport(report) -> None:
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "trek_timing" and _config is not None:
+            wall, cpu, child = value
+            _config.stash.setdefault(_timings, []).append(
+                {"test": report.nodeid, "wall": round(wall, 3), "cpu": round(cpu, 3), "child_cpu": round(child, 3)})
+
+
+_config: pytest.Config | None = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session) -> None:
+    global _config
+    _config = session.config
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -85,7 +127,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     cpu = sum(r["cpu"] + r["child_cpu"] for r in rows)
     tr = terminalreporter
     tr.section(f"wall against CPU, the {min(n, len(rows))} longest of {len(rows)} tests")
-    tr.write_line(f"all tests: {wall:.1f} s wall, {cpu:.1f} s CPU (this process and its children), "
+    tr.write_line(f"all tests: {wall:.1f} s wall, {cpu:.1f} s CPU (their processes and children), "
                   f"load average {os.getloadavg()[0]:.1f} at the end")
     tr.write_line(f"{'wall':>7} {'cpu':>7} {'child':>7} {'wait':>7}  test")
     for r in sorted(rows, key=lambda r: -r["wall"])[:n]:

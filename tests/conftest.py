@@ -3,8 +3,12 @@
 import pytest
 from _durations import (  # noqa: F401 - TREK_CHECK_DURATIONS=1: a test over 3 s must be marked slow
     pytest_configure,
+    pytest_runtest_call,  # TREK_TIMINGS=N: wall against CPU of the N longest tests (these six)
+    pytest_runtest_logreport,
     pytest_runtest_makereport,
-    pytest_runtest_protocol,  # TREK_TIMINGS=N: wall against CPU of the N longest tests
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+    pytest_sessionstart,
     pytest_terminal_summary,
 )
 

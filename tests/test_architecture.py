@@ -10,6 +10,8 @@ import ast
 import functools
 from pathlib import Path
 
+from _package import cached_ast, parse_file, walk_file
+
 from trek import runs
 
 TREK = Path(__file__).resolve().parents[1] / "trek"
@@ -30,7 +32,7 @@ def string_literals(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def spelled_run_files(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     return [f"{path.relative_to(TREK.parent)}:{line} spells {value!r}"
             for line, value in string_literals(tree) if value in RUN_FILES]
 
@@ -42,14 +44,14 @@ def test_the_scan_sees_a_spelled_file_name(tmp_path):
 
 
 def spelled_run_files_at(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     return [f"{path.name}:{line} spells {value!r}" for line, value in string_literals(tree) if value in RUN_FILES]
 
 
 def test_run_file_names_are_spelled_in_trek_runs_only():
     bad = [s for p in sources() if p != TREK / "runs.py" for s in spelled_run_files(p)]
     assert bad == [], "name run files through trek.runs (RunDir or its constants):\n" + "\n".join(bad)
-    spelled = {v for _, v in string_literals(ast.parse((TREK / "runs.py").read_text(encoding="utf-8")))}
+    spelled = {v for _, v in string_literals(parse_file(TREK / "runs.py"))}
     assert spelled >= RUN_FILES, RUN_FILES - spelled
 
 
@@ -81,7 +83,7 @@ def test_file_locking_lives_in_trek_runs_only():
     lockers = sorted(str(p.relative_to(TREK.parent)) for p in sources()
                      if any(isinstance(n, ast.Import | ast.ImportFrom)
                             and ("fcntl" in [a.name for a in n.names] or getattr(n, "module", None) in ("fcntl", "filelock"))
-                            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+                            for n in walk_file(p)))
     assert lockers == ["trek/runs.py"]
 
 
@@ -110,6 +112,7 @@ def figures_script():
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    mod.ast = cached_ast()  # the package is parsed once for every rule (tests/_package.py)
     return mod
 
 
@@ -135,7 +138,7 @@ def test_the_cycle_scan_finds_a_cycle_through_a_function_level_import(tmp_path):
 
 def test_no_command_builds_a_client():
     bad = [f"{p.relative_to(TREK.parent)}:{n.lineno}" for p in sorted((TREK / "cli").rglob("*.py"))
-           for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+           for n in walk_file(p)
            if (isinstance(n, ast.Name) and n.id == "LLMClient") or (isinstance(n, ast.Attribute) and n.attr == "LLMClient")
            or (isinstance(n, ast.alias) and n.name == "LLMClient")]
     assert bad == [], "commands get clients from RunDir.client(role): " + ", ".join(bad)
@@ -150,7 +153,7 @@ def long_functions(root: Path, limit: int = 40) -> list[str]:
     """``file:name (lines)`` of every function under ``root`` longer than ``limit`` lines, counted
     from the ``def`` line to the last line, as scripts/architecture_figures.py counts them."""
     return [f"{p.relative_to(root.parent)}:{n.name} ({n.end_lineno - n.lineno + 1} lines)"
-            for p in sorted(root.rglob("*.py")) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted(root.rglob("*.py")) for n in walk_file(p)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > limit]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -111,9 +112,9 @@ def test_key_never_written_anywhere(tmp_path):
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 10)
     env = {"OPENAI_API_KEY": secret}
-    with FakeOpenAIServer(fault_rate=0.3, seed=1, stall_seconds=1.5, retry_after=0.01) as srv:
+    with FakeOpenAIServer(fault_rate=0.3, seed=1, stall_seconds=0.3, retry_after=0.01) as srv:
         r = invoke("llm", "run", str(req), "--out", str(out), "--base-url", srv.base_url, "--model", "fm",
-                   "--no-progress", "--timeout", "0.5", "--max-retries", "1", env=env)
+                   "--no-progress", "--timeout", "0.2", "--max-retries", "1", env=env)
         assert r.exit_code in (0, 3)
         assert secret not in r.output
     with FakeOpenAIServer(require_key="sk-something-else") as srv:
@@ -332,17 +333,24 @@ def test_cost_prices_a_proxy_search_model_at_its_own_rate(tmp_path):
 
 # -- bad input and faults (the output rule, input read once, request fields, one id failing alone) -----
 def test_requests_from_a_pipe_are_read_once(tmp_path):
+    # a named pipe can be read once, as /dev/stdin fed by a shell; written from a thread, so the
+    # command runs in this process (a fresh process would only add its start-up)
+    import threading
+
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 4)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TREK_"))}
+    fifo = tmp_path / "requests.pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(req.read_text()), daemon=True)
+    writer.start()
     with FakeOpenAIServer() as srv:
-        p = subprocess.run([sys.executable, "-m", "trek.cli", "llm", "run", "/dev/stdin", "--out", str(out),
-                            "--model", "fm", "--base-url", srv.base_url, "--no-progress"],
-                           input=req.read_text(), capture_output=True, text=True, env={**env, "OPENAI_API_KEY": "k"},
-                           timeout=120)
-        assert p.returncode == 0, p.stderr
-        assert "4 ids: 4 ok" in " ".join(p.stderr.split())
+        r = invoke("llm", "run", str(fifo), "--out", str(out), "--model", "fm", "--base-url", srv.base_url,
+                   "--no-progress", env={"OPENAI_API_KEY": "k"})
+        assert r.exit_code == 0, r.output
+        assert "4 ids: 4 ok" in " ".join(r.output.split())
         assert srv.stats()["requests"] == 4
+    writer.join(10)
+    assert not writer.is_alive()
     assert [x["id"] for x in read_out(out)] == ["r0", "r1", "r2", "r3"]
 
 
@@ -462,7 +470,7 @@ def test_a_killed_runs_journal_resumes_superseded_lines_and_a_partial_tail(tmp_p
         assert [x["status"] for x in read_out(out)] == ["ok"] * 4
 
 
-def test_a_torn_last_line_is_reported_once_and_its_request_sent_again(tmp_path):
+def test_a_torn_last_line_is_reported_once_and_its_request_sent_again(tmp_path, caplog):
     req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
     write_requests(req, 5)
     with FakeOpenAIServer() as srv:
@@ -472,9 +480,10 @@ def test_a_torn_last_line_is_reported_once_and_its_request_sent_again(tmp_path):
         lines = whole.splitlines(keepends=True)
         out.write_bytes(b"".join(lines[:4]) + lines[4][:20])  # killed while writing the last line
         n = srv.stats()["requests"]
-        r = subprocess.run([sys.executable, "-m", "trek.cli", *args], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "OPENAI_API_KEY": "sk-x"})
-        assert r.returncode == 0, r.stderr
-        assert r.stderr.count("partial last line") == 1, r.stderr
+        with caplog.at_level(logging.WARNING, logger="trek"):
+            r = invoke(*args, env={"OPENAI_API_KEY": "sk-x"})
+        assert r.exit_code == 0, r.output
+        torn = [rec.getMessage() for rec in caplog.records if "partial last line" in rec.getMessage()]
+        assert len(torn) == 1 and "out.jsonl, line 5" in torn[0], caplog.text
         assert srv.stats()["requests"] == n  # the torn line's reply comes from the cache
     assert [x["id"] for x in read_out(out)] == [f"r{i}" for i in range(5)]

@@ -1,4 +1,4 @@
-"""kill -9 (and Ctrl-C) during ``trek ctrl discover`` and during ``trek ctrl build`` with a model
+"""kill -9 (and Ctrl-C, and SIGTERM) during ``trek ctrl discover`` and during ``trek ctrl build`` with a model
 fabricator, then the same command again: no call whose reply was stored before the kill is sent again, and
 the outputs are byte for byte those of an uninterrupted run. A second writer of the same folder is
 refused with the first one's process id while the first one runs.
@@ -123,6 +123,12 @@ def test_kill_9_then_the_same_command_resumes(world, tmp_path):
 def test_ctrl_c_then_the_same_command_resumes(world, tmp_path):
     job, srv, inputs, reference, total = world
     interrupt_then_resume(job, srv, inputs, reference, tmp_path / "interrupted", total // 2, signal.SIGINT)
+
+
+def test_sigterm_is_handled_like_ctrl_c(world, tmp_path):
+    # kill PID, a container stop, a CI timeout: the same whole files and the same resume as Ctrl-C
+    job, srv, inputs, reference, total = world
+    interrupt_then_resume(job, srv, inputs, reference, tmp_path / "terminated", total // 2, signal.SIGTERM)
 
 
 def test_a_second_writer_is_refused_while_the_first_runs(world, tmp_path):

@@ -271,3 +271,40 @@ def test_json_text_nested_100000_deep_is_a_clear_error(tmp_path):
     f = write_jsonl(tmp_path / "k.jsonl", [{"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]}])
     with pytest.raises(ImportFailure, match=r"an attribute name of more than 200 parts: refused"):
         import_run("otlp", [f], tmp_path / "run", questions=_questions(tmp_path))
+
+
+def test_the_page_spool_keeps_what_page_rows_keeps():
+    import random
+
+    from trek.imports.common import PageSpool, PageText, page_rows
+
+    rng = random.Random(7)
+    urls = [f"https://p{i}.example/x" for i in range(6)] + ["HTTPS://p1.example/x", "javascript:alert(1)"]
+    pages = [PageText(url=rng.choice(urls), kind=rng.choice(["full", "snippet", "snippet", "encrypted"]),
+                      text=rng.choice(["", "a", "b", "a ", "long text " * 3]), title=rng.choice(["", "T"]),
+                      date=rng.choice([None, "2025-01-02"])) for _ in range(300)]
+    spool = PageSpool()
+    try:
+        for i in range(0, 300, 7):
+            spool.add(pages[i:i + 7])
+        got = [(p.url, p.key, p.text, p.status, p.source, p.title, p.date) for p in spool.rows()]
+    finally:
+        spool.close()
+    assert not spool.path.exists()
+    want = [(p.url, p.key, p.text, p.status, p.source, p.title, p.date) for p in page_rows(pages)]
+    assert got == want and len(want) >= 5
+
+
+def test_a_zip_bomb_member_is_refused_from_its_first_bytes(tmp_path):
+    import zipfile
+
+    log = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(log, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
+        z.writestr("samples/s1_epoch_1.json", json.dumps({"id": "s1", "input": "q", "target": "a", "messages": [],
+                                                          "pad": " " * (8 << 20)}))  # 8 MiB from about 8 KB
+    assert log.stat().st_size < 64 << 10
+    with pytest.raises(ImportFailure, match=r"bomb\.eval: member samples/s1_epoch_1\.json: inflates more than 200 "
+                                            r"times .*decompression bomb"):
+        import_run("inspect-ai", [log], tmp_path / "run")
+    assert not (tmp_path / "run").exists()

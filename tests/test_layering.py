@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _package import walk_file
 
 TREK = Path(__file__).resolve().parents[1] / "trek"
 
@@ -24,7 +25,7 @@ LAYERS: list[tuple[set[str], bool]] = [
     # the foundation, in the order the code wants: leaves and helpers, files, records, the client,
     # roles, run directories, the stage executor, the batch runner on top of it
     ({"trek", "errors", "paths", "tokens", "embeddings", "stats", "urls", "limits", "aio", "retry", "templates",
-      "textable"}, False),
+      "textable", "interrupts"}, False),
     ({"jsonio", "sqlite", "local", "outputs"}, False),
     ({"types", "journal"}, False),
     ({"llm"}, False),
@@ -54,7 +55,7 @@ LAYERS: list[tuple[set[str], bool]] = [
 ]
 
 #: Parts that import nothing of trek (leaves every other part may rely on).
-LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls"}
+LEAVES = {"tokens", "embeddings", "paths", "stats", "errors", "urls", "interrupts"}
 
 
 def layer_of(part: str) -> int:
@@ -85,7 +86,7 @@ def imports(path: Path, root: Path) -> list[tuple[int, str]]:
     package = module_name(path, root).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in walk_file(path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):

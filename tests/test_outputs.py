@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from _package import walk_file
 from typer.testing import CliRunner
 
 from trek import outputs, runs
@@ -151,7 +152,7 @@ def test_files_reach_their_place_only_through_the_output_module():
         rel = path.relative_to(root).as_posix()
         if rel == "outputs.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walk_file(path):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
             f, name = node.func, node.func.attr

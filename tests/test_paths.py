@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _package import parse_file, walk
 
 from trek.datasets.common import default_data_dir
 from trek.datasets.mini import BUNDLED_DIR, default_mini_dir
@@ -54,18 +55,17 @@ def environ_reads(tree: ast.Module) -> set[str]:
         return consts.get(arg.id) if isinstance(arg, ast.Name) else None
 
     out = set()
-    for node in ast.walk(tree):
-        src = ast.unparse(node)
-        if isinstance(node, ast.Call) and node.args and src.startswith(("os.environ.get(", "os.getenv(")):
+    for node in walk(tree):  # only what is called or subscripted is unparsed (not every node)
+        if isinstance(node, ast.Call) and node.args and ast.unparse(node.func) in ("os.environ.get", "os.getenv"):
             out.add(value(node.args[0]))
-        elif isinstance(node, ast.Subscript) and src.startswith("os.environ["):
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
             out.add(value(node.slice))
     return out - {None}
 
 
 def test_no_module_reads_a_path_variable_by_hand():
     found = {(str(p.relative_to(REPO)), name) for p in sorted((REPO / "trek").rglob("*.py"))
-             for name in environ_reads(ast.parse(p.read_text(encoding="utf-8"))) if name in PATH_VARIABLES}
+             for name in environ_reads(parse_file(p)) if name in PATH_VARIABLES}
     assert found <= NOT_YET
     assert environ_reads(ast.parse('import os\nX = "TREK_PAGES"\nos.environ.get(X)\nos.environ["TREK_CACHE"]')) \
         == {"TREK_PAGES", "TREK_CACHE"}

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _package import walk_file
 
 from trek.datasets import QUESTION_SETS, MissingDataError, load_benchmark, load_questions, mini
 
@@ -43,7 +44,7 @@ def test_no_module_loads_mini_or_wild_its_own_way():
         rel = str(path.relative_to(REPO))
         if rel.startswith("trek/datasets/") or rel in REPORT_SIDE:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walk_file(path):
             if isinstance(node, ast.Call) and ast.unparse(node.func) in ("mini.load", "wild.load", "load_mini", "load_wild"):
                 found.append(f"{rel}:{node.lineno}")
     assert found == []

@@ -2,6 +2,7 @@ import functools
 import re
 
 import pytest
+from _package import parse_file, walk_file
 
 from trek import parts  # noqa: F401  (the list of parts completes the registry, as the command line does)
 from trek.answer_prompts import (
@@ -204,7 +205,7 @@ def test_no_module_below_the_command_line_imports_a_module_by_name():
 
     root = Path(trek.__file__).parent
     bad = [f"{p.relative_to(root.parent)}:{n.lineno}" for p in sorted(root.rglob("*.py")) if "cli" not in p.parts
-           for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+           for n in walk_file(p)
            if (isinstance(n, ast.Attribute) and n.attr == "import_module")
            or (isinstance(n, ast.Name) and n.id in ("__import__", "import_module"))
            or (isinstance(n, ast.alias) and n.name == "import_module")]
@@ -242,7 +243,7 @@ def _declared_in_sources() -> tuple[set[str], set[str], list[str], set[str]]:
 
     root = Path(trek.__file__).parent
     trees = {
-        "trek." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): ast.parse(p.read_text())
+        "trek." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): parse_file(p)
         for p in sorted(root.rglob("*.py"))
     }
     trees = {k.removesuffix("."): v for k, v in trees.items()}

@@ -351,6 +351,30 @@ def test_dry_run_estimate_bounds_what_tracing_really_costs(fresh_run, mini):
     assert again.calls == (0, 0) and again.cached_items == cases
 
 
+def test_a_dry_run_without_prices_bounds_the_pages_without_the_tokenizer(fresh_run, mini, monkeypatch):
+    """No role's model has a price: the pages are not tokenized; their tokens are bounds from their
+    length that contain the counted figures of the same estimate with prices."""
+    from _trace_case import MODEL as RUN_MODEL
+
+    import trek.trace.estimate as trace_estimate
+    from trek.llm.usage import Price, PriceTable
+
+    def kw(prices):
+        def role(name, model):
+            return RoleModel(name, LLMClient(model, base_url="http://127.0.0.1:9/v1", progress=False, prices=prices),
+                             model)
+        return dict(diagnostic=role("diagnostic", DIAG), analysis=role("analysis", ANA),
+                    evaluated=role("evaluated", RUN_MODEL))
+
+    counted = trace_estimate.estimate_trace(fresh_run, **kw(PriceTable(
+        {DIAG: Price(1.0, 2.0), ANA: Price(3.0, 4.0), RUN_MODEL: Price(5.0, 6.0)})))
+    monkeypatch.setattr(trace_estimate, "count_tokens", lambda text: pytest.fail("the tokenizer was called"))
+    bounded = trace_estimate.estimate_trace(fresh_run, **kw(PriceTable({})))
+    assert bounded.calls == counted.calls and bounded.items == counted.items > 0
+    assert bounded.input_tokens[0] <= counted.input_tokens[0] <= counted.input_tokens[1] <= bounded.input_tokens[1]
+    assert any("bounds from their length" in n for n in bounded.describe().splitlines())
+
+
 def test_judges_at_an_endpoint_that_never_answers_stop_the_trace_within_seconds(fresh_run, server, monkeypatch):
     import socket
     import time
@@ -359,6 +383,7 @@ def test_judges_at_an_endpoint_that_never_answers_stop_the_trace_within_seconds(
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", dead)  # where judges go when --judge-base-url is not given
+    monkeypatch.setattr("trek.llm.client.DEFAULT_UNREACHABLE_AFTER", 0.3)  # not the 8 s of a real run
     start = time.monotonic()
     res = CliRunner().invoke(app, ["trace", str(fresh_run), "--judge", DIAG, "--base-url", server.base_url,
                                    "--no-progress"])

@@ -58,6 +58,24 @@ def test_traces_are_ordered_by_their_start_not_by_the_servers_order():
         trace_records([], "srv", TraceOptions())
 
 
+def test_a_server_trace_naming_no_question_id_is_matched_by_its_question_text():
+    from trek.imports.common import match_traces
+    from trek.types import Question
+
+    qs = {q.id: q for q in (Question(id="a", dataset="custom", question="Who coaches Harrowmere Rovers?", answers=["x"]),
+                             Question(id="b", dataset="custom", question="Who runs Veltaro?", answers=["y"]))}
+
+    def agent(tid: str, start: str, question: str):
+        return span_record(_px(tid, tid[:16], None, "agent", "AGENT", start, {"input.value": question}), 1)
+
+    # the server returns the newer trace first; neither names a question id
+    records = trace_records([agent("b" * 32, "2026-01-02T00:00:00Z", "Who coaches Harrowmere Rovers?"),
+                             agent("c" * 32, "2026-01-01T00:00:00Z", "Who runs Veltaro?")], "srv", TraceOptions())
+    assert all(r.question_id is None and r.texts for r in records)
+    matched = match_traces(records, qs, None)
+    assert {q.id: r.data["trace_id"] for q, r in matched} == {"a": "b" * 32, "b": "c" * 32}
+
+
 def test_decoded_attribute_values_go_back_to_their_json_text():
     assert attribute_value({"query": "x"}) == '{"query": "x"}'
     assert attribute_value([{"url": "u"}]) == '[{"url": "u"}]'

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -66,7 +67,7 @@ async def fan_out(
     if progress:
         from tqdm.auto import tqdm  # here: a run without a bar does not import it
 
-        bar: Any = tqdm(total=len(seq), desc=desc or None, unit=unit, leave=True)
+        bar: Any = tqdm(total=len(seq), desc=desc or None, unit=unit, leave=True, **bar_settings(tqdm))
     else:
         bar = _NO_BAR
     show_postfix = postfix is not None and not bar.disable
@@ -102,6 +103,19 @@ async def fan_out(
             bar.set_postfix_str(postfix(), refresh=False)
         bar.close()
     return results
+
+
+#: Seconds between progress lines when standard error is not a terminal (a log file, a pipe).
+LOG_INTERVAL = 60.0
+
+
+def bar_settings(bar_class: Any = None) -> dict[str, Any]:
+    """Keywords of a tqdm bar: none in a terminal or a notebook; elsewhere (standard error a log
+    file or a pipe) a line at the start, at most one every :data:`LOG_INTERVAL` seconds, and one
+    at the end, not one per update."""
+    if "notebook" in getattr(bar_class, "__module__", "") or sys.stderr.isatty():
+        return {}
+    return {"mininterval": LOG_INTERVAL, "maxinterval": LOG_INTERVAL}
 
 
 class _NoBar:

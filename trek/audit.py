@@ -416,19 +416,21 @@ def describe(pairs: pd.DataFrame) -> str:
         return ("no audit data: no verdict was given by both an LLM judge and the exact judge in these runs "
                 "(record some with `trek grade RUN --judge oracle --audit-judge MODEL` or "
                 "`trek trace RUN --judge oracle --audit-judge MODEL`, or judge an annotated run with an LLM)")
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
-        parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval; none "
-                 "where a judge gave one verdict throughout, as kappa then has no standard error)",
-                 show_kappa(audit_table(pairs).round(3), 3).to_string(), ""]
-        for role in [r for r in ROLES if r in set(pairs.loc[pairs["judge"].notna(), "role"])]:
-            parts += [f"{role}:", confusion(pairs, role).to_string(), ""]
-        d = disagreements(pairs)
-        parts.append(f"{len(d)} disagreement(s)" + (":" if len(d) else ""))
-        if len(d):
-            short = d.copy()
-            for col in ("subject", "exact_reason", "judge_reason"):
-                short[col] = [_short(v) for v in short[col]]
-            parts.append(short.to_string(index=False))
+    from trek import textable
+
+    parts = ["Judge audit: the audit judge against the exact judge (Cohen's kappa with a 95% interval; none "
+             "where a judge gave one verdict throughout, as kappa then has no standard error)",
+             textable.frame(show_kappa(audit_table(pairs).round(3), 3)), ""]
+    for role in [r for r in ROLES if r in set(pairs.loc[pairs["judge"].notna(), "role"])]:
+        parts += [f"{role}:", textable.frame(confusion(pairs, role)), ""]
+    d = disagreements(pairs)
+    parts.append(f"{len(d)} disagreement(s)" + (":" if len(d) else ""))
+    width = textable.width()
+    for row in d.to_dict("records"):  # one block per case: its texts cut to the width, not a wide table
+        parts.append(f"- {row['run']} {row['role']} {row['question_id']}: exact {row['exact']}, judge {row['judge']}")
+        for col in ("subject", "exact_reason", "judge_reason"):
+            if col in row and _short(row[col]):
+                parts.append(f"    {col}: " + _short(row[col], max(20, width - len(col) - 6)))
     return "\n".join(parts)
 
 

@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from trek.errors import RecordError
 
-__all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "check_regular", "open_input",
+__all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "ZIP_SLACK", "check_regular", "open_input",
            "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "iter_jsonl_spans", "zip_member", "depth_error",
            "unique_paths"]
 
@@ -282,23 +282,55 @@ def iter_jsonl_spans(path: PathLike, objects: bool = True, pipes: bool = False,
             yield lineno, start, len(raw), obj
 
 
+#: Bytes a zip member may inflate beyond MAX_RATIO times the compressed bytes read so far: the
+#: ratio of a member is checked from its first byte, this allowance covering the first blocks.
+ZIP_SLACK = 1 << 20
+
+
+class _ZipConsumed:
+    """How many compressed bytes of a zip member the reader has taken from the archive so far
+    (counted, not the size the zip declares)."""
+
+    def __init__(self, ext: Any, size: int):
+        self.ext, self.size = ext, size
+
+    def tell(self) -> int:
+        left = getattr(self.ext, "_compress_left", None)
+        return max(1, self.size - left) if isinstance(left, int) else max(1, self.size)
+
+
+class _MemberBounded(_Bounded):
+    """:class:`_Bounded` for one zip member: the ratio is checked from the first byte (with
+    :data:`ZIP_SLACK`), against the compressed bytes actually read."""
+
+    def readinto(self, b):  # type: ignore[no-untyped-def,override]
+        try:
+            data = self.inner.read(len(b))
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, RuntimeError, NotImplementedError) as e:
+            raise RecordError(self.path, None, f"{self._where()}cannot be decompressed ({e})") from None
+        n = len(data)
+        b[:n] = data
+        self.out += n
+        consumed = self.source.tell()
+        if self.out > MAX_RATIO * consumed + ZIP_SLACK:
+            raise RecordError(self.path, None, f"{self._where()}inflates more than {MAX_RATIO} times (over "
+                              f"{_mib(self.out)} from {consumed:,} compressed bytes): refused as a decompression bomb")
+        return n
+
+
 def zip_member(z: zipfile.ZipFile, name: str, path: PathLike, limit: int | None = None) -> bytes:
     """The bytes of member ``name`` of the open zip ``z`` (read from ``path``), bounded in size
-    and ratio like a gzip input (the sizes a zip declares are not trusted)."""
+    and in ratio from the member's first byte (:data:`ZIP_SLACK`; the compressed bytes counted as
+    they are read, the sizes a zip declares are not trusted)."""
     p = Path(path)
     try:
         info = z.getinfo(name)
         inner = z.open(info)
     except (KeyError, zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as e:
         raise RecordError(p, None, f"member {name} cannot be read ({e})") from None
-
-    class _Consumed:  # a member inflates at most its compressed size (zip reads no further)
-        def tell(self) -> int:
-            return max(1, info.compress_size)
-
     with inner:
-        return _read_all(io.BufferedReader(_Bounded(inner, _Consumed(), p, name), 1 << 16), p,  # type: ignore[arg-type]
-                         MAX_DOCUMENT if limit is None else limit, name)
+        bounded = _MemberBounded(inner, _ZipConsumed(inner, info.compress_size), p, name)  # type: ignore[arg-type]
+        return _read_all(io.BufferedReader(bounded, 1 << 16), p, MAX_DOCUMENT if limit is None else limit, name)
 
 
 def unique_paths(paths: Iterable[PathLike]) -> tuple[list[Path], list[Path]]:

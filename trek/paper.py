@@ -369,6 +369,9 @@ def main(argv: list[str] | None = None) -> None:
     rep.add_argument("--build", default="build")
     rep.add_argument("--files", action="store_true", help="list every file written")
     a = ap.parse_args(argv)
+    from trek.interrupts import terminate_as_interrupt
+
+    terminate_as_interrupt()  # a notebook run stopped by SIGTERM ends as on Ctrl-C
     if a.cmd == "report":
         report(Path(a.build), a.files)
         return

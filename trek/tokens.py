@@ -24,7 +24,7 @@ from typing import Any
 
 __all__ = ["ENCODING", "CACHE_SIZE", "CACHED_CHARS", "encoding", "count_tokens", "count_joined", "cache_info", "clear_cache",
            "OTHER_TOKENIZER_BAND", "is_openai_model", "content_text", "count_chat_tokens", "MAX_TOKEN_BYTES",
-           "chat_token_bounds"]
+           "chat_token_bounds", "text_token_bounds"]
 
 ENCODING = "o200k_base"
 
@@ -233,7 +233,7 @@ def count_chat_tokens(messages: Sequence[dict[str, Any]] | str, tools: Sequence[
 MAX_TOKEN_BYTES = 128
 
 
-def _text_bounds(text: str) -> tuple[int, int]:
+def text_token_bounds(text: str) -> tuple[int, int]:
     """(fewest, most) o200k_base tokens ``text`` can have, from its length alone: every token is
     1 to :data:`MAX_TOKEN_BYTES` bytes of UTF-8 (a character is 1 to 4 bytes)."""
     if not text:
@@ -248,7 +248,7 @@ def _text_bounds(text: str) -> tuple[int, int]:
 def chat_token_bounds(messages: Sequence[dict[str, Any]] | str,
                       tools: Sequence[dict[str, Any]] | None = None) -> tuple[int, int]:
     """(low, high) bounds of :func:`count_chat_tokens` without the tokenizer: the same parts,
-    each text bounded by its length (:func:`_text_bounds`); the fixed tokens per message are exact.
+    each text bounded by its length (:func:`text_token_bounds`); the fixed tokens per message are exact.
     Cheap (no tokenizer is loaded), and wide: an estimate narrows them where a price needs it."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
@@ -256,7 +256,7 @@ def chat_token_bounds(messages: Sequence[dict[str, Any]] | str,
 
     def add(text: str) -> None:
         nonlocal lo, hi
-        a, b = _text_bounds(text)
+        a, b = text_token_bounds(text)
         lo += a
         hi += b
 

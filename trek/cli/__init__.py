@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from trek import __version__
 from trek import parts as _parts  # noqa: F401  (the list of Trek's parts completes the registries)
+from trek.cli import _help
 
 __all__ = ["app", "COMMANDS", "load_command", "short_help", "main"]
 
@@ -60,6 +61,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
            "TrekBench-Ctrl: distractor pools, synthetic distractors and frozen contexts."),
 }
 
+_help.install()  # --help shows PATH, N, RUN_DIR (not Python types) and whole sentences in command lists
+
 _loaded: dict[str, Any] = {}
 
 
@@ -86,10 +89,9 @@ def load_command(name: str) -> Any:
 
 
 def short_help(name: str, limit: int = 45) -> str:
-    """The line of ``trek --help`` for ``name``, cut to ``limit`` characters as click cuts it."""
-    import click
-
-    return click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)
+    """The line of ``trek --help`` for ``name``: the first whole sentence of its line in
+    :data:`COMMANDS` (the formatter wraps it to the width; ``limit`` is not a cut)."""
+    return _help.summary(COMMANDS[name][2])
 
 
 class _LazyGroup(TyperGroup):
@@ -134,6 +136,9 @@ def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Trek command line."""
+    from trek.interrupts import terminate_as_interrupt
+
+    terminate_as_interrupt()  # SIGTERM (kill, a container stop, a CI timeout) ends a command as Ctrl-C does
 
 
 def main() -> None:  # pragma: no cover

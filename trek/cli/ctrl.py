@@ -220,7 +220,9 @@ def audit_command(
     with options.exit_on(FileNotFoundError, ValueError):
         built = load_build(folder.resolve())
         table = shortcut_table(built)
-    typer.echo(table.to_string(float_format=lambda x: f"{x:.1f}"))
+    from trek import textable
+
+    typer.echo(textable.frame(table, float_format=lambda x: f"{x:.1f}"))
 
 
 @app.command("discover")

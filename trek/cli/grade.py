@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from trek import textable
 from trek.cli import options
 from trek.errors import FatalLLMError
 from trek.exact import ORACLE
@@ -28,7 +29,7 @@ def format_accuracy(table: Any) -> str:
     ]
     shown["acc_graded"] = [pct(v) for v in table["acc_graded"]]
     cols = ["accuracy", "95% CI", "n", "answered", "graded", "correct", "unparsed", "pending", "acc_graded"]
-    return shown[cols].to_string()
+    return textable.frame(shown[cols])
 
 
 JUDGE = role_options("judge", required=True, base_url_env="TREK_JUDGE_BASE_URL", old={"--base-url": "base-url"},
@@ -131,7 +132,7 @@ def format_epochs(table: Any) -> str:
     shown["95% CI"] = ["-" if lo != lo else f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(table["ci_low"], table["ci_high"],
                                                                                    strict=True)]
     shown["correct"] = [f"{v:g}" for v in table["correct"]]
-    return shown[["accuracy", "95% CI", "n", "graded", "correct"]].to_string()
+    return textable.frame(shown[["accuracy", "95% CI", "n", "graded", "correct"]])
 
 
 def _finish(run_dir: Path, reports: list[Any]) -> None:

@@ -59,6 +59,7 @@ def cost_command(
     prices: Path = options.PRICES,
 ) -> None:
     """Summarize the tokens and dollars recorded in a run directory (the rule of Table 12)."""
+    from trek import textable
     from trek.costs import summarize_usage
     from trek.llm.usage import PriceTable
     from trek.types import RecordError
@@ -75,7 +76,7 @@ def cost_command(
             shown[c] = shown[c].astype(int)
     typer.echo(f"usage in {run_dir} (dollars as recorded at run time, Batch API discount included; else from "
                "the current price table; '-' = no price known)")
-    typer.echo(shown.to_string(index=False))
+    typer.echo(textable.frame(shown.set_index(["file", "model"])))
     ledgers = sorted(run_dir.rglob(".*.spend"))
     if ledgers:
         from trek.llm.ledger import read_ledger

@@ -115,8 +115,9 @@ AUDIT_LIMIT = typer.Option(
     None, "--audit-limit", min=1, help="--audit-judge: at most this many verdicts per role (in question order).",
 )
 
-#: Standard error, for the commands that print through rich.
-err = Console(stderr=True)
+#: Standard error, for the commands that print through rich. Lines are not folded (soft wrap): a
+#: path or URL in a message stays whole however narrow the terminal, for the terminal to wrap.
+err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, hint: str | None = None) -> NoReturn:

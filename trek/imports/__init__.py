@@ -50,11 +50,10 @@ from trek.imports import (
 )
 from trek.imports.common import (
     ImportFailure,
-    PageText,
+    PageSpool,
     iter_matched,
     iter_records,
     match_traces,
-    page_rows,
     trajectory,
     write_run,
 )
@@ -228,7 +227,7 @@ def import_run(
         pairs: Iterator[tuple[Question, Any]] = iter(matched)
     else:
         pairs = iter_matched(records, by_id, questions)
-    pages: list[PageText] = []
+    pages = PageSpool()  # on disk: the page text a log holds need not fit in memory
     grades, traces, corpus = [], [], []
     responses: dict[str, str] = {}
 
@@ -245,7 +244,7 @@ def import_run(
                                  f"({responses[parsed.record_id]}): the same response cannot answer two questions")
                 responses[parsed.record_id] = r.where
             yield report.note(trajectory(q, r, parsed, fmt, model))
-            pages.extend(parsed.pages)
+            pages.add(parsed.pages)
             if mod is inspect_ai:  # what Trek's own inspect scorers recorded, and the corpus of trek/mini
                 g, tr = inspect_ai.carried(r)
                 grades.extend([g] if g is not None else [])
@@ -253,9 +252,9 @@ def import_run(
                 corpus = corpus or inspect_ai.corpus(r)
 
     def rows() -> Iterator[Page]:  # once every trajectory is written: the best text per URL
-        found = page_rows(pages)
-        report.pages = len(found)
-        yield from found
+        for row in pages.rows():
+            report.pages += 1
+            yield row
 
     config = {"format": fmt, "files": [str(f) for f in files], "questions": str(questions) if questions else None,
               "epoch": epoch if mod is inspect_ai else None}
@@ -271,7 +270,10 @@ def import_run(
         config[mod.LOCATION.lstrip("-")] = location  # type: ignore[attr-defined]
     from trek import runs
 
-    report.out = write_run(out, qs, trajectories(), rows(), config, replace=replace, documents=lambda: corpus,
-                           records=lambda: {runs.GRADES: grades, runs.TRACE: traces})
+    try:
+        report.out = write_run(out, qs, trajectories(), rows(), config, replace=replace, documents=lambda: corpus,
+                               records=lambda: {runs.GRADES: grades, runs.TRACE: traces})
+    finally:
+        pages.close()
     report.grades, report.traces = len(grades), len(traces)
     return report

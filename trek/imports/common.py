@@ -65,6 +65,7 @@ __all__ = [
     "match_traces",
     "trajectory",
     "page_rows",
+    "PageSpool",
     "write_run",
     "url_identity",
     "as_dict",
@@ -480,6 +481,62 @@ def page_rows(pages: Iterable[PageText]) -> list[Page]:
             rows.append(Page(url=first.url, key=k, title=title, date=date, text=text, status="ok",
                              source="snippet" if first.kind == "snippet" else "log"))
     return rows
+
+
+class PageSpool:
+    """:func:`page_rows` for pages met one trajectory at a time, kept on disk (a temporary SQLite
+    file) instead of in memory: an import's memory does not grow with the page text its log holds.
+    :meth:`add` the pages as they come; :meth:`rows` gives the same rows :func:`page_rows` gives
+    for all of them, in the order their URLs first came; :meth:`close` removes the file."""
+
+    def __init__(self) -> None:
+        import sqlite3
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="trek-import-pages-", suffix=".sqlite")
+        os.close(fd)
+        self.path = Path(name)
+        self.db = sqlite3.connect(name)
+        self.db.execute("PRAGMA journal_mode=OFF")
+        self.db.execute("PRAGMA synchronous=OFF")
+        self.db.execute("CREATE TABLE page (n INTEGER PRIMARY KEY, key TEXT UNIQUE, url TEXT, kind TEXT, title TEXT, "
+                        "date TEXT)")
+        self.db.execute("CREATE TABLE part (key TEXT, text TEXT)")
+        self.db.execute("CREATE INDEX part_key ON part(key)")
+
+    def add(self, pages: Iterable[PageText]) -> None:
+        for p in pages:
+            if not p.url or link_kind(p.url) != "http" or (p.kind != "encrypted" and not p.text.strip()):
+                continue
+            k = normalize_url(p.url)
+            row = self.db.execute("SELECT kind, title, date FROM page WHERE key = ?", (k,)).fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO page (key, url, kind, title, date) VALUES (?, ?, ?, ?, ?)",
+                                (k, p.url, p.kind, p.title, p.date))
+                self.db.execute("INSERT INTO part VALUES (?, ?)", (k, p.text))
+            elif _PAGE_RANK[p.kind] < _PAGE_RANK[row[0]]:  # a better kind of text replaces what was kept
+                self.db.execute("UPDATE page SET url = ?, kind = ?, title = ?, date = ? WHERE key = ?",
+                                (p.url, p.kind, p.title, p.date, k))
+                self.db.execute("DELETE FROM part WHERE key = ?", (k,))
+                self.db.execute("INSERT INTO part VALUES (?, ?)", (k, p.text))
+            elif p.kind == row[0] == "snippet":
+                texts = [t for (t,) in self.db.execute("SELECT text FROM part WHERE key = ?", (k,))]
+                if all(p.text.strip() != t.strip() for t in texts):
+                    self.db.execute("INSERT INTO part VALUES (?, ?)", (k, p.text))
+                    if not row[1] and p.title:
+                        self.db.execute("UPDATE page SET title = ? WHERE key = ?", (p.title, k))
+                    if not row[2] and p.date:
+                        self.db.execute("UPDATE page SET date = ? WHERE key = ?", (p.date, k))
+
+    def rows(self) -> Iterator[Page]:
+        for k, url, kind, title, date in self.db.execute("SELECT key, url, kind, title, date FROM page ORDER BY n"):
+            texts = [PageText(url=url, kind=kind, text=t, title=title or "", date=date)
+                     for (t,) in self.db.execute("SELECT text FROM part WHERE key = ? ORDER BY rowid", (k,))]
+            yield from page_rows(texts)
+
+    def close(self) -> None:
+        self.db.close()
+        self.path.unlink(missing_ok=True)
 
 
 # -- writing ---------------------------------------------------------------------------------------

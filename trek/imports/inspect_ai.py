@@ -99,10 +99,11 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
     from trek import jsonio
 
     chunks, n = [], 0
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
-        while chunk := reader.read(1 << 20):  # bounded as every compressed input (trek.jsonio)
+    source = io.BytesIO(raw)
+    with zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True, read_size=1 << 16) as reader:
+        while chunk := reader.read(1 << 16):  # bounded as every zip member (trek.jsonio), from the first byte
             n += len(chunk)
-            if n > jsonio.MAX_DOCUMENT or (n > jsonio.RATIO_FLOOR and n > jsonio.MAX_RATIO * max(1, len(raw))):
+            if n > jsonio.MAX_DOCUMENT or n > jsonio.MAX_RATIO * max(1, source.tell()) + jsonio.ZIP_SLACK:
                 raise zipfile.BadZipFile(f"{name}: inflates more than {jsonio.MAX_RATIO} times or past "
                                          f"{jsonio.MAX_DOCUMENT >> 20} MiB: refused as a decompression bomb")
             chunks.append(chunk)
@@ -126,27 +127,100 @@ def _zip_json(z: zipfile.ZipFile, name: str, path: Path) -> Any:
         raise ImportFailure(f"{path}, {name}: not a readable JSON member ({e})") from None
 
 
+#: The fields of a sample that make its question (kept for every sample while a ``.eval`` log is
+#: read; the rest of the sample is read again, one sample at a time, when it is imported).
+_HEAD_FIELDS = ("id", "epoch", "input", "target", "metadata")
+
+
+class _Log:
+    """An open ``.eval`` log whose samples are read one at a time: a single sample is kept (the
+    last one read), so memory holds one sample, not the log."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.zip: zipfile.ZipFile | None = None
+        self.last: tuple[str, dict[str, Any]] | None = None
+
+    def sample(self, member: str) -> dict[str, Any]:
+        if self.last is not None and self.last[0] == member:
+            return self.last[1]
+        self.last = None  # let the previous sample go before the next one is read
+        if self.zip is None:
+            try:
+                self.zip = zipfile.ZipFile(self.path)
+            except (zipfile.BadZipFile, OSError) as e:
+                raise ImportFailure(f"{self.path}: not an inspect .eval zip ({e}; truncated?)") from None
+        s = as_dict(_zip_json(self.zip, member, self.path))
+        s = _resolve(s, as_dict(s.get("attachments")), f"{self.path}, {member} (sample id {s.get('id')!r})")
+        self.last = (member, s)
+        return s
+
+    def close(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+        self.zip, self.last = None, None
+
+
+class _SampleData(dict):  # type: ignore[type-arg]
+    """A record's data whose ``sample`` is read from the log when asked for (see :class:`_Log`)."""
+
+    def __init__(self, log: _Log, member: str, spec: dict[str, Any], head: dict[str, Any]):
+        super().__init__(eval=spec, member=member, head=head)
+        self.log = log
+
+    def __missing__(self, key: str) -> Any:
+        if key == "sample":
+            return self.log.sample(self["member"])
+        raise KeyError(key)
+
+
+def _check(p: Path, name: str, s: Any, epoch: int) -> tuple[str, bool]:
+    if not isinstance(s, dict) or "id" not in s:
+        raise ImportFailure(f"{p}, {name}: not a sample (no 'id')")
+    try:
+        sample_epoch = count(s.get("epoch", 1), "epoch", minimum=1)
+        sample_id = ident(s["id"], "id")
+    except FieldError as e:
+        raise ImportFailure(f"{p}, {name}: {e}") from None
+    return sample_id, sample_epoch == epoch
+
+
 def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
-    """The samples of one log (attachments resolved) and how many samples of other epochs
-    were left out."""
+    """The samples of one log and how many samples of other epochs were left out. A ``.eval``
+    log is streamed: each member is read once here (through the bounded reader, one at a time)
+    for the fields of its question, and again when the record is parsed; attachments are
+    resolved as a sample is read. A ``.json`` log is one document and is read whole."""
     p = Path(path)
     try:
         jsonio.check_regular(p)
     except RecordError as e:
         raise ImportFailure(str(e)) from None
+    out: list[InputRecord] = []
+    skipped = 0
     if p.suffix == ".eval":
         try:
             z = zipfile.ZipFile(p)
         except (zipfile.BadZipFile, OSError) as e:
             raise ImportFailure(f"{p}: not an inspect .eval zip ({e}; truncated?)") from None
+        log = _Log(p)
         with z:
             names = z.namelist()
             head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-            spec = as_dict(_zip_json(z, head, p)).get("eval") if head else {}
+            spec = as_dict(as_dict(_zip_json(z, head, p)).get("eval") if head else {})
             members = sorted(n for n in names if _SAMPLE_NAME.match(n))
             if not members:
                 raise ImportFailure(f"{p}: the log holds no samples (no samples/*.json in the zip)")
-            samples = [(n, _zip_json(z, n, p)) for n in members]
+            for i, name in enumerate(members, start=1):
+                s = _zip_json(z, name, p)
+                sample_id, wanted = _check(p, name, s, epoch)
+                if not wanted:
+                    skipped += 1
+                    continue
+                where = f"{p}, {name} (sample id {s['id']!r})"
+                attachments = as_dict(s.get("attachments"))
+                first = {k: _resolve(s[k], attachments, where) for k in _HEAD_FIELDS if k in s}
+                del s  # the sample itself is read again when it is imported
+                out.append(InputRecord(p, i, _SampleData(log, name, spec, first), sample_id, unit="sample"))
     else:
         try:  # the bounded reader; NaN allowed (inspect writes unscored values so)
             data = jsonio.loads(jsonio.read_text(p, "inspect log"), p, nonfinite=True)
@@ -157,24 +231,16 @@ def read(path: str | Any, epoch: int = 1) -> tuple[list[InputRecord], int]:
         spec = data.get("eval")
         if not data.get("samples"):
             raise ImportFailure(f"{p}: the log holds no samples (field 'samples' is empty or missing)")
-        samples = [(f"sample {i}", s) for i, s in enumerate(data["samples"], start=1)]
-    out: list[InputRecord] = []
-    skipped = 0
-    for i, (name, s) in enumerate(samples, start=1):
-        if not isinstance(s, dict) or "id" not in s:
-            raise ImportFailure(f"{p}, {name}: not a sample (no 'id')")
-        try:
-            sample_epoch = count(s.get("epoch", 1), "epoch", minimum=1)
-            sample_id = ident(s["id"], "id")
-        except FieldError as e:
-            raise ImportFailure(f"{p}, {name}: {e}") from None
-        if sample_epoch != epoch:
-            skipped += 1
-            continue
-        where = f"{p}, {name} (sample id {s['id']!r})"
-        s = _resolve(s, as_dict(s.get("attachments")), where)
-        out.append(InputRecord(p, i, {"sample": s, "eval": as_dict(spec), "member": name}, sample_id,
-                               unit="sample"))
+        for i, s in enumerate(data["samples"], start=1):
+            name = f"sample {i}"
+            sample_id, wanted = _check(p, name, s, epoch)
+            if not wanted:
+                skipped += 1
+                continue
+            where = f"{p}, {name} (sample id {s['id']!r})"
+            s = _resolve(s, as_dict(s.get("attachments")), where)
+            out.append(InputRecord(p, i, {"sample": s, "head": s, "eval": as_dict(spec), "member": name}, sample_id,
+                                   unit="sample"))
     if not out:
         raise ImportFailure(f"{p}: no sample of epoch {epoch}")
     return out, skipped
@@ -199,7 +265,7 @@ OWN_QUESTION_FIELDS = ("dataset", "question", "answers", "effective_year_raw", "
 
 
 def question(rec: InputRecord, dataset: str | None) -> Question:
-    s, spec = rec.data["sample"], rec.data["eval"]
+    s, spec = rec.data.get("head") or rec.data["sample"], rec.data["eval"]
     meta = as_dict(s.get("metadata"))
     text = meta["question"] if meta.get("trek") is True and isinstance(meta.get("question"), str) else \
         _input_text(s.get("input"))

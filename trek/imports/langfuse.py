@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
+from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, iter_records
 from trek.imports.fields import FieldError, model_name
 from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts, usage_of
 from trek.imports.tool_results import maybe_json
@@ -100,7 +100,7 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
     out = []
     seen: dict[str, str] = {}
     for f in files:
-        for rec in read_records(f):
+        for rec in iter_records(f):
             if rec.question_id is not None:
                 raise rec.fail("a wrapper {\"question_id\", \"record\"} around a Langfuse export: name the "
                                "question in the trace's metadata or tags instead (see --question-key)")

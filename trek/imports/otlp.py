@@ -24,13 +24,21 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, read_records
+from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, iter_records
 from trek.imports.fields import FieldError
-from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts
+from trek.imports.spans import (
+    Span,
+    TraceOptions,
+    keep_attributes,
+    parse_spans,
+    question_id_of,
+    question_texts,
+)
 
 NAME = "otlp"
 
@@ -68,11 +76,13 @@ def any_value(v: Any) -> Any:
 
 
 def attributes(kvs: Any) -> dict[str, Any]:
-    """OTLP key-value pairs (``[{"key": ..., "value": {...}}]``) as a flat dict."""
+    """OTLP key-value pairs (``[{"key": ..., "value": {...}}]``) as a flat dict (names and short
+    text values interned: a trace of many spans repeats them)."""
     out: dict[str, Any] = {}
     for kv in kvs if isinstance(kvs, list) else []:
         if isinstance(kv, dict) and isinstance(kv.get("key"), str):
-            out[kv["key"]] = any_value(kv.get("value"))
+            v = any_value(kv.get("value"))
+            out[sys.intern(kv["key"])] = sys.intern(v) if isinstance(v, str) and len(v) <= 64 else v
     return out
 
 
@@ -109,8 +119,9 @@ def _error(span: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> st
     return None
 
 
-def _spans(rec: InputRecord, order: int) -> list[tuple[Span, dict[str, Any]]]:
-    """The spans of one request, each with its resource attributes."""
+def _spans(rec: InputRecord, order: int, question_key: str = "question_id") -> list[tuple[Span, dict[str, Any]]]:
+    """The spans of one request, each with its resource attributes; a span keeps the attributes
+    the span readers look at (:func:`~trek.imports.spans.keep_attributes`)."""
     data = rec.data
     rs = get(data, "resourceSpans", "resource_spans") if isinstance(data, dict) else None
     if not isinstance(rs, list):
@@ -129,12 +140,13 @@ def _spans(rec: InputRecord, order: int) -> list[tuple[Span, dict[str, Any]]]:
                 events = [(str(e.get("name") or ""), attributes(e.get("attributes")))
                           for e in get(s, "events") or [] if isinstance(e, dict)]
                 parent = _hex_id(get(s, "parentSpanId", "parent_span_id"), 8)
-                out.append((Span(trace_id=tid, span_id=sid, parent_id=parent,
-                                 name=str(s.get("name") or ""),
+                attrs, unread = keep_attributes(attributes(s.get("attributes")), question_key)
+                out.append((Span(trace_id=sys.intern(tid), span_id=sid, parent_id=sys.intern(parent) if parent else None,
+                                 name=sys.intern(str(s.get("name") or "")),
                                  start=_ns(get(s, "startTimeUnixNano", "start_time_unix_nano")),
                                  end=_ns(get(s, "endTimeUnixNano", "end_time_unix_nano")),
-                                 attrs=attributes(s.get("attributes")), events=events, error=_error(s, events),
-                                 order=order + len(out)), res))
+                                 attrs=attrs, events=events, error=_error(s, events),
+                                 order=order + len(out), unread=unread), res))
     if not out:
         raise rec.fail("the request holds no span")
     return out
@@ -145,13 +157,16 @@ def read_traces(files: Sequence[str | os.PathLike[str]], options: TraceOptions) 
     traces: dict[str, dict[str, Any]] = {}
     order = 0
     for f in files:
-        for rec in read_records(f):
+        for rec in iter_records(f):  # one request at a time: only the spans' reduced form is kept
             if rec.question_id is not None:
                 raise rec.fail("a wrapper {\"question_id\", \"record\"} around OTLP: name the question in the "
                                "trace instead (a span attribute, see --question-key)")
-            for span, res in _spans(rec, order):
+            for span, res in _spans(rec, order, options.question_key):
                 order += 1
-                t = traces.setdefault(span.trace_id, {"spans": [], "resources": [], "first": rec})
+                t = traces.get(span.trace_id)
+                if t is None:  # where the trace starts (the record's data is not kept)
+                    t = traces[span.trace_id] = {"spans": [], "resources": [],
+                                                 "first": InputRecord(rec.file, rec.position, None, unit=rec.unit)}
                 t["spans"].append(span)
                 if res not in t["resources"]:
                     t["resources"].append(res)

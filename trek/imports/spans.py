@@ -1,5 +1,14 @@
 """One trace's spans as a trajectory: the part of ``otlp`` and ``langfuse`` they share.
 
+The API other span sources build on (names kept stable): :class:`Span` (one span, flat
+attributes), :class:`TraceOptions`, :func:`parse_spans` (a trace's spans to a
+:class:`~trek.imports.common.Parsed` record), :func:`question_id_of` and :func:`question_texts`
+(what a trace says of its question, for :func:`trek.imports.common.match_traces`),
+:func:`adopt_dialects` (the Langfuse SDK's and MLflow's attributes as Langfuse fields),
+:func:`keep_attributes` (the attributes worth keeping while reading many spans),
+:func:`answer_text` and :func:`usage_of`; :func:`trek.imports.otlp.attributes` and
+:func:`trek.imports.otlp.any_value` read OTLP's typed values.
+
 Both importers turn their input into :class:`Span` objects with flat attributes (an OTLP
 span's typed attributes, a Langfuse observation's ``metadata.attributes``) and hand the spans of
 one trace to :func:`parse_spans`. Attributes are read in two dialects:
@@ -67,7 +76,8 @@ from trek.jsonio import MAX_DEPTH
 from trek.types import SearchCall, TrajectoryStep, Usage
 
 __all__ = ["DEFAULT_SEARCH_TOOLS", "OPEN_TOOLS", "Span", "TraceOptions", "parse_spans", "question_id_of",
-           "REDACTED", "adopt_dialects", "answer_text", "usage_of", "question_texts"]
+           "REDACTED", "adopt_dialects", "answer_text", "usage_of", "question_texts", "keep_attributes",
+           "READ_PREFIXES", "READ_NAMES"]
 
 #: Tool names that are searches unless ``--search-tool`` says otherwise (globs, case-insensitive):
 #: the issue's two, and the search tools whose names say neither (LangChain's
@@ -87,7 +97,7 @@ _NO_CONTENT = ("the trace carries no content (inputs, outputs and messages were 
                "is off by default in OpenTelemetry instrumentations): its queries, results and answer are not known")
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """One span (or Langfuse observation) of a trace, as both importers give it.
 
@@ -112,6 +122,9 @@ class Span:
     model: str | None = None
     usage: Usage | None = None
     order: int = 0
+    #: Names of text attributes of conventions Trek does not read, left out when the span was read
+    #: (:func:`keep_attributes`); the coverage note names them when nothing else carries content.
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,27 @@ def _text(value: Any) -> str:
         if isinstance(inner, dict):
             return _text(inner.get("text"))
     return ""
+
+
+#: Attribute name prefixes and names the span readers look at; others are left out as a span is
+#: read (:func:`keep_attributes`), so a trace of many framework spans (HTTP, database) stays small.
+READ_PREFIXES = ("gen_ai.", "llm.", "openinference.", "input.", "output.", "retrieval.", "tool.", "tool_call.",
+                 "traceloop.", "langfuse.", "mlflow.", "metadata", "tag.")
+READ_NAMES = ("target", "error", "final_result", "tools")
+
+
+def keep_attributes(attrs: dict[str, Any], question_key: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``attrs`` without the attributes no span reader looks at (:data:`READ_PREFIXES`,
+    :data:`READ_NAMES`, ``question_key``), and the names of the text attributes of 40 characters
+    or more left out (for the coverage note)."""
+    keep: dict[str, Any] = {}
+    unread: list[str] = []
+    for k, v in attrs.items():
+        if k.startswith(READ_PREFIXES) or k in READ_NAMES or k == question_key:
+            keep[k] = v
+        elif isinstance(v, str) and len(v) >= 40 and not k.startswith(("telemetry.", "service.", "process.")):
+            unread.append(k)
+    return keep, tuple(unread)
 
 
 #: What each MLflow span type is, as a Langfuse observation type.
@@ -413,7 +447,8 @@ def _no_content_note(spans: Sequence[Span]) -> str:
     """What the coverage note says of a trace in which no span holds content Trek reads: the text
     attributes it does hold, when there are any (another convention), else that none was captured."""
     other = sorted({k for s in spans for k, v in s.attrs.items()
-                    if isinstance(v, str) and len(v) >= 40 and not k.startswith(("telemetry.", "service.", "process."))})
+                    if isinstance(v, str) and len(v) >= 40 and not k.startswith(("telemetry.", "service.", "process."))}
+                   | {k for s in spans for k in s.unread})
     if other:
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
         return ("no span holds inputs, outputs or messages under a convention Trek reads (OpenTelemetry GenAI, "

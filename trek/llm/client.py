@@ -84,6 +84,8 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _API_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 TRANSPORTS = ("aiohttp", "httpx")
+#: Seconds a client retries an endpoint that has never answered before it gives up (``unreachable_after``).
+DEFAULT_UNREACHABLE_AFTER = 8.0
 #: The transport of a client that names none (and ``$TREK_HTTP_TRANSPORT`` is unset).
 DEFAULT_TRANSPORT = "aiohttp"
 T = TypeVar("T")
@@ -299,7 +301,8 @@ class LLMClient:
         Seconds: while the endpoint has never answered (any HTTP reply counts), connection
         failures (refused, unknown host, connect timeout) are retried once a second for this
         long, then the call raises :class:`~trek.errors.FatalLLMError` naming the endpoint (and
-        :attr:`role`), which stops a run instead of retrying for minutes. Default 8.
+        :attr:`role`), which stops a run instead of retrying for minutes. Default
+        :data:`DEFAULT_UNREACHABLE_AFTER` (8).
     role:
         What this client is in a command (``judge``, ``evaluated``, ...): named in its errors.
 
@@ -354,7 +357,7 @@ class LLMClient:
         start_limits: StartLimits | None = DEFAULT_START_LIMITS,
         transport: str | None = None,
         local_server: Callable[[], Any] | None = None,
-        unreachable_after: float = 8.0,
+        unreachable_after: float | None = None,
         role: str | None = None,
         pool_failures: int = 3,
         pool_cooldown: float = 30.0,
@@ -422,7 +425,7 @@ class LLMClient:
         self.usage = Usage()
         self.http_calls = 0
         self.cache_hits = 0
-        self.unreachable_after = unreachable_after
+        self.unreachable_after = DEFAULT_UNREACHABLE_AFTER if unreachable_after is None else unreachable_after
         self.role = role
         self._answered = False  # any HTTP reply from the endpoint yet (then connection errors are transient)
         self._unreachable_since: float | None = None

@@ -42,6 +42,7 @@ from typing import IO, Any
 
 import openai
 
+from trek.aio import bar_settings
 from trek.llm.cache import request_key
 from trek.llm.client import LLMClient, _http_client
 from trek.llm.usage import BATCH_PRICE_FACTOR, usage_from_raw
@@ -369,7 +370,8 @@ async def _poll(
 
     active = state.active()
     total = sum(b["requests"] for b in active)
-    bar = tqdm(total=total, desc="openai batch", unit="req", disable=not progress or not active, leave=True)
+    bar = tqdm(total=total, desc="openai batch", unit="req", disable=not progress or not active, leave=True,
+               **bar_settings(tqdm))
     t0 = time.monotonic()
     try:
         while True:

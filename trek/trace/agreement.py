@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from trek import textable
 from trek.stats import cohens_kappa, multilabel_kappa
 from trek.trace.labels import LABELS
 from trek.trace.review import (
@@ -58,14 +59,14 @@ class Agreement:
             f"excluded: {self.reference_errors} reference error(s), {self.judge_errors} judge error(s) "
             f"(system-independent); {self.not_reviewed} row(s) not reviewed",
             "",
-            self.per_label.to_string(float_format=lambda v: f"{v:.3f}"),
+            textable.frame(self.per_label, float_format=lambda v: f"{v:.3f}"),
             "",
         ]
         if self.disagreements.empty:
             lines.append("no disagreements")
         else:
             lines.append(f"{len(self.disagreements)} disagreement(s):")
-            lines.append(self.disagreements.to_string(index=False))
+            lines.append(textable.frame(self.disagreements, index=False))
         return "\n".join(lines)
 
 

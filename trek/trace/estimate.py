@@ -11,6 +11,8 @@ Input tokens are o200k_base counts of the pages as the prompts show them (gold p
 50,000 characters, others up to 3,500, from the run's page store; nothing is fetched), plus
 :data:`PROMPT_TOKENS` of instructions per call. Output runs from 1 token per call to
 ``assume_output`` (or the role's ``max_tokens``). Each role's calls are priced with its model.
+When no role that calls a model has an input price, the pages are not tokenized: their tokens are
+bounds from their length (:func:`trek.tokens.chat_token_bounds`' rule; a note says so).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from trek.aio import run_sync
 from trek.llm.estimate import Estimate
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, PageStore, normalize_url
 from trek.runs import default_pages_path
-from trek.tokens import count_tokens
+from trek.tokens import MAX_TOKEN_BYTES, count_tokens, text_token_bounds
 from trek.trace.common import RoleModel, fetch_pages, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, noise_context, select_cases
 
@@ -65,16 +67,19 @@ def estimate_trace(
         if played:  # the same input keys as the trace (annotations included)
             config.exact = for_trace(config.role(played[0]).client, store, rd, query_depth, played)
         todo = plan(TraceStage(rd, config, []), selection.cases).todo
-        sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars))
+        priced = [who.client.prices.get(who.model) for who in (diagnostic, analysis, evaluated)
+                  if who.client.makes_calls]
+        count = any(p is not None and p.input > 0 for p in priced)  # else no price needs the tokenizer
+        sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars, count))
     finally:
         store.close()
     # (role, low input, high input, low calls, high calls) summed over the cases
     role_in = {"diagnostic": [0, 0, 0, 0], "analysis": [0, 0, 0, 0], "evaluated": [0, 0, 0, 0]}
     p = PROMPT_TOKENS
-    for gold, noise in sizes:
+    for (gold_lo, gold), (_, noise) in sizes:
         steps_high = {"diagnostic": [gold + p, noise + p] + ([gold + p] if check_stale else []),
                       "analysis": [p, p, p], "evaluated": [gold + p, noise + gold + p]}
-        steps_low = {"diagnostic": [], "analysis": [p], "evaluated": [gold + p]}
+        steps_low = {"diagnostic": [], "analysis": [p], "evaluated": [gold_lo + p]}
         for role in role_in:
             role_in[role][0] += sum(steps_low[role])
             role_in[role][1] += sum(steps_high[role])
@@ -101,20 +106,25 @@ def estimate_trace(
         parts.append(part)
     parts[-1].notes.append(f"{len(todo)} cases to trace: 2 to {8 if check_stale else 7} calls each; replies "
                            "already in the cache are counted too (re-asks of unreadable replies are not)")
+    if todo and not count:
+        parts[-1].notes.append(f"page tokens are bounds from their length (1 to {MAX_TOKEN_BYTES} bytes a token), "
+                               "not a count: no role's model has an input price")
     total = parts[0] + parts[1] + parts[2]
     total.label = "trek trace"
     return total
 
 
-async def _page_tokens(store: PageStore, cases: list, gold_chars: int, other_chars: int) -> list[tuple[int, int]]:
-    """(gold pages, retrieved pages) tokens of each case as the prompts render them."""
+async def _page_tokens(store: PageStore, cases: list, gold_chars: int, other_chars: int,
+                       count: bool = True) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """((low, high) tokens of the gold pages, of the retrieved pages) of each case as the prompts
+    render them: counted (low = high), or without ``count`` bounds from their length."""
+    tokens = (lambda text: (n := count_tokens(text), n)) if count else text_token_bounds
     out = []
     for case in cases:
         gold_keys = {normalize_url(u) for u in case.question.gold_urls}
         gold = await fetch_pages(store, case.question.gold_urls)
         noise = await fetch_pages(store, noise_context(case.collection, case.question.gold_urls))
         limits = {"gold_chars": gold_chars, "other_chars": other_chars}
-        out.append((count_tokens(render_pages(gold, gold_keys, **limits)),
-                    count_tokens(render_pages(noise, gold_keys, **limits))))
+        out.append((tokens(render_pages(gold, gold_keys, **limits)), tokens(render_pages(noise, gold_keys, **limits))))
     return out
 
