@@ -135,22 +135,55 @@ def test_the_command_line_refuses_mixed_or_missing_options(traced, tmp_path):  #
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
-def test_an_unreachable_server_is_one_line(tmp_path):
-    pytest.importorskip("phoenix.client")
+def test_an_unreachable_server_is_one_line_without_the_urls_credentials(traced, tmp_path):  # noqa: F811
+    import importlib.util
     import socket
 
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = CliRunner().invoke(app, ["import", "phoenix", f"http://127.0.0.1:{port}", "--questions",
-                                 str(EX / "questions.csv"), "--map", MAP, "--out", str(tmp_path / "run")])
+    url = f"http://alice:tok-SECRET-4242@127.0.0.1:{port}"
+    runner = CliRunner()
+    r = runner.invoke(app, ["trace", "export", str(traced), "--to", "otlp", url])
+    assert r.exit_code == 2 and "ConnectError" in r.output and f"127.0.0.1:{port}/v1/traces" in r.output
+    assert "SECRET" not in r.output and "Traceback" not in r.output
+    if importlib.util.find_spec("phoenix") is None:
+        pytest.skip("the 'phoenix' extra is not installed")
+    r = runner.invoke(app, ["import", "phoenix", url, "--questions", str(EX / "questions.csv"), "--map", MAP,
+                            "--out", str(tmp_path / "imported")])
     assert r.exit_code == 2 and "ConnectError" in r.output and "Traceback" not in r.output
-    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    assert "SECRET" not in r.output and "alice" not in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "imported").exists()
+
+
+@pytest.mark.parametrize("blocked, args, extra", [
+    ("mlflow", ["import", "mlflow", "http://127.0.0.1:9"], "mlflow"),
+    ("phoenix.client", ["import", "phoenix", "http://127.0.0.1:9"], "phoenix"),
+])
+def test_a_missing_extra_is_named(blocked, args, extra, monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed
+    r = CliRunner().invoke(app, [*args, "--questions", str(EX / "questions.csv"), "--map", MAP, "--out",
+                                 str(tmp_path / "run")])
+    assert r.exit_code == 2 and f"needs the {extra!r} extra" in r.output and f"trek[{extra}]" in r.output
+    assert f"trek import {args[1]}" in r.output and "Traceback" not in r.output
+
+
+def test_a_missing_otlp_extra_is_named(traced, monkeypatch):  # noqa: F811
+    import sys
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None)
+    r = CliRunner().invoke(app, ["trace", "export", str(traced), "--to", "otlp", "http://127.0.0.1:9"])
+    assert r.exit_code == 2 and "needs the 'otlp' extra" in r.output and "Traceback" not in r.output
 
 
 def test_a_servers_credentials_never_reach_the_message_or_the_run(tmp_path, traced):  # noqa: F811
-    pytest.importorskip("phoenix.client")
+    import importlib.util
     import socket
+
+    if importlib.util.find_spec("phoenix") is None:
+        pytest.skip("the 'phoenix' extra is not installed")
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,7 +191,7 @@ def test_a_servers_credentials_never_reach_the_message_or_the_run(tmp_path, trac
     url = f"http://trek-user:s3cret-token-42@127.0.0.1:{port}/?api_key=k3y-value-99"
     runner = CliRunner()
     r = runner.invoke(app, ["import", "phoenix", url, "--questions", str(EX / "questions.csv"), "--map", MAP,
-                            "--out", str(tmp_path / "run")])
+                            "--out", str(tmp_path / "imported")])
     assert r.exit_code == 2 and "ConnectError" in r.output
     r2 = runner.invoke(app, ["trace", "export", str(traced), "--to", "phoenix", url])
     assert r2.exit_code != 0

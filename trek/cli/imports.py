@@ -15,12 +15,15 @@ from trek.types import RecordError
 pages_app = typer.Typer(rich_markup_mode=None, help="The run's page store: add page text without a live fetch.", no_args_is_help=True)
 
 
-# the options of the trace formats (otlp, langfuse and the servers phoenix and mlflow)
+#: The options of the trace formats (otlp, langfuse, phoenix, mlflow) and of the two servers.
+SEARCH_TOOL = typer.Option(None, "--search-tool", metavar="PATTERN",
+                           help="trace formats: a tool name glob whose calls are searches (repeatable; "
+                           "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are).")
 QUESTION_KEY = typer.Option("question_id", "--question-key", metavar="KEY",
-                            help="otlp, langfuse, phoenix, mlflow: the trace metadata, tag or span attribute naming "
-                                 "the question id (a trace without it is matched by the question text it holds).")
-IN_ORDER = typer.Option(False, "--in-order", help="otlp, langfuse, phoenix, mlflow: match traces naming no question "
-                        "id to the questions in file order (one each) instead of by their question text.")
+                            help="trace formats: the trace metadata, tag or span attribute naming the "
+                            "question id (a trace without it is matched by the question text it holds).")
+IN_ORDER = typer.Option(False, "--in-order", help="trace formats: match traces naming no question id to the "
+                        "questions in file order (one each) instead of by their question text.")
 PROJECT = typer.Option(None, "--project", metavar="NAME", help="phoenix: the project (default: default).")
 EXPERIMENT = typer.Option(None, "--experiment", metavar="NAME|ID",
                           help="mlflow: the experiment, by name or id (default: Default, id 0).")
@@ -42,9 +45,7 @@ def import_command(
     model: str = typer.Option(None, "--model", help="The evaluated model, when the log does not name it."),
     epoch: int = typer.Option(1, "--epoch", min=1, help="inspect-ai: the epoch to import."),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run directory (once the import worked)."),
-    search_tool: list[str] = typer.Option(None, "--search-tool", metavar="PATTERN",
-                                          help="otlp, langfuse: a tool name glob whose calls are searches (repeatable; "
-                                          "default *search*, *retriev*, duckduckgo*, wikipedia*, tavily*; retrieval spans always are)."),
+    search_tool: list[str] = SEARCH_TOOL,
     question_key: str = QUESTION_KEY,
     in_order: bool = IN_ORDER,
     project: str = PROJECT,
@@ -53,10 +54,9 @@ def import_command(
     """Import an agent's logs as a Trek run directory that `trek grade` and `trek trace` read.
 
     Records are bare provider objects matched in order to the questions, or wrappers
-    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a running
-    server's traces through its client. Traces (otlp, langfuse, phoenix, mlflow) are matched by the
-    question id they name, else by their question text, in order only with --in-order; a source may
-    hold traces of some questions only. Nothing is written unless every record imports.
+    {"question_id": ..., "record": {...}}; phoenix URL and mlflow TRACKING_URI read a server's
+    traces. Traces are matched by the question id they name, else by their question text (in
+    order only with --in-order). Nothing is written unless every record imports.
     Exit code 0 when done, 2 for bad input.
     """
     from trek.imports import ImportFailure, import_run, parse_mapping

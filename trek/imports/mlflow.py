@@ -27,7 +27,7 @@ from typing import Any
 
 from trek.imports import otlp
 from trek.imports.common import ImportFailure, InputRecord, Parsed
-from trek.imports.servers import attributes, need, server_error, trace_records
+from trek.imports.servers import attributes, server_error, shown, trace_records
 from trek.imports.spans import Span, TraceOptions
 
 NAME = "mlflow"
@@ -51,11 +51,17 @@ def hex_trace_id(trace_id: str) -> str:
 @contextmanager
 def tracking(uri: str) -> Iterator[Any]:
     """``mlflow`` with its tracking URI set to ``uri`` inside the block."""
-    need("mlflow", "trek import mlflow")
-    from trek.trace.destinations import mlflow_tracking
+    from trek.trace.destinations import MissingExtra, mlflow_tracking
 
-    with mlflow_tracking(uri) as mlflow:
+    try:
+        ctx = mlflow_tracking(uri)
+        mlflow = ctx.__enter__()
+    except MissingExtra as e:
+        raise ImportFailure(str(e).replace("trek trace export --to", "trek import mlflow")) from None
+    try:
         yield mlflow
+    finally:
+        ctx.__exit__(None, None, None)
 
 
 def _experiment_id(mlflow: Any, uri: str, name: str) -> str:
@@ -70,7 +76,7 @@ def _experiment_id(mlflow: Any, uri: str, name: str) -> str:
         return str(client.get_experiment(name).experiment_id)
     except Exception as e:
         if "RESOURCE_DOES_NOT_EXIST" in str(e) or "not exist" in str(e).lower() or "INVALID_PARAMETER" in str(e):
-            raise ImportFailure(f"{uri}: no experiment named or numbered {name!r} (--experiment names one)") from None
+            raise ImportFailure(f"{shown(uri)}: no experiment named or numbered {name!r} (--experiment names one)") from None
         raise server_error(uri, f"looking up experiment {name!r}", e) from None
 
 
@@ -101,7 +107,7 @@ def read_traces(sources: Sequence[str], options: TraceOptions, location: str | N
     (uri,) = sources
     with tracking(uri) as mlflow:
         eid = _experiment_id(mlflow, uri, location) if location else DEFAULT_EXPERIMENT
-        where = f"{uri} (experiment {location or 'Default'!r})"
+        where = f"{shown(uri)} (experiment {location or 'Default'!r})"
         scope = "locations" if "locations" in inspect.signature(mlflow.search_traces).parameters else "experiment_ids"
         try:
             found = mlflow.search_traces(**{scope: [eid]}, return_type="list", include_spans=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from trek.imports import otlp
 from trek.imports.common import ImportFailure, InputRecord, Parsed
-from trek.imports.servers import attributes, iso_ns, need, server_error, trace_records
+from trek.imports.servers import attributes, iso_ns, server_error, shown, trace_records
 from trek.imports.spans import Span, TraceOptions
 
 NAME = "phoenix"
@@ -36,7 +36,12 @@ __all__ = ["DEFAULT_PROJECT", "NAME", "client", "read_traces", "parse", "span_re
 
 def client(url: str) -> Any:
     """Phoenix's client for the server at ``url``."""
-    mod = need("phoenix", "trek import phoenix")
+    from trek.trace.destinations import MissingExtra, phoenix_client_module
+
+    try:
+        mod = phoenix_client_module()
+    except MissingExtra as e:
+        raise ImportFailure(str(e).replace("trek trace export --to", "trek import phoenix")) from None
     return mod.Client(base_url=url.rstrip("/"))
 
 
@@ -73,7 +78,7 @@ def read_traces(sources: Sequence[str], options: TraceOptions, location: str | N
     server ``sources[0]``."""
     (url,) = sources
     project = location or DEFAULT_PROJECT
-    where = f"{url} (project {project!r})"
+    where = f"{shown(url)} (project {project!r})"
     px = client(url)
     try:
         found = px.spans.get_spans(project_identifier=project, limit=sys.maxsize)

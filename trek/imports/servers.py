@@ -8,10 +8,10 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
 * :func:`attribute_value`: a server's attribute value as OTLP carries it (a server that hands
   back decoded JSON, such as MLflow, gets its objects written back as the JSON string the
   instrumentation set);
-* :func:`trace_records`: spans grouped by trace id, the traces in the order they started (a
-  server's own order, newest first for Phoenix, never decides anything: traces are matched to
-  questions by id or question text);
-* :func:`need`: the client's import, or a one-line error naming the extra to install;
+* :func:`trace_records`: spans grouped by trace id, the traces in the order they started, each
+  with its question id or the texts its question may be in (a server's own order, newest first
+  for Phoenix, never decides anything: traces are matched to questions by id or question text,
+  :func:`trek.imports.common.match_traces`);
 * :func:`server_error`: an error of the client as one line naming the server.
 """
 
@@ -21,36 +21,31 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Iterable, Mapping
-from types import ModuleType
 from typing import Any
 
 from trek.imports.common import ImportFailure, InputRecord
 from trek.imports.fields import FieldError
 from trek.imports.spans import Span, TraceOptions, question_id_of, question_texts
 
-__all__ = ["attribute_value", "iso_ns", "need", "server_error", "trace_records"]
+__all__ = ["attribute_value", "iso_ns", "server_error", "shown", "trace_records"]
 
 
-def need(extra: str, what: str) -> ModuleType:
-    """The client module of ``extra`` (:func:`trek.trace.destinations.load_extra`), or an
-    :class:`ImportFailure` saying which extra brings it."""
-    from trek.trace.destinations import load_extra
+def shown(url: str) -> str:
+    """``url`` as run files and messages show it: without the credentials it may carry."""
+    from trek.llm.client import endpoint_identity
 
-    try:
-        return load_extra(extra, what)
-    except RuntimeError as e:
-        raise ImportFailure(str(e)) from None
+    return endpoint_identity(url)
 
 
 def server_error(url: str, what: str, exc: BaseException) -> ImportFailure:
-    """One line for a failed call to the server at ``url`` (never the client's traceback, never
-    the credentials the URL may carry)."""
-    from trek.llm.client import endpoint_identity, scrub, url_secrets
+    """One line for a failed call to the server at ``url`` (never the client's traceback, nor a
+    credential of the URL)."""
+    from trek.llm.client import scrub, url_secrets
 
     text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
     if len(text) > 300:
         text = text[:300] + "..."
-    return ImportFailure(f"{endpoint_identity(url)}: {what}: {type(exc).__name__}: {text}")
+    return ImportFailure(f"{shown(url)}: {what}: {type(exc).__name__}: {text}")
 
 
 def attribute_value(value: Any) -> Any:
@@ -104,10 +99,10 @@ def trace_records(spans: Iterable[Span], where: str, options: TraceOptions,
     for i, (tid, group) in enumerate(ordered, start=1):
         group.sort(key=lambda s: (s.start, s.order))
         qid = question_id_of(group, options.question_key, *((extra or {}).get(tid) or []))
-        try:  # a trace naming no question id is matched by the question text it holds
+        try:
             texts = () if qid is not None else question_texts(group)
         except FieldError as e:
-            raise ImportFailure(f"{where}, trace {tid}: {e}") from None
+            raise ImportFailure(f"{where}, trace {i}: trace {tid}: {e}") from None
         out.append(InputRecord(where, i, {"trace_id": tid, "spans": group, "options": options}, qid,  # type: ignore[arg-type]
                                unit="trace", texts=texts, label=f"trace {tid}"))
     if not out:

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from trek import __version__
 from trek.trace.export import Score, otlp_request, scores
 
-__all__ = ["DESTINATIONS", "Sent", "mlflow_trace_id", "mlflow_tracking", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
+__all__ = ["DESTINATIONS", "MissingExtra", "Sent", "missing", "mlflow_trace_id", "mlflow_tracking", "phoenix_client_module", "otlp_protobuf", "send_labels", "to_mlflow", "to_otlp", "to_phoenix"]
 
 #: Where ``--to`` can send the labels.
 DESTINATIONS = ("phoenix", "mlflow", "otlp")
@@ -59,54 +59,55 @@ class Sent:
     def describe(self) -> str:
         what = {"phoenix": "span annotation(s)", "mlflow": "feedback assessment(s)",
                 "otlp": "evaluation event(s)"}[self.destination]
-        from trek.llm.client import endpoint_identity
+        return f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at {self.url}"
 
-        return (f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at "
-                f"{endpoint_identity(self.url)}")
+
+def _shown(url: str) -> str:
+    from trek.llm.client import endpoint_identity
+
+    return endpoint_identity(url)
 
 
 def _one_line(url: str, what: str, exc: BaseException) -> RuntimeError:
-    from trek.llm.client import endpoint_identity, scrub, url_secrets
+    """One line for a failed call to ``url``, without the URL's credentials."""
+    from trek.llm.client import scrub, url_secrets
 
     text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url_secrets(url))
-    return RuntimeError(f"{endpoint_identity(url)}: {what}: {type(exc).__name__}: {text[:300]}")
+    return RuntimeError(f"{_shown(url)}: {what}: {type(exc).__name__}: {text[:300]}")
 
 
-def _phoenix_client() -> Any:
-    import phoenix.client
-
-    return phoenix.client
+class MissingExtra(RuntimeError):
+    """An optional dependency of a destination (or source) is not installed."""
 
 
-def _mlflow() -> Any:
-    import mlflow
-
-    return mlflow
-
-
-def _otlp_proto() -> Any:
-    import opentelemetry.proto
-
-    return opentelemetry.proto
+def missing(e: ImportError, extra: str, what: str = "trek trace export --to") -> MissingExtra:
+    """The one-line error for an ``ImportError`` of the ``extra``'s package."""
+    return MissingExtra(f"{what} needs the {extra!r} extra ({e.name or 'a package'} is not installed): "
+                        f"pip install 'trek[{extra}]'")
 
 
-#: What each extra's client is, imported only when a command needs it (plain imports, so the
-#: layering tests see them).
-EXTRA_MODULES: dict[str, Callable[[], Any]] = {"phoenix": _phoenix_client, "mlflow": _mlflow, "otlp": _otlp_proto}
+def phoenix_client_module() -> Any:
+    """``phoenix.client``, loaded without the rest of ``phoenix``. The ``arize-phoenix`` package's
+    ``__init__`` imports the whole server application (about 7,000 modules, some 10 s of CPU),
+    while the client, which lives in the same namespace package, needs none of it: when
+    ``phoenix`` is not imported yet it is registered as the bare namespace package it also is, so
+    only the client loads (about 1,100 modules)."""
+    import importlib.util
+    import sys
 
-
-def load_extra(extra: str, what: str = "trek trace export --to") -> Any:
-    """The client module of ``extra`` (``phoenix``, ``mlflow`` or ``otlp``), or a one-line
-    :class:`RuntimeError` saying which extra to install for ``what``."""
+    if "phoenix" not in sys.modules:
+        try:
+            spec = importlib.util.find_spec("phoenix")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            # the package's module, its __init__ not run: __path__ and __spec__ as the import made them
+            sys.modules["phoenix"] = importlib.util.module_from_spec(spec)
     try:
-        return EXTRA_MODULES[extra]()
+        import phoenix.client
     except ImportError as e:
-        raise RuntimeError(f"{what} needs the {extra!r} extra ({e.name or extra} is not installed): "
-                           f"pip install 'trek[{extra}]'") from None
-
-
-def _need(extra: str) -> Any:
-    return load_extra(extra)
+        raise missing(e, "phoenix") from None
+    return phoenix.client
 
 
 def _cases(items: list[Score]) -> int:
@@ -138,14 +139,13 @@ def to_phoenix(run_dir: str | os.PathLike[str], url: str) -> Sent:
     rd = Path(run_dir)
     items = scores(rd)
     rows = phoenix_annotations(items, rd)
-    mod = _need("phoenix")
-    client = mod.Client(base_url=url.rstrip("/"))
+    client = phoenix_client_module().Client(base_url=url.rstrip("/"))
     try:
         for i in range(0, len(rows), 100):
             client.spans.log_span_annotations(span_annotations=rows[i:i + 100], sync=True)
     except Exception as e:  # the client's httpx errors
         raise _one_line(url, "writing span annotations", e) from None
-    return Sent(len(rows), _cases(items), "phoenix", url)
+    return Sent(len(rows), _cases(items), "phoenix", _shown(url))
 
 
 # -- MLflow ----------------------------------------------------------------------------------------
@@ -158,8 +158,11 @@ def mlflow_trace_id(trace_id: str) -> str:
 def mlflow_tracking(uri: str) -> Iterator[Any]:
     """``mlflow`` with its tracking URI set to ``uri`` inside the block (what was set before,
     or nothing, is restored after)."""
-    mlflow = _need("mlflow")
-    from mlflow.tracking import _tracking_service
+    try:
+        import mlflow
+        from mlflow.tracking import _tracking_service
+    except ImportError as e:
+        raise missing(e, "mlflow") from None
 
     utils = _tracking_service.utils
     before = getattr(utils, "_tracking_uri", None)
@@ -193,7 +196,7 @@ def to_mlflow(run_dir: str | os.PathLike[str], uri: str) -> Sent:
                                     metadata={"question_id": s.question_id, "trek_version": __version__})
             except Exception as e:
                 raise _one_line(uri, f"writing feedback to trace {tid} (question {s.question_id!r})", e) from None
-    return Sent(len(items), _cases(items), "mlflow", uri)
+    return Sent(len(items), _cases(items), "mlflow", _shown(uri))
 
 
 def _clear(mlflow: Any, trace_id: str) -> None:
@@ -213,9 +216,11 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 def otlp_protobuf(request: dict[str, Any]) -> bytes:
     """An OTLP/JSON ``ExportTraceServiceRequest`` (hex ids) as protobuf bytes with the same ids."""
-    _need("otlp")
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    try:
+        from google.protobuf import json_format
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError as e:
+        raise missing(e, "otlp") from None
 
     req = copy.deepcopy(request)
     for rs in req.get("resourceSpans", []):
@@ -248,9 +253,10 @@ def to_otlp(run_dir: str | os.PathLike[str], url: str, *, headers: dict[str, str
     except httpx.HTTPError as e:
         raise _one_line(target, "sending OTLP/HTTP protobuf", e) from None
     if r.status_code // 100 != 2:
-        raise RuntimeError(f"{target}: the collector answered HTTP {r.status_code}: {' '.join(r.text.split())[:200]}")
+        raise RuntimeError(f"{_shown(target)}: the collector answered HTTP {r.status_code}: "
+                           f"{' '.join(r.text.split())[:200]}")
     return Sent(sum(len(s["events"]) for rs in req["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]),
-                _cases(items), "otlp", target)
+                _cases(items), "otlp", _shown(target))
 
 
 _SENDERS: dict[str, Callable[[str | os.PathLike[str], str], Sent]] = {
