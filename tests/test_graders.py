@@ -518,3 +518,13 @@ def test_a_schema_constraining_endpoint_is_asked_for_a_json_verdict():
     fmt = g.judge_settings["response_format"]
     assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["verdict"]["enum"] == ["A", "B", "C"]
     assert "response_format" not in plain.judge_settings  # other endpoints get no format
+
+
+def test_every_grader_registers_itself_and_the_help_names_each():
+    from trek.cli import options
+    from trek.graders import GRADERS
+
+    assert {m.GRADER for m in GRADERS.values()} == set(GRADERS) >= {"freshqa", "infodeepseek", "sealqa", "generic"}
+    assert all(GRADERS[name].__name__ == f"trek.graders.{name}" for name in GRADERS)
+    for name in GRADERS:  # --grader's help lists the registered graders
+        assert name in options.GRADER.help, name

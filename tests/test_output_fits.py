@@ -89,7 +89,7 @@ def table_lines(text: str) -> list[str]:
 @pytest.mark.skipif(not WILD_RUNS, reason="the recorded runs (data/runs) are not here")
 def test_cost_judge_audit_and_runs_list_tables_fit_80_columns(tmp_path):
     outputs = {"cost": invoke("cost", str(WILD_RUNS[0])), "judge audit": invoke("judge", "audit", *map(str, WILD_RUNS)),
-               "runs list": invoke("runs", "list", str(RUNS))}
+               "runs list": invoke("runs", "list", str(RUNS)), "trace shares": invoke("trace", "shares", str(WILD_RUNS[0]))}
     for name, r in outputs.items():
         assert r.exit_code == 0, (name, r.output)
         rows = table_lines(r.output)
@@ -177,3 +177,18 @@ def test_the_first_make_install_says_what_it_installs_before_pip():
     pip = next(i for i, x in enumerate(lines) if "pip install" in x)
     echoes = [i for i, x in enumerate(lines) if x.startswith("@echo ")]
     assert echoes and echoes[0] < pip and "install" in lines[echoes[0]]
+
+
+def test_the_ctrl_accuracy_grid_of_many_conditions_fits_80_columns(monkeypatch):
+    from trek.rag.session import CtrlGridReport
+
+    monkeypatch.setenv("COLUMNS", "80")
+    conds = ["OO", "MND", "SAA", "SBA", "GOLD", *(f"OO:gold={g}" for g in ("first", "last", "1/3", "2/3")), "OO:k=10"]
+    grid = {(m, c): (i + j, 12) for i, m in enumerate(("direct", "rerank", "filter", "structured"))
+            for j, c in enumerate(conds)}
+    text = CtrlGridReport(summary=None, model="m", grid=grid).describe_grid()
+    lines = text.splitlines()
+    assert max(len(x) for x in lines[1:]) <= 80 and len(lines) > 6
+    for c in conds:
+        assert c in text
+    assert f"{100 * 12 / 12:.1f}" in text and f"{100 * 3 / 12:.1f}" in text  # direct x SBA 3 of 12, structured x OO:k=10 12 of 12

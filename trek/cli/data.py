@@ -32,11 +32,11 @@ app = typer.Typer(rich_markup_mode=None,
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False)
 
 
 def _err_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False)
 
 
 def _resolve(data_dir: Path | None) -> Path:

@@ -48,7 +48,8 @@ from types import ModuleType
 from typing import Any
 
 from trek.aio import fan_out
-from trek.graders import freshqa, generic, infodeepseek, sealqa
+from trek.graders import common as _common
+from trek.graders import freshqa, generic, infodeepseek, sealqa  # noqa: F401  (each registers itself)
 from trek.graders.common import DEFAULT_MAX_REASKS, JudgeConfig
 from trek.llm.client import LLMClient, run_sync
 from trek.types import Grade, Question
@@ -71,13 +72,9 @@ __all__ = [
 ]
 
 #: Grader modules by name: one per source dataset (the name used in ``Question.dataset``) and
-#: ``generic`` for any other question set.
-GRADERS: dict[str, ModuleType] = {
-    "freshqa": freshqa,
-    "infodeepseek": infodeepseek,
-    "sealqa": sealqa,
-    "generic": generic,
-}
+#: ``generic`` for any other question set. Each registers itself where it is defined
+#: (:func:`~trek.graders.common.register_grader`); importing them above lists them.
+GRADERS: dict[str, ModuleType] = _common.GRADERS
 
 _forced: ContextVar[str | None] = ContextVar("trek_grader", default=None)
 

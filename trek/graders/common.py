@@ -39,6 +39,8 @@ from trek.types import Grade, Question, Usage
 __all__ = [
     "DEFAULT_MAX_REASKS",
     "GRADER_EXPORTS",
+    "GRADERS",
+    "register_grader",
     "JUDGE_PARAM_FLAG",
     "Judge",
     "JudgeConfig",
@@ -180,6 +182,24 @@ def make_grade(
         error=reply.error if reply else None,
         usage=reply.usage if reply else Usage(),
     )
+
+
+#: Every grader module by its ``GRADER`` name, filled by :func:`register_grader` where each
+#: grader is defined (the grader modules are listed by importing them in ``trek/graders/__init__.py``).
+GRADERS: dict[str, Any] = {}
+
+
+def register_grader(module: str, judge: Judge) -> tuple[Any, Any, Any]:
+    """Register the grader module ``module`` (its ``__name__``) under ``judge.grader`` and return
+    the module's ``grader_version``, ``judge_prompt`` and ``agrade`` (the judge's bound methods).
+    Another module under a name already taken is an error."""
+    import sys
+
+    known = GRADERS.get(judge.grader)
+    if known is not None and known.__name__ != module:
+        raise ValueError(f"grader {judge.grader!r} is registered twice ({known.__name__}, {module})")
+    GRADERS[judge.grader] = sys.modules[module]
+    return judge.grader_version, judge.judge_prompt, judge.agrade
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from trek.graders.common import GRADER_EXPORTS, Judge, case_fields
+from trek.graders.common import GRADER_EXPORTS, Judge, case_fields, register_grader
 from trek.graders.verdict import Scheme, read_verdict
 from trek.templates import register
 
@@ -173,4 +173,4 @@ JUDGE = Judge(
     outcome=str,
     exact=lambda q, response: exact_match(response, q.answers),
 )
-grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade
+grader_version, judge_prompt, agrade = register_grader(__name__, JUDGE)

@@ -20,7 +20,7 @@ must still end with a ``verdict:`` line. An override changes :func:`grader_versi
 
 from __future__ import annotations
 
-from trek.graders.common import GRADER_EXPORTS, Judge, case_fields
+from trek.graders.common import GRADER_EXPORTS, Judge, case_fields, register_grader
 from trek.graders.verdict import Scheme, read_verdict
 from trek.templates import register
 
@@ -103,4 +103,4 @@ JUDGE = Judge(
     outcome=str,
     empty="not_attempted",
 )
-grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade
+grader_version, judge_prompt, agrade = register_grader(__name__, JUDGE)

@@ -17,7 +17,7 @@ the version of the grades made with that template to ``VERSION+override.<hash>``
 
 from __future__ import annotations
 
-from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, join_answers, register_grader
 from trek.graders.verdict import Scheme, read_verdict
 from trek.templates import register
 from trek.types import Question
@@ -121,4 +121,4 @@ JUDGE = Judge(
     labels=("Yes", "No"),
     outcome=lambda v: "correct" if v == "yes" else "incorrect",
 )
-grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade
+grader_version, judge_prompt, agrade = register_grader(__name__, JUDGE)

@@ -16,7 +16,7 @@ judge. The reply must still be one of the letters A/B/C. An override changes
 
 from __future__ import annotations
 
-from trek.graders.common import GRADER_EXPORTS, Judge, join_answers
+from trek.graders.common import GRADER_EXPORTS, Judge, join_answers, register_grader
 from trek.graders.verdict import Scheme, read_verdict
 from trek.templates import register
 
@@ -132,4 +132,4 @@ JUDGE = Judge(
     outcome=OUTCOME_BY_LETTER.__getitem__,
     empty="not_attempted",
 )
-grader_version, judge_prompt, agrade = JUDGE.grader_version, JUDGE.judge_prompt, JUDGE.agrade
+grader_version, judge_prompt, agrade = register_grader(__name__, JUDGE)

@@ -79,16 +79,12 @@ class CtrlGridReport:
             return ""
         methods = list(dict.fromkeys(m for m, _ in self.grid))
         conds = list(dict.fromkeys(c for _, c in self.grid))
-        width = max(6, *(len(c) + 1 for c in conds))
-        name = max(len("method"), *(len(m) for m in methods))
-        lines = [f"accuracy of {self.model} (% of questions correct), method x condition:",
-                 "method".ljust(name) + "".join(c.rjust(width) for c in conds)]
-        for m in methods:
-            cells = [self.grid.get((m, c)) for c in conds]
-            lines.append(m.ljust(name) + "".join(
-                ("-" if cell is None or not cell[1] else f"{100.0 * cell[0] / cell[1]:.1f}").rjust(width)
-                for cell in cells))
-        return "\n".join(lines)
+        from trek import textable
+
+        rows = [[m, *("-" if cell is None or not cell[1] else f"{100.0 * cell[0] / cell[1]:.1f}"
+                      for cell in (self.grid.get((m, c)) for c in conds))] for m in methods]
+        return (f"accuracy of {self.model} (% of questions correct), method x condition:\n"
+                + textable.render(["method", *conds], rows, right=range(1, len(conds) + 1)))
 
 
 def accuracy_grid(cells: Sequence[Any]) -> dict[tuple[str, str], tuple[int, int]]:

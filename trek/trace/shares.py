@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trek import textable
 from trek.stats import prediction_powered_share, wilson_ci
 from trek.trace.labels import LABELS, assign_labels
 from trek.trace.records import TraceRecord
@@ -351,7 +352,7 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
     if human is None:
         lines.append(f"{run}: judge's label shares (% of fully traced cases, Wilson {pct}% intervals; these "
                      "intervals count only sampling, not the judge's errors)")
-        lines.append(out.to_string(index=False))
+        lines.append(textable.frame(out, index=False))
         lines.append("")
         lines.append("to correct them for the judge's errors: draw a random review sample "
                      f"(trek trace review {run} --sample 50 --seed 0), have a person fill it in, then "
@@ -363,7 +364,7 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
     how = human.sample.describe() if human.sample is not None else "NOT a random sample: intervals not valid"
     lines.append(f"{run}: label shares (% of fully traced cases); corrected = prediction-powered (PPI++) from "
                  f"{human.source.name}: {how}")
-    lines.append(out.to_string(index=False))
+    lines.append(textable.frame(out, index=False))
     return "\n".join(lines)
 
 
