@@ -24,6 +24,7 @@ here, the same for every format:
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -53,7 +54,23 @@ from trek.types import (
 )
 from trek.urls import unique_urls
 
+
+def iso_time_ns(value: Any) -> int:
+    """An ISO 8601 time (``Z`` or an offset; none is UTC) as Unix nanoseconds; 0 when it is not one."""
+    if not isinstance(value, str) or not value.strip():
+        return 0
+    try:
+        t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.UTC)
+    delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
 __all__ = [
+    "iso_time_ns",
     "ImportFailure",
     "InputRecord",
     "PageText",

@@ -22,13 +22,12 @@ question text in ``trace.input`` or the root observation's input, or in file ord
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, iter_records
+from trek.imports.common import ImportFailure, InputRecord, Parsed, as_dict, get, iso_time_ns, iter_records
 from trek.imports.fields import FieldError, model_name
 from trek.imports.spans import Span, TraceOptions, parse_spans, question_id_of, question_texts, usage_of
 from trek.imports.tool_results import maybe_json
@@ -37,19 +36,6 @@ from trek.types import Usage
 NAME = "langfuse"
 
 __all__ = ["NAME", "read_traces", "parse"]
-
-
-def _ns(value: Any) -> int:
-    if not isinstance(value, str) or not value.strip():
-        return 0
-    try:
-        t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.UTC)
-    delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
 def _usage(o: dict[str, Any]) -> Usage | None:
@@ -89,8 +75,8 @@ def _span(trace_id: str, o: Any, i: int, rec: InputRecord) -> Span:
         error = str(o.get("statusMessage") or "the observation's level is ERROR")
     parent = o.get("parentObservationId")
     return Span(trace_id=trace_id, span_id=o["id"].strip(), parent_id=parent.strip() if isinstance(parent, str) and
-                parent.strip() else None, name=str(o.get("name") or ""), start=_ns(o.get("startTime")),
-                end=_ns(o.get("endTime")), attrs=dict(attrs), error=error, kind=str(o.get("type") or "") or None,
+                parent.strip() else None, name=str(o.get("name") or ""), start=iso_time_ns(o.get("startTime")),
+                end=iso_time_ns(o.get("endTime")), attrs=dict(attrs), error=error, kind=str(o.get("type") or "") or None,
                 input=o.get("input"), output=o.get("output"), model=model_name(o.get("model"), "model"), usage=_usage(o),
                 order=i)
 

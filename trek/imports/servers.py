@@ -17,13 +17,12 @@ OTLP file (same span reader, same question ids, same ``parse``). What this modul
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trek.imports.common import ImportFailure, InputRecord
+from trek.imports.common import ImportFailure, InputRecord, iso_time_ns
 from trek.imports.fields import FieldError
 from trek.imports.spans import Span, TraceOptions, question_id_of, question_texts
 
@@ -73,16 +72,7 @@ def iso_ns(value: Any) -> int:
     """An ISO 8601 time (or nanoseconds) as Unix nanoseconds; 0 when unreadable."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value) if math.isfinite(value) else 0
-    if not isinstance(value, str) or not value.strip():
-        return 0
-    try:
-        t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.UTC)
-    delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    return iso_time_ns(value)
 
 
 def trace_records(spans: Iterable[Span], where: str, options: TraceOptions,
