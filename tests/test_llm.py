@@ -544,6 +544,17 @@ def test_an_endpoint_that_never_answered_stops_the_call_soon_naming_its_role():
     assert is_run_fatal(err.value) and "--judge-base-url" in str(err.value)
 
 
+@pytest.mark.parametrize(("role", "named"), [("evaluated", "the evaluated model's endpoint"),
+                                             ("diagnostic-judge", "the diagnostic judge's endpoint")])
+def test_an_unreachable_endpoint_names_its_role_in_words(role, named):
+    from trek.errors import FatalLLMError
+
+    client = LLMClient("m", base_url=f"http://127.0.0.1:{_closed_port()}/v1", max_retries=6, progress=False,
+                       unreachable_after=0.2, role=role)
+    with pytest.raises(FatalLLMError, match=f"cannot reach {named} http"):
+        client.chat([{"role": "user", "content": "hi"}])
+
+
 def test_an_endpoint_that_answered_once_gets_the_usual_retries():
     from trek.testing.fake_openai import FakeOpenAIServer
 

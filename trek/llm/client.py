@@ -740,7 +740,8 @@ class LLMClient:
                     self._unreachable_since = self._unreachable_since or now
                     waited = now - self._unreachable_since
                     if waited >= self.unreachable_after or self.max_retries == 0:
-                        who = f"the {self.role}'s endpoint" if self.role else "the endpoint"
+                        role = "evaluated model" if self.role == "evaluated" else (self.role or "").replace("-", " ")
+                        who = f"the {role}'s endpoint" if role else "the endpoint"
                         raise FatalLLMError(
                             f"cannot reach {who} {self.base_url} (model '{body.get('model')}'): no reply "
                             f"for {waited:.0f} s ({e}); check its base URL (--base-url for the evaluated model, "
