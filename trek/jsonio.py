@@ -40,7 +40,7 @@ from trek.errors import RecordError
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "ZIP_SLACK", "check_regular", "open_input",
            "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "iter_jsonl_spans", "zip_member", "depth_error",
-           "unique_paths"]
+           "unique_paths", "finite_float"]
 
 PathLike = str | os.PathLike[str]
 
@@ -172,7 +172,8 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
-def _float(text: str) -> float:
+def finite_float(text: str) -> float:
+    """``json.loads``'s ``parse_float`` that refuses a number overflowing to infinity ("1e400")."""
     v = float(text)
     if not math.isfinite(v):
         raise ValueError(f"the number {text[:40]} is too large (it overflows to infinity)")
@@ -203,7 +204,7 @@ def loads(text: str | bytes, path: PathLike, line: int | None = None, *, nonfini
     ``nonfinite``: ``NaN`` and ``Infinity`` are read as floats (inspect_ai's logs write an unscored
     score and an undefined metric as ``NaN``)."""
     try:
-        value = json.loads(text) if nonfinite else json.loads(text, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text) if nonfinite else json.loads(text, parse_constant=_constant, parse_float=finite_float)
     except json.JSONDecodeError as e:
         where = f": line {e.lineno}, column {e.colno}" if line is None else f" at column {e.colno}"
         tail = text.rstrip() if isinstance(text, str) else text.rstrip().decode("utf-8", "replace")

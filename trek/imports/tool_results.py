@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,16 +110,9 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"the number {name} is not finite")
 
 
-def _finite(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(f"the number {text[:40]} is too large (it overflows to infinity)")
-    return v
-
-
 def _loads(text: str, field: str) -> Any:
     try:
-        parsed = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        parsed = json.loads(text, parse_constant=_no_constant, parse_float=jsonio.finite_float)
     except json.JSONDecodeError:
         return _NOT_JSON
     except RecursionError:
