@@ -110,8 +110,8 @@ def test_cut_window_keeps_the_span_inside():
     assert F.cut_window("short", 0, 5, 600) == (0, 5)
 
 
-def script(bad_first: dict | None = None, verifier_ok: bool = True) -> list[dict]:
-    good = cand("Priya Calloway", ("appointment of Dana Okafor as", "appointment of Priya Calloway as"))
+def script(bad_first: dict | None = None, verifier_ok: bool = True, name: str = "Priya Calloway") -> list[dict]:
+    good = cand(name, ("appointment of Dana Okafor as", f"appointment of {name} as"))
     rules = [
         {"pattern": "Copy, character for character", "reply": json.dumps({"span": SPAN})},
         {"pattern": "previous attempt was rejected", "reply": json.dumps(good)},
@@ -144,10 +144,24 @@ def test_rejected_candidate_is_retried_with_the_reason_as_feedback(bad, kind):
     assert log[0]["kind"] == kind and log[1]["feedback"].startswith(kind)
     (doc,) = pool.role("fabrication")
     assert doc.supports_answer == "Priya Calloway" and "Priya Calloway as the club's new head coach" in doc.text
-    assert "Dana Okafor as the club" not in doc.text
+    assert "Dana Okafor as the club" not in doc.text and "Dana" not in doc.text and "Okafor" not in doc.text
     assert doc.metadata["synthetic"] and doc.metadata["source_doc"] == "mini:01:gold:1"
     assert doc.metadata["edits"] == [{"old": "appointment of Dana Okafor as", "new": "appointment of Priya Calloway as"}]
+    # the model left the other mentions: the code made the dependent edits (first name by first name)
+    assert {e["old"]: e["new"] for e in doc.metadata["dependent_edits"]} == {"Dana": "Priya"}
+    assert "Priya has signed" in doc.text and "priya-calloway" in doc.url and "dana" not in doc.url
     assert host_of(doc.url) in FICTITIOUS_DOMAINS and doc.date == pool.gold[0].date
+
+
+def test_a_model_fabrication_that_still_names_the_reference_is_refused(monkeypatch):
+    # the model edits one mention; with the code's dependent edits switched off, "Dana has signed" is
+    # left, and the consistency check refuses every attempt before the verifier is asked
+    monkeypatch.setattr(F, "dependent_map", lambda q, v: [])
+    pool = fabricate(script(), max_attempts=2)
+    log = pool.notes["fabrication"]["attempts"]
+    assert [e["kind"] for e in log] == ["names_reference", "names_reference"]
+    assert "text: Dana" in log[0]["reason"] and log[1]["feedback"].startswith("names_reference")
+    assert all("verifier" not in e for e in log) and pool.role("fabrication") == []
 
 
 def test_verifier_false_rejects_every_attempt():
@@ -174,7 +188,8 @@ def test_span_that_is_not_verbatim_is_rejected_then_relocated():
 
 def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):
     out = tmp_path / "ctrl"
-    with FakeOpenAIServer(script=script()) as srv:
+    # a name the wordllama similarity floor lets through once every "Dana" is replaced too
+    with FakeOpenAIServer(script=script(name="Dina Okoro")) as srv:
         args = ["ctrl", "build", "--source", "mini", "--questions", "mini:01", "--out", str(out),
                 "--model", "fake-model", "--base-url", srv.base_url, "--fabrications", "1",
                 "--conditions", "SAA,SBA", "--fabricator", "model"]
@@ -194,7 +209,9 @@ def test_cli_build_with_a_scripted_model_adds_fabrications(tmp_path):
     assert [r["condition"] for r in lines] == ["SAA", "SBA"]
     roles = [d["role"] for d in lines[0]["documents"]]
     assert roles.count("fabrication") == 1 and roles.count("republication") == 5
-    assert "Priya Calloway as the club's new head coach" in lines[0]["rendered"]
+    assert "Dina Okoro as the club's new head coach" in lines[0]["rendered"]
+    (fab,) = [d for d in lines[0]["documents"] if d["role"] == "fabrication"]
+    assert "Dana" not in fab["text"] and "Okafor" not in fab["text"] and "okafor" not in fab["url"]  # dependent edits
 
 
 def test_a_failing_endpoint_leaves_the_question_pending_not_rejected():
@@ -240,14 +257,19 @@ def test_offline_demo_fabrications_go_through_the_real_checks(tmp_path):
     a = build_with_demo_fabrications(pools, tmp_path / "a", conditions=("SAA",), count_tokens=False)
     build_with_demo_fabrications(pools, tmp_path / "b", conditions=("SAA",), count_tokens=False)
     assert (tmp_path / "a" / "contexts.jsonl").read_bytes() == (tmp_path / "b" / "contexts.jsonl").read_bytes()
+    made = {p.question.id: len(p.role("fabrication")) for p in a.pools}
+    assert made["mini:01"] >= 1  # mini:02's edits, completed with the dependent ones, fall below the similarity floor
     for p in a.pools:
         fabs = p.role("fabrication")
-        assert 1 <= len(fabs) <= 5
+        assert len(fabs) <= 5
         answers = [d.supports_answer for d in fabs]
         assert len(set(answers)) == len(answers)  # each fabrication asserts another wrong answer
         for d in fabs:
             src = next(x for x in p.documents if x.id == d.metadata["source_doc"])
             lo, hi = d.metadata["window"]
             (edit,) = d.metadata["edits"]
-            assert src.text[lo:hi].replace(edit["old"], edit["new"]) == d.text
-            assert d.metadata["similarity"] >= 0.90 and d.supports_answer in d.text
+            text = src.text[lo:hi].replace(edit["old"], edit["new"])
+            for dep in d.metadata.get("dependent_edits", []):  # the code's dependent edits after the model's
+                assert dep["old"] in text
+            assert F.names_reference(p.question, d.supports_answer, d.url, d.title, d.text) == []
+            assert d.metadata["similarity"] >= 0.89 and d.supports_answer in d.text

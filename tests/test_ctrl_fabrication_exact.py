@@ -55,27 +55,99 @@ def test_exact_fabrications_edit_the_gold_span_to_older_answers(wordllama):
     (pool,) = from_mini(question_ids=["mini:01"])
     out = F.fabricate_exact(pool, wordllama)
     fabs = out.role("fabrication")
-    assert len(fabs) == 5
     values = F.exact_values(pool)
     assert values[:5] == ["Kofi Brennan-Adu", "Owen Lachance", "Ilse Marchetti", "Gideon Fairweather", "Tomas Reyel"]
-    assert [d.supports_answer for d in fabs] == values[:5]  # most recent first, each once
+    # the first gold page names Dana five times: with every mention replaced, its windows fall below the
+    # similarity floor for most values; the season preview names the coach once
+    assert [d.supports_answer for d in fabs] == ["Gideon Fairweather", "Ruth Pask", "Ansel Vreeland"]
     golds = {g.id: g for g in pool.gold}
-    for i, d in enumerate(fabs, start=1):
+    for d in fabs:
         m = d.metadata
         src = golds[m["source_doc"]]
-        assert m["source_doc"] == pool.gold[(i - 1) % 2].id  # the two gold pages in turn
         assert m["fabricator"] == "exact" and m["model"] is None and m["verifier"] is None
-        assert d.id == f"mini:01:fabrication:{i}" and d.role == "fabrication" and m["synthetic"]
+        assert d.role == "fabrication" and m["synthetic"]
         assert is_fictitious(d.url) and d.date == src.date  # a fictitious domain, the gold page's date
         lo, hi = m["window"]
-        (edit,) = m["edits"]
-        assert edit == {"old": "Dana Okafor", "new": d.supports_answer}
-        assert src.text[lo:hi].replace(edit["old"], edit["new"]) == d.text
-        assert m["similarity"] >= 0.90 and _shown(d) == d.supports_answer
+        window = src.text[lo:hi]
+        assert m["edits"][0]["old"].count("Dana Okafor") == 1 and d.supports_answer in m["edits"][0]["new"]
+        for e in m["edits"]:  # each find occurs once; applied, they give the text
+            assert window.count(e["old"]) == 1
+            window = window.replace(e["old"], e["new"])
+        assert window == d.text
+        assert m["similarity"] >= 0.89 and _shown(d) == d.supports_answer
         assert not same_answer(d.supports_answer, pool.question.answers)
+        # no word of the reference answer anywhere: URL, title, text (the consistency check)
+        assert F.names_reference(pool.question, d.supports_answer, d.url, d.title, d.text) == []
+        assert "Dana" not in d.text and "Okafor" not in d.text and "okafor" not in d.url
+        slug = d.url.rsplit("/", 1)[1]
+        assert F.fabricated_slug(d.title, d.supports_answer) in slug and slug not in src.url
     notes = out.notes["fabrication"]
-    assert notes["fabricator"] == "exact" and notes["made"] == 5 and notes["values"] == values
-    assert [a["outcome"] for a in notes["attempts"]] == ["accepted"] * 5
+    assert notes["fabricator"] == "exact" and notes["made"] == 3 and notes["values"] == values
+    assert {a.get("kind") for a in notes["attempts"]} == {None, "low_similarity"}
+
+
+def test_dependent_edits_replace_every_mention_of_the_reference(wordllama):
+    text = ("The club named Ada Lind as coach on Monday. Lind's first match is on Saturday, and Ada said the squad "
+            "was ready. ADA LIND is on the poster; the Lindholm stadium is sold out.")
+    a = text.index("Ada Lind")
+    out = F.fabricate_exact(_pool(text, a, a + 8, ["Bo Sten"]), FixedEmbedder(0.95), F.FabricationSettings(target=1))
+    (d,) = out.role("fabrication")
+    assert d.text.startswith("The club named Bo Sten as coach on Monday. Sten's first match")
+    assert "Bo said" in d.text and "Lindholm" in d.text  # first name by first name; another word stays
+    assert [e["old"] for e in d.metadata["edits"]] == ["Ada Lind", "Monday. Lind's", "and Ada said", "ADA LIND"]
+    assert "Bo Sten is on the poster" in d.text and "ADA" not in d.text  # a capitalized mention in any case
+    assert d.text[d.metadata["answer_span"]["start"]:d.metadata["answer_span"]["end"]] == "Bo Sten"
+    assert F.dependent_map(_pool(text, a, a + 8, []).question, "Bo Sten") == [
+        ("Ada Lind", "Bo Sten"), ("Lind", "Sten"), ("Ada", "Bo")]
+
+
+@pytest.mark.parametrize("answers, value, words", [
+    (["17", "17 stations", "seventeen"], "15", ["17", "seventeen"]),  # a quantity: its numbers
+    (["Sunniva Adeyemi-Hart", "Adeyemi-Hart"], "Bram Heskett", ["Sunniva", "Adeyemi-Hart", "Adeyemi", "Hart"]),
+    (["Lanner-2", "Lanner 2"], "Lanner-1", ["Lanner-2"]),  # a word the value shares is no leak
+    (["Norvale Mobile", "Norvale"], "Brightlink", ["Norvale", "Mobile"]),  # an option the question offers
+    (["4.2", "Lanternfish 4.2"], "4.1", ["4.2"]),  # the question's own subject is no name of the answer
+])
+def test_the_words_that_name_the_reference(answers, value, words):
+    q = Question(id="w", dataset="freshqa", question="Which of Brightlink, Norvale Mobile and Cellaro, or which "
+                 "version of Lanternfish, or how many stations?", answers=answers)
+    assert F.reference_words(q, value) == words
+    assert F.reference_words(q.model_copy(update={"false_premise": True}), value) == []
+
+
+def test_the_consistency_check_refuses_a_fabrication_that_names_the_reference():
+    q = Question(id="c", dataset="freshqa", question="Who coaches?", answers=["Ada Lind", "Lind"])
+    ok = Document(id="c:fabrication:1", url="https://x.info/2024/01/bo-sten-named-coach-f1", title="Bo Sten named coach",
+                  text="The club named Bo Sten.", role="fabrication", supports_answer="Bo Sten")
+    F.check_no_reference(q, ok)
+    for field, value in [("url", "https://x.info/2024/01/ada-lind-named-coach-f1"), ("title", "Ada Lind named coach"),
+                         ("text", "The club named Bo Sten; Lind left.")]:
+        bad = ok.model_copy(update={field: value})
+        with pytest.raises(F.Rejection, match="names_reference.*" + ("url" if field == "url" else field)):
+            F.check_no_reference(q, bad)
+    # "lind" inside another word, or a lower-case common word, names nothing
+    F.check_no_reference(q, ok.model_copy(update={"text": "The Lindholm stadium named Bo Sten."}))
+    assert F.fabricated_slug("Reserve Bank trims rate to 4.00% in 2024", "3") == "3-reserve-bank-trims-rate-to-in"
+
+
+def test_the_exact_fabricator_refuses_what_still_names_the_reference(monkeypatch):
+    # with the dependent edits switched off, the second mention ("Lind's") is left: the check refuses it
+    text = "The club named Ada Lind as coach on Monday. Lind's first match is on Saturday."
+    a = text.index("Ada Lind")
+    monkeypatch.setattr(F, "dependent_map", lambda q, v: [])
+    out = F.fabricate_exact(_pool(text, a, a + 8, ["Bo Sten", "Cy Moor"]), FixedEmbedder(0.95),
+                            F.FabricationSettings(target=1, max_attempts=2))
+    assert out.role("fabrication") == []
+    attempts = out.notes["fabrication"]["attempts"]
+    assert [x["kind"] for x in attempts] == ["names_reference", "names_reference"]
+    assert "text: Lind" in attempts[0]["reason"]
+
+
+def test_capitals_name_the_reference_lower_case_does_not():
+    q = Question(id="c", dataset="freshqa", question="Who coaches?", answers=["Ada Lind"])
+    assert F.names_reference(q, "Bo Sten", "https://x.info/a", "ADA LIND ERA", "") == ["title: Ada", "title: Lind"]
+    assert F.names_reference(q, "Bo Sten", "https://x.info/a", "", "a lind of trees") == []
+    assert F.map_text("ADA LIND and ada", F.dependent_map(q, "Bo Sten")) == "Bo Sten and ada"
 
 
 @pytest.mark.parametrize(("qid", "old", "first_new"), [
@@ -150,10 +222,15 @@ def test_saa_holds_exact_fabrications_for_mini_without_any_model(tmp_path):
     saa = [json.loads(x) for x in (tmp_path / "contexts.jsonl").read_text().splitlines() if '"SAA"' in x]
     assert len(saa) == 3
     made = {p.question.id: len(p.role("fabrication")) for p in r.pools}
-    assert made == {"mini:01": 5, "mini:05": 4, "mini:12": 5}  # mini:05's timeline has 4 other answers
+    # mini:05's timeline has 4 other answers; mini:01's first gold page falls below the similarity floor
+    # once every mention of Dana is replaced, for most values
+    assert made == {"mini:01": 3, "mini:05": 4, "mini:12": 5}
     for ctx in saa:
         fab = [d for d in ctx["documents"] if d["role"] == "fabrication"]
         assert len(fab) == made[ctx["question_id"]] and all(d["synthetic"] and is_fictitious(d["url"]) for d in fab)
+    for p in r.pools:  # 0 fabricated documents name the reference answer (URL, title, text)
+        for d in p.role("fabrication"):
+            assert F.names_reference(p.question, d.supports_answer, d.url, d.title, d.text) == []
     assert any("by exact edits of annotated answer spans (no model)" in m for m in r.messages)
 
 
@@ -174,7 +251,7 @@ def test_auto_uses_the_model_only_where_no_span_is_annotated(tmp_path):
     with FakeOpenAIServer(script=rules) as srv:
         client = LLMClient("fake-model", base_url=srv.base_url, api_key="sk-x", progress=False, max_retries=0)
         r = build(pools, tmp_path, client=client, conditions=("SAA",), count_tokens=False,
-                  fabrication_settings=F.FabricationSettings(target=1, max_attempts=1))
+                  fabrication_settings=F.FabricationSettings(target=2, max_attempts=1))
         locate_calls = srv.stats()["requests"]
     by = {p.question.id: p for p in r.pools}
     assert by["mini:01"].notes["fabrication"]["fabricator"] == "exact" and by["mini:01"].role("fabrication")

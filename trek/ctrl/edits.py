@@ -26,6 +26,7 @@ class Rejection(Exception):
         "verifier_rejected",
         "unparsed",
         "unfit_value",
+        "names_reference",
     )
 
     def __init__(self, kind: str, message: str):

@@ -33,6 +33,17 @@ word by word until it occurs once in the window, and the candidate goes through 
 reference and from the fabrications already made, the similarity floor); there is no semantic
 verifier. The documents carry the same fields as the model's (``verifier`` and ``model`` null)
 and ``fabricator: "exact"`` (``"model"`` for the model's).
+
+**No leaks of the reference answer** (D.2-D.3). The exact fabricator makes the *dependent edits*
+(:func:`dependent_map`): every other mention of the reference answer in the window (``Dana has
+signed``, ``Okafor's``) is replaced consistently by the fabricated value's word in the same place;
+on a model's fabrication the code makes the dependent edits the model left out (kept apart as
+``dependent_edits``), and the similarity floor is checked again on the result. The title gets the
+same edits and the URL a made-up slug that names the fabricated value (:func:`fabricated_slug`),
+never the gold page's. Then the *consistency check* (:func:`check_no_reference`) refuses, for both
+fabricators, a fabrication whose URL path, title or text still names the reference answer (a word
+of :func:`reference_words`), with the reason as feedback. A false-premise question's reference
+is a statement, not a name: it is not checked.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,7 +76,7 @@ from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json, object_schema
 from trek.stage import Slot, Stage, digest, execute
 from trek.templates import register, render, template_version
-from trek.types import Document
+from trek.types import Document, Question
 
 __all__ = [
     "VERSION",
@@ -86,9 +98,16 @@ __all__ = [
     "has_answer_span",
     "exact_values",
     "fabricate_exact",
+    "reference_words",
+    "dependent_map",
+    "map_text",
+    "names_reference",
+    "check_no_reference",
+    "fabricated_slug",
 ]
 
-VERSION = "ctrl.fabrication/1"
+#: ctrl.fabrication/2: dependent edits, a slug naming the value, the consistency check (D.3).
+VERSION = "ctrl.fabrication/2"
 #: How a build fabricates: ``auto`` (exact where a gold page has an annotated answer span, else
 #: the model when one is given), ``exact``, ``model`` or ``none``.
 FABRICATORS = ("auto", "exact", "model", "none")
@@ -349,7 +368,22 @@ async def _one_slot(ctx: _Ctx, slot: int, used: list[str], located: dict[str, tu
             edited, sim = await asyncio.to_thread(
                 check_candidate, window, cand, ctx.q.answers, ctx.embedder, s.min_similarity, list(used)
             )
-            entry["similarity"] = round(sim, 4)
+            # the dependent edits the model left out: every other mention of the reference answer
+            mapping = dependent_map(ctx.q, str(cand["wrong_answer"]))
+            completed = map_text(edited, mapping)
+            if completed != edited:
+                dependent = [{"old": m.group(0), "new": _cased(_lookup(mapping, m.group(0)), m.group(0))}
+                             for m in _pattern([o for o, _ in mapping]).finditer(edited)]
+                vec = await asyncio.to_thread(ctx.embedder.embed, [window, completed])
+                sim = cosine(vec[0], vec[1])
+                if sim < s.min_similarity:
+                    raise Rejection("low_similarity", f"embedding similarity {sim:.3f} (with the dependent edits) is "
+                                                      f"below {s.min_similarity:.2f}")
+                edited, cand = completed, {**cand, "dependent_edits": dependent}
+                entry["similarity"] = round(sim, 4)
+            check_no_reference(ctx.q, _document(ctx.pool, slot, gold, lo, hi, edited, cand, sim, None, attempt,
+                                                model=ctx.client.model, embedder=ctx.embedder.name,
+                                                fabricator="model"))
             verdict = await ctx.ask(
                 "ctrl.fabrication.verify", VERIFY_PROMPT, _verify_shape, VERIFY_SCHEMA,
                 declared_answer=cand["wrong_answer"], passage=edited,
@@ -377,10 +411,13 @@ def _document(pool: Pool, slot: int, gold: Document, lo: int, hi: int, edited: s
     offset = rng(qid, "fabrication", "domain").randrange(len(FICTITIOUS_DOMAINS))
     domain = FICTITIOUS_DOMAINS[(offset + slot - 1) % len(FICTITIOUS_DOMAINS)]
     when = f"{gold.date.year}/{gold.date.month:02d}/" if gold.date else ""
+    value = str(cand["wrong_answer"])
+    title = map_text(gold.title, dependent_map(pool.question, value))
+    slug = fabricated_slug(title, value)
     return Document(
         id=f"{qid}:fabrication:{slot}",
-        url=f"https://{domain}/{when}{slugify(gold.title or gold.id)}-f{slot}",
-        title=gold.title,
+        url=f"https://{domain}/{when}{slug}-f{slot}",
+        title=title,
         date=gold.date,
         text=edited,
         question_id=qid,
@@ -395,6 +432,7 @@ def _document(pool: Pool, slot: int, gold: Document, lo: int, hi: int, edited: s
             "source_url": gold.url,
             "window": [lo, hi],
             "edits": [{"old": r["find"], "new": str(r.get("replace", ""))} for r in cand["replacements"]],
+            **({"dependent_edits": cand["dependent_edits"]} if cand.get("dependent_edits") else {}),
             "declared_answer": cand["wrong_answer"],
             "similarity": round(sim, 4),
             "embedder": embedder,
@@ -525,6 +563,221 @@ async def afabricate_into(records: str | os.PathLike[str], pools: Sequence[Pool]
     return [r.pool for r in tally.of(records)]
 
 
+# -- the reference answer's words: dependent edits and the consistency check (D.2-D.3) -------------------
+#: Words of a reference answer that never name it (function words).
+_FUNCTION_WORDS = frozenset({"the", "a", "an", "of", "by", "and", "in", "on", "at", "to", "for", "with", "de", "von"})
+_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[.,][0-9]+)*(?:[-'][A-Za-z0-9]+)*")
+
+
+def _number_word(value: str) -> str | None:
+    """``15`` -> ``fifteen`` (0-99), else None."""
+    if not value.isdigit() or int(value) > 99:
+        return None
+    n = int(value)
+    if n < 20:
+        return _NUMBER_WORDS[n]
+    tens, unit = divmod(n, 10)
+    return _TENS_WORDS[tens - 2] + (f"-{_NUMBER_WORDS[unit]}" if unit else "")
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` (possessive ``'s`` dropped; hyphenated words and decimals kept whole)."""
+    return [re.sub(r"'s$", "", w) for w in _WORD.findall(text or "")]
+
+
+def _parts(word: str) -> list[str]:
+    return [p for p in re.split(r"[-']", word) if p]
+
+
+def _stems(text: str) -> set[str]:
+    return {w.lower()[:5] for w in _words(text) for w in _parts(w)}
+
+
+def _numeric(word: str) -> bool:
+    """A number: digits (``17``, ``2.75``, ``61,482``) or a number word (``four``)."""
+    return bool(re.fullmatch(r"[0-9]+(?:[.,][0-9]+)*", word)) or word.lower() in _NUMBER_WORDS + _TENS_WORDS
+
+
+def reference_words(question: Question, value: str = "") -> list[str]:
+    """The words that name ``question``'s reference answer, as an answer form writes them:
+
+    * in a quantity (a form opening with a number: ``17 stations``, ``$2.75``, ``four times``)
+      its numbers alone, in any case (``17``, ``four``);
+    * in a name (``Dana Okafor``, ``Pellanor Vista 9``, ``Lanner-2``) its capitalized words and a
+      hyphenated word's parts (``Adeyemi-Hart``, ``Adeyemi``, ``Hart``; ``Lanner-2``, ``Lanner``),
+      matched with their capital: ``mobile operators`` is no mention of ``Norvale Mobile``; a word
+      the question uses for its own subject is none either (``Lanternfish`` of ``Lanternfish
+      4.2``), unless the whole form is in the question (an option it offers: ``Caddisford``).
+
+    Words the fabricated ``value`` shares are left out; none for a false premise, whose
+    reference is a statement, not a name."""
+    if question.false_premise:
+        return []
+    mine = {p.lower() for w in _words(value) for p in [w, *_parts(w)]}
+    asked = _stems(question.question)
+    qtext = " ".join(_words(question.question)).lower()
+    out: list[str] = []
+    for form in question.answers:
+        ws = _words(form)
+        if not ws:
+            continue
+        quantity = _numeric(ws[0])
+        offered = f" {' '.join(ws).lower()} " in f" {qtext} "
+        for w in ws:
+            for t in [w, *_parts(w)]:
+                low = t.lower()
+                if low in mine or t in out or low in _FUNCTION_WORDS:
+                    continue
+                if quantity:
+                    if _numeric(t) and low not in out:
+                        out.append(low)
+                    continue
+                if not t[:1].isupper() or (t.isdigit()) or (low[:5] in asked and not offered):
+                    continue
+                out.append(t)
+    return out
+
+
+def dependent_map(question: Question, value: str) -> list[tuple[str, str]]:
+    """The dependent edits of a fabrication (D.2): ``(old, new)`` pairs, longest old first, that
+    replace every mention of the reference answer by the fabricated ``value`` consistently: each
+    answer form by the value, and each word of :func:`reference_words` by the value's word in the
+    same place (first by first, last by last: ``Dana Okafor`` -> ``Kofi Brennan-Adu`` makes
+    ``Dana`` ``Kofi`` and ``Okafor`` ``Brennan-Adu``); a number word by the value's number word
+    (``seventeen`` -> ``fifteen``). Empty for a false premise."""
+    names = set(reference_words(question, value))
+    if not names:
+        return []
+    vws = _words(value) or [value]
+    out: dict[str, str] = {}
+    for form in sorted(question.answers, key=len, reverse=True):
+        ws = _words(form)
+        if not ws:
+            continue
+        if not _numeric(ws[0]):
+            out.setdefault(form.strip(), value)  # a name, whole (a quantity keeps its unit: only its number changes)
+        for i, w in enumerate(ws):
+            j = 0 if len(ws) == 1 else round(i * (len(vws) - 1) / (len(ws) - 1))
+            target = value if len(ws) == 1 else vws[min(j, len(vws) - 1)]
+            if w.lower() in _NUMBER_WORDS + _TENS_WORDS:
+                target = _number_word(_words(value)[0] if _words(value) else value) or target
+            elif _numeric(w) and _numeric(ws[0]):
+                target = next((v for v in vws if _numeric(v)), target)
+            for t in [w, *_parts(w)]:
+                if t in names or (t.lower() in names and _numeric(t)):
+                    out.setdefault(t, target)
+    return sorted(out.items(), key=lambda kv: -len(kv[0]))
+
+
+def _pattern(olds: Sequence[str]) -> re.Pattern[str]:
+    """Whole-word matches of ``olds``: a capitalized one (a name) where the text writes it with a
+    capital (``Ada``, ``ADA``; not ``ada``), any other (numbers, number words) in any case."""
+    alts = "|".join((f"(?=[A-Z])(?i:{re.escape(o)})" if o[:1].isupper() else f"(?i:{re.escape(o)})") for o in olds)
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9]|[.,][0-9])")
+
+
+def _cased(new: str, old: str) -> str:
+    return new[:1].upper() + new[1:] if old[:1].isupper() and new[:1].islower() else new
+
+
+def map_text(text: str, mapping: Sequence[tuple[str, str]]) -> str:
+    """``text`` with the :func:`dependent_map` applied (whole words, any case, a capital kept)."""
+    if not mapping or not text:
+        return text
+    return _pattern([o for o, _ in mapping]).sub(lambda m: _cased(_lookup(mapping, m.group(0)), m.group(0)), text)
+
+
+def _lookup(mapping: Sequence[tuple[str, str]], found: str) -> str:
+    for o, n in mapping:
+        if o == found:
+            return n
+    return next(n for o, n in mapping if o.lower() == found.lower())
+
+
+def _dependent_edits(window: str, a: int, b: int, new: str, mapping: Sequence[tuple[str, str]]
+                     ) -> tuple[list[dict[str, str]], int]:
+    """The replacements that write ``new`` over ``window[a:b]`` and make the dependent edits
+    elsewhere in the window, each ``find`` unique in it; and the offset of ``new`` in the result."""
+    subs = [(a, b, new)]
+    if mapping:
+        for m in _pattern([o for o, _ in mapping]).finditer(window):
+            if m.end() <= a or m.start() >= b:
+                subs.append((m.start(), m.end(), _cased(_lookup(mapping, m.group(0)), m.group(0))))
+    subs.sort()
+    groups: list[list[Any]] = [[s, e, [(s, e, n)]] for s, e, n in subs]
+    changed = True
+    while changed:
+        changed = False
+        for g in groups:
+            lo, hi = _unique_find(window, g[0], g[1])
+            if (lo, hi) != (g[0], g[1]):
+                g[0], g[1] = lo, hi
+        groups.sort(key=lambda g: g[0])
+        merged: list[list[Any]] = []
+        for g in groups:
+            if merged and g[0] < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], g[1])
+                merged[-1][2] += g[2]
+                changed = True
+            else:
+                merged.append(g)
+        groups = merged
+    reps = []
+    for lo, hi, inner in groups:
+        pos, parts = lo, []
+        for s_, e_, n_ in sorted(inner):
+            parts += [window[pos:s_], n_]
+            pos = e_
+        parts.append(window[pos:hi])
+        reps.append({"find": window[lo:hi], "replace": "".join(parts)})
+    offset = a + sum(len(n_) - (e_ - s_) for s_, e_, n_ in subs if e_ <= a)
+    return reps, offset
+
+
+def fabricated_slug(title: str, value: str) -> str:
+    """A made-up URL slug for a fabrication: its (edited) title's words naming the fabricated
+    ``value``, never the gold page's slug: the value first unless the title names it, and no number
+    but the value's (``Reserve Bank trims main rate to 4.00%`` for the value 3 ->
+    ``3-reserve-bank-trims-main-rate-to``)."""
+    mine = {w.lower() for w in _words(value)}
+    kept = [w for w in _words(title) if not re.search(r"[0-9]", w) or w.lower() in mine]
+    named = bool(mine) and mine <= {w.lower() for w in kept}
+    return slugify(" ".join(kept if named else [value, *kept]) or value)
+
+
+def names_reference(question: Question, value: str, url: str, title: str, text: str) -> list[str]:
+    """**The consistency check (D.3)**: where a fabrication still names the reference answer: the
+    fields (``url`` path, ``title``, ``text``) holding a word of :func:`reference_words`, as
+    ``field: word``; empty when none does."""
+    names = set(reference_words(question, value))
+    if not names:
+        return []
+    path = re.sub(r"^[a-z]+://[^/]+", "", url or "")
+    slug_words = {p.lower() for w in _words(path.replace("/", " ").replace("-", " ")) for p in [w, *_parts(w)]}
+    found = []
+    for where, body in (("url", None), ("title", title), ("text", text)):
+        if body is None:  # a slug is lower case: any word of the answer in it names it
+            found += [f"url: {w}" for w in sorted(names) if all(p.lower() in slug_words for p in _parts(w) or [w])]
+            continue
+        said = {p for w in _words(body) for p in [w, *_parts(w)]}
+        capital = {p.lower() for p in said if p[:1].isupper()}
+        lower = {p.lower() for p in said}
+        found += [f"{where}: {w}" for w in sorted(names) if w.lower() in (capital if w[:1].isupper() else lower)]
+    return found
+
+
+def check_no_reference(question: Question, doc: Document) -> None:
+    """Raise :class:`Rejection` (``names_reference``) when the fabricated ``doc`` still names the
+    reference answer in its URL, title or text (:func:`names_reference`)."""
+    found = names_reference(question, doc.supports_answer or "", doc.url, doc.title, doc.text)
+    if found:
+        raise Rejection("names_reference", "the fabrication still names the reference answer ("
+                        + ", ".join(found[:6]) + "); replace every mention of it")
+
+
 # -- exact fabrication on annotated pools ---------------------------------------------------------------
 def has_answer_span(pool: Pool) -> bool:
     """True when some gold document of ``pool`` has an annotated answer span."""
@@ -601,12 +854,14 @@ def fabricate_exact(pool: Pool, embedder: Embedder, settings: FabricationSetting
                     new, (vs, ve) = fill_value(span.template, value)
                 except ValueError as e:
                     raise Rejection("unfit_value", str(e)) from None
-                f_lo, f_hi = _unique_find(window, a, b)
-                cand = {"wrong_answer": value,
-                        "replacements": [{"find": window[f_lo:f_hi], "replace": window[f_lo:a] + new + window[b:f_hi]}]}
+                reps, at = _dependent_edits(window, a, b, new, dependent_map(pool.question, value))
+                cand = {"wrong_answer": value, "replacements": reps}
                 entry["candidate"] = cand
                 edited, sim = check_candidate(window, cand, refs, embedder, s.min_similarity, used)
                 entry["similarity"] = round(sim, 4)
+                doc = _document(pool, slot, gold, lo, hi, edited, cand, sim, None, attempt, model=None,
+                                embedder=embedder.name, fabricator="exact")
+                check_no_reference(pool.question, doc)
             except Rejection as r:
                 entry.update(outcome="rejected", kind=r.kind, reason=r.message)
                 log.append(entry)
@@ -614,9 +869,7 @@ def fabricate_exact(pool: Pool, embedder: Embedder, settings: FabricationSetting
             entry["outcome"] = "accepted"
             log.append(entry)
             used.append(value)
-            doc = _document(pool, slot, gold, lo, hi, edited, cand, sim, None, attempt, model=None,
-                            embedder=embedder.name, fabricator="exact")
-            doc.metadata["answer_span"] = {"start": a + vs, "end": a + ve}  # where the new value stands
+            doc.metadata["answer_span"] = {"start": at + vs, "end": at + ve}  # where the new value stands
             made.append(doc)
             break
     notes = _notes("exact", made, s, settings, None, embedder, {"values": values}, None, log)
