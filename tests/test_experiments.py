@@ -226,7 +226,7 @@ def test_shorten_keeps_the_supported_answer_and_records_the_cut():
 def test_the_recorded_ctrl_build_gives_every_condition_and_ablation_its_documents(tmp_path):
     """The Ctrl build of ``make runs`` (the default Settings, no model): OO at k = 5/10/15/20 holds
     exactly k outdated documents, the contexts Rerank works on hold more than its 10, and SAA
-    holds exact fabrications for every question."""
+    holds exact fabrications for most questions (none that names the reference answer)."""
     from trek.contexts import read_contexts
     from trek.ctrl import conditions as cond
     from trek.ctrl.build import build
@@ -249,8 +249,12 @@ def test_the_recorded_ctrl_build_gives_every_condition_and_ablation_its_document
         assert count(qid, "MND", "outdated") == 10 and count(qid, "MND", "relevance") == 10
         for c in ("OO", "MND", "SAA", "SBA"):
             assert len(ctx[qid, c].documents) > 10, (qid, c)  # Rerank keeps 10 of them
-        assert count(qid, "SAA", "republication") == 5 and 2 <= count(qid, "SAA", "fabrication") <= 5
+        # up to 5 fabrications; fewer where the timeline has fewer other answers or the edited windows (every
+        # mention of the reference replaced) fall below the similarity floor (mini:13: none)
+        assert count(qid, "SAA", "republication") == 5 and 0 <= count(qid, "SAA", "fabrication") <= 5
         assert all(len(d.text) <= s.ctrl_doc_chars + 5 for d in ctx[qid, "SAA"].documents)
+    fabs = [(qid, d) for qid in ids for d in ctx[qid, "SAA"].documents if d.role == "fabrication"]
+    assert len(fabs) >= 30 and sum(count(qid, "SAA", "fabrication") >= 1 for qid in ids) >= 10
     assert s.systems["agentic"]["first_search"] is True and s.method_settings["structured"]["json_answer"] is True
 
 
