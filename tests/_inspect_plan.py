@@ -1,7 +1,7 @@
 """A constructed trek/mini run for the inspect tests: six Mini questions, each with the agent's
 query, its final answer and the evaluated model's two probe answers, scripted on the fake OpenAI
 server so that every TrekTrace label occurs under the exact judge (results per search
-``RESULTS``, the exact query test looking ``QUERY_DEPTH`` deep)."""
+``RESULTS``; the exact query test reads the queries, it does not search)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import re
 
 MODEL = "openai-api/fake/fake-model"
-#: results per search in the constructed log; the exact query test looks deeper (QUERY_DEPTH)
-RESULTS, QUERY_DEPTH = 2, 10
+#: results per search in the constructed log
+RESULTS = 2
 
 #: question id -> (a word of its question, the agent's query, its final answer, gold-only answer,
 #: gold-plus-noise answer): built so that every TrekTrace label occurs (see test_every_label_occurs)
@@ -18,7 +18,7 @@ PLAN = {
     "mini:01": ("Brackwater Lane", "coach", "Nobody in particular", "Dana Okafor", "Marek Lindqvist"),
     "mini:02": ("Skylark e-bike", "zzzz qqqq", "Nobody in particular", "Nobody in particular", "Nobody"),
     "mini:03": ("Quellbridge Airport", "17", "Nobody in particular", "17", "17"),
-    "mini:04": ("Vellacott International", "Which airline carried the most passengers at Vellacott International",
+    "mini:04": ("Vellacott International", "Vellacott International airline passengers 2023",  # adequate; gold ranks 5th
                 "Nobody in particular", "Tarnlight Air", "Harbourline Air"),
     "mini:05": ("Brenmoor Ferry", "Which company acquired the Brenmoor Ferry Company in", "Calloway Marine Group",
                 "Calloway Marine Group", "Calloway Marine Group"),

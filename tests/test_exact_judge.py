@@ -12,7 +12,8 @@ from trek.annotations import AnnotatedPage, Annotations, MissingAnnotation, from
 from trek.exact import ExactJudge
 from trek.graders.exact import VERSION, abstains, decide, normalize
 from trek.pages import PageStore
-from trek.trace.exact import ADEQUACY_DEPTH, ExactTrace, adequacy_depth
+from trek.query_targets import QueryTargets
+from trek.trace.exact import ExactTrace
 from trek.trace.inputs import TraceInput
 from trek.types import Document, Grade, Question, RunMeta, Trajectory
 
@@ -209,37 +210,52 @@ def test_evidence_is_a_retrieved_page_annotated_as_supporting_the_reference(orac
     assert extra.evidence_match(Q, ["https://o.example/3"])[0]["evidence_match"] is False
 
 
-def test_query_adequacy_reruns_the_queries_on_the_local_index_deeper_than_the_run_read(oracle):
-    good, detail = oracle.query_adequacy(Q, ["banana", "apple"])
-    assert good["query_adequate"] is True and detail["hits"] == [{"query": "apple", "rank": 1,
-                                                                  "url": "https://g.example/coach"}]
-    bad, _ = oracle.query_adequacy(Q, ["banana", "cherry"])
-    assert bad["query_adequate"] is False and f"top {ADEQUACY_DEPTH}" in bad["reason"]
-    # "Rovers" ranks the outdated page first, the gold page second: the run read 1 result per query,
-    # the query test reads deeper, so the query is adequate although the run missed the gold page
-    assert oracle.system_depth() == 1 and oracle.depth() == adequacy_depth(1) == ADEQUACY_DEPTH
-    good, detail = oracle.query_adequacy(Q, ["banana rovers"])
-    assert good["query_adequate"] is True and detail["hits"][0]["rank"] == 2
-    shallow = ExactTrace(oracle.annotations, oracle.store, oracle.run_dir, query_depth=1)
-    assert shallow.query_adequacy(Q, ["banana rovers"])[0]["query_adequate"] is False
+TARGETS = QueryTargets("t:1", entity=("Lantern Rovers", "Rovers"), attribute=("coach", "manager"),
+                       years=frozenset({2024, 2025}), competing=("Rovers Women",))
 
 
-def test_the_adequacy_cut_off_is_always_deeper_than_the_system_read():
-    assert [adequacy_depth(d) for d in (1, 3, 5, 6, 20)] == [10, 10, 10, 12, 40]
-    assert all(adequacy_depth(d) > d for d in range(1, 100))
+def with_targets(oracle, targets=TARGETS) -> ExactTrace:
+    ann = oracle.annotations
+    ann.targets = {"t:1": targets}
+    return ExactTrace(ann, oracle.store, oracle.run_dir)
 
 
-def test_the_query_test_refuses_runs_it_cannot_rerun(oracle, tmp_path):
-    for system, match in (({"system": "agentic", "search": "tavily", "results_per_search": 3}, "not the local index"),
-                          ({"system": "agentic", "search": "local"}, "results_per_search"),
-                          ({"system": "agentic", "search": "local", "results_per_search": 3, "corpus": "0" * 16},
-                           "corpus")):
-        rd = tmp_path / match.replace(" ", "-")
+def test_query_adequacy_reads_the_queries_and_keeps_the_rank_only_as_a_diagnostic(oracle):
+    judge = with_targets(oracle)
+    good, detail = judge.query_adequacy(Q, ["banana", "Rovers coach 2024"])
+    assert good["query_adequate"] is True and detail["missed"] == []
+    # the rank diagnostic: "Rovers coach 2024" brings up the gold page second on the local index
+    assert detail["retrievable"]["best_rank"] == 2 and detail["retrievable"]["best"]["query"] == "Rovers coach 2024"
+    # "apple" is the gold page's own word (rank 1) but names neither entity nor fact: not adequate
+    bad, detail = judge.query_adequacy(Q, ["apple"])
+    assert bad["query_adequate"] is False and detail["retrievable"]["best_rank"] == 1
+    assert detail["missed"] == ["entity", "attribute"] and "Not adequate" in bad["reason"]
+
+
+def test_the_query_verdict_does_not_depend_on_the_run_depth_or_backend(oracle, tmp_path):
+    verdicts = []
+    for n, system in enumerate(({"system": "agentic", "search": "local", "results_per_search": 1},
+                                {"system": "agentic", "search": "local", "results_per_search": 50},
+                                {"system": "search-then-read", "search": "local", "top_k": 2},
+                                {"system": "agentic", "search": "tavily"}, None)):
+        rd = tmp_path / f"r{n}"
         rd.mkdir()
-        runs.write_meta(rd, RunMeta(run_id="r", kind="wild", config={"system": system}))
-        other = ExactTrace(oracle.annotations, oracle.store, rd)
-        with pytest.raises(MissingAnnotation, match=match):
-            other.check([case([], ["apple"])], diagnostic=False, analysis=True, stale=False)
+        runs.write_meta(rd, RunMeta(run_id="r", kind="wild", config={"system": system} if system else {}))
+        judge = ExactTrace(with_targets(oracle).annotations, oracle.store, rd)
+        judge.check([case([], ["Rovers manager"])], diagnostic=False, analysis=True, stale=False)
+        verdicts.append([judge.query_adequacy(Q, qs)[0]["query_adequate"]
+                         for qs in (["Rovers manager"], ["2024-12-31"], ["Rovers Women coach"], ["apple"])])
+    assert verdicts == [[True, False, False, False]] * 5
+    # the diagnostic is not taken off the local index, and says why
+    tavily = ExactTrace(oracle.annotations, oracle.store, tmp_path / "r3")
+    assert tavily.query_adequacy(Q, ["Rovers manager"])[1]["retrievable"]["not_taken"].endswith("not the local index")
+
+
+def test_a_question_without_query_targets_is_refused_naming_it(oracle):
+    oracle.annotations.targets = {}
+    with pytest.raises(MissingAnnotation, match="'t:1' has no query targets"):
+        oracle.check([case([], ["Rovers coach"])], diagnostic=False, analysis=True, stale=False)
+    oracle.check([case([], [])], diagnostic=False, analysis=True, stale=False)  # no query: nothing to read
 
 
 def test_a_retrieved_page_that_is_not_annotated_is_refused(oracle):

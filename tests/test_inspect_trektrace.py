@@ -14,7 +14,7 @@ import pytest
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
-from _inspect_plan import MODEL, QUERY_DEPTH, RESULTS, script  # noqa: E402
+from _inspect_plan import MODEL, RESULTS, script  # noqa: E402
 
 from trek.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
@@ -53,7 +53,7 @@ def mini_log(fake, tmp_path_factory):
 def _trektrace(fake, **params):
     from trek.inspect.scorers import trektrace
 
-    return trektrace(judge="oracle", query_depth=QUERY_DEPTH, **params)
+    return trektrace(judge="oracle", **params)
 
 
 def _score(log, scorer, fake):
@@ -122,7 +122,7 @@ def test_every_label_occurs_and_inside_equals_outside(mini_log, fake, tmp_path):
     _trek("import", "inspect-ai", mini_log.location, "--out", str(run))
     _trek("grade", str(run), "--judge", "oracle", "--no-progress")
     _trek("trace", "run", str(run), "--judge", "oracle", "--model", "fake-model", "--base-url", fake.base_url,
-          "--query-depth", str(QUERY_DEPTH), "--no-progress")
+          "--no-progress")
     outside = {r.question_id: {lab.lower().replace("-", "_") for lab in r.labels}
                for r in load_trace(run) if r.status == "done"}
     assert outside == inside

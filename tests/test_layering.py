@@ -34,7 +34,7 @@ LAYERS: list[tuple[set[str], bool]] = [
     ({"stage"}, False),
     ({"batch"}, False),
     # what a run reads: datasets, pages, context records, prompt texts, prices, the fake server
-    ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing"}, False),
+    ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing", "query_targets"}, False),
     # searching and the grading rules; the exact judge above the graders whose rules it applies
     ({"search", "annotations", "graders"}, False),
     ({"exact"}, False),

@@ -87,6 +87,10 @@ class Annotations:
     pages: dict[str, list[AnnotatedPage]] = field(default_factory=dict)
     #: Normalized URL -> every annotated page with that URL (a URL belongs to one question in Mini).
     by_url: dict[str, list[AnnotatedPage]] = field(default_factory=dict)
+    #: Question id -> what its search queries must aim at (:mod:`trek.query_targets`).
+    targets: dict[str, Any] = field(default_factory=dict)
+    #: Where the targets were read from (named in messages), ``None`` when no file was read.
+    targets_file: str | None = None
 
     def add(self, question: Question, pages: Iterable[AnnotatedPage]) -> None:
         """Add a question and its pages (pages already known by document id are not repeated)."""
@@ -106,7 +110,21 @@ class Annotations:
         for a in (self, other):
             for qid, q in a.questions.items():
                 out.add(q, a.pages.get(qid, []))
+            for qid, t in a.targets.items():
+                out.targets.setdefault(qid, t)
+            out.targets_file = out.targets_file or a.targets_file
         return out
+
+    def query_targets(self, q: Question) -> Any:
+        """What ``q``'s queries must aim at (:class:`trek.query_targets.QueryTargets`);
+        raises :class:`MissingAnnotation` when the annotations have none for it."""
+        self.question(q)
+        found = self.targets.get(q.id)
+        if found is None:
+            where = self.targets_file or f"no {_targets_name()} was found for {self.source}"
+            raise MissingAnnotation(f"question {q.id!r} has no query targets ({where}): the exact query test "
+                                    "reads the entity, attribute, time window and competing names from them")
+        return found
 
     def question(self, q: Question) -> list[AnnotatedPage]:
         """The annotated pages of ``q`` after checking that the annotations cover it: the question is
@@ -156,7 +174,16 @@ class Annotations:
 
     def fingerprint(self, q: Question) -> list[object]:
         """What the exact judge's verdicts on ``q`` depend on (part of the resume keys)."""
-        return [[p.doc_id, p.role, p.answer, p.url, str(p.date), str(p.valid_from)] for p in self.question(q)]
+        pages: list[object] = [[p.doc_id, p.role, p.answer, p.url, str(p.date), str(p.valid_from)]
+                               for p in self.question(q)]
+        t = self.targets.get(q.id)
+        return pages + ([t.fingerprint()] if t is not None else [])
+
+
+def _targets_name() -> str:
+    from trek.query_targets import FILE
+
+    return FILE
 
 
 def from_mini(path: str | os.PathLike[str] | None = None) -> Annotations:
@@ -167,6 +194,19 @@ def from_mini(path: str | os.PathLike[str] | None = None) -> Annotations:
     ann = Annotations(MINI_SOURCE)
     for q in bench.questions:
         ann.add(q, (AnnotatedPage.of(d) for d in bench.documents_for(q.id)))
+    if bench.path is not None:
+        from trek import query_targets
+
+        file = Path(bench.path) / query_targets.FILE
+        if file.is_file():
+            try:
+                targets = query_targets.load(file)
+            except query_targets.QueryTargetsError as e:
+                raise MissingAnnotation(str(e)) from None
+            unknown = sorted(set(targets) - set(ann.questions))
+            if unknown:
+                raise MissingAnnotation(f"{file}: question id(s) not in TrekBench-Mini: {', '.join(unknown[:5])}")
+            ann.targets, ann.targets_file = dict(targets), str(file)
     return ann
 
 

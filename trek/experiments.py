@@ -426,6 +426,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
         traced = {k: v for k, v in wild.items() if (v / runs.TRACE).exists()}
         if traced:
             text += "\n## TrekTrace: share of failures per label (%)\n\n```\n" + label_shares(traced).to_string() + "\n```\n"
+            text += _trace_notes(traced)
         ctrl_dir = root / "ctrl" / "runs"
         if ctrl_dir.is_dir():
             df = ctrl_reports.load_ctrl(ctrl_dir.resolve())
@@ -445,6 +446,31 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _trace_notes(traced: dict[str, Path]) -> str:
+    """The notes under the label shares: which run's query was the question itself, what the wrong
+    probe answers named, and the rank diagnostic beside the query verdict."""
+    from trek.report import trace as trace_reports
+
+    text = ""
+    note = trace_reports.query_note(traced)
+    if note:
+        text += f"\nQueries: {note}.\n"
+    split = trace_reports.probe_answer_split(traced)
+    text += ("\n### What the wrong probe answers named\n\n"
+             "Interpretation comes from a wrong gold-only answer, Distraction from a wrong gold-plus-noise\n"
+             "answer after a right gold-only one. Where the exact judge graded that answer: `competing` names\n"
+             "an annotated wrong answer (an older value, a neighbour's, a fabrication), `unannotated` names\n"
+             "something no page states, `no answer` declines or says nothing:\n\n```\n"
+             + split.to_string() + "\n```\n")
+    sweep = trace_reports.query_rank_sweep(traced)
+    text += ("\n### Query adequacy and the rank diagnostic\n\n"
+             "`adequate`: % of the cases whose query test ran that the plausibility rule (appendix C.2,\n"
+             "`trek.query_targets`) judged adequate; it alone decides Pre-retrieval against Retrieval.\n"
+             "`rank<=d`: % where a gold page is retrievable by the recorded queries at depth d on the local\n"
+             "index, a diagnostic that decides nothing:\n\n```\n" + sweep.to_string() + "\n```\n")
+    return text
 
 
 def _written_before(out: Path) -> set[str] | None:

@@ -89,9 +89,6 @@ class TraceOptions:
     spending: options.Spending = options.GROUP
     progress: bool = options.PROGRESS
     exact_rule: str = options.EXACT_RULE
-    query_depth: int = typer.Option(None, "--query-depth", min=1,
-                                    help="Exact query test: rank a gold page within this depth (default: 10 or twice the "
-                                    "system's own result depth from run.json, the deeper).")
     audit_limit: int = typer.Option(None, "--audit-limit", min=1,
                                     help="--audit-judge: audit only the first N traced cases (question order).")
 
@@ -112,8 +109,7 @@ class TraceOptions:
                     proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger),
                     client_settings={"max_retries": self.max_retries, "assume_output": spending.assume_output},
                     fetch=self.fetch, check_stale=self.check_stale, budget_usd=budget, progress=self.progress,
-                    audit_cases=self.audit_limit, gold_chars=self.gold_chars, other_chars=self.other_chars,
-                    query_depth=self.query_depth)
+                    audit_cases=self.audit_limit, gold_chars=self.gold_chars, other_chars=self.other_chars)
 
 
 @app.command("run")

@@ -243,7 +243,6 @@ def trektrace(
     grade_judge: str | None = None,
     pages: str | None = None,
     fetch: bool = False,
-    query_depth: int | None = None,
     unknown: str = "incomplete",
 ) -> Scorer:
     """TrekTrace on the sample's transcript (module docstring).
@@ -253,8 +252,7 @@ def trektrace(
     model's). ``grade_judge``: the judge of the inline grade (default: ``judge``; ``model`` is the
     ``grader`` role). ``pages``: a page store (``pages.sqlite`` or a run folder holding one) for
     the gold pages the transcript does not carry; ``fetch``: fetch the rest live.
-    ``query_depth``: the result depth of the exact query test (default: the sample's
-    ``results_per_search``). ``unknown``: TrekTrace's policy for an unreadable judgment.
+    ``unknown``: TrekTrace's policy for an unreadable judgment.
     """
     from trek.trace.pipeline import UNKNOWN_POLICIES
 
@@ -290,7 +288,7 @@ def trektrace(
             return _unscored("grader_failed", f"the inline grade is {g.outcome} ({g.error or 'verdict unreadable'}): "
                              "the case is not traced", answer=view.trajectory.final_answer, **meta)
         try:
-            rec = await _trace(view, g, judge, base, fetch, query_depth, unknown, state.metadata)
+            rec = await _trace(view, g, judge, base, fetch, unknown)
         except (MissingAnnotation, ValueError) as e:
             return _unscored("scoring_failed", str(e), answer=view.trajectory.final_answer, **meta)
         meta.update(_trace_meta(rec), trek_trace=rec.model_dump(mode="json"))
@@ -305,8 +303,7 @@ def trektrace(
     return score
 
 
-async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool, query_depth: int | None,
-                 unknown: str, metadata: dict[str, Any] | None) -> Any:
+async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool, unknown: str) -> Any:
     from trek.trace import exact as exact_trace
     from trek.trace.inputs import TraceInput
     from trek.trace.pipeline import TraceConfig, trace_case
@@ -323,12 +320,10 @@ async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool,
         config = TraceConfig(diagnostic, analysis, evaluated, store, unknown=unknown)
         case = TraceInput.build(view.question, view.trajectory, g)
         if not oracle.makes_calls:
-            depth = query_depth or (metadata or {}).get("results_per_search")
+            # the same query rule as `trek trace` (no depth on either side); the rank diagnostic
+            # is not taken here (a transcript is not a run folder that names its index)
             config.exact = exact_trace.ExactTrace(diagnostic.client.current(), store, Path("."),
-                                                  rule=diagnostic.client.rule,
-                                                  query_depth=int(depth) if depth else None)
-            if config.exact.query_depth is None and case.queries:
-                raise ValueError("the exact query test needs the search's result depth: give -S query_depth=N")
+                                                  rule=diagnostic.client.rule)
             config.exact.check([case], diagnostic=True, analysis=True, stale=False)
         return await trace_case(case, config)
     finally:

@@ -48,6 +48,10 @@ __all__ = [
     "model_search_labels",
     "plot_model_search",
     "post_vs_upstream",
+    "query_note",
+    "probe_answer_split",
+    "probe_answer_note",
+    "query_rank_sweep",
 ]
 
 MULTI_LABEL_NOTE = "multi-label: a case can carry two labels, so shares need not sum to 100%"
@@ -298,3 +302,97 @@ def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
     out["n"] = done.groupby("run").size().reindex(runs_).fillna(0).astype(int)
     out["excluded"] = (df["status"] != "done").groupby(df["run"]).sum().reindex(runs_).astype(int)
     return out.round({"post_pct": 1, "upstream_pct": 1})
+
+
+# -- notes for Figure 2: what the queries were, what the probe answers named ------------------------
+#: The label each probe's wrong answer gives, and the step that graded that answer.
+PROBE_STEPS = {"Interpretation": "gold_only_grade", "Distraction": "noise_grade"}
+
+
+def query_note(run_dirs: dict[str, Path]) -> str:
+    """Which runs' queries were the question itself (search-then-read sends the question as its one
+    query, so its Pre-retrieval/Retrieval split reads the question as the query); ``""`` when none."""
+    named = [label for label, d in run_dirs.items()
+             if _system(runs.read_meta(d))[1].endswith("(search-then-read)")]
+    return ("" if not named else f"{', '.join(named)}: question as query (search-then-read sends the question "
+            "itself, so its Pre-retrieval/Retrieval split judges the question as a query)")
+
+
+def probe_answer_split(run_dirs: dict[str, Path]) -> pd.DataFrame:
+    """Per run and probe label (Interpretation, Distraction), what the wrong probe answers named,
+    where the exact judge graded them: ``competing`` (an annotated wrong answer), ``unannotated``,
+    ``no answer``; ``cases`` is how many fully traced cases carry the label, ``exact`` how many of
+    them the exact judge graded (the split is over those)."""
+    import json
+
+    from trek.trace.exact import ANSWER_KINDS, decided
+
+    kinds = [k for k in ANSWER_KINDS if k != "reference"]
+    rows = []
+    for label, d in run_dirs.items():
+        for lab, step_name in PROBE_STEPS.items():
+            row: dict[str, object] = {"run": label, "label": lab, "cases": 0, "exact": 0, **dict.fromkeys(kinds, 0)}
+            for r in load_trace(d):
+                if r.status != "done" or lab not in r.labels:
+                    continue
+                row["cases"] = int(row["cases"]) + 1  # type: ignore[call-overload]
+                step = next((s for s in reversed(r.steps) if s.name == step_name), None)
+                if step is None or not decided(step) or not step.raw:
+                    continue
+                kind = json.loads(step.raw[0]).get("answer_kind")
+                if kind in kinds:
+                    row["exact"] = int(row["exact"]) + 1  # type: ignore[call-overload]
+                    row[kind] = int(row[kind]) + 1  # type: ignore[call-overload]
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["run", "label", "cases", "exact", *kinds]).set_index(["run", "label"])
+
+
+def probe_answer_note(run_dirs: dict[str, Path]) -> str:
+    """:func:`probe_answer_split` in words, for Figure 2's notes (``""`` when the exact judge graded
+    no probe answer of a labelled case)."""
+    split = probe_answer_split(run_dirs)
+    parts = []
+    for (run, lab), row in split.iterrows():
+        if row["exact"]:
+            said = ", ".join(f"{int(row[k])} {k}" for k in ("competing", "unannotated", "no answer") if row[k])
+            parts.append(f"{run} {lab}: {said}")
+    return "" if not parts else "wrong probe answers named (exact judge): " + "; ".join(parts)
+
+
+#: Depths of the rank diagnostic's sweep (:func:`query_rank_sweep`).
+SWEEP_DEPTHS = (1, 2, 5, 10, 20, 50)
+
+
+def query_rank_sweep(run_dirs: dict[str, Path], depths: tuple[int, ...] = SWEEP_DEPTHS) -> pd.DataFrame:
+    """The rank diagnostic beside the query verdict, per run: of the fully traced cases whose
+    query test the exact judge decided (``cases``), the % judged adequate by the plausibility rule
+    (``adequate``, which decides the label) and the % where a gold page is retrievable by the
+    recorded queries at depth d on the local index (one column per depth; a diagnostic that
+    decides nothing). ``not taken`` counts cases without the diagnostic (not a local-index run)."""
+    import json
+
+    from trek.trace.exact import decided
+
+    rows = []
+    for label, d in run_dirs.items():
+        n = adequate = not_taken = 0
+        ranks: list[int | None] = []
+        for r in load_trace(d):
+            step = next((s for s in reversed(r.steps) if s.name == "query_adequacy"), None)
+            if r.status != "done" or step is None or not decided(step) or not step.raw:
+                continue
+            n += 1
+            adequate += bool(step.value.get("query_adequate"))
+            diag = json.loads(step.raw[0]).get("retrievable") or {}
+            if "best_rank" not in diag or diag.get("not_taken"):
+                not_taken += 1
+            else:
+                ranks.append(diag["best_rank"])
+        row: dict[str, object] = {"run": label, "cases": n,
+                                  "adequate": round(100.0 * adequate / n, 1) if n else float("nan")}
+        for depth in depths:
+            row[f"rank<={depth}"] = (round(100.0 * sum(1 for x in ranks if x is not None and x <= depth) / len(ranks), 1)
+                                     if ranks else float("nan"))
+        row["not taken"] = not_taken
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("run")

@@ -46,7 +46,6 @@ def estimate_trace(
     gold_chars: int = GOLD_CHARS,
     other_chars: int = NON_GOLD_CHARS,
     unknown: str = "incomplete",
-    query_depth: int | None = None,
 ) -> Estimate:
     """The :class:`~trek.llm.estimate.Estimate` of ``trek trace`` on ``run_dir`` (see the module doc);
     the other arguments are those the trace will use. The cases kept are exactly those the trace
@@ -65,7 +64,7 @@ def estimate_trace(
 
         played = exact_roles(diagnostic, analysis)
         if played:  # the same input keys as the trace (annotations included)
-            config.exact = for_trace(config.role(played[0]).client, store, rd, query_depth, played)
+            config.exact = for_trace(config.role(played[0]).client, store, rd, played)
         todo = plan(TraceStage(rd, config, []), selection.cases).todo
         priced = [who.client.prices.get(who.model) for who in (diagnostic, analysis, evaluated)
                   if who.client.makes_calls]

@@ -10,15 +10,14 @@ and the test records stay TrekTrace's own:
   gold page of the question, or another annotated page of the question that is neither an older
   nor a neighbouring question's page (role ``outdated``/``relevance``/``fabrication``) and whose
   annotated answer the exact grader accepts;
-* **query adequacy** (analysis), made operational on a closed corpus and independent of what the
-  system itself retrieved: some recorded query, searched on the same local BM25 index, ranks a
-  gold page of the question within the first :func:`adequacy_depth` results — at least
-  :data:`ADEQUACY_DEPTH` (a first page of results a searcher would read) and at least twice the
-  system's own result depth (``top_k`` for search-then-read, ``results_per_search`` for agentic
-  search, from the run's ``run.json``); ``query_depth`` replaces it. A query that ranks the gold
-  page below the system's depth but within this cut-off is adequate although the system did not
-  read the page: the TrekTrace label Retrieval (at the system's own depth adequacy would always
-  equal retrieval, and Retrieval could never be given);
+* **query adequacy** (analysis), a plausibility reading of the recorded queries as appendix C.2
+  asks, never a new search: :func:`trek.query_targets.assess` over the question's annotated
+  targets (entity, or for a multi-hop question the bridge entity; the attribute; the time window;
+  the competing names). The verdict depends on no rank and no depth. Beside it, as a named
+  diagnostic that decides nothing, the record keeps ``retrievable``: when the run searched the
+  local index, the best rank at which any recorded query brings up a gold page there (within
+  :data:`DIAGNOSTIC_DEPTH`), so a depth sweep can be tabulated
+  (:func:`trek.report.trace.query_rank_sweep`);
 * **gold-only and gold-plus-noise verdicts** (analysis): the exact grader's rule
   (:func:`trek.graders.exact.decide`) on the probe's answer, correct or not;
 * **stale reference** (diagnostic): a page of the question itself (gold or outdated) dated after
@@ -27,9 +26,9 @@ and the test records stay TrekTrace's own:
 
 The evaluated model's probes stay the model's. :meth:`ExactTrace.check` refuses, before any call,
 a run the annotations cannot answer for, naming what is missing: a question that is not annotated,
-retrieved pages that are not annotated pages (a web run), a run that did not search the local
-index or whose result depth ``run.json`` does not give, or a page store whose corpus is not the
-one the run searched. Every step it answers is recorded with model ``oracle``, template
+retrieved pages that are not annotated pages (a web run), a question without query targets, or a
+page store whose corpus is not the one the run searched (the rank diagnostic only: a run on another index or an imported run is
+traced without it). Every step it answers is recorded with model ``oracle``, template
 ``exact.<step>`` and version :data:`VERSION`; it is never unreadable, so every test it plays runs.
 """
 
@@ -48,44 +47,37 @@ from trek.exact import ORACLE
 from trek.graders.exact import DEFAULT_RULE, decide
 from trek.graders.exact import VERSION as GRADER_VERSION
 from trek.pages import PageStore, normalize_url
+from trek.query_targets import RULE as TARGETS_RULE
+from trek.query_targets import assess
 from trek.trace.records import Step
 from trek.types import Question
 
-__all__ = ["VERSION", "ExactTrace", "exact_step", "decided", "DEPTH_KEYS", "ADEQUACY_DEPTH", "ADEQUACY_FACTOR", "adequacy_depth"]
+__all__ = ["VERSION", "ANSWER_KINDS", "answer_kind", "ExactTrace", "exact_step", "decided", "DIAGNOSTIC_DEPTH"]
 
 # Version history: exact-trace-1 first release (also names the exact grader's version it uses);
-# exact-trace-2 query adequacy within a deeper cut-off than the system's (adequacy_depth).
-VERSION = f"exact-trace-2+{GRADER_VERSION}"
-#: The least depth within which a recorded query must rank a gold page to be adequate.
-ADEQUACY_DEPTH = 10
-#: ... and at least this multiple of the system's own result depth.
-ADEQUACY_FACTOR = 2
-#: The run.json system key that holds each system's result depth.
-DEPTH_KEYS = {"search-then-read": "top_k", "agentic": "results_per_search"}
+# exact-trace-2 query adequacy within a deeper cut-off than the system's (adequacy_depth);
+# exact-trace-3 query adequacy by plausibility over annotated targets (trek.query_targets), the
+# rank kept as a diagnostic only.
+VERSION = f"exact-trace-3+{GRADER_VERSION}+{TARGETS_RULE}"
+#: How deep the rank diagnostic looks for a gold page (it decides nothing).
+DIAGNOSTIC_DEPTH = 50
 #: Roles of pages that never count as evidence for the reference (older answers, neighbouring questions).
 NOT_EVIDENCE = ("outdated", "relevance", "fabrication")
 
 
-def adequacy_depth(system_depth: int) -> int:
-    """The cut-off of the exact query test for a system that read ``system_depth`` results per
-    query: the larger of :data:`ADEQUACY_DEPTH` and :data:`ADEQUACY_FACTOR` times it (always deeper
-    than the system's own, so an adequate query can still miss the evidence)."""
-    return max(ADEQUACY_DEPTH, ADEQUACY_FACTOR * system_depth)
-
-
 @dataclass
 class ExactTrace:
-    """The exact judge's side of one tracing run: annotations, the local index and the depth."""
+    """The exact judge's side of one tracing run: the annotations (and the local index, for the
+    rank diagnostic)."""
 
     annotations: Annotations
     store: PageStore
     run_dir: Path
     rule: str = DEFAULT_RULE
-    query_depth: int | None = None
     #: The judge roles the exact judge plays in this run (``diagnostic``, ``analysis``).
     roles: frozenset[str] = frozenset({"diagnostic", "analysis"})
     _index: Any = field(default=None, repr=False)
-    _depth: int | None = field(default=None, repr=False)
+    _local: str | None = field(default=None, repr=False)
 
     def plays(self, role: str) -> bool:
         """Whether the exact judge answers role ``role``'s questions."""
@@ -110,58 +102,38 @@ class ExactTrace:
                         f"{self.run_dir}: question {q.id!r}: {len(unknown)} retrieved page(s) are not annotated pages "
                         f"(e.g. {unknown[0]}); the exact judge decides evidence only for runs whose pages are "
                         f"annotated ({self.annotations.source})")
-        if analysis and any(case.queries for case in cases):
-            if self.query_depth is None:
-                self.system_depth()
-            self.index()
+        if analysis:
+            for case in cases:
+                if case.queries:
+                    self.annotations.query_targets(case.question)
 
-    def depth(self) -> int:
-        """The query test's cut-off: ``query_depth`` when set, else :func:`adequacy_depth` of the
-        system's result depth."""
-        if self.query_depth is not None:
-            return self.query_depth
-        return adequacy_depth(self.system_depth())
-
-    def system_depth(self) -> int:
-        """The system's own result depth per query (``run.json``)."""
-        if self._depth is None:
+    def searched_locally(self) -> str | None:
+        """``None`` when the run searched the local index over this page store's corpus (the rank
+        diagnostic can then be taken), else why not (recorded with the diagnostic)."""
+        if self._local is None:
             meta = runs.read_meta(self.run_dir)
             system = meta.config.get("system") if meta is not None else None
-            where = self.run_dir / runs.META
-            if not isinstance(system, dict):
-                raise MissingAnnotation(f"{where}: no 'config.system': the exact query test needs the system's "
-                                        "search backend and result depth")
-            if system.get("search") != "local":
-                raise MissingAnnotation(
-                    f"{where}: the run searched with {system.get('search')!r}, not the local index: the exact query "
-                    "test re-runs queries on a closed corpus only")
-            key = DEPTH_KEYS.get(str(system.get("system")))
-            value = system.get(key) if key else None
-            if not isinstance(value, int) or value < 1:
-                raise MissingAnnotation(f"{where}: 'config.system.{key or 'top_k/results_per_search'}' (the result "
-                                        f"depth of {system.get('system')!r}) is missing")
-            self._depth = value
-        return self._depth
+            if not isinstance(system, dict) or system.get("search") != "local":
+                how = system.get("search") if isinstance(system, dict) else None
+                self._local = ("the run did not record its search backend" if how is None
+                               else f"the run searched with {how}, not the local index")
+            elif system.get("corpus") and system.get("corpus") != self.store.fingerprint():
+                self._local = f"the run searched corpus {system.get('corpus')}, not this page store's"
+            else:
+                self._local = ""
+        return self._local or None
 
     def index(self) -> Any:
-        """The local BM25 index over the page store's corpus (checked against the run's corpus)."""
+        """The local BM25 index over the page store's corpus (for the rank diagnostic)."""
         if self._index is None:
             from trek.search.local import LocalSearch
 
-            meta = runs.read_meta(self.run_dir)
-            system = meta.config.get("system") if meta is not None else None
-            want = system.get("corpus") if isinstance(system, dict) else None
-            have = self.store.fingerprint()
-            if want and want != have:
-                raise MissingAnnotation(
-                    f"{self.run_dir / runs.META}: the run searched the corpus {want}, but the page store holds "
-                    f"corpus {have}: the exact query test needs the same local index")
             self._index = LocalSearch(self.store, cache=None)
         return self._index
 
     # -- the steps -------------------------------------------------------------------------------
     def fingerprint(self, q: Question) -> list[Any]:
-        return [self.rule, self.query_depth, self.annotations.fingerprint(q)]
+        return [self.rule, self.annotations.fingerprint(q)]
 
     def _accepts(self, q: Question, answer: str | None) -> bool:
         return decide(q, answer, self.annotations.competing(q), rule=self.rule).correct
@@ -193,26 +165,32 @@ class ExactTrace:
         return value, {"supporting": [p.doc_id for _, p in found]}
 
     def query_adequacy(self, q: Question, queries: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-        depth = self.depth()
+        value, detail = assess(self.annotations.query_targets(q), queries)
+        detail["retrievable"] = self.retrievable(q, queries)
+        return value, detail
+
+    def retrievable(self, q: Question, queries: Sequence[str]) -> dict[str, Any]:
+        """The rank diagnostic ("gold page retrievable by the recorded queries at depth d"): the
+        best rank of a gold page over the recorded queries on the local index, within
+        :data:`DIAGNOSTIC_DEPTH` (``best_rank`` ``None``: not within it). It decides nothing."""
+        why = self.searched_locally()
+        if why is not None:
+            return {"depth": DIAGNOSTIC_DEPTH, "best_rank": None, "not_taken": why}
         gold = {normalize_url(p.url) for p in self.annotations.question(q) if p.role == "gold" and p.url}
         gold |= {normalize_url(u) for u in q.gold_urls}
-        hits: list[dict[str, Any]] = []
+        best: dict[str, Any] | None = None
         for query in dict.fromkeys(queries):
-            ranked = [p.url for p, _ in self.index().rank(query, depth)]
-            for rank, url in enumerate(ranked, start=1):
-                if normalize_url(url) in gold:
-                    hits.append({"query": query, "rank": rank, "url": url})
+            for rank, (page, _) in enumerate(self.index().rank(query, DIAGNOSTIC_DEPTH), start=1):
+                if normalize_url(page.url) in gold:
+                    if best is None or rank < best["rank"]:
+                        best = {"query": query, "rank": rank, "url": page.url}
                     break
-        if hits:
-            h = min(hits, key=lambda x: x["rank"])
-            reason = f"The query {h['query']!r} ranks a gold page at {h['rank']} of {depth} on the local index."
-        else:
-            reason = f"No recorded query ranks a gold page within the top {depth} of the local index."
-        return {"query_adequate": bool(hits), "reason": reason}, {"depth": depth, "hits": hits}
+        return {"depth": DIAGNOSTIC_DEPTH, "best_rank": best["rank"] if best else None, "best": best}
 
     def verdict(self, q: Question, candidate: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
         d = decide(q, candidate, self.annotations.competing(q), rule=self.rule)
-        return {"correct": d.correct, "reason": d.explain()}, json.loads(d.to_json())
+        return {"correct": d.correct, "reason": d.explain()}, {**json.loads(d.to_json()),
+                                                               "answer_kind": answer_kind(d, candidate)}
 
     def stale(self, q: Question) -> tuple[dict[str, Any], dict[str, Any]]:
         gold = self.annotations.gold(q)
@@ -234,6 +212,23 @@ class ExactTrace:
         return {"supports_reference": not newer, "reason": reason}, {"newer": [p.doc_id for p in newer]}
 
 
+#: What a probe answer the exact judge graded names (:func:`answer_kind`), wrong kinds last.
+ANSWER_KINDS = ("reference", "competing", "unannotated", "no answer")
+
+
+def answer_kind(d: Any, candidate: str | None) -> str:
+    """What a graded answer names: ``reference`` (graded correct), ``competing`` (an annotated
+    answer that is not acceptable: an older value, a neighbouring question's, a fabrication),
+    ``no answer`` (declines, or says nothing) or ``unannotated`` (something no page states)."""
+    if d.correct:
+        return "reference"
+    if any(n not in d.acceptable for n in d.named) or any(n not in d.acceptable for n in d.committed):
+        return "competing"
+    if d.abstained or not (candidate or "").strip():
+        return "no answer"
+    return "unannotated"
+
+
 def decided(step: Step) -> bool:
     """Whether a recorded step was decided by the exact judge (its records name model ``oracle``)."""
     return step.model == ORACLE
@@ -246,8 +241,8 @@ def exact_step(name: str, role: str, endpoint: str, model: str, value: dict[str,
                 raw=[json.dumps(detail, ensure_ascii=False, sort_keys=True, default=str)])
 
 
-def for_trace(judge: Any, store: PageStore, run_dir: str | os.PathLike[str], query_depth: int | None = None,
+def for_trace(judge: Any, store: PageStore, run_dir: str | os.PathLike[str],
               roles: Sequence[str] = ("diagnostic", "analysis")) -> ExactTrace:
     """The :class:`ExactTrace` of an :class:`~trek.exact.ExactJudge` for one run, playing ``roles``."""
-    return ExactTrace(judge.bind(run_dir), store, Path(run_dir), rule=judge.rule, query_depth=query_depth,
+    return ExactTrace(judge.bind(run_dir), store, Path(run_dir), rule=judge.rule,
                       roles=frozenset(roles))

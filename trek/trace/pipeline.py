@@ -143,7 +143,7 @@ class TraceConfig:
             **({"page_chars": [self.gold_chars, self.other_chars]}
                if (self.gold_chars, self.other_chars) != (GOLD_CHARS, NON_GOLD_CHARS) else {}),
             "unknown": self.unknown,
-            **({"exact": [self.exact.rule, self.exact.query_depth]} if self.exact is not None else {}),
+            **({"exact": [self.exact.rule]} if self.exact is not None else {}),
             **({"audit": {k: [r.model, r.endpoint, r.params, r.max_reasks] for k, r in self.audit.items()},
                 "audit_cases": self.audit_cases} if self.audit else {}),
         }
@@ -479,15 +479,14 @@ def exact_roles(*judges: RoleModel) -> list[str]:
     return [w.role for w in judges if is_exact(w.client)]
 
 
-def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], played: list[str],
-            query_depth: int | None) -> Selection:
+def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], played: list[str]) -> Selection:
     """The cases to trace (marked for the audit judges), and the exact side when the exact judge
     plays ``played``: refused before any call when the annotations cannot answer."""
     selection = select_cases(rd, outcomes)
     for i, case in enumerate(selection.cases):
         case.audit = bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
     if played:
-        config.exact = exact.for_trace(config.role(played[0]).client, config.store, rd, query_depth, played)
+        config.exact = exact.for_trace(config.role(played[0]).client, config.store, rd, played)
         config.exact.check(selection.cases, diagnostic="diagnostic" in played,
                            analysis="analysis" in played, stale=config.check_stale)
     return selection
@@ -510,7 +509,6 @@ async def atrace_run(
     progress: bool = True,
     checkpoint_seconds: float = 1.0,
     unknown: str = "incomplete",
-    query_depth: int | None = None,
     audit: dict[str, RoleModel] | None = None,
     audit_cases: int | None = None,
     schedule: tuple[Entry, ...] = SCHEDULE,
@@ -526,8 +524,7 @@ async def atrace_run(
     judgment is a test that did not run (``incomplete``) or C.4's ``unknown`` value (``paper``).
     The caller owns the role clients; a client made here for the run's model, and a store opened
     here, are closed here. A judge role played by the exact judge is answered from the annotations
-    (:mod:`trek.trace.exact`; refused before any call when they cannot answer); ``query_depth``
-    replaces the system's result depth in its query test; ``audit`` (judges by role) are asked each
+    (:mod:`trek.trace.exact`; refused before any call when they cannot answer); ``audit`` (judges by role) are asked each
     step the exact judge answers (first ``audit_cases`` cases), deciding nothing. ``schedule`` /
     ``label_rule``: the tests and the rule (default C.4, :mod:`trek.trace.schedule`; add a
     registered probe with :func:`~trek.trace.schedule.with_entry`).
@@ -552,7 +549,7 @@ async def atrace_run(
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
                                  other_chars, unknown, audit=audit, audit_cases=audit_cases, schedule=schedule,
                                  label_rule=label_rule)
-            selection = _select(rd, config, outcomes, played, query_depth)
+            selection = _select(rd, config, outcomes, played)
             outdated, changes = version_changes(rd / runs.TRACE, config.versions())
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,

@@ -62,7 +62,7 @@ def trace_with_roles(
     ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
     announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client,
               "audit judge": next(iter(audits.values())).client if audits else None})
-    limits = {k: trace.pop(k) for k in ("gold_chars", "other_chars", "query_depth") if k in trace}
+    limits = {k: trace.pop(k) for k in ("gold_chars", "other_chars") if k in trace}
     est = estimate_trace(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=trace.get("check_stale", False),
                          assume_output=ev.client.assume_output, unknown=unknown, **limits)
     if not proceed(est, rd.ledger(runs.TRACE)):
