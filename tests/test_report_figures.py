@@ -147,14 +147,22 @@ def test_figure5_bars_take_their_condition_colour():
 
     from trek.report import ctrl
 
-    table = pd.DataFrame({"unswapped": ["OO", "SAA"], "acc_unswapped": [75.0, 50.0], "acc_swapped": [50.0, 25.0],
-                          "p": [0.5, 1.0]},
+    table = pd.DataFrame({"unswapped": ["OO", "SAA"], "n": [4, 4], "acc_unswapped": [75.0, 50.0],
+                          "acc_swapped": [50.0, 25.0], "p": [0.5, 1.0]},
                          index=pd.MultiIndex.from_tuples([("m", "OO:timeswap"), ("m", "SAA:domainswap")],
                                                          names=["model", "swap"]))
     fig = ctrl.plot_metadata_swap(table, "T")
     check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "condition")
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["OO", "SAA", "OO:timeswap",
                                                                           "SAA:domainswap"]
+    # every bar carries the Wilson interval of its k of n; n is under each pair
+    from trek.stats import wilson_ci
+
+    bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+    assert len(bars) == 4 and all(c.errorbar is not None for c in bars)
+    (seg,) = bars[0].errorbar.lines[2][0].get_segments()  # OO: 3 of 4
+    assert [seg[0][1], seg[1][1]] == pytest.approx([100 * x for x in wilson_ci(3, 4)])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO:timeswap\nn=4", "SAA:domainswap\nn=4"]
 
 
 def test_figure4_bars_take_their_heuristic_colour():
