@@ -13,7 +13,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECDIR   := $(if $(OUT),$(OUT)/notebooks,build)
 EXECUTED  := $(patsubst notebooks/%.ipynb,$(EXECDIR)/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test check lint runs notebooks paper lab bench local-model clean help
+.PHONY: install test check lint runs notebooks paper lab bench local-model clean help timings
 
 help:
 	@echo "make paper   execute every notebook on the recorded runs in data/runs -> figures/ tables/"
@@ -21,6 +21,7 @@ help:
 	@echo "make test    lint, unit tests and nbval over the notebooks"
 	@echo "make check   the inner loop: lint and the tests not marked slow (about 2 minutes)"
 	@echo "make bench   run the benchmarks and print their figures"
+	@echo "make timings measure make check, make test and make paper; rewrite the timing tables of the docs"
 	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
 	@echo "make lab     start JupyterLab"
 
@@ -77,6 +78,12 @@ paper: $(STAMP)
 	@$(BIN)/python -m trek.paper report --build $(EXECDIR)
 
 FORCE:
+
+# Wall and CPU time of make check, make test and make paper, one run each, with the machine and the
+# load average before and after; rewrites the table between <!-- timings:start --> and
+# <!-- timings:end --> in README.md and docs/*.md (scripts/timings.py). Run it on a quiet machine.
+timings: $(STAMP)
+	$(BIN)/python scripts/timings.py
 
 # The embedded local model (optional): llama.cpp's server built for portable CPUs (a native
 # build dies with "illegal instruction" here; about 9 minutes once, then pip's cache) and the

@@ -148,6 +148,25 @@ def test_a_kappa_without_interval_says_why_on_the_plot():
     assert texts == ["no interval:\njudge\nsaid yes\nevery time"]
 
 
+def test_the_audit_plot_has_one_encoding_dots_with_intervals():
+    """No bars beside dots: every defined kappa is a dot, its interval a line; n under each role."""
+    import pandas as pd
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    table = pd.DataFrame({"n": [10, 12, 8], "kappa": [0.0, 0.4, float("nan")], "kappa_low": [float("nan"), 0.1,
+                                                                                              float("nan")],
+                          "kappa_high": [float("nan"), 0.7, float("nan")], "judge_yes": [100.0, 50.0, 0.0]},
+                         index=pd.Index(["evidence", "grading", "noise"], name="role"))
+    fig = plot_audit(AuditData(pd.DataFrame({"role": ["evidence"]}), table), "t")
+    ax = fig.axes[0]
+    assert not [c for c in ax.containers if isinstance(c, BarContainer)]
+    (err,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert err.lines[0].get_xydata().tolist() == [[1.0, 0.4]]  # grading: its dot and interval
+    dots = [tuple(p) for line in ax.lines if line.get_marker() == "o" for p in line.get_xydata()]
+    assert sorted(dots) == [(0.0, 0.0), (1.0, 0.4)]  # evidence: a dot without an interval; noise: none
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["evidence\nn=10", "grading\nn=12", "noise\nn=8"]
+
+
 def test_an_undefined_kappa_is_marked_and_named_in_the_table_and_on_the_plot():
     """Both judges said no every time: kappa 0/0 is undefined (NaN), not 1 and not 0."""
     import pandas as pd

@@ -988,19 +988,19 @@ def test_cli_info_lists_skipped_rows(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "infodeepseek:21" in result.output and "no answer" in result.output
     result = runner.invoke(app, ["info", "--data-dir", str(root), "--strict"])
-    assert result.exit_code == 1 and "infodeepseek:21" in result.output
+    assert result.exit_code == 2 and "infodeepseek:21" in result.output
 
 
 def test_cli_info_missing_data(tmp_path: Path) -> None:
     result = runner.invoke(app, ["info", "--data-dir", str(tmp_path / "empty")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "freshqa/FreshQA_v04072025.csv" in result.output
 
 
 def test_cli_info_mini_absent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TREK_MINI_DIR", str(tmp_path / "nowhere"))
     result = runner.invoke(app, ["info", "--mini"])
-    assert result.exit_code == 1 and "Could not load the bundled demo benchmark" in result.output
+    assert result.exit_code == 2 and "Could not load the bundled demo benchmark" in result.output
     assert "nowhere" in result.output
 
 
@@ -1036,7 +1036,7 @@ def test_cli_download(tmp_path: Path, server: FileServer, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(dl, "PINS", (fake_pin(refused_url(), body),))
     result = runner.invoke(app, ["download", "--data-dir", str(tmp_path / "other")])
-    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # no traceback
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)  # no traceback
     assert "freshqa/test.csv" in result.output and "offline" in result.output
     assert str(tmp_path / "other" / "freshqa" / "test.csv") in result.output  # the manual place
     assert not (tmp_path / "other").exists()

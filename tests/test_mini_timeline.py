@@ -221,4 +221,4 @@ def test_cli_generates_and_checks(tmp_path):
     assert r.exit_code == 0 and "up to date" in r.output
     (root / T.SPEC_FILE).write_text("nonsense: [", encoding="utf-8")
     r = CliRunner().invoke(app, ["data", "mini-generate", "--mini-dir", str(root)])
-    assert r.exit_code == 1 and "not valid YAML" in r.output
+    assert r.exit_code == 2 and "not valid YAML" in r.output

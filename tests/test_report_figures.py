@@ -93,6 +93,40 @@ def test_figure2_bars_take_their_dataset_colour_in_every_panel(traced):
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["freshqa", "infodeepseek", "sealqa", "all"]
 
 
+def test_figure2_bars_carry_their_wilson_interval_and_panels_their_n(traced):
+    from trek.stats import wilson_ci
+
+    table = trace_report.label_shares(traced)
+    fig = trace_report.plot_label_shares(table, "T")
+    for ax, run in zip(fig.axes, traced, strict=True):
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        assert bars and all(c.errorbar is not None for c in bars)  # every share bar has its interval
+        per = ", ".join(f"{ds} {int(r['cases'])}" for (rn, ds), r in table.iterrows() if rn == run and ds != "all")
+        assert ax.get_title().splitlines()[1] == f"fully traced per dataset: {per}"
+        for c in bars:  # the interval drawn is the Wilson interval of k of n
+            row = table.loc[(run, c.get_label())]
+            n = int(row["cases"])
+            segments = c.errorbar.lines[2][0].get_segments()
+            for label, seg in zip(LABELS, segments, strict=True):
+                lo, hi = wilson_ci(round(row[label] * n / 100), n)
+                assert seg[0][1] == pytest.approx(100 * lo) and seg[1][1] == pytest.approx(100 * hi)
+    assert not fig.axes[0].get_legend() and len(fig.legends) == 1  # one legend, below the panels
+
+
+def test_counts_behind_rounded_shares_and_their_wilson_errors():
+    import numpy as np
+
+    from trek.report.figures import counts_of_shares, wilson_errors
+
+    assert counts_of_shares([0.0, 33.3, 66.7, 100.0, float("nan")], 3)[:4].tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="not counts of 3"):
+        counts_of_shares([50.0], 3)
+    err = wilson_errors([0, 3], 3)
+    assert err[0, 0] == 0 and err[1, 0] == pytest.approx(56.15, abs=0.01)  # 0 of 3: [0, 56.1%]
+    assert err[1, 1] == 0 and err[0, 1] == pytest.approx(56.15, abs=0.01)
+    assert np.isnan(wilson_errors([float("nan")], 3)).all()
+
+
 def test_table1_figure_has_dataset_colours_and_interval_bars(demo_runs):
     table = wild.wild_accuracy({"a": demo_runs["demo-lm"], "b": demo_runs["demo-lm-read"]})
     fig = wild.plot_wild_accuracy(table, "T")
@@ -113,14 +147,22 @@ def test_figure5_bars_take_their_condition_colour():
 
     from trek.report import ctrl
 
-    table = pd.DataFrame({"unswapped": ["OO", "SAA"], "acc_unswapped": [75.0, 50.0], "acc_swapped": [50.0, 25.0],
-                          "p": [0.5, 1.0]},
+    table = pd.DataFrame({"unswapped": ["OO", "SAA"], "n": [4, 4], "acc_unswapped": [75.0, 50.0],
+                          "acc_swapped": [50.0, 25.0], "p": [0.5, 1.0]},
                          index=pd.MultiIndex.from_tuples([("m", "OO:timeswap"), ("m", "SAA:domainswap")],
                                                          names=["model", "swap"]))
     fig = ctrl.plot_metadata_swap(table, "T")
     check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "condition")
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["OO", "SAA", "OO:timeswap",
                                                                           "SAA:domainswap"]
+    # every bar carries the Wilson interval of its k of n; n is under each pair
+    from trek.stats import wilson_ci
+
+    bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+    assert len(bars) == 4 and all(c.errorbar is not None for c in bars)
+    (seg,) = bars[0].errorbar.lines[2][0].get_segments()  # OO: 3 of 4
+    assert [seg[0][1], seg[1][1]] == pytest.approx([100 * x for x in wilson_ci(3, 4)])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO:timeswap\nn=4", "SAA:domainswap\nn=4"]
 
 
 def test_figure4_bars_take_their_heuristic_colour():

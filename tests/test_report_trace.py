@@ -143,7 +143,7 @@ def test_coverage_note_says_what_the_numbers_are_over_and_what_is_left_out(tmp_p
     # the panels and rows of Figures 2 and 3 say it too
     t = reports.label_shares({"r": _run_with_left_out_cases(tmp_path / "again")})
     fig = reports.plot_label_shares(t, "T")
-    assert fig.axes[0].get_title() == "r (n=2, 4 left out)"
+    assert fig.axes[0].get_title().splitlines()[0] == "r (n=2, 4 left out)"
     ms = reports.model_search_labels({"r": tmp_path / "again" / "r"})
     fig = reports.plot_model_search(ms, "T")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m · none (agentic) (n=2, 4 left out)"]

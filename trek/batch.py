@@ -214,7 +214,14 @@ def check_output_path(out: Path, requests_path: Path | None = None,
     or in a folder we cannot create."""
     if requests_path is not None and out.exists() and requests_path.exists() and out.samefile(requests_path):
         raise BatchError(f"--out {out} is the requests file; writing it would destroy the requests")
+    from trek.sqlite import reading_only
+
     check_out(out, reads=[requests_path, *reads], example=RESPONSES)
+    if reading_only():  # a dry run makes no folder: the nearest one that exists must be writable
+        parent = next(p for p in out.absolute().parents if p.exists())
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise BatchError(f"cannot create the folder of --out {out} ({parent} is not a writable folder)")
+        return
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:

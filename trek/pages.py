@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trek.limits import EndpointLimits
-from trek.sqlite import connect, transaction
+from trek.sqlite import connect, memory_copy, transaction
 from trek.types import Document, utcnow
 
 __all__ = [
@@ -268,6 +268,12 @@ class PageStore:
         return f"PageStore(path={str(self.path) if self.path else ':memory:'!r}, fetch={self.fetch})"
 
     # -- writing ------------------------------------------------------------------------------
+    def _writable(self) -> None:
+        """A store opened read-only (a dry run, :func:`trek.sqlite.read_only`) takes its writes
+        on a copy in memory: the estimate sees them, the file stays as it was."""
+        if self._conn.trek_read_only:
+            self._conn = memory_copy(self._conn)
+
     def add_documents(self, docs: Iterable[Document]) -> int:
         """Load frozen documents; the first document for a URL identity wins within one call,
         and a corpus page already stored under that identity is replaced (data updates apply).
@@ -281,6 +287,7 @@ class PageStore:
         now = utcnow()
         sql = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with self._lock:
+            self._writable()
             with transaction(self._conn):
                 rows: list[tuple[Any, ...]] = []
                 for d in docs:
@@ -301,6 +308,7 @@ class PageStore:
     def put(self, page: Page) -> None:
         """Store one page (replacing what was stored under its URL identity)."""
         with self._lock:
+            self._writable()
             self._conn.execute(
                 f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (

@@ -125,7 +125,8 @@ def ctrl_run_command(
     replies); gold-only is direct on GOLD. With --judge every run is graded and the accuracy grid
     (method x condition) is printed. --budget is one ceiling for the model and the judge over every
     invocation on RUNS (recorded in RUNS/.ctrl.spend). Exit code 0 when every answer and grade is
-    in, 3 when some are pending or failed (run the same command again), 2 on bad input.
+    in, 3 when some answers are pending or grades pending or failed (run the same command again),
+    4 when only answers the endpoint rejected (failed) are left, 2 on bad input.
     """
     from trek.audit import audit_grading
     from trek.rag.session import run_ctrl_grid
@@ -144,7 +145,8 @@ def ctrl_run_command(
 
 
 def _finish(report: Any) -> None:
-    """Print the accuracy grid; exit 3 while answers or grades are pending or failed."""
+    """Print the accuracy grid; exit 3 while answers are pending or grades pending or failed, 4
+    when only failed answers are left."""
     say = lambda text: options.err.print(text, highlight=False)  # noqa: E731
     summary = report.summary
     if report.grid:
@@ -155,6 +157,7 @@ def _finish(report: Any) -> None:
         for line in summary.errors[:5]:
             say(f"  {line}")
         say(f"{summary.pending} answers pending, {summary.failed} failed: run the same command again to retry them.")
+    if summary.pending or report.ungraded:
         raise typer.Exit(3)
-    if report.ungraded:
-        raise typer.Exit(3)
+    if summary.failed:  # nothing pending: only answers the endpoint rejected (docs/exit-codes.md)
+        raise typer.Exit(4)

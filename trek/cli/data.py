@@ -68,10 +68,10 @@ def info_command(
         bench = load_benchmark("wild", root, strict=strict)
     except MissingDataError as e:
         _err_console().print(str(e), markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     except DatasetError as e:
         _err_console().print(f"cannot read a source file: {e}", markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
 
     out = _console()
     summary = wild.summarize(bench)
@@ -153,7 +153,7 @@ def _info_mini() -> None:
             markup=False,
             soft_wrap=True,
         )
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     tables = describe_corpus(bench.questions, bench.documents)
     out = _console()
     out.print(
@@ -208,7 +208,7 @@ def mini_generate_command(
         path, n = T.write(mini_dir)
     except (T.TimelineError, MiniBenchmarkError, RecordError) as e:
         _err_console().print(str(e), markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     _console().print(f"wrote {n} generated pages to {path}", markup=False, soft_wrap=True)
 
 
@@ -259,4 +259,4 @@ def download_command(
     failed = [o for o in outcomes if not o.ok]
     if failed:
         out.print(download.manual_instructions(root, [o.pin for o in failed]), markup=False, soft_wrap=True)
-        raise typer.Exit(1)
+        raise typer.Exit(2)

@@ -100,7 +100,8 @@ def grade_command(
     every invocation on the run (RUN_DIR/.grades.jsonl.spend). The API key comes from
     OPENAI_API_KEY. Accuracy is over every question of the run (unanswered, pending and
     unparsed count as not correct). Exit code 0 when every answered question has a decided
-    grade, 2 for bad input, 3 while some grades are pending, failed or unparsed.
+    grade, 2 for bad input, 3 while some grades are pending or unparsed, 4 when none is but the
+    judge's endpoint rejected some (failed; see docs/exit-codes.md).
     """
     from trek import graders
     from trek.audit import audit_grading
@@ -148,7 +149,11 @@ def _finish(run_dir: Path, reports: list[Any]) -> None:
         typer.echo(format_epochs(epoch_accuracy(run_dir)))
     pending, failed, unparsed = (sum(getattr(r, k) for r in reports)
                                  for k in ("pending_grades", "failed_grades", "unparsed_grades"))
-    if pending or unparsed or failed:
+    if pending or unparsed:
         typer.echo(f"not finished: {pending} pending, {failed} failed and {unparsed} unparsed grade(s): run the same "
                    "command again" + (" with --regrade unparsed" if unparsed else ""), err=True)
         raise typer.Exit(3)
+    if failed:
+        typer.echo(f"{failed} grade(s) failed: the judge's endpoint rejected those calls (errors above); the same "
+                   "command tries them again", err=True)
+        raise typer.Exit(4)

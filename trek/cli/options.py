@@ -220,11 +220,20 @@ def _build_group(group: type, kwargs: dict[str, Any]) -> Any:
                     else kwargs.pop(f.name) for f in dataclasses.fields(group)})
 
 
+def _dry_run(group: Any) -> bool:
+    """``--dry-run`` was given: a ``dry_run`` field of ``group`` or of a group inside it is true."""
+    if getattr(group, "dry_run", False) is True:
+        return True
+    return any(_dry_run(v) for v in (getattr(group, f.name) for f in dataclasses.fields(group))
+               if dataclasses.is_dataclass(v))
+
+
 def grouped(command: Callable[..., Any]) -> Callable[..., Any]:
     """Let ``command`` take groups of options: a parameter annotated with one of the dataclasses
     below stands, for typer, for the group's options in its place and order (a field of a group
     annotated with a group stands for that group's options in turn), and the command is called
-    with one instance of the group built from them."""
+    with one instance of the group built from them. With ``--dry-run`` (a group's ``dry_run``),
+    the command runs inside :func:`trek.sqlite.read_only`: it leaves every file as it was."""
     params: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
     for p in inspect.signature(command, eval_str=True).parameters.values():
@@ -237,9 +246,13 @@ def grouped(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
+        from trek.sqlite import read_only
+
         for name, group in groups.items():
             kwargs[name] = _build_group(group, kwargs)
-        return command(**kwargs)
+        # --dry-run writes nothing: every store the command opens is read-only (missing: in memory)
+        with read_only(any(_dry_run(kwargs[name]) for name in groups)):
+            return command(**kwargs)
 
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params}

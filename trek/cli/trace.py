@@ -131,9 +131,10 @@ def run_command(
     come from the run's LLM cache. A case whose needed test could not run (no gold page, a judge
     reply that stayed unreadable) is incomplete: no label from that test. --budget is a ceiling
     over every invocation on the run, all roles together (RUN_DIR/.trace.jsonl.spend). Exit code 0
-    when every case is fully traced, 2 for bad input, 3 while cases are incomplete, pending or
-    failed, while answered questions have no grade (run trek grade first) or a grade that is
-    unparsed or pending, or while answers are pending.
+    when every case is fully traced, 2 for bad input, 3 while cases are incomplete or pending,
+    while answered questions have no grade (run trek grade first) or a grade that is unparsed or
+    pending, or while answers are pending; 4 when only failed cases are left (calls the endpoint
+    rejected).
     """
     from trek import templates
     from trek.graders.common import explain_unsupported_parameter
@@ -168,7 +169,8 @@ def _finish(run_dir: Path, report: object) -> None:
         typer.echo(f"not finished: {skipped['pending_answer']} answer(s) are still pending: finish the run with the "
                    "command that made it (run again), grade it, then trace it again", err=True)
         raise typer.Exit(3)
-    if report.pending or report.incomplete or report.failed:  # type: ignore[attr-defined]
+    unfinished = report.pending or report.incomplete  # type: ignore[attr-defined]
+    if unfinished or report.failed:  # type: ignore[attr-defined]
         reason = report.totals.unfinished_error  # type: ignore[attr-defined]
         if reason:
             typer.echo(f"why not finished, e.g.: {reason}", err=True)
@@ -176,7 +178,7 @@ def _finish(run_dir: Path, report: object) -> None:
                    f"{report.failed} failed case(s); pending and failed ones are retried by the same command, "  # type: ignore[attr-defined]
                    "incomplete ones once their pages are there (trek trace --fetch, or pages added to the run's "
                    "page store)", err=True)
-        raise typer.Exit(3)
+        raise typer.Exit(3 if unfinished else 4)  # 4: only cases whose calls the endpoint rejected
 
 
 @app.command("review")

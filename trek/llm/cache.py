@@ -193,7 +193,9 @@ class ResponseCache:
         except OSError as e:
             raise ValueError(f"cache {self.path} cannot be created ({e.strerror})") from None
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-        self._writer = _GroupCommit(self.path, self._retry_locked) if self.path is not None else None
+        # in memory, or read-only (a dry run: trek.sqlite.read_only): no writer thread of its own
+        writes = self.path is not None and self._conn.trek_writes_file
+        self._writer = _GroupCommit(self.path, self._retry_locked) if writes and self.path is not None else None
         self.hits = 0
         self.misses = 0
         #: Keys read (found) or stored since this cache was opened.

@@ -19,7 +19,8 @@ from trek.outputs import atomic_write  # noqa: E402
 from trek.report.palette import SPARE  # noqa: E402
 from trek.report.paths import record_output  # noqa: E402
 
-__all__ = ["use_style", "ZERO_MARK", "grouped_bars", "drawn_legend", "finish", "save_figure"]
+__all__ = ["use_style", "ZERO_MARK", "grouped_bars", "drawn_legend", "finish", "save_figure", "counts_of_shares",
+           "wilson_errors", "wrapped"]
 
 
 def use_style() -> None:
@@ -62,6 +63,44 @@ def grouped_bars(ax: plt.Axes, groups: Sequence[object], series: Mapping[str, Se
             ax.annotate(ZERO_MARK, (xi, 0), xytext=(0, 1.5), textcoords="offset points", ha="center", va="bottom",
                         fontsize=6, color=colour[name], gid="zero-mark")
     ax.set_xticks(x, [str(g) for g in groups])
+
+
+def counts_of_shares(shares: Sequence[float], n: int) -> np.ndarray:
+    """The counts behind percentages of ``n`` cases rounded to 0.1 (what the tables hold): ``k``
+    with ``round(100 k / n, 1)`` equal to each share. A share that no count of ``n`` gives is a
+    ``ValueError``; NaN stays NaN (a group without a case)."""
+    pct = np.asarray(shares, dtype=float)
+    if n <= 0:
+        return np.full(pct.shape, np.nan)
+    k = np.round(pct * n / 100.0)
+    ok = np.isnan(pct) | (np.abs(np.round(100.0 * k / n, 1) - pct) < 1e-6)
+    if not ok.all():
+        raise ValueError(f"shares {pct[~ok].tolist()} are not counts of {n} cases rounded to 0.1%")
+    return k
+
+
+def wilson_errors(k: Sequence[float], n: int, level: float = 0.95) -> np.ndarray:
+    """The 2 x len(k) error lengths (below, above; in percentage points) of the Wilson interval
+    of each ``k`` of ``n`` (:func:`trek.stats.wilson_ci`) around ``100 k / n``, as ``yerr`` takes
+    them; NaN where ``k`` is NaN or ``n`` is 0."""
+    from trek.stats import wilson_ci
+
+    out = np.full((2, len(k)), np.nan)
+    for i, ki in enumerate(np.asarray(k, dtype=float)):
+        if n > 0 and not np.isnan(ki):
+            lo, hi = wilson_ci(int(ki), int(n), level)
+            share = ki / n
+            out[:, i] = (100.0 * (share - lo), 100.0 * (hi - share))
+    return out.clip(0)
+
+
+def wrapped(text: str, width_inches: float, fontsize: float = 9.0) -> str:
+    """``text`` folded at spaces to fit ``width_inches`` at ``fontsize`` points (about half a
+    point's width per character), each line kept as it was where it fits."""
+    import textwrap
+
+    chars = max(30, int(width_inches * 72 / (0.52 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
 
 
 def drawn_legend(axes: Iterable[plt.Axes], order: Iterable[str] | None = None) -> tuple[list, list[str]]:

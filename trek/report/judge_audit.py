@@ -3,7 +3,7 @@
 * :func:`audit_runs` — the runs to audit: given ones, else every graded run under ``runs_dir``
   (default: the recorded runs, ``data/runs/wild/*`` and ``data/runs/ctrl/runs/*``);
 * :func:`audit_data` — the pairs of verdicts and the per-role table (:mod:`trek.audit`);
-* :func:`plot_audit` — Cohen's kappa per role with its 95% interval, ``n`` under each bar.
+* :func:`plot_audit` — Cohen's kappa per role, a dot with its 95% interval, ``n`` under each role.
 
 With no verdict given by both judges the table is empty and the figure says so (no error): record
 some with ``trek grade RUN --judge oracle --audit-judge MODEL`` (and the same for ``trek trace``).
@@ -107,11 +107,14 @@ def audit_title(data: AuditData, run_dirs: dict[str, Path]) -> str:
 
 
 def plot_audit(data: AuditData, title: str) -> plt.Figure:
-    """Cohen's kappa of the audit judge against the exact judge per role, with 95% intervals; a kappa
-    that is undefined (both judges gave one verdict throughout) is a cross at 0 with the reason, one
-    without an interval a dot with the reason."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    ax.set_title(title, fontsize=9)
+    """Cohen's kappa of the audit judge against the exact judge per role: one encoding, a dot at the
+    kappa with its 95% interval as a line, ``n`` under each role. A kappa without an interval (one
+    judge gave one verdict throughout) is a dot alone, and an undefined one (both did) draws
+    nothing; each says why in a note at its place."""
+    from trek.report.figures import wrapped
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.set_title(wrapped(title, 7, 9), fontsize=9)
     if data.empty:
         ax.text(0.5, 0.5, "no audit data", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
@@ -120,13 +123,15 @@ def plot_audit(data: AuditData, title: str) -> plt.Figure:
     x = np.arange(len(t))
     k = t["kappa"].to_numpy(dtype=float)
     lo, hi = t["kappa_low"].to_numpy(dtype=float), t["kappa_high"].to_numpy(dtype=float)
-    ax.bar(x, np.nan_to_num(k), color="#4477AA", width=0.6)
-    has = ~np.isnan(lo)
-    ax.errorbar(x[has], k[has], yerr=[k[has] - lo[has], hi[has] - k[has]], fmt="none", ecolor="black", capsize=3)
+    has = ~np.isnan(lo) & ~np.isnan(k)
     ax.axhline(0, color="grey", linewidth=0.8)
+    ax.errorbar(x[has], k[has], yerr=[k[has] - lo[has], hi[has] - k[has]], fmt="o", color=_DOT, ecolor=_DOT,
+                elinewidth=1.4, capsize=4, markersize=6, label="kappa, 95% interval")
+    alone = ~has & ~np.isnan(k)
+    ax.plot(x[alone], k[alone], "o", color=_DOT, markersize=6)
     notes = t["kappa_note"].fillna("").astype(str).to_numpy() if "kappa_note" in t else np.full(len(t), "")
     judge_yes = t["judge_yes"].to_numpy(dtype=float) if "judge_yes" in t else np.full(len(t), np.nan)
-    for i in np.flatnonzero(~has):  # kappa undefined or without an interval: a marker and the reason
+    for i in np.flatnonzero(~has):  # kappa undefined or without an interval: the reason at its place
         undefined = bool(np.isnan(k[i]))
         reason = notes[i].split(": ", 1)[-1].split(" (kappa")[0] if notes[i] else {
             100.0: "judge said yes every time", 0.0: "judge said no every time"}.get(judge_yes[i], "")
@@ -134,11 +139,15 @@ def plot_audit(data: AuditData, title: str) -> plt.Figure:
         why = ("undefined" if undefined else "no interval") + (":\n" + reason.replace(" said", "\nsaid").replace(
             " every time", "\nevery time") if reason else "")
         y = 0.0 if undefined else k[i]
-        ax.plot([x[i]], [y], marker="x" if undefined else "o", color="#4477AA", markersize=8 if undefined else 6)
         ax.annotate(why, (x[i], y), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom", fontsize=7,
                     color="#444444")
     ax.set_xticks(x, [f"{r}\nn={n}" for r, n in zip(t.index, t["n"], strict=True)], fontsize=8)
+    ax.set_xlim(-0.6, len(t) - 0.4)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("Cohen's kappa vs exact judge")
     fig.tight_layout()
     return fig
+
+
+#: The colour of the audit's dots and intervals.
+_DOT = "#4477AA"

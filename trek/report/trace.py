@@ -29,7 +29,7 @@ import pandas as pd
 
 from trek import runs
 from trek.analysis import multilabel_prevalence_test
-from trek.report.figures import drawn_legend, grouped_bars
+from trek.report.figures import counts_of_shares, drawn_legend, grouped_bars, wilson_errors, wrapped
 from trek.report.palette import DATASETS, colours
 from trek.report.paths import find_runs, recorded_dir
 from trek.trace.labels import LABELS, POST_RETRIEVAL, UPSTREAM
@@ -168,22 +168,33 @@ def _n(row: pd.Series) -> str:
 
 def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
     """One panel per run: a group of bars per label, one bar per dataset of the run (and ``all``),
-    each dataset in its palette colour; the legend lists every dataset drawn in any panel."""
+    each dataset in its palette colour, each bar with its 95% Wilson interval over that dataset's
+    fully traced cases; a panel's title gives those ``n``. The legend lists every dataset drawn in
+    any panel."""
     run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
     colour = colours("dataset", table.index.get_level_values(1))
-    fig, axes = plt.subplots(1, len(run_labels), figsize=(3.6 * len(run_labels) + 1, 3.4), squeeze=False,
-                             sharey=True)
+    width = 4.4 * len(run_labels) + 0.6
+    fig, axes = plt.subplots(1, len(run_labels), figsize=(width, 3.9), squeeze=False, sharey=True)
     for ax, run in zip(axes[0], run_labels, strict=True):
-        sub = table.loc[run, list(LABELS)]
-        grouped_bars(ax, LABELS, {str(ds): row.to_numpy(dtype=float) for ds, row in sub.iterrows()}, colour)
-        ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])})", fontsize=9)
+        sub = table.loc[run]
+        series, errors = {}, {}
+        for ds, row in sub.iterrows():  # bars at k / n exactly (the table rounds), the interval around them
+            n = int(row["cases"])
+            k = counts_of_shares(row[list(LABELS)].to_numpy(dtype=float), n)
+            series[str(ds)] = 100.0 * k / n if n else k
+            errors[str(ds)] = wilson_errors(k, n)
+        grouped_bars(ax, LABELS, series, colour, errors=errors)
+        per = ", ".join(f"{ds} {int(row['cases'])}" for ds, row in sub.iterrows() if ds != "all")
+        ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])})\nfully traced per dataset: {per}", fontsize=8)
         ax.set_ylim(0, 100)
-        ax.tick_params(axis="x", rotation=35, labelsize=8)
+        ax.tick_params(axis="x", rotation=30, labelsize=8)
         ax.set_xlabel("")
-    axes[0][0].set_ylabel("% of traced failures")
-    fig.legend(*drawn_legend(axes[0], DATASETS), title="dataset", frameon=False, loc="center right")
-    fig.suptitle(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    axes[0][0].set_ylabel("% of traced failures (95% Wilson interval)")
+    handles, names = drawn_legend(axes[0], DATASETS)
+    fig.legend(handles, names, title="dataset", frameon=False, loc="lower center", ncol=len(names),
+               bbox_to_anchor=(0.5, 0.0), fontsize=8, title_fontsize=8)
+    fig.suptitle(wrapped(f"{title}\n({MULTI_LABEL_NOTE})", width, 9), fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 

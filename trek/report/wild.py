@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 
 from trek import runs as _runs
 from trek.analysis import accuracy_by_dataset, cochran_table, paired_comparisons
-from trek.report.figures import finish, grouped_bars
+from trek.report.figures import finish, grouped_bars, wrapped
 from trek.report.palette import DATASETS, colours
 from trek.report.paths import find_runs, recorded_dir, resolve
 from trek.types import Question
@@ -127,17 +127,19 @@ def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] = WILD_DATASE
 
 
 def plot_wild_accuracy(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Grouped bars of :func:`wild_accuracy`: one group per run, one bar per dataset (plus micro
-    and macro) in the palette's colour, with its 95% interval as an error bar."""
+    """Grouped bars of :func:`wild_accuracy`: one group per run (its questions ``n`` under it), one
+    bar per dataset (plus micro and macro) in the palette's colour, with its 95% interval as an
+    error bar."""
     groups = [g for g in dict.fromkeys(table.columns.get_level_values(0)) if g != "questions"]
     groups = [g for g in groups if table[(g, "acc")].notna().any()]
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     acc = {g: table[(g, "acc")].to_numpy(dtype=float) for g in groups}
     err = {g: np.vstack([acc[g] - table[(g, "low")].to_numpy(dtype=float),
                          table[(g, "high")].to_numpy(dtype=float) - acc[g]]) for g in groups}
-    grouped_bars(ax, list(table.index), acc, colours("dataset", groups), err)
-    return finish(fig, ax, title=title, ylabel="accuracy (%), 95% interval", ylim=(0, 105), legend="dataset",
-                  order=DATASETS)
+    n = table[("questions", "n")].astype(int)
+    grouped_bars(ax, [f"{run}\nn={n[run]}" for run in table.index], acc, colours("dataset", groups), err)
+    return finish(fig, ax, title=wrapped(title, 5.2, 10), ylabel="accuracy (%), 95% interval", ylim=(0, 105),
+                  legend="dataset", order=DATASETS)
 
 
 def significance(runs: dict[str, Path], reference: str | None = None) -> pd.DataFrame:
