@@ -1,7 +1,7 @@
-"""The README's "A full run, step by step" and the TrekTrace commands after it, run as written.
+"""docs/full-run.md's "A full run, step by step" and docs/trektrace.md's first commands, run as written.
 
-The commands are taken from README.md (the first ``bash`` block of each section), so the test fails
-when they drift. They run in a scratch copy of the repository (``make paper`` reads relative paths
+The commands are taken from those pages (the first ``bash`` block of each, marked ``# needs:`` for
+the reader: real servers, a key and the network), so the test fails when they drift. They run in a scratch copy of the repository (``make paper`` reads relative paths
 from the repository root, and the runs must not land in the real checkout) against:
 
 * two scripted fake OpenAI servers, standing for the README's two local servers: the evaluated
@@ -56,10 +56,11 @@ README_URLS = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "TREK_JUDGE_BASE_U
 
 
 def readme_block(heading: str) -> str:
-    """The first ``bash`` block of the README section under ``heading``."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    return section.split("```bash\n", 1)[1].split("```", 1)[0]
+    """The first ``bash`` block of the docs page whose title is ``heading``."""
+    page = {"A full run, step by step": "full-run.md", "TrekTrace: attributing failures": "trektrace.md"}[heading]
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    assert text.startswith(f"# {heading}\n"), page
+    return text.split("```bash\n", 1)[1].split("```", 1)[0]
 
 
 def parse(block: str) -> list[tuple[str, list[str]]]:
