@@ -92,7 +92,6 @@ def test_every_page_with_a_check_has_runnable_blocks():
     assert set(CHECKS) <= set(RUNNABLE), set(CHECKS) - set(RUNNABLE)
 
 
-@pytest.mark.slow
 def test_every_marked_trek_command_line_parses():
     assert parse_error(["grade", "RUN", "--no-such-flag"]).startswith("No such option: --no-such-flag")
     assert parse_error(["trace", "runs/x", "--judge", "j"]) is None
