@@ -142,3 +142,18 @@ def test_the_site_builds_strict(tmp_path):
     assert "trek-schema:" not in formats and "schema_version" in formats
     front = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "five-minute tour" in front
+
+
+def test_a_page_runs_with_only_its_own_environment_and_stops_at_the_first_failure(tmp_path, monkeypatch):
+    from _doc_blocks import BASE_PATH, Block
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # the test's own environment never leaks in
+    ok = [Block("p.md", 1, "bash", f'test -z "${{OPENAI_BASE_URL:-}}"\ntest "$PATH" = {BASE_PATH}\ntest -L .venv\n'
+                                   "test -f README.md && test -f docs/index.md\n"),
+          Block("p.md", 5, "bash", "sleep 300 &\nexport X=1\n"),  # a background job ends with the script
+          Block("p.md", 9, "bash", "# needs: a key\nfalse\n", mark="needs")]  # marked: never run
+    res = run_page(ok, tmp_path / "a", timeout=60)
+    assert res.returncode == 0, res.stderr
+    bad = [Block("p.md", 1, "bash", "false\ntouch ran-on\n")]
+    res = run_page(bad, tmp_path / "b", timeout=60)
+    assert res.returncode == 1 and not (tmp_path / "b" / "repo" / "ran-on").exists()
