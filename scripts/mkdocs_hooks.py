@@ -3,6 +3,8 @@
 * The front page is README.md: its links into ``docs/`` are made relative to the site.
 * ``docs/formats.md`` gets each ``<!-- trek-schema: WHAT -->`` marker replaced by the output of
   ``trek schema WHAT``, so the formats page is the command's output at build time.
+* Pages of :data:`OPTIONAL` join the navigation where they exist (written by other work in
+  progress; the strict build refuses a page that is in no navigation section).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = re.compile(r"<!-- trek-schema: ([\w-]+) -->")
+#: ``file: (navigation section, title)`` of pages listed only when the file is there.
+OPTIONAL = {"exit-codes.md": ("Reference", "Exit codes"), "timings.md": ("Reference", "Timings")}
 
 
 def schema(what: str) -> str:
@@ -27,6 +31,17 @@ def schema(what: str) -> str:
 def front_page() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return re.sub(r"\]\(docs/([^)]*)\)", lambda m: f"]({m.group(1) or 'index.md'})", text)
+
+
+def on_config(config):
+    listed = set(re.findall(r"[\w-]+\.md", repr(config["nav"])))
+    for name, (section, title) in OPTIONAL.items():
+        if name in listed or not (Path(config["docs_dir"]) / name).exists():
+            continue
+        for entry in config["nav"]:
+            if isinstance(entry, dict) and section in entry:
+                entry[section].append({title: name})
+    return config
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (mkdocs' hook signature)
