@@ -70,6 +70,15 @@ def check_inspect(repo: Path) -> None:
     assert len(outcomes) == 6
 
 
+def check_exact_judges(repo: Path) -> None:
+    grades = read_jsonl(repo / "runs" / "mini" / "grades.jsonl")
+    assert len(grades) == 12 and {g["grader"] for g in grades} == {"exact"}
+    graded_and_labelled(repo / "runs" / "mini")
+    assert read_jsonl(repo / "runs" / "mini" / "audit-grading.jsonl")  # the audit judge's grades
+    for cond in ("GOLD", "OO"):
+        assert len(read_jsonl(repo / "runs" / "ctrl" / f"demo__direct__{cond}" / "grades.jsonl")) == 36
+
+
 def check_fake_server(repo: Path) -> None:
     stats = json.loads((repo / "stats.json").read_text())
     assert stats["requests"] >= 1, stats
@@ -77,7 +86,8 @@ def check_fake_server(repo: Path) -> None:
 
 #: What each runnable page must have written (pages not listed: their script's exit 0 is the check).
 CHECKS = {"README.md": check_readme, "docs/own-agent.md": check_own_agent, "docs/traces.md": check_traces,
-          "docs/inspect.md": check_inspect, "docs/fake-server.md": check_fake_server}
+          "docs/inspect.md": check_inspect, "docs/fake-server.md": check_fake_server,
+          "docs/exact-judges.md": check_exact_judges}
 
 
 def test_blocks_are_found_and_marks_read():
