@@ -79,6 +79,13 @@ def check_exact_judges(repo: Path) -> None:
         assert len(read_jsonl(repo / "runs" / "ctrl" / f"demo__direct__{cond}" / "grades.jsonl")) == 36
 
 
+def check_trektrace(repo: Path) -> None:
+    _, labels = graded_and_labelled(repo / "runs" / "demo")
+    assert len({lab for ls in labels for lab in ls}) >= 2
+    assert (repo / "runs" / "demo" / "review.xlsx").stat().st_size > 0
+    assert "<html" in (repo / "runs" / "demo" / "trace.html").read_text(encoding="utf-8").lower()
+
+
 def check_fake_server(repo: Path) -> None:
     stats = json.loads((repo / "stats.json").read_text())
     assert stats["requests"] >= 1, stats
@@ -87,7 +94,7 @@ def check_fake_server(repo: Path) -> None:
 #: What each runnable page must have written (pages not listed: their script's exit 0 is the check).
 CHECKS = {"README.md": check_readme, "docs/own-agent.md": check_own_agent, "docs/traces.md": check_traces,
           "docs/inspect.md": check_inspect, "docs/fake-server.md": check_fake_server,
-          "docs/exact-judges.md": check_exact_judges}
+          "docs/exact-judges.md": check_exact_judges, "docs/trektrace.md": check_trektrace}
 
 
 def test_blocks_are_found_and_marks_read():
