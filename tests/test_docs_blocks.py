@@ -86,6 +86,12 @@ def check_trektrace(repo: Path) -> None:
     assert "<html" in (repo / "runs" / "demo" / "trace.html").read_text(encoding="utf-8").lower()
 
 
+def check_models(repo: Path) -> None:
+    rows = read_jsonl(repo / "responses.jsonl")
+    assert [(r["id"], r["status"]) for r in rows] == [("q1", "ok"), ("q2", "ok")]
+    assert all(r["content"] for r in rows)
+
+
 def check_fake_server(repo: Path) -> None:
     stats = json.loads((repo / "stats.json").read_text())
     assert stats["requests"] >= 1, stats
@@ -94,7 +100,8 @@ def check_fake_server(repo: Path) -> None:
 #: What each runnable page must have written (pages not listed: their script's exit 0 is the check).
 CHECKS = {"README.md": check_readme, "docs/own-agent.md": check_own_agent, "docs/traces.md": check_traces,
           "docs/inspect.md": check_inspect, "docs/fake-server.md": check_fake_server,
-          "docs/exact-judges.md": check_exact_judges, "docs/trektrace.md": check_trektrace}
+          "docs/exact-judges.md": check_exact_judges, "docs/trektrace.md": check_trektrace,
+          "docs/models.md": check_models}
 
 
 def test_blocks_are_found_and_marks_read():
