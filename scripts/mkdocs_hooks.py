@@ -3,6 +3,8 @@
 * The front page is README.md: its links into ``docs/`` are made relative to the site.
 * ``docs/formats.md`` gets each ``<!-- trek-schema: WHAT -->`` marker replaced by the output of
   ``trek schema WHAT``, so the formats page is the command's output at build time.
+* In table rows, ``\\|`` inside a code span (GitHub's way to keep a pipe in a cell) becomes ``|``:
+  Python-Markdown's tables already keep code spans whole and would show the backslash.
 * Pages of :data:`OPTIONAL` join the navigation where they exist (written by other work in
   progress; the strict build refuses a page that is in no navigation section).
 """
@@ -44,9 +46,20 @@ def on_config(config):
     return config
 
 
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def table_pipes(markdown: str) -> str:
+    lines = markdown.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("|") and "\\|" in line:
+            lines[i] = CODE_SPAN.sub(lambda m: m.group(0).replace("\\|", "|"), line)
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (mkdocs' hook signature)
     if page.file.src_uri == "index.md":
-        return front_page()
-    if page.file.src_uri == "formats.md":
-        return SCHEMA.sub(lambda m: schema(m.group(1)), markdown)
-    return markdown
+        markdown = front_page()
+    elif page.file.src_uri == "formats.md":
+        markdown = SCHEMA.sub(lambda m: schema(m.group(1)), markdown)
+    return table_pipes(markdown)
