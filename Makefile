@@ -13,7 +13,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 EXECDIR   := $(if $(OUT),$(OUT)/notebooks,build)
 EXECUTED  := $(patsubst notebooks/%.ipynb,$(EXECDIR)/%.ipynb,$(NOTEBOOKS))
 
-.PHONY: install test check lint runs notebooks paper lab bench local-model clean help timings
+.PHONY: install test check lint runs notebooks paper lab docs bench local-model clean help timings
 
 help:
 	@echo "make paper   execute every notebook on the recorded runs in data/runs -> figures/ tables/"
@@ -24,6 +24,7 @@ help:
 	@echo "make timings measure make check, make test and make paper; rewrite the timing tables of the docs"
 	@echo "make runs    every experiment on TrekBench-Mini with the local model, replayed from data/runs"
 	@echo "make lab     start JupyterLab"
+	@echo "make docs    serve the documentation site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Trek needs Python >= 3.11, found " + sys.version.split()[0]'
@@ -102,6 +103,13 @@ lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
+# The documentation site (mkdocs-material; README.md is its front page) on http://127.0.0.1:8000
+# until Ctrl-C, rebuilt on every change; DOCS_FLAGS="-a 127.0.0.1:8001" passes more options.
+# `make test` builds it with --strict (tests/test_docs_blocks.py).
+DOCS_FLAGS ?=
+docs: $(STAMP)
+	$(BIN)/mkdocs serve $(DOCS_FLAGS)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --requests 1000 --concurrency 256 --latency 0.05 --json
 	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json
@@ -112,4 +120,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ctrl_assembly.py
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build site .pytest_cache

@@ -18,10 +18,10 @@ pytestmark = pytest.mark.slow
 
 
 def readme_command() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Large runs: `benchmarks/scale.py`", 1)[1]
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    section = text.split("## Large runs: `benchmarks/scale.py`", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    line = block.strip().splitlines()[0].split("#", 1)[0]
+    line = [ln for ln in block.strip().splitlines() if not ln.startswith("#")][0].split("#", 1)[0]
     return shlex.split(line)
 
 

@@ -1,5 +1,5 @@
 """The tasks trek/wild and trek/ctrl against the real inspect_ai wheel and the fake OpenAI server
-(no network): a small invented Wild (tests/_readme_run.py) and the recorded Ctrl build."""
+(no network): a small invented Wild (tests/_full_run_world.py) and the recorded Ctrl build."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _run(task, tmp_path, model, **kw):
 
 @pytest.mark.slow
 def test_wild_samples_carry_the_question_and_are_graded(fake_env, tmp_path):
-    from _readme_run import source_files
+    from _full_run_world import source_files
 
     from trek.datasets.common import LAYOUT
     from trek.inspect.tasks import wild

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from _import_script import script
 from _otel_traces import Run, Tool, Turn, langfuse_export, request, spans, write_jsonl
-from test_readme_import import script
 from typer.testing import CliRunner
 
 from trek import runs

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _import_script import EVALUATED, script
 from _trace_servers import TraceServer, mlflow_server, phoenix_server
-from test_readme_import import EVALUATED, script
 from typer.testing import CliRunner
 
 from trek import runs

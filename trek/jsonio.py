@@ -16,7 +16,7 @@ traceback, a hang or the machine's memory:
 * **finite numbers**: ``NaN``, ``Infinity`` and numbers that overflow to infinity (``1e400``) are
   refused where they are read.
 
-The limits are module constants, named in the errors; the README lists them under "Deviations
+The limits are module constants, named in the errors; docs/deviations.md lists them under "Deviations
 and choices".
 """
 

@@ -3,8 +3,8 @@
 Every function that picks a default file or folder (the LLM cache, the search cache, the page
 store, the data folders, ...) calls :func:`env_path` with the variable's name and its fallback,
 so each variable means the same everywhere: set and not empty, it wins (``~`` expanded); unset or
-empty, the fallback is used. :data:`PATH_VARIABLES` is the table of the variables (the README's
-"Environment variables" table lists the same).
+empty, the fallback is used. :data:`PATH_VARIABLES` is the table of the variables (docs/environment.md
+lists the same).
 """
 
 from __future__ import annotations

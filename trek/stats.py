@@ -337,8 +337,7 @@ def accuracy_ci_table(
         ``"micro"`` and ``"macro"``; index name ``"group"``) with columns
 
         * ``n`` (int): number of items; for ``"macro"`` the total number of items;
-        * ``k`` (nullable Int64): number of correct items; ``<NA>`` for ``"macro"``, which is
-          not a ratio of counts;
+        * ``k`` (nullable Int64): number of correct items; ``<NA>`` for ``"macro"`` (no ratio of counts);
         * ``accuracy`` (float): proportion in [0, 1] (not percent);
         * ``ci_low``, ``ci_high`` (float): interval bounds as proportions.
 

@@ -9,7 +9,7 @@
    question itself.
 
 Both receive the reference answers (judges may see them; the evaluated model never does). The
-pages are given as text from the page store rather than browsed (see the README's deviations).
+pages are given as text from the page store rather than browsed (see docs/deviations.md).
 Each reply is JSON; :func:`validate_key_evidence` and :func:`validate_match` read it or raise
 ``ValueError`` (which triggers a re-ask, and finally an ``unknown`` judgment).
 """

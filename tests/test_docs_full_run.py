@@ -1,20 +1,21 @@
-"""The README's "A full run, step by step" and the TrekTrace commands after it, run as written.
+"""docs/full-run.md's "A full run, step by step" and docs/trektrace.md's first commands, run as written.
 
-The commands are taken from README.md (the first ``bash`` block of each section), so the test fails
-when they drift. They run in a scratch copy of the repository (``make paper`` reads relative paths
-from the repository root, and the runs must not land in the real checkout) against:
+The commands are taken from those pages (the first ``bash`` block of each, marked ``# needs:`` for
+the reader: real servers, a key and the network), so the test fails when they drift. They run in a
+scratch copy of the repository (``make paper`` reads relative paths from the repository root, and
+the runs must not land in the real checkout) against:
 
-* two scripted fake OpenAI servers, standing for the README's two local servers: the evaluated
+* two scripted fake OpenAI servers, standing for the page's two local servers: the evaluated
   model at ``OPENAI_BASE_URL`` and the judges at ``TREK_JUDGE_BASE_URL`` (each refuses the other's
   model, so a call sent to the wrong endpoint fails the run);
 * a fake Tavily API (``TAVILY_BASE_URL``) and a fictional web served through ``httpx.MockTransport``
   (the page fetcher's transport hook);
 * pinned source files served on loopback: ``trek data download`` runs its real code with the pins
-  pointed at a small TrekBench-Wild-shaped data set (``tests/_readme_run.py``).
+  pointed at a small TrekBench-Wild-shaped data set (``tests/_full_run_world.py``).
 
-The only additions to the README's commands are test plumbing: ``--no-progress`` and, for ``make
-paper``, the notebooks the step-by-step's params file feeds (the others get no parameter from it,
-checked here, so they are the same as a plain ``make paper``, which nbval runs).
+No flag is added to the pages' commands; ``make paper`` runs only the notebooks the step-by-step's
+params file feeds (the others get no parameter from it, checked here, so they are the same as a
+plain ``make paper``, which nbval runs).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _readme_run import (
+from _full_run_world import (
     JUDGE,
     MODEL,
     PLANS,
@@ -56,10 +57,11 @@ README_URLS = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "TREK_JUDGE_BASE_U
 
 
 def readme_block(heading: str) -> str:
-    """The first ``bash`` block of the README section under ``heading``."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    return section.split("```bash\n", 1)[1].split("```", 1)[0]
+    """The first ``bash`` block of the docs page whose title is ``heading``."""
+    page = {"A full run, step by step": "full-run.md", "TrekTrace: attributing failures": "trektrace.md"}[heading]
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    assert text.startswith(f"# {heading}\n"), page
+    return text.split("```bash\n", 1)[1].split("```", 1)[0]
 
 
 def parse(block: str) -> list[tuple[str, list[str]]]:
@@ -195,8 +197,6 @@ def test_the_full_run_and_the_trektrace_commands_of_the_readme(tmp_path, monkeyp
 
         def run(args: list[str]) -> str:
             args = expand(args)
-            if args[0] in ("wild", "grade") or args[:2] == ["trace", "runs/qwen3-8b-tavily"]:
-                args = [*args, "--no-progress"]
             r = runner.invoke(app, args)
             assert r.exit_code == 0, (args, r.output)
             return r.output

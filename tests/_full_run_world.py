@@ -1,4 +1,4 @@
-"""A small, fictional TrekBench-Wild world for the README's "A full run, step by step" test.
+"""A small, fictional TrekBench-Wild world for the "A full run, step by step" test (docs/full-run.md).
 
 Six questions, two per source dataset, written in each dataset's own file format (FreshQA CSV,
 InfoDeepSeek JSON, SealQA parquet) with a few rows the paper's filters leave out; a web of pages

@@ -1,4 +1,4 @@
-"""README "Deviations and choices": every place it names to change a choice exists.
+"""docs/deviations.md, "Deviations and choices": every place it names to change a choice exists.
 
 Each row ends with where to change the choice: command-line options (``--flag``), dotted names in
 ``trek`` (``trek.report.trace.coverage_note``) and files (``trek/graders/verdict.py``). A renamed
@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def rows() -> list[list[str]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Deviations and choices\n", 1)[1].split("\n## ", 1)[0]
+    text = (REPO / "docs" / "deviations.md").read_text(encoding="utf-8")
+    section = text.split("# Deviations and choices\n", 1)[1].split("\n## ", 1)[0]
     out = []
     for line in section.splitlines():
         if line.startswith("| ") and not line.startswith("| what ") and not line.startswith("|---"):

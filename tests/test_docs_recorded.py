@@ -1,4 +1,4 @@
-"""The README's paragraph on the committed recording is checked against data/runs/README.md (which
+"""docs/recorded-runs.md's paragraph on the committed recording is checked against data/runs/README.md (which
 `make runs` writes): every percentage it states appears there, so a re-recording cannot leave the
 paragraph saying numbers the recording no longer shows."""
 
@@ -18,7 +18,7 @@ NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 
 def paragraph(readme: str) -> str:
     if START not in readme or END not in readme:
-        raise AssertionError(f"README.md has no {START} ... {END} block around its recorded-results paragraph")
+        raise AssertionError(f"docs/recorded-runs.md has no {START} ... {END} block around its recorded-results paragraph")
     return readme.split(START, 1)[1].split(END, 1)[0]
 
 
@@ -43,10 +43,10 @@ def test_the_checks_read_percentages_and_ranges():
 
 
 def test_every_percentage_of_the_readme_paragraph_is_in_the_recording():
-    text = paragraph((ROOT / "README.md").read_text(encoding="utf-8"))
+    text = paragraph((ROOT / "docs" / "recorded-runs.md").read_text(encoding="utf-8"))
     found = percentages(text)
     assert len(found) >= 8, "the paragraph states the recording's main percentages"
     recorded = recorded_numbers((ROOT / "data" / "runs" / "README.md").read_text(encoding="utf-8"))
     missing = [p for p in found if round(p, 1) not in recorded]
-    assert not missing, f"README.md's recorded-results paragraph states {missing} (%), which data/runs/README.md " \
+    assert not missing, f"docs/recorded-runs.md's recorded-results paragraph states {missing} (%), which data/runs/README.md " \
                         "does not show: update the paragraph from data/runs/README.md"
