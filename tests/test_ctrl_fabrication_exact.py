@@ -101,8 +101,19 @@ def test_dependent_edits_replace_every_mention_of_the_reference(wordllama):
         ("Ada Lind", "Bo Sten"), ("Lind", "Sten"), ("Ada", "Bo")]
 
 
+def test_a_count_named_by_its_ordinal_is_a_mention_and_is_edited_with_the_value():
+    q = Question(id="c", dataset="sealqa", question="How many times has she won the Classic?", answers=["5", "five"])
+    assert F.names_reference(q, "4", "https://f.example/2023/4-her-fifth-classic-win-f1", "Her 5th win", "") == [
+        "url: fifth", "title: 5th"]
+    mapping = F.dependent_map(q, "4")
+    assert F.map_text("Her fifth Classic win (5th; five in all)", mapping) == "Her fourth Classic win (4th; four in all)"
+    # "first" and "second" are too common to name a count; a value's own ordinal is no leak
+    one = q.model_copy(update={"answers": ["2"]})
+    assert F.reference_words(one, "3") == ["2"] and "fourth" not in F.reference_words(q, "4")
+
+
 @pytest.mark.parametrize("answers, value, words", [
-    (["17", "17 stations", "seventeen"], "15", ["17", "seventeen"]),  # a quantity: its numbers
+    (["17", "17 stations", "seventeen"], "15", ["17", "seventeenth", "17th", "seventeen"]),  # numbers, ordinals
     (["Sunniva Adeyemi-Hart", "Adeyemi-Hart"], "Bram Heskett", ["Sunniva", "Adeyemi-Hart", "Adeyemi", "Hart"]),
     (["Lanner-2", "Lanner 2"], "Lanner-1", ["Lanner-2"]),  # a word the value shares is no leak
     (["Norvale Mobile", "Norvale"], "Brightlink", ["Norvale", "Mobile"]),  # an option the question offers

@@ -569,7 +569,17 @@ _FUNCTION_WORDS = frozenset({"the", "a", "an", "of", "by", "and", "in", "on", "a
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                  "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_ORDINAL_WORDS = ["zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+                  "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
+                  "eighteenth", "nineteenth"]
+_TENS_ORDINALS = ["twentieth", "thirtieth", "fortieth", "fiftieth", "sixtieth", "seventieth", "eightieth", "ninetieth"]
+#: Ordinals below this name a count too often by accident ("the first rider", "second place") to
+#: count as a mention of a reference number; from it on (``third``, ``fifth``, ``11th``) they do.
+ORDINAL_FROM = 3
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[.,][0-9]+)*(?:[-'][A-Za-z0-9]+)*")
+
+
+_ORDINALS: set[str] = set()
 
 
 def _number_word(value: str) -> str | None:
@@ -581,6 +591,37 @@ def _number_word(value: str) -> str | None:
         return _NUMBER_WORDS[n]
     tens, unit = divmod(n, 10)
     return _TENS_WORDS[tens - 2] + (f"-{_NUMBER_WORDS[unit]}" if unit else "")
+
+
+def _int_of(word: str) -> int | None:
+    """The whole number a digit string or number word writes (0-99), else None."""
+    low = word.lower()
+    if low.isdigit():
+        return int(low)
+    for n in range(100):
+        if _number_word(str(n)) == low:
+            return n
+    return None
+
+
+def _ordinals(n: int | None, low: int = ORDINAL_FROM) -> list[str]:
+    """``5`` -> ``["fifth", "5th"]`` (from ``low`` to 99), else ``[]``."""
+    if n is None or not max(low, 1) <= n <= 99:
+        return []
+    if n < 20:
+        word = _ORDINAL_WORDS[n]
+    else:
+        tens, unit = divmod(n, 10)
+        word = _TENS_ORDINALS[tens - 2] if not unit else f"{_TENS_WORDS[tens - 2]}-{_ORDINAL_WORDS[unit]}"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return [word, f"{n}{suffix}"]
+
+
+def _ordinal_words() -> set[str]:
+    return {o for n in range(ORDINAL_FROM, 100) for o in _ordinals(n)}
+
+
+_ORDINALS.update(_ordinal_words())
 
 
 def _words(text: str) -> list[str]:
@@ -598,14 +639,16 @@ def _stems(text: str) -> set[str]:
 
 def _numeric(word: str) -> bool:
     """A number: digits (``17``, ``2.75``, ``61,482``) or a number word (``four``)."""
-    return bool(re.fullmatch(r"[0-9]+(?:[.,][0-9]+)*", word)) or word.lower() in _NUMBER_WORDS + _TENS_WORDS
+    return (bool(re.fullmatch(r"[0-9]+(?:[.,][0-9]+)*", word)) or word.lower() in _NUMBER_WORDS + _TENS_WORDS
+            or word.lower() in _ORDINALS)
 
 
 def reference_words(question: Question, value: str = "") -> list[str]:
     """The words that name ``question``'s reference answer, as an answer form writes them:
 
     * in a quantity (a form opening with a number: ``17 stations``, ``$2.75``, ``four times``)
-      its numbers alone, in any case (``17``, ``four``);
+      its numbers alone, in any case (``17``, ``four``), and a whole number's ordinals from
+      :data:`ORDINAL_FROM` on (``fifth``, ``5th`` of ``5``: "his fifth win" names the count);
     * in a name (``Dana Okafor``, ``Pellanor Vista 9``, ``Lanner-2``) its capitalized words and a
       hyphenated word's parts (``Adeyemi-Hart``, ``Adeyemi``, ``Hart``; ``Lanner-2``, ``Lanner``),
       matched with their capital: ``mobile operators`` is no mention of ``Norvale Mobile``; a word
@@ -617,6 +660,7 @@ def reference_words(question: Question, value: str = "") -> list[str]:
     if question.false_premise:
         return []
     mine = {p.lower() for w in _words(value) for p in [w, *_parts(w)]}
+    mine |= {o for w in list(mine) for o in _ordinals(_int_of(w))}
     asked = _stems(question.question)
     qtext = " ".join(_words(question.question)).lower()
     out: list[str] = []
@@ -634,6 +678,7 @@ def reference_words(question: Question, value: str = "") -> list[str]:
                 if quantity:
                     if _numeric(t) and low not in out:
                         out.append(low)
+                        out += [o for o in _ordinals(_int_of(t)) if o not in out and o not in mine]
                     continue
                 if not t[:1].isupper() or (t.isdigit()) or (low[:5] in asked and not offered):
                     continue
@@ -669,6 +714,11 @@ def dependent_map(question: Question, value: str) -> list[tuple[str, str]]:
             for t in [w, *_parts(w)]:
                 if t in names or (t.lower() in names and _numeric(t)):
                     out.setdefault(t, target)
+            if _numeric(ws[0]):  # a count's ordinals become the value's ("fifth" -> "fourth")
+                vn = next((_int_of(v) for v in vws if _int_of(v) is not None), None)
+                for old, new in zip(_ordinals(_int_of(w)), _ordinals(vn, low=1), strict=False):
+                    if old in names:
+                        out.setdefault(old, new)
     return sorted(out.items(), key=lambda kv: -len(kv[0]))
 
 
