@@ -21,6 +21,7 @@ for every title and caption ("n=7 fully traced; 2 incomplete (no gold page) left
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -49,6 +50,7 @@ __all__ = [
     "plot_model_search",
     "post_vs_upstream",
     "query_note",
+    "question_as_query_runs",
     "probe_answer_split",
     "probe_answer_note",
     "query_rank_sweep",
@@ -166,11 +168,12 @@ def _n(row: pd.Series) -> str:
     return f"n={int(row['cases'])}" + (f", {left} left out" if left else "")
 
 
-def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
+def plot_label_shares(table: pd.DataFrame, title: str, question_as_query: Sequence[str] = ()) -> plt.Figure:
     """One panel per run: a group of bars per label, one bar per dataset of the run (and ``all``),
     each dataset in its palette colour, each bar with its 95% Wilson interval over that dataset's
-    fully traced cases; a panel's title gives those ``n``. The legend lists every dataset drawn in
-    any panel."""
+    fully traced cases; a panel's title gives those ``n``, and says "question as query" for the
+    runs in ``question_as_query`` (:func:`question_as_query_runs`). The legend lists every dataset
+    drawn in any panel."""
     run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
     colour = colours("dataset", table.index.get_level_values(1))
     width = 4.4 * len(run_labels) + 0.6
@@ -185,7 +188,8 @@ def plot_label_shares(table: pd.DataFrame, title: str) -> plt.Figure:
             errors[str(ds)] = wilson_errors(k, n)
         grouped_bars(ax, LABELS, series, colour, errors=errors)
         per = ", ".join(f"{ds} {int(row['cases'])}" for ds, row in sub.iterrows() if ds != "all")
-        ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])})\nfully traced per dataset: {per}", fontsize=8)
+        query = "; question as query" if run in question_as_query else ""
+        ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])}{query})\nfully traced per dataset: {per}", fontsize=8)
         ax.set_ylim(0, 100)
         ax.tick_params(axis="x", rotation=30, labelsize=8)
         ax.set_xlabel("")
@@ -320,11 +324,15 @@ def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
 PROBE_STEPS = {"Interpretation": "gold_only_grade", "Distraction": "noise_grade"}
 
 
+def question_as_query_runs(run_dirs: dict[str, Path]) -> list[str]:
+    """The runs whose one query is the question itself (search-then-read, from ``run.json``)."""
+    return [label for label, d in run_dirs.items() if _system(runs.read_meta(d))[1].endswith("(search-then-read)")]
+
+
 def query_note(run_dirs: dict[str, Path]) -> str:
     """Which runs' queries were the question itself (search-then-read sends the question as its one
     query, so its Pre-retrieval/Retrieval split reads the question as the query); ``""`` when none."""
-    named = [label for label, d in run_dirs.items()
-             if _system(runs.read_meta(d))[1].endswith("(search-then-read)")]
+    named = question_as_query_runs(run_dirs)
     return ("" if not named else f"{', '.join(named)}: question as query (search-then-read sends the question "
             "itself, so its Pre-retrieval/Retrieval split judges the question as a query)")
 
