@@ -24,7 +24,7 @@ def inner(pytester, monkeypatch):
     monkeypatch.delenv("TREK_CHECK_DURATIONS", raising=False)
     monkeypatch.delenv("TREK_SLOW_SECONDS", raising=False)
     return lambda: pytester.runpytest_inprocess(
-        "-p", "_durations", "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"
+        "-p", "_durations", "-q", "-p", "no:cacheprovider", "-p", "no:phoenix", "-W", "ignore::pytest.PytestAssertRewriteWarning"
     )
 
 
