@@ -40,6 +40,7 @@ async def fan_out(
     postfix: Callable[[], str] | None = None,
     on_result: Callable[[int, R], None] | None = None,
     keep_results: bool = True,
+    total: int | None = None,
 ) -> list[R]:
     """Run ``fn`` on every item concurrently and return the results in input order.
 
@@ -57,17 +58,22 @@ async def fan_out(
             ``on_result`` and released (an empty list is returned), so memory does not grow
             with the number of jobs. With a ``limit``, at most ``limit`` jobs exist at a time
             (the next is started as one finishes), whatever ``keep_results``.
+        total: how many items ``items`` yields, when it is an iterator read as the jobs start
+            (with ``keep_results=False`` and a ``limit``, no item is held beyond the jobs in
+            flight); ``None``: ``items`` is made a list first (unless it is a sequence).
 
     Raises:
         The first exception any job raised, after every other job was cancelled and awaited.
     """
-    seq: Sequence[T] = items if isinstance(items, Sequence) else list(items)
-    results: list[Any] = [None] * len(seq) if keep_results else []
+    seq: Iterable[T] = items if isinstance(items, Sequence) or (total is not None and not keep_results) \
+        else list(items)
+    count = total if total is not None and not isinstance(seq, Sequence) else len(seq)  # type: ignore[arg-type]
+    results: list[Any] = [None] * count if keep_results else []
     sem = asyncio.Semaphore(limit) if limit else None
     if progress:
         from tqdm.auto import tqdm  # here: a run without a bar does not import it
 
-        bar: Any = tqdm(total=len(seq), desc=desc or None, unit=unit, leave=True, **bar_settings(tqdm))
+        bar: Any = tqdm(total=count, desc=desc or None, unit=unit, leave=True, **bar_settings(tqdm))
     else:
         bar = _NO_BAR
     show_postfix = postfix is not None and not bar.disable

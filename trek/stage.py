@@ -42,8 +42,13 @@ defines only its own logic by subclassing :class:`Stage`:
   what is left (an outer command's ledger, already held by a client, is kept);
 * **the tally** (:class:`StageTally`): records kept, made now, by status, and their errors;
   not the records (:meth:`StageTally.iter` reads them back from the file). Finished records are
-  encoded into the journal's buffer as they arrive and released, so a stage's memory is its
-  items and a small index per record, whatever the size of the records.
+  encoded into the journal's buffer as they arrive and released, so a stage's memory is a small
+  index per record, whatever the size of the records.
+
+Items come from a re-readable :class:`Source` (a list, or :class:`Reread` over a file read by
+offset): :func:`plan` reads it once (per item only its id and, for an item to run, its input key
+are kept) and :func:`execute` once more to start the items to run, as they start, so no item
+is held beyond those in flight.
 
 Clients: :func:`borrowed_cache` gives clients without a response cache the run's cache for the
 duration of a stage; :func:`synchronous` makes the synchronous twin of a stage's coroutine
@@ -60,11 +65,12 @@ import inspect
 import json
 import os
 import time
+from array import array
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
+from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -76,6 +82,8 @@ from trek.types import RecordError, describe_validation_error, iter_jsonl, subse
 
 __all__ = [
     "Slot",
+    "Source",
+    "Reread",
     "Stage",
     "StagePlan",
     "StageTally",
@@ -90,6 +98,7 @@ __all__ = [
 ]
 
 I = TypeVar("I")  # noqa: E741 - the item type
+I_co = TypeVar("I_co", covariant=True)
 R = TypeVar("R", bound=BaseModel)
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -284,55 +293,160 @@ class StageTally(Generic[R]):
         return [r for p in self.paths for r in self.iter(p)]
 
 
+class Source(Protocol[I_co]):
+    """A re-readable source of items: every call of ``__iter__`` yields the same items in the same
+    order (a list, a tuple, or :class:`Reread` over a file read by offset). The executor reads it a
+    bounded number of times (:func:`plan` once, :func:`execute` twice) and keeps no item."""
+
+    def __iter__(self) -> Iterator[I_co]: ...
+
+
+class Reread(Generic[T]):
+    """A :class:`Source` made of a factory of iterators: ``iter(source)`` calls ``factory()``
+    afresh each time, so the items are made while they are read and none is kept. ``length``
+    (when known) is what ``len()`` gives."""
+
+    def __init__(self, factory: Callable[[], Iterable[T]], length: int | None = None):
+        self.factory, self.length = factory, length
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.factory())
+
+    def __len__(self) -> int:
+        if self.length is None:
+            return sum(1 for _ in self)
+        return self.length
+
+    def __bool__(self) -> bool:
+        return self.length != 0 if self.length is not None else next(iter(self), _END) is not _END
+
+
+_END = object()
+
+
 @dataclass
 class StagePlan(Generic[I, R]):
     """What a stage would do now: the finished records it keeps (by slot, as their
     :class:`Head`) and the items it runs. Dry runs use the same plan as :func:`execute`, so an
-    estimate sees exactly the work. ``heads``: per record file, every record it holds."""
+    estimate sees exactly the work. ``heads``: per record file, every record it holds.
 
-    slots: list[Slot]
+    The plan keeps no item: per item only its id (``files``, by record file, in the items' order)
+    and, for an item to run, its input key (``keys``); :attr:`jobs` and :attr:`todo` read the
+    items again from the source."""
+
     files: dict[Path, list[str]]
     heads: dict[Path, dict[str, Head]]
     kept: dict[Slot, Head]
-    jobs: list[tuple[I, Slot, str]]
+    #: per record file, the input key of each item to run, by id
+    keys: dict[Path, dict[str, str]]
+    source: Any = None
     #: per record file, the id of each of its lines as found (to tell whether it needs compaction)
     lines: dict[Path, list[str] | None] = field(default_factory=dict)
+    #: per item, the index of its record file in ``files`` (the items' order across files)
+    order: array[int] = field(default_factory=lambda: array("I"))
+    n_kept: int = 0
+
+    @property
+    def items(self) -> int:
+        return len(self.order)
+
+    @property
+    def runs(self) -> int:
+        """How many items the stage runs."""
+        return sum(len(k) for k in self.keys.values())
+
+    @property
+    def slots(self) -> list[Slot]:
+        """Every item's slot, in the items' order."""
+        return list(_slots(self.files, self.order))
+
+    def iter_jobs(self) -> Iterator[tuple[I, Slot, str]]:
+        """The items to run with their slot and input key, read again from the source."""
+        for it, s in _with_slots(self.source, self._stage):
+            key = self.keys.get(s.path, {}).get(s.id)
+            if key is not None:
+                yield it, s, key
+
+    @property
+    def jobs(self) -> list[tuple[I, Slot, str]]:
+        return list(self.iter_jobs())
 
     @property
     def todo(self) -> list[I]:
-        return [it for it, _, _ in self.jobs]
+        return [it for it, _, _ in self.iter_jobs()]
+
+    _stage: Any = None
 
 
-def plan(stage: Stage[I, R], items: Sequence[I], outputs: Iterable[str | os.PathLike[str]] = ()) -> StagePlan[I, R]:
-    """Which of ``items`` the stage keeps from its record files and which it must run (see
-    :func:`execute`); reads the files, calls nothing."""
-    slots = [stage.slot(it) for it in items]
-    seen: set[Slot] = set()
-    for s in slots:
-        if s in seen:
-            raise ValueError(f"{s.path}: two items would write record {s.id!r}")
-        seen.add(s)
-    files: dict[Path, list[str]] = {Path(p): [] for p in outputs}
-    for s in slots:
-        files.setdefault(s.path, []).append(s.id)
-    scans = {p: _scan(stage, p) for p in files}
-    heads = {p: sc.heads for p, sc in scans.items()}
+def _with_slots(items: Iterable[I], stage: Stage[I, Any]) -> Iterator[tuple[I, Slot]]:
+    for it in items:
+        yield it, stage.slot(it)
+
+
+def _slots(files: dict[Path, list[str]], order: Iterable[int]) -> Iterator[Slot]:
+    paths = list(files)
+    at = [0] * len(paths)
+    for fi in order:
+        p = paths[fi]
+        yield Slot(p, files[p][at[fi]])
+        at[fi] += 1
+
+
+def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.PathLike[str]] = (), *,
+         keep: bool = True, on_path: Callable[[Path], None] | None = None) -> StagePlan[I, R]:
+    """Which of ``items`` (a re-readable :class:`Source`, e.g. a list) the stage keeps from its
+    record files and which it must run (see :func:`execute`); reads the files, calls nothing.
+    One pass over ``items``; a record file is read when its first item (or output) names it.
+    ``keep``: fill :attr:`StagePlan.kept` (``False``: only count, :attr:`StagePlan.n_kept`);
+    ``on_path(path)`` is called before a record file is first read (the executor locks its folder)."""
+    files: dict[Path, list[str]] = {}
+    index: dict[Path, int] = {}
+    seen: dict[Path, set[str]] = {}
+    scans: dict[Path, _Scan] = {}
+    keys: dict[Path, dict[str, str]] = {}
     kept: dict[Slot, Head] = {}
-    jobs: list[tuple[I, Slot, str]] = []
-    for it, s in zip(items, slots, strict=True):
+    order: array[int] = array("I")
+    n_kept = 0
+
+    def open_file(path: Path) -> None:
+        if on_path is not None:
+            on_path(path)
+        index[path] = len(files)
+        files[path], seen[path], keys[path] = [], set(), {}
+        scans[path] = _scan(stage, path)
+
+    for p in outputs:
+        if Path(p) not in index:
+            open_file(Path(p))
+    for it in items:
+        s = stage.slot(it)
+        if s.path not in index:
+            open_file(s.path)
+        ids = seen[s.path]
+        if s.id in ids:
+            raise ValueError(f"{s.path}: two items would write record {s.id!r}")
+        ids.add(s.id)
+        files[s.path].append(s.id)
+        order.append(index[s.path])
         key = stage.input_key(it)
-        old = heads[s.path].get(s.id)
+        old = scans[s.path].heads.get(s.id)
         if old is not None and old.final and old.key == key:
-            kept[s] = old
+            n_kept += 1
+            if keep:
+                kept[s] = old
         else:
-            jobs.append((it, s, key))
-    return StagePlan(slots, files, heads, kept, jobs,
-                     {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()})
+            keys[s.path][s.id] = key
+    del seen
+    out: StagePlan[I, R] = StagePlan(files, {p: sc.heads for p, sc in scans.items()}, kept, keys, items,
+                                     {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()},
+                                     order, n_kept)
+    out._stage = stage
+    return out
 
 
 async def execute(
     stage: Stage[I, R],
-    items: Sequence[I],
+    items: Iterable[I],
     *,
     outputs: Iterable[str | os.PathLike[str]] = (),
     limit: int | None = None,
@@ -354,18 +468,27 @@ async def execute(
     from trek.llm.ledger import spending
 
     outputs = [Path(p) for p in outputs]
-    dirs = sorted({p.parent for p in outputs} | {stage.slot(it).path.parent for it in items})
     with contextlib.ExitStack() as stack:
-        if lock:
-            for d in dirs:
+        locked: set[Path] = set()
+
+        def lock_dir(d: Path) -> None:
+            if lock and d not in locked:
+                locked.add(d)
                 stack.enter_context(run_lock(d))
+
+        for d in sorted({p.parent for p in outputs}):
+            lock_dir(d)
         if ledger is not None:
             stack.enter_context(spending(stage.llm_clients(), ledger, budget_usd))
-        p_ = plan(stage, items, outputs)
-        files, slots, todo = p_.files, p_.slots, p_.jobs
+        # one pass over the items: their ids and input keys (the records files read as they are named)
+        p_ = plan(stage, items, outputs, keep=False, on_path=lambda p: lock_dir(p.parent))
+        files, order = p_.files, p_.order
         heads, lines = p_.heads, p_.lines  # the plan's index, updated as records are made
-        tally: StageTally[R] = StageTally(items=len(items), kept=len(p_.kept),
+        n_todo = p_.runs
+        tally: StageTally[R] = StageTally(items=p_.items, kept=p_.n_kept,
                                           paths={p: stage.record for p in files})
+        # the second pass: the items to run, read again from the source
+        todo = p_.iter_jobs() if n_todo else iter(())
         del p_
 
         def contents(path: Path) -> list[str]:
@@ -434,7 +557,7 @@ async def execute(
 
         try:
             await fan_out(todo, one, limit=limit, desc=stage.name, unit=stage.unit, progress=progress,
-                          postfix=postfix, on_result=done, keep_results=False)
+                          postfix=postfix, on_result=done, keep_results=False, total=n_todo)
         except BaseException:
             try:
                 checkpoint()
@@ -447,8 +570,8 @@ async def execute(
             raise
         checkpoint()
         compact()
-        tally.made = len(todo)
-        for s in slots:
+        tally.made = n_todo
+        for s in _slots(files, order):
             h = heads[s.path].get(s.id)
             if h is None:  # pragma: no cover - every item has a record after fan_out
                 continue
