@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path, spending
 from trek.roles import make_judge
 from trek.runs import default_cache_path
-from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
+from trek.stage import Reread, Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Grade, Question, RecordError, Trajectory, iter_jsonl
 
@@ -192,10 +193,10 @@ class GradeStage(Stage[tuple[Question, Trajectory], Grade]):
 
 @dataclass
 class _Plan:
-    """What grading a run covers: the question set, the answers to grade and those left out."""
+    """What grading a run covers: the answers to grade (a re-readable source of
+    ``(question, slim answer)``, each read by offset when it is needed) and those left out."""
 
-    questions: dict[str, Question]
-    items: list[tuple[Question, Trajectory]]
+    items: Any
     pending_answers: list[str]
     unanswered: list[str]
 
@@ -205,24 +206,42 @@ def graders_forced() -> str | None:
     return _forced.get()
 
 
+#: :func:`_plan`'s tags of an answer in its index: answered, pending (255: no answer)
+_ANSWERED, _PENDING = 0, 1
+
+
 def _plan(rd: Path, judge: Any = None) -> _Plan:
-    questions = runs.load_questions(rd)
-    # grading reads of an answer only its status and final answer: each line is validated, then
-    # only a slim copy is kept (runs.slim_answer), so a large run's trajectories are not in memory
-    answers = {t.question_id: runs.slim_answer(t) for t in runs.iter_answers(rd, questions)}
-    plan = _Plan(questions, [], [], [])
-    for qid, q in questions.items():
-        t = answers.pop(qid, None)
-        if t is None:
+    # the questions and answers are indexed, not loaded: per question the offsets of its line and
+    # of its answer's last line; a question and its answer (a slim copy, runs.slim_answer: grading
+    # reads only its status and final answer) are read again when the stage reaches them
+    ids, questions = runs.index_questions(rd)
+    answers = runs.index_records(rd, runs.ANSWERS, Trajectory, ids,
+                                 tag=lambda t: _PENDING if t.status == "pending" else _ANSWERED)
+    plan = _Plan(None, [], [])
+    for qid, n in ids.items():
+        tag = answers.tags[n]
+        if tag == 255:
             plan.unanswered.append(qid)
-        elif t.status == "pending":
+        elif tag == _PENDING:
             plan.pending_answers.append(qid)
-        else:
-            plan.items.append((q, t))
-    for q, _ in plan.items:
+    del ids
+    graded_numbers = array("q", (n for n in range(len(questions)) if answers.tags[n] == _ANSWERED))
+
+    def read_questions() -> Iterator[Question]:
+        with questions.reader() as read:
+            for n in graded_numbers:
+                yield read(n)
+
+    def read_items() -> Iterator[tuple[Question, Trajectory]]:
+        with questions.reader() as read_q, answers.reader() as read_a:
+            for n in graded_numbers:
+                yield read_q(n), runs.slim_answer(read_a(n))
+
+    for q in read_questions():
         grader_for(q)  # a question without a grader fails before any call
     if judge is not None:  # the exact judge refuses a question it has no annotations for, before any grade
-        judge.prepare(rd, [q for q, _ in plan.items])
+        judge.prepare(rd, Reread(read_questions, len(graded_numbers)))
+    plan.items = Reread(read_items, len(graded_numbers))
     return plan
 
 

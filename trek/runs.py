@@ -548,6 +548,105 @@ def iter_checked(path: PathLike, model: type[M], questions: Container[str] | Non
         yield line, rec
 
 
+class LineIndex:
+    """Where records are in a JSONL record file: per record, the byte offset and length of its
+    line (and a small integer tag, e.g. a status code), in arrays, so that a large file is indexed
+    in a few dozen bytes per record and a record is read again, validated, only when it is needed
+    (:meth:`read`, one ``pread``). Records are numbered in the order they are added."""
+
+    def __init__(self, path: PathLike, model: type[Any]):
+        from array import array
+
+        self.path, self.model = Path(path), model
+        self.offsets, self.lengths, self.tags = array("q"), array("q"), bytearray()
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add(self, offset: int, length: int, tag: int = 0) -> int:
+        self.offsets.append(offset)
+        self.lengths.append(length)
+        self.tags.append(tag)
+        return len(self.offsets) - 1
+
+    def set(self, n: int, offset: int, length: int, tag: int = 0) -> None:
+        self.offsets[n], self.lengths[n], self.tags[n] = offset, length, tag
+
+    def read(self, n: int, fd: int | None = None) -> Any:
+        """Record ``n`` read again from the file and validated (``fd``: the file, already open)."""
+        from trek.jsonio import loads
+
+        own = fd is None
+        if own:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            blob = os.pread(fd, self.lengths[n], self.offsets[n])  # type: ignore[arg-type]
+        finally:
+            if own:
+                os.close(fd)  # type: ignore[arg-type]
+        if len(blob) != self.lengths[n]:
+            raise RecordError(self.path, None, f"changed while it was read (a line at byte {self.offsets[n]} is gone)")
+        try:
+            return self.model.model_validate(loads(blob.decode("utf-8"), self.path))
+        except ValidationError as e:  # pragma: no cover - every line was validated when it was indexed
+            raise RecordError(self.path, None, f"{self.model.__name__}: {describe_validation_error(e)}") from None
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Any]:
+        """``read(n)`` with the file kept open for the block."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            yield lambda n: self.read(n, fd)
+        finally:
+            os.close(fd)
+
+
+def index_questions(run_dir: PathLike) -> tuple[dict[str, int], LineIndex]:
+    """The run's question set indexed, not loaded: each id's number (file order) and where its
+    line is; every line is validated (a repeated id is an error naming its line, as
+    :func:`load_questions`). ``index.read(n)`` gives question ``n``."""
+    from trek.jsonio import iter_jsonl_spans
+
+    path = _dir(run_dir) / QUESTIONS
+    ids: dict[str, int] = {}
+    index = LineIndex(path, Question)
+    for line, offset, length, obj in iter_jsonl_spans(path, torn_tail=False):
+        try:
+            q = Question.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, line, f"Question: {describe_validation_error(e)}") from None
+        if q.id in ids:
+            raise RecordError(path, line, f"field 'id': duplicate question id {q.id!r}")
+        ids[q.id] = index.add(offset, length)
+    return ids, index
+
+
+def index_records(run_dir: PathLike, name: str, model: type[Any], questions: Mapping[str, int],
+                  tag: Any = lambda rec: 0) -> LineIndex:
+    """A record file of the run (``answers.jsonl``, ``grades.jsonl``) indexed by question
+    number: record ``n`` is the last line for question ``n`` (``tags[n]`` is ``tag(record)``, 0-254;
+    255 and a length of 0: no record). Every line is validated, and a record of an unknown
+    question id is an error naming its line (as :func:`iter_answers`)."""
+    from trek.jsonio import iter_jsonl_spans
+
+    path = _dir(run_dir) / name
+    index = LineIndex(path, model)
+    for _ in range(len(questions)):
+        index.add(0, 0, 255)
+    if not path.exists():
+        return index
+    for line, offset, length, obj in iter_jsonl_spans(path, torn_tail=True):
+        try:
+            rec = model.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, line, f"{model.__name__}: {describe_validation_error(e)}") from None
+        n = questions.get(rec.question_id)
+        if n is None:
+            raise RecordError(path, line, f"field 'question_id': {rec.question_id!r} is not in {QUESTIONS}")
+        index.set(n, offset, length, tag(rec))
+    return index
+
+
 def _by_question(path: Path, model: type[Any], questions: Mapping[str, Question] | None) -> dict[str, Any]:
     return {rec.question_id: rec for _, rec in iter_checked(path, model, questions)}
 

@@ -10,9 +10,11 @@ run files are read, through :mod:`trek.runs`.
 from __future__ import annotations
 
 import os
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from trek import runs
 from trek.pages import normalize_url
@@ -104,11 +106,17 @@ class TraceInput:
 
 @dataclass
 class Selection:
-    """The cases to trace and how many questions were left out, by reason."""
+    """The cases to trace and how many questions were left out, by reason.
 
-    cases: list[TraceInput]
+    ``cases`` is a re-readable source (:class:`trek.stage.Reread`): each pass over it reads every
+    case's question, answer and grade again by offset, so a large run's cases are never all in
+    memory; ``len(cases)`` is their number. ``audit(i)`` says whether case ``i`` (selection order)
+    is marked for the audit judges (:attr:`TraceInput.audit`)."""
+
+    cases: Any
     skipped: Counter[str]
     total: int
+    audit: Callable[[int], bool] = field(default=lambda i: False)
 
     def describe(self) -> str:
         parts = [f"{len(self.cases)} failed case(s) of {self.total} question(s)"]
@@ -126,42 +134,62 @@ def select_cases(
     that are ``ungraded`` or whose answer is ``pending``/``missing``, and failures without gold
     URLs (``no_gold_urls``: nothing to test retrieval or probe with).
     """
-    questions = runs.load_questions(run_dir)
-    # grades, then answers, line by line; a case keeps a slim copy of its trajectory and grade
-    # (what tracing reads), so a large run's trajectories are never all in memory
-    grades: dict[str, Grade] = {
-        g.question_id: Grade.model_construct(question_id=g.question_id, outcome=g.outcome)
-        for g in runs.iter_grades(run_dir, questions)
-    }
-    status: dict[str, str] = {}
-    built: dict[str, TraceInput] = {}
-    for t in runs.iter_answers(run_dir, questions):
-        qid = t.question_id
-        status[qid] = t.status
-        g = grades.get(qid)
-        q = questions[qid]
-        if t.status != "pending" and g is not None and g.outcome in outcomes and q.gold_urls:
-            case = TraceInput.build(q, t, g)
-            case.trajectory = runs.slim_answer(t)
-            built[qid] = case
-        else:
-            built.pop(qid, None)
-        del t
-    cases: list[TraceInput] = []
+    from trek.stage import Reread
+
+    # the questions, grades and answers are indexed, not loaded (per question where its lines are,
+    # the grade's outcome and whether the answer is pending); a case is built when a pass over
+    # the selection reaches it, from its lines read again, with a slim copy of its trajectory and
+    # grade (what tracing reads)
+    ids, questions = runs.index_questions(run_dir)
+    kinds: dict[str, int] = {}
+
+    def outcome_code(g: Grade) -> int:
+        if g.outcome not in kinds:
+            if len(kinds) >= 254:  # pragma: no cover - Grade.outcome is one of a few literals
+                raise ValueError(f"too many grade outcomes: {sorted(kinds)}")
+            kinds[g.outcome] = len(kinds)
+        return kinds[g.outcome]
+
+    grades = runs.index_records(run_dir, runs.GRADES, Grade, ids, tag=outcome_code)
+    answers = runs.index_records(run_dir, runs.ANSWERS, Trajectory, ids,
+                                 tag=lambda t: 1 if t.status == "pending" else 0)
+    names = {v: k for k, v in kinds.items()}
+    wanted = {kinds[o] for o in outcomes if o in kinds}
     skipped: Counter[str] = Counter()
-    for qid, q in questions.items():
-        st = status.get(qid)
-        g = grades.get(qid)
-        if st is None:
-            skipped["missing_answer"] += 1
-        elif st == "pending":
-            skipped["pending_answer"] += 1
-        elif g is None:
-            skipped["ungraded"] += 1
-        elif g.outcome not in outcomes:
-            skipped[g.outcome] += 1
-        elif not q.gold_urls:
-            skipped["no_gold_urls"] += 1
-        else:
-            cases.append(built.pop(qid))
-    return Selection(cases=cases, skipped=skipped, total=len(questions))
+    chosen = array("q")
+    with questions.reader() as read_q:
+        for n in range(len(questions)):
+            st, g = answers.tags[n], grades.tags[n]
+            if st == 255:
+                skipped["missing_answer"] += 1
+            elif st == 1:
+                skipped["pending_answer"] += 1
+            elif g == 255:
+                skipped["ungraded"] += 1
+            elif g not in wanted:
+                skipped[names[g]] += 1
+            elif not read_q(n).gold_urls:
+                skipped["no_gold_urls"] += 1
+            else:
+                chosen.append(n)
+    del ids
+
+    def read_cases() -> Iterator[TraceInput]:
+        with questions.reader() as read_q, answers.reader() as read_a:
+            for n in chosen:
+                t = read_a(n)
+                q = read_q(n)
+                case = TraceInput.build(q, t, Grade.model_construct(question_id=q.id, outcome=names[grades.tags[n]]))
+                case.trajectory = runs.slim_answer(t)
+                del t
+                yield case
+
+    selection = Selection(cases=None, skipped=skipped, total=len(questions))
+
+    def marked() -> Iterator[TraceInput]:
+        for i, case in enumerate(read_cases()):
+            case.audit = selection.audit(i)
+            yield case
+
+    selection.cases = Reread(marked, len(chosen))
+    return selection

@@ -483,8 +483,7 @@ def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], played: li
     """The cases to trace (marked for the audit judges), and the exact side when the exact judge
     plays ``played``: refused before any call when the annotations cannot answer."""
     selection = select_cases(rd, outcomes)
-    for i, case in enumerate(selection.cases):
-        case.audit = bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
+    selection.audit = lambda i: bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
     if played:
         config.exact = exact.for_trace(config.role(played[0]).client, config.store, rd, played)
         config.exact.check(selection.cases, diagnostic="diagnostic" in played,
