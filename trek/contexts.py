@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +34,8 @@ from trek.templates import register, template, template_version
 from trek.types import DocumentRole, Record, RecordError, describe_validation_error, iter_json_lines
 
 __all__ = [
+    "ContextFile",
+    "ContextsOf",
     "VERSION",
     "FORMAT",
     "DOCUMENT_TEMPLATE",
@@ -240,3 +242,107 @@ def read_contexts(path: str | os.PathLike[str], *, check_rendering: bool = False
             _check_rendering(path, line, ctx, renderer)
         out.append(ctx)
     return out
+
+
+class ContextFile:
+    """``contexts.jsonl`` indexed, not loaded: one pass validates every line as
+    :func:`read_contexts` does (same errors) and keeps per context only where its line is, its
+    question id and its condition. Iterating it (every context in file order) or a condition's
+    :meth:`of` reads each context again by offset, one at a time, so a grid over a large file
+    holds no context beyond those in use. Documents without ``text`` (format 1) get it from
+    ``rendered`` on every read."""
+
+    def __init__(self, path: str | os.PathLike[str], *, check_rendering: bool = False):
+        from array import array
+
+        from trek.jsonio import iter_jsonl_spans
+
+        self.path = os.fspath(path)
+        self.offsets, self.lengths = array("q"), array("q")
+        self.question_ids: list[str] = []
+        self.conditions: dict[str, array[int]] = {}
+        seen: set[tuple[str, str]] = set()
+        renderer: Renderer | None = None
+        for line, offset, length, obj in iter_jsonl_spans(path):
+            try:
+                ctx = Context.model_validate(obj)
+            except ValidationError as e:
+                raise RecordError(path, line, f"Context: {describe_validation_error(e)}") from None
+            del obj
+            if sha256_of(ctx.rendered) != ctx.sha256:
+                raise RecordError(path, line,
+                                  f"field 'sha256' does not match 'rendered' ({ctx.question_id} {ctx.condition})")
+            key = (ctx.question_id, ctx.condition)
+            if key in seen:
+                raise RecordError(path, line, f"repeated context for {ctx.question_id} {ctx.condition}")
+            seen.add(key)
+            if check_rendering or any(d.text is None for d in ctx.documents):
+                renderer = renderer or Renderer()
+                _check_rendering(path, line, ctx, renderer)
+            cond = self.conditions.setdefault(ctx.condition, array("q"))
+            cond.append(len(self.offsets))
+            self.offsets.append(offset)
+            self.lengths.append(length)
+            self.question_ids.append(ctx.question_id)
+            del ctx
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self) -> Iterator[Context]:
+        return self.read_many(range(len(self)))
+
+    def read_many(self, numbers: Iterable[int]) -> Iterator[Context]:
+        """Contexts ``numbers`` (file order numbers), read again one at a time."""
+        from trek.jsonio import loads
+
+        renderer: Renderer | None = None
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            for n in numbers:
+                blob = os.pread(fd, self.lengths[n], self.offsets[n])
+                if len(blob) != self.lengths[n]:
+                    raise RecordError(self.path, None, f"changed while it was read (a line at byte {self.offsets[n]} "
+                                      "is gone)")
+                ctx = Context.model_validate(loads(blob.decode("utf-8"), self.path))
+                if any(d.text is None for d in ctx.documents):
+                    renderer = renderer or Renderer()
+                    texts = _texts_from_rendered(ctx, renderer)
+                    if texts is None:  # pragma: no cover - the index pass checked it
+                        raise RecordError(self.path, None, f"{ctx.question_id} {ctx.condition}: changed while read")
+                    for d, t in zip(ctx.documents, texts, strict=True):
+                        d.text = t
+                yield ctx
+        finally:
+            os.close(fd)
+
+    def of(self, condition: str) -> ContextsOf:
+        """The contexts of ``condition`` (file order), a re-readable source."""
+        return ContextsOf(self, condition)
+
+
+class ContextsOf:
+    """The contexts of one condition of a :class:`ContextFile` (re-readable; ``len`` without reading)."""
+
+    def __init__(self, file: ContextFile, condition: str):
+        self.file, self.condition = file, condition
+
+    def _numbers(self) -> Sequence[int]:
+        return self.file.conditions.get(self.condition, ())  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self._numbers())
+
+    def __iter__(self) -> Iterator[Context]:
+        return self.file.read_many(self._numbers())
+
+    def question_ids(self) -> list[str]:
+        return [self.file.question_ids[n] for n in self._numbers()]
+
+
+def open_contexts(path: str | os.PathLike[str], *, check_rendering: bool = False) -> ContextFile | list[Context]:
+    """``contexts.jsonl`` for a grid: indexed (:class:`ContextFile`), or read whole
+    (:func:`read_contexts`) when gzipped (a compressed file cannot be read by offset)."""
+    if os.fspath(path).lower().endswith(".gz"):
+        return read_contexts(path, check_rendering=check_rendering)
+    return ContextFile(path, check_rendering=check_rendering)

@@ -13,6 +13,7 @@ through the run's LLM cache (``llm-cache.sqlite`` or ``$TREK_CACHE``).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 from array import array
@@ -324,10 +325,10 @@ def iter_judge_requests(
     with _grading_context(rd, judge, prompts_dir):
         rec = RecordingClient(judge, use_cache=use_cache)
         stage = GradeStage(rd, rec, settings)  # type: ignore[arg-type]
-        todo = stage_plan(stage, _plan(rd).items).todo
-        for at in range(0, len(todo), JUDGE_REQUEST_CHUNK):
-            part = todo[at:at + JUDGE_REQUEST_CHUNK]
-            run_sync(agrade_many([(q, t.final_answer) for q, t in part], rec, progress=False, **settings))
+        jobs = stage_plan(stage, _plan(rd).items, keep=False).iter_jobs()  # the items read again, not kept
+        while part := [(q, t.final_answer) for (q, t), _, _ in itertools.islice(jobs, JUDGE_REQUEST_CHUNK)]:
+            run_sync(agrade_many(part, rec, progress=False, **settings))
+            del part
             recorded, rec.recorded = rec.recorded, []
             yield from recorded
             del recorded

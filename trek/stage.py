@@ -436,7 +436,7 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
                 kept[s] = old
         else:
             keys[s.path][s.id] = key
-    del seen
+    seen.clear()  # the duplicate check is done: its sets go
     out: StagePlan[I, R] = StagePlan(files, {p: sc.heads for p, sc in scans.items()}, kept, keys, items,
                                      {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()},
                                      order, n_kept)

@@ -19,19 +19,20 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trek import runs as R
 from trek.contexts import Context as CtxRecord
+from trek.contexts import ContextFile, ContextsOf
 from trek.llm.client import LLMClient
 from trek.llm.estimate import Estimate
 from trek.llm.usage import PriceTable
 from trek.rag import METHODS, Method
 from trek.rag.answer import MethodOutput
-from trek.stage import Slot, Stage, StagePlan, digest, execute, run_lock, synchronous
+from trek.stage import Reread, Slot, Stage, StagePlan, digest, execute, run_lock, synchronous
 from trek.stage import plan as stage_plan
 from trek.types import Question, RunMeta, Trajectory
 
@@ -80,11 +81,20 @@ def plan_grid(model: str, methods: Sequence[str], conditions: Sequence[str], run
     return cells
 
 
-def _contexts_by_condition(contexts: Iterable[CtxRecord]) -> dict[str, list[CtxRecord]]:
+def _contexts_by_condition(contexts: Iterable[CtxRecord]) -> dict[str, Any]:
+    """The contexts of each condition (file order): a list each, or for a :class:`ContextFile`
+    a re-readable view of its contexts read by offset (:meth:`ContextFile.of`)."""
+    if isinstance(contexts, ContextFile):
+        return {cond: contexts.of(cond) for cond in contexts.conditions}
     out: dict[str, list[CtxRecord]] = {}
     for c in contexts:
         out.setdefault(c.condition, []).append(c)
     return out
+
+
+def _question_ids(ctxs: Any) -> list[str]:
+    """The question ids of one condition's contexts (from the index when it is a view)."""
+    return ctxs.question_ids() if isinstance(ctxs, ContextsOf) else [c.question_id for c in ctxs]
 
 
 class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
@@ -137,10 +147,16 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
         return [self.client]
 
 
-def _jobs(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]],
-          questions: Mapping[str, Question]) -> list[tuple[Cell, Question, CtxRecord]]:
-    """Every (cell, question, context) of the grid, in cell then context order."""
-    return [(cell, questions[c.question_id], c) for cell in cells for c in by_cond.get(cell.condition, [])]
+def _jobs(cells: Sequence[Cell], by_cond: Mapping[str, Any],
+          questions: Mapping[str, Question]) -> Reread[tuple[Cell, Question, CtxRecord]]:
+    """Every (cell, question, context) of the grid, in cell then context order: a re-readable
+    source (each pass reads the contexts again when they come from a :class:`ContextFile`)."""
+    def jobs() -> Iterator[tuple[Cell, Question, CtxRecord]]:
+        for cell in cells:
+            for c in by_cond.get(cell.condition, []):
+                yield cell, questions[c.question_id], c
+
+    return Reread(jobs, sum(len(by_cond.get(cell.condition, [])) for cell in cells))
 
 
 def _grid_plan(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]], methods: Mapping[str, Method],
@@ -286,7 +302,7 @@ def _check_previous(cell: Cell, previous: RunMeta | None, client: LLMClient, met
 
 
 async def arun_ctrl(
-    contexts: Sequence[CtxRecord],
+    contexts: Iterable[CtxRecord],
     questions: Mapping[str, Question],
     runs_root: str | os.PathLike[str],
     client: LLMClient,
@@ -314,7 +330,7 @@ async def arun_ctrl(
     missing_c = [c for c in conditions if c not in by_cond]
     if missing_c:
         raise ValueError(f"no context for condition(s) {missing_c}; the file has {sorted(by_cond)}")
-    missing_q = sorted({c.question_id for c in contexts if c.condition in conditions} - set(questions))
+    missing_q = sorted({q for cond in conditions for q in _question_ids(by_cond[cond])} - set(questions))
     if missing_q:
         raise ValueError(f"no question record for {len(missing_q)} context(s), e.g. {missing_q[:3]}")
     cells = plan_grid(model, list(methods), conditions, runs_root, all_methods_on_gold=all_methods_on_gold)
@@ -330,7 +346,7 @@ async def arun_ctrl(
             method = methods[cell.method]
             previous = R.read_meta(cell.run_dir)
             _check_previous(cell, previous, client, method, params)
-            R.write_records(cell.run_dir, R.QUESTIONS, [questions[c.question_id] for c in ctxs])
+            R.write_records(cell.run_dir, R.QUESTIONS, (questions[q] for q in _question_ids(ctxs)))
             R.write_meta(cell.run_dir, _meta(cell, client, method, params, len(ctxs), previous, extra))
         summary.watch(client)
         scorers = {id(m.scorer): m.scorer for m in methods.values() if getattr(m, "scorer", None) is not None}

@@ -148,7 +148,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
         graders,
         templates,
     )
-    from trek.contexts import read_contexts
+    from trek.contexts import open_contexts
     from trek.llm.cache import LLMCache
     from trek.llm.ledger import spending as ledger_for
     from trek.llm.usage import PriceTable
@@ -168,7 +168,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
     rd = R.RunDir(runs)
     with templates.prompts_folder(prompts_dir), graders.using(settings.grader):
         rd.check_target("ctrl", option="--runs", grid=True)
-        records = read_contexts(contexts, check_rendering=True)
+        records = open_contexts(contexts, check_rendering=True)  # indexed: each context read by offset
         qpath = settings.questions or questions_beside(contexts)
         if qpath is None:
             raise ValueError(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")

@@ -18,7 +18,9 @@ bounds from their length (:func:`trek.tokens.chat_token_bounds`' rule; a note sa
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from typing import Any
 
 from trek.aio import run_sync
 from trek.llm.estimate import Estimate
@@ -65,31 +67,22 @@ def estimate_trace(
         played = exact_roles(diagnostic, analysis)
         if played:  # the same input keys as the trace (annotations included)
             config.exact = for_trace(config.role(played[0]).client, store, rd, played)
-        todo = plan(TraceStage(rd, config, []), selection.cases).todo
+        todo = plan(TraceStage(rd, config, []), selection.cases, keep=False)  # the cases read again, not kept
+        n_todo = todo.runs
         priced = [who.client.prices.get(who.model) for who in (diagnostic, analysis, evaluated)
                   if who.client.makes_calls]
         count = any(p is not None and p.input > 0 for p in priced)  # else no price needs the tokenizer
-        sizes = run_sync(_page_tokens(store, todo, gold_chars, other_chars, count))
+        # (role, low input, high input, low calls, high calls) summed over the cases
+        role_in = run_sync(_role_inputs(_page_tokens(store, (c for c, _, _ in todo.iter_jobs()), gold_chars,
+                                                     other_chars, count), check_stale))
     finally:
         store.close()
-    # (role, low input, high input, low calls, high calls) summed over the cases
-    role_in = {"diagnostic": [0, 0, 0, 0], "analysis": [0, 0, 0, 0], "evaluated": [0, 0, 0, 0]}
-    p = PROMPT_TOKENS
-    for (gold_lo, gold), (_, noise) in sizes:
-        steps_high = {"diagnostic": [gold + p, noise + p] + ([gold + p] if check_stale else []),
-                      "analysis": [p, p, p], "evaluated": [gold + p, noise + gold + p]}
-        steps_low = {"diagnostic": [], "analysis": [p], "evaluated": [gold_lo + p]}
-        for role in role_in:
-            role_in[role][0] += sum(steps_low[role])
-            role_in[role][1] += sum(steps_high[role])
-            role_in[role][2] += len(steps_low[role])
-            role_in[role][3] += len(steps_high[role])
     parts = []
     for role, who in (("diagnostic", diagnostic), ("analysis", analysis), ("evaluated", evaluated)):
         in_lo, in_hi, c_lo, c_hi = role_in[role]
         if not who.client.makes_calls:  # the exact judge answers from the annotations: no call, no token
             parts.append(Estimate(label=f"trek trace, {role} role (exact judge)", model=who.model,
-                                  items=len(selection.cases), cached_items=len(selection.cases) - len(todo),
+                                  items=len(selection.cases), cached_items=len(selection.cases) - n_todo,
                                   calls=(0, 0), input_tokens=(0, 0), output_tokens=(0, 0), token_usd=(0.0, 0.0)))
             continue
         cap = who.params.get("max_tokens") or who.params.get("max_completion_tokens") or assume_output
@@ -98,14 +91,14 @@ def estimate_trace(
         usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
             if price else (float("nan"), float("nan"))
         part = Estimate(label=f"trek trace, {role} role", model=who.model, items=len(selection.cases),
-                        cached_items=len(selection.cases) - len(todo), calls=(c_lo, c_hi),
+                        cached_items=len(selection.cases) - n_todo, calls=(c_lo, c_hi),
                         input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd)
         if price is None:
             part.notes.append(f"model {who.model!r} has no price in the price table (--prices)")
         parts.append(part)
-    parts[-1].notes.append(f"{len(todo)} cases to trace: 2 to {8 if check_stale else 7} calls each; replies "
+    parts[-1].notes.append(f"{n_todo} cases to trace: 2 to {8 if check_stale else 7} calls each; replies "
                            "already in the cache are counted too (re-asks of unreadable replies are not)")
-    if todo and not count:
+    if n_todo and not count:
         parts[-1].notes.append(f"page tokens are bounds from their length (1 to {MAX_TOKEN_BYTES} bytes a token), "
                                "not a count: no role's model has an input price")
     total = parts[0] + parts[1] + parts[2]
@@ -113,17 +106,31 @@ def estimate_trace(
     return total
 
 
-async def _page_tokens(store: PageStore, cases: list, gold_chars: int, other_chars: int,
-                       count: bool = True) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+async def _role_inputs(sizes: Any, check_stale: bool) -> dict[str, list[int]]:
+    """Per role, (low input, high input, low calls, high calls) summed over the cases' page sizes."""
+    role_in = {"diagnostic": [0, 0, 0, 0], "analysis": [0, 0, 0, 0], "evaluated": [0, 0, 0, 0]}
+    p = PROMPT_TOKENS
+    async for (gold_lo, gold), (_, noise) in sizes:
+        steps_high = {"diagnostic": [gold + p, noise + p] + ([gold + p] if check_stale else []),
+                      "analysis": [p, p, p], "evaluated": [gold + p, noise + gold + p]}
+        steps_low = {"diagnostic": [], "analysis": [p], "evaluated": [gold_lo + p]}
+        for role in role_in:
+            role_in[role][0] += sum(steps_low[role])
+            role_in[role][1] += sum(steps_high[role])
+            role_in[role][2] += len(steps_low[role])
+            role_in[role][3] += len(steps_high[role])
+    return role_in
+
+
+async def _page_tokens(store: PageStore, cases: Iterable[Any], gold_chars: int, other_chars: int,
+                       count: bool = True) -> AsyncIterator[tuple[tuple[int, int], tuple[int, int]]]:
     """((low, high) tokens of the gold pages, of the retrieved pages) of each case as the prompts
-    render them: counted (low = high), or without ``count`` bounds from their length."""
+    render them: counted (low = high), or without ``count`` bounds from their length; one case at
+    a time."""
     tokens = (lambda text: (n := count_tokens(text), n)) if count else text_token_bounds
-    out = []
     for case in cases:
         gold_keys = {normalize_url(u) for u in case.question.gold_urls}
         gold = await fetch_pages(store, case.question.gold_urls)
         noise = await fetch_pages(store, noise_context(case.collection, case.question.gold_urls))
         limits = {"gold_chars": gold_chars, "other_chars": other_chars}
-        out.append((tokens(render_pages(gold, gold_keys, **limits)), tokens(render_pages(noise, gold_keys, **limits))))
-    return out
-
+        yield tokens(render_pages(gold, gold_keys, **limits)), tokens(render_pages(noise, gold_keys, **limits))
