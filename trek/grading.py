@@ -234,7 +234,7 @@ def _plan(rd: Path, judge: Any = None) -> _Plan:
                 yield read(n)
 
     def read_items() -> Iterator[tuple[Question, Trajectory]]:
-        with questions.reader() as read_q, answers.reader() as read_a:
+        with questions.reader() as read_q, answers.reader(runs.answer_fields()) as read_a:
             for n in graded_numbers:
                 yield read_q(n), runs.slim_answer(read_a(n))
 

@@ -505,6 +505,14 @@ _SLIM_SET = set(SLIM_ANSWER_FIELDS)
 
 
 @functools.cache
+def answer_fields(*extra: str) -> type[BaseModel]:
+    """A model of the slim fields (:data:`SLIM_ANSWER_FIELDS`) and ``extra`` of a trajectory, to
+    read a line already validated as a whole again cheaply (:meth:`LineIndex.read`): pass what it
+    gives to :func:`slim_answer` for a slim copy."""
+    return subset_model(Trajectory, (*SLIM_ANSWER_FIELDS, *extra))
+
+
+@functools.cache
 def _slim_model() -> type[BaseModel]:
     """The model of :func:`slim_answer`'s copies: the slim fields, and the properties of
     ``Trajectory`` that read only them."""
@@ -572,8 +580,10 @@ class LineIndex:
     def set(self, n: int, offset: int, length: int, tag: int = 0) -> None:
         self.offsets[n], self.lengths[n], self.tags[n] = offset, length, tag
 
-    def read(self, n: int, fd: int | None = None) -> Any:
-        """Record ``n`` read again from the file and validated (``fd``: the file, already open)."""
+    def read(self, n: int, fd: int | None = None, model: type[Any] | None = None) -> Any:
+        """Record ``n`` read again from the file and validated (``fd``: the file, already open;
+        ``model``: validated as this model instead, e.g. a :func:`~trek.types.subset_model` of the
+        few fields a reader needs, the whole line having been validated when it was indexed)."""
         from trek.jsonio import loads
 
         own = fd is None
@@ -587,16 +597,16 @@ class LineIndex:
         if len(blob) != self.lengths[n]:
             raise RecordError(self.path, None, f"changed while it was read (a line at byte {self.offsets[n]} is gone)")
         try:
-            return self.model.model_validate(loads(blob.decode("utf-8"), self.path))
+            return (model or self.model).model_validate(loads(blob.decode("utf-8"), self.path))
         except ValidationError as e:  # pragma: no cover - every line was validated when it was indexed
             raise RecordError(self.path, None, f"{self.model.__name__}: {describe_validation_error(e)}") from None
 
     @contextlib.contextmanager
-    def reader(self) -> Iterator[Any]:
-        """``read(n)`` with the file kept open for the block."""
+    def reader(self, model: type[Any] | None = None) -> Iterator[Any]:
+        """``read(n)`` with the file kept open for the block (``model``: see :meth:`read`)."""
         fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            yield lambda n: self.read(n, fd)
+            yield lambda n: self.read(n, fd, model)
         finally:
             os.close(fd)
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -31,7 +33,7 @@ from trek.embeddings import Embedder, make_embedder
 from trek.llm.client import LLMClient
 from trek.outputs import atomic_write, make_folder
 from trek.runs import BUILD_MANIFEST, CONTEXTS, POOLS, RunDir
-from trek.stage import StagePlan, plan
+from trek.stage import Reread, StagePlan, plan
 from trek.types import iter_jsonl, read_jsonl
 
 __all__ = ["BuildResult", "build", "fabrication_way", "model_fabrication_plan", "POOLS_FILE", "CONTEXTS_FILE", "MANIFEST_FILE"]
@@ -111,6 +113,51 @@ def model_fabrication_plan(
     return plan(fabrication.FabricationStage(records, client, emb, fabrication_settings), todo, [records])
 
 
+class _Spool:
+    """The prepared pools of a build with model fabrication, in a temporary file of the build
+    folder, each read again by offset: per pool only where its line is and its way of fabrication
+    are kept (:func:`build` reads them twice: the model's pools, then every pool in order)."""
+
+    WAYS = (None, "exact", "model")
+
+    def __init__(self, folder: Path, prepared: Iterable[tuple[Pool, str | None]]):
+        fd, name = tempfile.mkstemp(prefix=".prepared-", suffix=".jsonl", dir=folder)
+        self.path = Path(name)
+        self.offsets, self.lengths, self.ways = array("q"), array("q"), bytearray()
+        at = 0
+        with os.fdopen(fd, "wb") as fh:
+            for p, w in prepared:
+                line = p.model_dump_json().encode("utf-8") + b"\n"
+                fh.write(line)
+                self.offsets.append(at)
+                self.lengths.append(len(line))
+                self.ways.append(self.WAYS.index(w))
+                at += len(line)
+        self.model = self.ways.count(self.WAYS.index("model"))
+
+    def _read(self, numbers: Iterable[int]) -> Iterator[Pool]:
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            for n in numbers:
+                yield Pool.model_validate_json(os.pread(fd, self.lengths[n], self.offsets[n]))
+        finally:
+            os.close(fd)
+
+    def model_pools(self) -> Reread[Pool]:
+        """The pools the model fabricates (a re-readable source)."""
+        model = self.WAYS.index("model")
+        return Reread(lambda: self._read(n for n, w in enumerate(self.ways) if w == model), self.model)
+
+    def items(self, fabricated: Iterator[Pool] | None = None) -> Iterator[tuple[Pool, str | None]]:
+        """Every pool in order with its way; a model's pool taken from ``fabricated`` (same order)."""
+        for n, p in enumerate(self._read(range(len(self.ways)))):
+            w = self.WAYS[self.ways[n]]
+            yield (next(fabricated) if fabricated is not None and w == "model" else p), w
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
 def build(
     pools: Iterable[Pool],
     out: str | os.PathLike[str],
@@ -133,8 +180,9 @@ def build(
 
     ``pools`` may be any iterable (a generator reading a file): without model fabrication each
     pool is built, written with its contexts and dropped before the next is read, so memory does
-    not grow with the number of questions; model fabrication (``client`` given, fabricator
-    ``auto`` or ``model``) runs over all of them at once and holds them.
+    not grow with the number of questions; with model fabrication (``client`` given, fabricator
+    ``auto`` or ``model``) the prepared pools are spooled to a temporary file of ``out`` and read
+    again one at a time (the model's pools, then every pool), so memory stays flat too.
 
     ``doc_chars`` cuts every document, synthetic ones included, to a passage of about that many
     characters around its answer (:func:`trek.ctrl.pools.shorten`) *after* the synthetic documents
@@ -176,17 +224,17 @@ def build(
 
     held: list[Pool] | None = None
     items: Iterable[tuple[Pool, str | None]]
+    spool: _Spool | None = None
     if client is not None and fabricator in ("auto", "model"):
-        # model fabrication runs over every pool it fabricates at once: this build holds them all
-        listed = list(prepared(pools))
-        todo = [p for p, w in listed if w == "model"]
-        if todo:
-            assert client is not None
+        # model fabrication runs over every pool it fabricates: the prepared pools are spooled to
+        # a file beside the build (one pass over ``pools``) and read again by offset, one at a time
+        spool = _Spool(out_dir, prepared(pools))
+        items = spool.items()
+        if spool.model:
             records = RunDir(out_dir).fabrications_path  # the checkpoint: a build resumes from it
-            done = iter(closing_run(fabrication.afabricate_into(records, todo, client, embedder_now(), given), client))
-            listed = [(next(done) if w == "model" else p, w) for p, w in listed]
-        items = listed
-        held = []
+            closing_run(fabrication.afabricate_records(records, spool.model_pools(), client, embedder_now(), given),
+                        client)
+            items = spool.items(fabrication.iter_fabricated(records))
     else:
         items = prepared(pools)
 
@@ -224,7 +272,11 @@ def build(
         write_pools(out_dir / POOLS_FILE, built())
 
     # pools.jsonl is written (and renamed into place) as contexts.jsonl is, one pool at a time
-    atomic_write(out_dir / CONTEXTS_FILE, write_contexts)
+    try:
+        atomic_write(out_dir / CONTEXTS_FILE, write_contexts)
+    finally:
+        if spool is not None:
+            spool.close()
     ways, n_ctx, n_pools = stats["ways"], stats["contexts"], stats["pools"]
     fabricated = bool(ways["exact"] or ways["model"])
     messages: list[str] = []

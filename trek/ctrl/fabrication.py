@@ -53,7 +53,7 @@ import dataclasses
 import os
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,7 @@ from trek.llm.client import LLMClient
 from trek.llm.structured import achat_json, object_schema
 from trek.stage import Slot, Stage, digest, execute
 from trek.templates import register, render, template_version
-from trek.types import Document, Question
+from trek.types import Document, Question, iter_jsonl
 
 __all__ = [
     "VERSION",
@@ -558,9 +558,23 @@ async def afabricate_into(records: str | os.PathLike[str], pools: Sequence[Pool]
     """``pools`` fabricated by the model through :class:`FabricationStage` (checkpoint file
     ``records``; finished questions whose input is unchanged are kept without a call), in order.
     A pending or failed question comes back with ``notes["fabrication"]["pending"]`` saying why."""
+    await afabricate_records(records, pools, client, embedder, settings)
+    return list(iter_fabricated(records))
+
+
+async def afabricate_records(records: str | os.PathLike[str], pools: Iterable[Pool], client: LLMClient,
+                             embedder: Embedder, settings: FabricationSettings | None = None) -> None:
+    """:func:`afabricate_into` keeping nothing: ``pools`` a re-readable source (a list, or
+    :class:`trek.stage.Reread` over a file), the fabricated pools left in ``records`` in their
+    order (:func:`iter_fabricated` reads them one at a time)."""
     stage = FabricationStage(records, client, embedder, settings)
-    tally = await execute(stage, pools, outputs=[records], progress=client.progress)
-    return [r.pool for r in tally.of(records)]
+    await execute(stage, pools, outputs=[records], progress=client.progress)
+
+
+def iter_fabricated(records: str | os.PathLike[str]) -> Iterator[Pool]:
+    """The pools of a fabrication checkpoint file, in order, read one at a time."""
+    for r in iter_jsonl(Path(records), PoolRecord):
+        yield r.pool
 
 
 # -- the reference answer's words: dependent edits and the consistency check (D.2-D.3) -------------------

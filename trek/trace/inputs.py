@@ -175,7 +175,9 @@ def select_cases(
     del ids
 
     def read_cases() -> Iterator[TraceInput]:
-        with questions.reader() as read_q, answers.reader() as read_a:
+        # of an answer, tracing reads the slim fields and what its queries and collection come from
+        with questions.reader() as read_q, \
+                answers.reader(runs.answer_fields("search_calls", "retrieved_urls", "opened_urls")) as read_a:
             for n in chosen:
                 t = read_a(n)
                 q = read_q(n)
