@@ -95,3 +95,24 @@ def test_pieces_join_to_the_rendered_text_whatever_the_template(tmp_path, monkey
         r = Renderer()
         assert "".join(r.pieces(ctx.documents)) == r.render(ctx.documents)
         assert ctx.documents[0].text in r.render(ctx.documents)
+
+
+def test_a_context_file_is_indexed_and_read_by_offset_as_read_contexts_reads_it(built, tmp_path):
+    from trek.contexts import ContextFile, open_contexts
+
+    whole = read_contexts(built.contexts_path, check_rendering=True)
+    f = ContextFile(built.contexts_path, check_rendering=True)
+    assert len(f) == len(whole) and list(f) == whole and list(f) == whole  # re-readable, same order
+    for cond in f.conditions:
+        view = f.of(cond)
+        mine = [c for c in whole if c.condition == cond]
+        assert list(view) == mine and len(view) == len(mine)
+        assert view.question_ids() == [c.question_id for c in mine]
+    # a format 1 file: the texts come from 'rendered' on every read
+    good = lines(built.contexts_path)
+    old = [{**o, "documents": [{k: v for k, v in d.items() if k != "text"} for d in o["documents"]]} for o in good]
+    assert list(ContextFile(write(tmp_path / "old.jsonl", old))) == whole
+    # the same errors as read_contexts, naming the line
+    with pytest.raises(RecordError, match=r"line 3: repeated context for mini:01 OO"):
+        ContextFile(write(tmp_path / "x.jsonl", [good[0], good[1], good[0]]))
+    assert isinstance(open_contexts(built.contexts_path), ContextFile)

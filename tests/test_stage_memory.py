@@ -187,3 +187,59 @@ def test_frame_still_refuses_an_answer_to_an_unknown_question(tmp_path):
         fh.write(json.dumps({"question_id": "zz", "model": "m"}) + "\n")
     with pytest.raises(RecordError, match="'zz' is not in questions.jsonl"):
         runs.frame(rd, columns=["answer"])
+
+
+class Item:
+    """An item that can be watched (weak references): how many are alive at a time."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self, rid: str, text: str):
+        self.rid, self.text = rid, text
+        type(self).alive += 1
+        type(self).most = max(type(self).most, type(self).alive)
+
+    def __del__(self):
+        type(self).alive -= 1
+
+    def __getitem__(self, i):
+        return (self.rid, self.text)[i]
+
+
+def test_a_re_readable_source_is_read_twice_and_no_item_is_held(tmp_path):
+    from trek.stage import Reread
+
+    passes = []
+
+    def items():
+        passes.append(1)
+        for i in range(300):
+            yield Item(f"q{i:03d}", "a")
+
+    Item.alive = Item.most = 0
+    t = run_sync(execute(Big(tmp_path), Reread(items, 300), progress=False, limit=4))
+    assert (t.items, t.made, len(passes)) == (300, 300, 2)  # the plan's pass, then the items to run
+    assert Item.most <= 4 + 2 and Item.alive == 0  # those in flight (and the one being read)
+    assert [o["question_id"] for o in lines(tmp_path / "out.jsonl")] == [f"q{i:03d}" for i in range(300)]
+    # a resume with every record kept reads the source once, holding the item read (and the one before)
+    passes.clear()
+    Item.most = 0
+    again = Big(tmp_path)
+    t = run_sync(execute(again, Reread(items, 300), progress=False, limit=4))
+    assert (t.kept, again.calls, len(passes)) == (300, 0, 1) and Item.most <= 2
+    # a list still works, and gives the same file
+    before = (tmp_path / "out.jsonl").read_bytes()
+    run_sync(execute(Big(tmp_path), [(f"q{i:03d}", "a") for i in range(300)], progress=False))
+    assert (tmp_path / "out.jsonl").read_bytes() == before
+
+
+def test_a_plan_reads_its_source_once_and_keeps_ids_and_keys_not_items(tmp_path):
+    from trek.stage import Reread
+
+    run_sync(execute(Big(tmp_path), [("a", "x"), ("b", "y"), ("c", "z")], progress=False))
+    Item.alive = Item.most = 0
+    p = plan(Big(tmp_path), Reread(lambda: iter([Item("a", "x"), Item("b", "Y"), Item("c", "z")]), 3))
+    assert Item.alive == 0  # the plan holds none of them
+    assert (p.items, p.runs, p.n_kept, [s.id for s in p.slots]) == (3, 1, 2, ["a", "b", "c"])
+    assert [it.rid for it in p.todo] == ["b"] and p.keys[tmp_path / "out.jsonl"] == {"b": "k:Y"}

@@ -455,3 +455,23 @@ def test_a_record_made_under_another_label_rule_version_is_traced_again(fresh_ru
     assert all(r.versions["labels"] == "C.4 c4-test" for r in again.records)
     assert "6 record(s) made under other versions traced again (labels C.4 c4-1 -> C.4 c4-test)" in again.describe()
     assert {r.question_id: r.labels for r in again.records} == EXPECTED
+
+
+def test_the_selection_reads_its_cases_again_by_offset_on_every_pass(fresh_run):
+    from trek.trace.inputs import TraceInput
+
+    sel = select_cases(fresh_run)
+    first, second = list(sel.cases), list(sel.cases)
+    assert len(first) == len(sel.cases) == len(EXPECTED) and [c.question_id for c in first] == list(EXPECTED)
+    assert [(c.question_id, c.queries, c.collection, c.prediction, c.grade.outcome) for c in first] == \
+        [(c.question_id, c.queries, c.collection, c.prediction, c.grade.outcome) for c in second]
+    assert first[0] is not second[0]  # made again from the files, not held
+    # what a case holds is what TraceInput.build makes of the whole records
+    qs, answers = runs.load_questions(fresh_run), runs.load_answers(fresh_run)
+    grades = runs.load_grades(fresh_run)
+    for c in first:
+        whole = TraceInput.build(qs[c.question_id], answers[c.question_id], grades[c.question_id])
+        assert (c.question, c.queries, c.collection, c.prediction) == \
+            (whole.question, whole.queries, whole.collection, whole.prediction)
+    sel.audit = lambda i: i == 0
+    assert [c.audit for c in sel.cases] == [True] + [False] * (len(first) - 1)
