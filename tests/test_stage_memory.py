@@ -243,3 +243,9 @@ def test_a_plan_reads_its_source_once_and_keeps_ids_and_keys_not_items(tmp_path)
     assert Item.alive == 0  # the plan holds none of them
     assert (p.items, p.runs, p.n_kept, [s.id for s in p.slots]) == (3, 1, 2, ["a", "b", "c"])
     assert [it.rid for it in p.todo] == ["b"] and p.keys[tmp_path / "out.jsonl"] == {"b": "k:Y"}
+
+
+def test_an_iterator_is_refused_as_it_cannot_be_read_twice(tmp_path):
+    with pytest.raises(TypeError, match="re-readable"):
+        run_sync(execute(Big(tmp_path), iter([("a", "x")]), progress=False))
+    assert not (tmp_path / "out.jsonl").exists()

@@ -467,6 +467,9 @@ async def execute(
     """
     from trek.llm.ledger import spending
 
+    if iter(items) is items:  # type: ignore[comparison-overlap]
+        raise TypeError("execute() reads its items twice: give a re-readable source (a list, trek.stage.Reread), "
+                        "not an iterator")
     outputs = [Path(p) for p in outputs]
     with contextlib.ExitStack() as stack:
         locked: set[Path] = set()
