@@ -242,10 +242,23 @@ def test_a_plan_reads_its_source_once_and_keeps_ids_and_keys_not_items(tmp_path)
     p = plan(Big(tmp_path), Reread(lambda: iter([Item("a", "x"), Item("b", "Y"), Item("c", "z")]), 3))
     assert Item.alive == 0  # the plan holds none of them
     assert (p.items, p.runs, p.n_kept, [s.id for s in p.slots]) == (3, 1, 2, ["a", "b", "c"])
-    assert [it.rid for it in p.todo] == ["b"] and p.keys[tmp_path / "out.jsonl"] == {"b": "k:Y"}
+    assert [it.rid for it in p.todo] == ["b"] and p.keys == ["k:Y"] and list(p.run) == [0, 1, 0]
 
 
 def test_an_iterator_is_refused_as_it_cannot_be_read_twice(tmp_path):
     with pytest.raises(TypeError, match="re-readable"):
         run_sync(execute(Big(tmp_path), iter([("a", "x")]), progress=False))
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_source_that_changes_between_passes_is_an_error(tmp_path):
+    from trek.stage import Reread
+
+    calls = []
+
+    def items():
+        calls.append(1)
+        return [("a", "x"), ("b", "y")] if len(calls) == 1 else [("b", "y"), ("a", "x")]
+
+    with pytest.raises(RuntimeError, match="changed between two passes"):
+        run_sync(execute(Big(tmp_path), Reread(items), progress=False))

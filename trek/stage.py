@@ -330,21 +330,24 @@ class StagePlan(Generic[I, R]):
     :class:`Head`) and the items it runs. Dry runs use the same plan as :func:`execute`, so an
     estimate sees exactly the work. ``heads``: per record file, every record it holds.
 
-    The plan keeps no item: per item only its id (``files``, by record file, in the items' order)
-    and, for an item to run, its input key (``keys``); :attr:`jobs` and :attr:`todo` read the
-    items again from the source."""
+    The plan keeps no item: per item only its id (``files``, by record file, in the items' order),
+    whether it runs (``run``) and, for an item to run, its input key (``keys``, in the items'
+    order); :meth:`iter_jobs`, :attr:`jobs` and :attr:`todo` read the items again from the source."""
 
     files: dict[Path, list[str]]
     heads: dict[Path, dict[str, Head]]
     kept: dict[Slot, Head]
-    #: per record file, the input key of each item to run, by id
-    keys: dict[Path, dict[str, str]]
+    #: the input key of each item to run, in the items' order
+    keys: list[str | None]
     source: Any = None
     #: per record file, the id of each of its lines as found (to tell whether it needs compaction)
     lines: dict[Path, list[str] | None] = field(default_factory=dict)
     #: per item, the index of its record file in ``files`` (the items' order across files)
     order: array[int] = field(default_factory=lambda: array("I"))
+    #: per item, 1 when it runs
+    run: bytearray = field(default_factory=bytearray)
     n_kept: int = 0
+    stage: Any = None
 
     @property
     def items(self) -> int:
@@ -353,19 +356,41 @@ class StagePlan(Generic[I, R]):
     @property
     def runs(self) -> int:
         """How many items the stage runs."""
-        return sum(len(k) for k in self.keys.values())
+        return len(self.keys)
 
     @property
     def slots(self) -> list[Slot]:
         """Every item's slot, in the items' order."""
         return list(_slots(self.files, self.order))
 
-    def iter_jobs(self) -> Iterator[tuple[I, Slot, str]]:
-        """The items to run with their slot and input key, read again from the source."""
-        for it, s in _with_slots(self.source, self._stage):
-            key = self.keys.get(s.path, {}).get(s.id)
-            if key is not None:
-                yield it, s, key
+    def iter_jobs(self, release: bool = False) -> Iterator[tuple[I, Slot, str]]:
+        """The items to run with their slot and input key, read again from the source (a
+        source that gives other items than the plan's raises ``RuntimeError``). ``release``:
+        drop each key from the plan as its item is given (the executor's one pass)."""
+        paths = list(self.files)
+        at = [0] * len(paths)
+        job = 0
+        n = -1
+        for n, it in enumerate(self.source):
+            if n >= len(self.order):
+                raise RuntimeError("the stage's items changed between two passes over them (more items)")
+            fi = self.order[n]
+            p = paths[fi]
+            rid = self.files[p][at[fi]]
+            at[fi] += 1
+            if not self.run[n]:
+                continue
+            s = self.stage.slot(it)
+            if s.path != p or s.id != rid:
+                raise RuntimeError(f"the stage's items changed between two passes over them: item {n} is {s.id!r} "
+                                   f"in {s.path}, was {rid!r} in {p}")
+            key = self.keys[job]
+            if release:
+                self.keys[job] = None
+            job += 1
+            yield it, Slot(p, rid), key  # type: ignore[misc]  # the plan's id: one string per record
+        if n + 1 != len(self.order):
+            raise RuntimeError("the stage's items changed between two passes over them (fewer items)")
 
     @property
     def jobs(self) -> list[tuple[I, Slot, str]]:
@@ -374,13 +399,6 @@ class StagePlan(Generic[I, R]):
     @property
     def todo(self) -> list[I]:
         return [it for it, _, _ in self.iter_jobs()]
-
-    _stage: Any = None
-
-
-def _with_slots(items: Iterable[I], stage: Stage[I, Any]) -> Iterator[tuple[I, Slot]]:
-    for it in items:
-        yield it, stage.slot(it)
 
 
 def _slots(files: dict[Path, list[str]], order: Iterable[int]) -> Iterator[Slot]:
@@ -403,16 +421,17 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
     index: dict[Path, int] = {}
     seen: dict[Path, set[str]] = {}
     scans: dict[Path, _Scan] = {}
-    keys: dict[Path, dict[str, str]] = {}
+    keys: list[str | None] = []
     kept: dict[Slot, Head] = {}
     order: array[int] = array("I")
+    run = bytearray()
     n_kept = 0
 
     def open_file(path: Path) -> None:
         if on_path is not None:
             on_path(path)
         index[path] = len(files)
-        files[path], seen[path], keys[path] = [], set(), {}
+        files[path], seen[path] = [], set()
         scans[path] = _scan(stage, path)
 
     for p in outputs:
@@ -432,16 +451,15 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
         old = scans[s.path].heads.get(s.id)
         if old is not None and old.final and old.key == key:
             n_kept += 1
+            run.append(0)
             if keep:
                 kept[s] = old
         else:
-            keys[s.path][s.id] = key
+            run.append(1)
+            keys.append(key)
     seen.clear()  # the duplicate check is done: its sets go
-    out: StagePlan[I, R] = StagePlan(files, {p: sc.heads for p, sc in scans.items()}, kept, keys, items,
-                                     {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()},
-                                     order, n_kept)
-    out._stage = stage
-    return out
+    return StagePlan(files, {p: sc.heads for p, sc in scans.items()}, kept, keys, items,
+                     {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()}, order, run, n_kept, stage)
 
 
 async def execute(
@@ -467,7 +485,7 @@ async def execute(
     """
     from trek.llm.ledger import spending
 
-    if iter(items) is items:  # type: ignore[comparison-overlap]
+    if isinstance(items, Iterator):
         raise TypeError("execute() reads its items twice: give a re-readable source (a list, trek.stage.Reread), "
                         "not an iterator")
     outputs = [Path(p) for p in outputs]
@@ -491,7 +509,7 @@ async def execute(
         tally: StageTally[R] = StageTally(items=p_.items, kept=p_.n_kept,
                                           paths={p: stage.record for p in files})
         # the second pass: the items to run, read again from the source
-        todo = p_.iter_jobs() if n_todo else iter(())
+        todo = p_.iter_jobs(release=True) if n_todo else iter(())
         del p_
 
         def contents(path: Path) -> list[str]:
@@ -532,7 +550,9 @@ async def execute(
         def done(_: int, result: tuple[Slot, R]) -> None:
             nonlocal last
             s, rec = result
-            heads[s.path][s.id] = _head(stage, rec, -1, 0)
+            h = _head(stage, rec, -1, 0)
+            h.key = None  # a record made now needs no key any more: the plan is done
+            heads[s.path][s.id] = h
             live[stage.status(rec)] += 1
             journals[s.path].add(rec, tag=s.id)
             if time.monotonic() - last >= checkpoint_seconds:
