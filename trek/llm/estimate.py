@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 import sqlite3
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,15 +213,15 @@ _SCAN_SQL = (
 )
 
 
-def _observed_outputs(cache: Any, wanted: set[str]) -> dict[str, list[int]]:
+def _observed_outputs(cache: Any, wanted: set[bytes]) -> dict[bytes, list[int]]:
     """Output tokens of the cached replies whose prompt id (:func:`_wanted_id`) is in ``wanted``."""
-    out: dict[str, list[int]] = {}
+    out: dict[bytes, list[int]] = {}
     if cache is None or not wanted:
         return out
     try:
         with cache._lock:  # row by row: a large cache's prompts are never all in memory
             for api, model, prompt, completion in cache._conn.execute(_SCAN_SQL):
-                pid = hashlib.sha256("\x1f".join(map(str, (api, model, prompt))).encode("utf-8")).hexdigest()
+                pid = hashlib.sha256("\x1f".join(map(str, (api, model, prompt))).encode("utf-8")).digest()
                 if pid in wanted and completion is not None:
                     out.setdefault(pid, []).append(int(completion))
         return out
@@ -240,10 +241,12 @@ def _observed_outputs(cache: Any, wanted: set[str]) -> dict[str, list[int]]:
     return out
 
 
-def _wanted_id(api: Any, body: dict[str, Any]) -> str:
-    """The id :func:`_observed_outputs` gives the prompt of ``body`` (canonical JSON of each part)."""
+def _wanted_id(api: Any, body: dict[str, Any]) -> bytes:
+    """The id :func:`_observed_outputs` gives the prompt of ``body`` (the SHA-256 digest of the
+    canonical JSON of each part; bytes, half the memory of its hex text, an estimate keeping one
+    per request)."""
     prompt = body.get("messages", body.get("input"))
-    return hashlib.sha256("\x1f".join(_canonical(x) for x in (api, body.get("model"), prompt)).encode("utf-8")).hexdigest()
+    return hashlib.sha256("\x1f".join(_canonical(x) for x in (api, body.get("model"), prompt)).encode("utf-8")).digest()
 
 
 def _cap(body: dict[str, Any]) -> int | None:
@@ -274,8 +277,13 @@ def estimate_requests(
     # one pass over the requests (a generator is not held whole): of each request not in the
     # cache only what the estimate needs is kept, not its body
     est = Estimate(label=label, model=None, items=0)
-    # api, model, first tokens (low, high), counted exactly, cap, prompt id
-    todo: list[tuple[str, str, int, int, bool, int | None, str]] = []
+    # per request not in the cache, in columns (memory: a few dozen bytes a request): api and
+    # model (as numbers in ``names``), first tokens (low, high), counted exactly, cap (with
+    # whether there is one), prompt id
+    names: dict[str, int] = {}
+    t_api, t_model, t_lo, t_hi, t_cap = array("I"), array("I"), array("q"), array("q"), array("q")
+    t_exact, t_capped = bytearray(), bytearray()
+    t_wid: list[bytes] = []
     models: set[str] = set()
     priced_seen = 0
     ratios: list[float] = []  # exact count / high bound of the counted sample
@@ -299,10 +307,21 @@ def estimate_requests(
                 n = count_chat_tokens(msgs, tools)
                 ratios.append(n / hi if hi else 1.0)
                 lo = hi = n
-            todo.append((api, model, lo, hi, exact, _cap(body), _wanted_id(api, body)))
+            cap_ = _cap(body)
+            t_api.append(names.setdefault(api, len(names)))
+            t_model.append(names.setdefault(model, len(names)))
+            t_lo.append(lo)
+            t_hi.append(hi)
+            t_exact.append(1 if exact else 0)
+            t_capped.append(cap_ is not None)
+            t_cap.append(cap_ or 0)
+            t_wid.append(_wanted_id(api, body))
         del body
     est.model = ", ".join(sorted(models) or [str(client.model)])
-    observed = _observed_outputs(client.cache, {wid for *_, wid in todo})
+    observed = _observed_outputs(client.cache, set(t_wid))
+    by_number = list(names)
+    todo = ((by_number[t_api[i]], by_number[t_model[i]], t_lo[i], t_hi[i], bool(t_exact[i]),
+             t_cap[i] if t_capped[i] else None, t_wid[i]) for i in range(len(t_wid)))
     a = assumption
     k_lo, k_hi = a.calls_low, a.calls_high
     calls = [0, 0]
@@ -354,13 +373,13 @@ def estimate_requests(
     est.token_usd = (usd[0], usd[1])
     if a.search_high:
         fee = client.prices.search_fee(a.search_backend)
-        est.search_calls = (a.search_low * len(todo), a.search_high * len(todo))
+        est.search_calls = (a.search_low * len(t_wid), a.search_high * len(t_wid))
         if fee is None:
             est.notes.append(f"search backend '{a.search_backend}' has no price in the price table: fees not counted")
             fee = 0.0
         est.search_usd = (est.search_calls[0] * fee, est.search_calls[1] * fee)
     est.notes.append(a.description)
-    if counted or not todo:
+    if counted or not t_wid:
         est.notes.append("input tokens counted with o200k_base" + (
             "" if band == (1.0, 1.0) else
             f"; not the model's own tokenizer: an approximation, taken as {band[0]}-{band[1]} times that count"))
