@@ -146,7 +146,9 @@ def test_coverage_note_says_what_the_numbers_are_over_and_what_is_left_out(tmp_p
     assert fig.axes[0].get_title().splitlines()[0] == "r (n=2, 4 left out)"
     ms = reports.model_search_labels({"r": tmp_path / "again" / "r"})
     fig = reports.plot_model_search(ms, "T")
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m · none (agentic) (n=2, 4 left out)"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m\nnone (agentic) (n=2, 4 left out)"]
+    # each cell names its share and its 95% Wilson interval over the row's n
+    assert any("\n[" in t.get_text() for t in fig.axes[0].texts)
 
 
 @pytest.mark.slow

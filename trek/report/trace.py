@@ -278,20 +278,37 @@ def model_search_labels(run_dirs: dict[str, Path]) -> pd.DataFrame:
 
 
 def plot_model_search(table: pd.DataFrame, title: str) -> plt.Figure:
-    """A heat map: model x search combinations (rows) by label (columns), cells in %."""
+    """A heat map: model x search combinations (rows) by label (columns), each cell its share (%)
+    over the row's ``n`` fully traced cases with the 95% Wilson interval under it; the rows name
+    model, search and ``n``, the title is folded to the figure's width."""
+    from trek.stats import wilson_ci
+
     body = table[list(LABELS)]
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(body) + 1.8))
+    width = 8.0
+    fig, ax = plt.subplots(figsize=(width, 0.75 * len(body) + 2.2))
     im = ax.imshow(body.to_numpy(dtype=float), vmin=0, vmax=100, cmap="Reds", aspect="auto")
     ax.set_xticks(np.arange(len(LABELS)), labels=list(LABELS), rotation=25, ha="right")
-    rows = [f"{m} · {s} ({_n(row)})" for (m, s), row in table.iterrows()]
-    ax.set_yticks(np.arange(len(body)), labels=rows)
-    for (i, j), v in np.ndenumerate(body.to_numpy(dtype=float)):
-        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8, color="white" if v > 60 else "black")
+    rows = [f"{m}\n{_question_as_query(s)} ({_n(row)})" for (m, s), row in table.iterrows()]
+    ax.set_yticks(np.arange(len(body)), labels=rows, fontsize=8)
+    for i, (_, row) in enumerate(table.iterrows()):
+        n = int(row["cases"])
+        ks = counts_of_shares(row[list(LABELS)].to_numpy(dtype=float), n)
+        for j, (v, k) in enumerate(zip(row[list(LABELS)].to_numpy(dtype=float), ks, strict=True)):
+            text = "-" if np.isnan(v) else f"{v:.0f}"
+            if n and not np.isnan(k):
+                lo, hi = wilson_ci(int(k), n)
+                text += f"\n[{100 * lo:.0f}-{100 * hi:.0f}]"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="white" if v > 60 else "black")
     ax.grid(False)
-    fig.colorbar(im, ax=ax, label="% of traced failures")
-    ax.set_title(f"{title}\n({MULTI_LABEL_NOTE})", fontsize=10)
+    fig.colorbar(im, ax=ax, label="% of traced failures", shrink=0.9)
+    fig.suptitle(wrapped(f"{title}\n(cells: share [95% Wilson interval]; {MULTI_LABEL_NOTE})", width, 9), fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _question_as_query(search: str) -> str:
+    """A search label, with "question as query" for search-then-read (whose one query is the question)."""
+    return search[:-1] + "; question as query)" if search.endswith("(search-then-read)") else search
 
 
 def post_vs_upstream(run_dirs: dict[str, Path]) -> pd.DataFrame:
