@@ -380,7 +380,9 @@ def test_fault_stall_exceeds_client_timeout_and_stop_cuts_it_short():
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(server.base_url + "/chat/completions", json=_chat_body(HELLO), timeout=impatient)
         with pytest.raises(openai.APITimeoutError):
-            _client(server, timeout=impatient).chat.completions.create(model=MODEL, messages=HELLO)
+            # the SDK's own Timeout: its transport need not be the httpx this test imports
+            _client(server, timeout=openai.Timeout(60.0, read=0.3)).chat.completions.create(model=MODEL,
+                                                                                         messages=HELLO)
 
         # leave one stalled request in flight with a patient client, then stop the server
         outcome: queue.Queue = queue.Queue()
