@@ -26,7 +26,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import Field, ValidationError
 
@@ -227,21 +227,29 @@ def read_contexts(path: str | os.PathLike[str], *, check_rendering: bool = False
     seen: set[tuple[str, str]] = set()
     renderer: Renderer | None = None
     for line, obj in iter_json_lines(path):
-        try:
-            ctx = Context.model_validate(obj)
-        except ValidationError as e:
-            raise RecordError(path, line, f"Context: {describe_validation_error(e)}") from None
-        if sha256_of(ctx.rendered) != ctx.sha256:
-            raise RecordError(path, line, f"field 'sha256' does not match 'rendered' ({ctx.question_id} {ctx.condition})")
-        key = (ctx.question_id, ctx.condition)
-        if key in seen:
-            raise RecordError(path, line, f"repeated context for {ctx.question_id} {ctx.condition}")
-        seen.add(key)
-        if check_rendering or any(d.text is None for d in ctx.documents):
-            renderer = renderer or Renderer()
-            _check_rendering(path, line, ctx, renderer)
+        ctx, renderer = _checked(path, line, obj, seen, renderer, check_rendering)
         out.append(ctx)
     return out
+
+
+def _checked(path: Any, line: int, obj: Any, seen: set[tuple[str, str]], renderer: Renderer | None,
+             check_rendering: bool) -> tuple[Context, Renderer | None]:
+    """One line of a contexts file as a checked :class:`Context` (the checks of
+    :func:`read_contexts`), and the renderer made for it when one was needed."""
+    try:
+        ctx = Context.model_validate(obj)
+    except ValidationError as e:
+        raise RecordError(path, line, f"Context: {describe_validation_error(e)}") from None
+    if sha256_of(ctx.rendered) != ctx.sha256:
+        raise RecordError(path, line, f"field 'sha256' does not match 'rendered' ({ctx.question_id} {ctx.condition})")
+    key = (ctx.question_id, ctx.condition)
+    if key in seen:
+        raise RecordError(path, line, f"repeated context for {ctx.question_id} {ctx.condition}")
+    seen.add(key)
+    if check_rendering or any(d.text is None for d in ctx.documents):
+        renderer = renderer or Renderer()
+        _check_rendering(path, line, ctx, renderer)
+    return ctx, renderer
 
 
 class ContextFile:
@@ -264,21 +272,8 @@ class ContextFile:
         seen: set[tuple[str, str]] = set()
         renderer: Renderer | None = None
         for line, offset, length, obj in iter_jsonl_spans(path):
-            try:
-                ctx = Context.model_validate(obj)
-            except ValidationError as e:
-                raise RecordError(path, line, f"Context: {describe_validation_error(e)}") from None
+            ctx, renderer = _checked(path, line, obj, seen, renderer, check_rendering)
             del obj
-            if sha256_of(ctx.rendered) != ctx.sha256:
-                raise RecordError(path, line,
-                                  f"field 'sha256' does not match 'rendered' ({ctx.question_id} {ctx.condition})")
-            key = (ctx.question_id, ctx.condition)
-            if key in seen:
-                raise RecordError(path, line, f"repeated context for {ctx.question_id} {ctx.condition}")
-            seen.add(key)
-            if check_rendering or any(d.text is None for d in ctx.documents):
-                renderer = renderer or Renderer()
-                _check_rendering(path, line, ctx, renderer)
             cond = self.conditions.setdefault(ctx.condition, array("q"))
             cond.append(len(self.offsets))
             self.offsets.append(offset)
