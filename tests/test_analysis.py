@@ -182,3 +182,34 @@ def test_judge_check_counts_decided_grades_with_answers(tmp_path):
     assert row["mentions_answer"] == pytest.approx(100 / 3)
     assert row["agreement"] == pytest.approx(200 / 3)
     assert row["kappa"] == pytest.approx(0.4)
+
+
+def test_the_outcome_frame_holds_the_values_of_the_full_frame_in_categories(run):
+    full = runs.frame(run, columns=runs.OUTCOME_COLUMNS)
+    slim = runs.outcome_frame(run)
+    assert list(slim.columns) == runs.OUTCOME_COLUMNS
+    for c in ("dataset", "answer_status", "outcome"):
+        assert str(slim[c].dtype) == "category"
+        assert slim[c].astype(str).tolist() == full[c].tolist()
+    assert slim["correct"].dtype == bool and slim["correct"].tolist() == full["correct"].tolist()
+    # the accuracy table of a run directory (read slim) is the table of its full frame
+    assert accuracy_by_dataset(run).equals(accuracy_by_dataset(runs.frame(run)))
+
+
+def test_the_outcome_frame_of_a_run_without_answers_or_grades(tmp_path):
+    rd = make_run(tmp_path / "run", [q("a1", "a"), q("b1", "b")], [], None)
+    slim = runs.outcome_frame(rd)
+    assert slim["answer_status"].astype(str).tolist() == ["missing", "missing"]
+    assert slim["outcome"].astype(str).tolist() == ["ungraded", "ungraded"] and not slim["correct"].any()
+
+
+def test_the_outcome_frame_names_the_line_of_a_bad_record(run):
+    with (run / runs.GRADES).open("a") as fh:
+        fh.write('{"question_id": "zz", "dataset": "a", "response": "r", "outcome": "correct", "grader": "a", '
+                 '"grader_version": "v1"}\n')
+    with pytest.raises(RecordError, match=r"grades.jsonl.*line 10.*'zz' is not in questions.jsonl"):
+        runs.outcome_frame(run)
+    with (run / runs.QUESTIONS).open("a") as fh:
+        fh.write(q("a1", "a").model_dump_json() + "\n")
+    with pytest.raises(RecordError, match=r"questions.jsonl.*line 11.*duplicate question id 'a1'"):
+        runs.outcome_frame(run)

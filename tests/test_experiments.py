@@ -259,7 +259,7 @@ def test_the_recorded_ctrl_build_gives_every_condition_and_ablation_its_document
 
 
 def test_a_cache_travels_as_a_sorted_gzipped_replay_log(tmp_path):
-    a = LLMCache(tmp_path / "a.sqlite")
+    a = LLMCache(tmp_path / "a.sqlite", track=True)
     reqs = [{"endpoint": "e", "body": {"n": i}} for i in range(3)]
     from trek.llm.cache import request_key
 
@@ -347,3 +347,18 @@ def test_the_command_stops_with_exit_2_and_names_the_stage(tmp_path):
     assert res.exit_code == 2
     assert "error: wild no-search: the local model is needed for a call that is not cached" in res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cache_keeps_the_keys_it_touched_only_when_asked(tmp_path):
+    from trek.llm.cache import request_key
+
+    req = {"endpoint": "e", "body": {"n": 1}}
+    plain = LLMCache(tmp_path / "plain.sqlite")
+    plain.store(request_key(req), req, {"choices": []})
+    assert plain.lookup(request_key(req)) == {"choices": []}
+    assert plain.touched == set()  # a long run's keys are not held in memory
+    tracked = LLMCache(tmp_path / "plain.sqlite", track=True)
+    assert tracked.lookup(request_key(req)) == {"choices": []}
+    assert tracked.touched == {request_key(req)}
+    plain.close()
+    tracked.close()

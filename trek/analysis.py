@@ -47,7 +47,8 @@ RunLike = str | os.PathLike[str] | pd.DataFrame
 
 
 def _frame(run: RunLike) -> pd.DataFrame:
-    return run if isinstance(run, pd.DataFrame) else _runs.frame(run)
+    # a run directory: only the columns an accuracy table reads, a few bytes per question
+    return run if isinstance(run, pd.DataFrame) else _runs.outcome_frame(run)
 
 
 def _counts(df: pd.DataFrame) -> dict[str, int]:

@@ -664,7 +664,7 @@ def run_experiments(
             root = work_dir / f"pass-{n}"
             if root.exists():
                 shutil.rmtree(root)
-            cache = LLMCache(cache_path)
+            cache = LLMCache(cache_path, track=True)  # the replay log keeps the keys this pass used
             starter = _refuse_model if (replay_only or n > 0) else server
             client = LLMClient(s.model, cache=cache, progress=False, local_server=starter)
             echo(f"pass {n + 1}: " + ("replaying from the cache" if starter is _refuse_model

@@ -21,8 +21,10 @@ power cut may lose the last commits, never corrupt the file.
 
 A cache travels as a replay log: :meth:`ResponseCache.dump` writes entries as (gzipped) JSONL,
 one ``{"key", "request", "response"}`` per line sorted by key, and :meth:`ResponseCache.load`
-adds such a file to a cache. :attr:`ResponseCache.touched` holds every key read or stored since
-the cache was opened, so a dump can keep exactly what one piece of work needed.
+adds such a file to a cache. A cache opened with ``track=True`` keeps in
+:attr:`ResponseCache.touched` every key read or stored since it was opened, so a dump can keep exactly
+what one piece of work needed; by default nothing is kept (a long run's keys would grow its memory
+with every call).
 """
 
 from __future__ import annotations
@@ -181,7 +183,7 @@ class ResponseCache:
     computed once (the second caller waits for the first).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None):
+    def __init__(self, path: str | os.PathLike[str] | None, *, track: bool = False):
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         if self.path is not None and self.path.is_dir():
@@ -198,8 +200,11 @@ class ResponseCache:
         self._writer = _GroupCommit(self.path, self._retry_locked) if writes and self.path is not None else None
         self.hits = 0
         self.misses = 0
-        #: Keys read (found) or stored since this cache was opened.
+        #: Keys read (found) or stored since this cache was opened, when it was opened with
+        #: ``track=True`` (:meth:`dump` of them keeps what one piece of work needed); else an
+        #: empty set that nothing is added to.
         self.touched: set[str] = set()
+        self._track = track
 
     # -- low level -------------------------------------------------------------------------
     def _retry_locked(self, fn: Callable[[], Any]) -> Any:
@@ -222,7 +227,8 @@ class ResponseCache:
             )
         if row is None:
             return None
-        self.touched.add(key)
+        if self._track:
+            self.touched.add(key)
         return json.loads(row[0])
 
     def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
@@ -233,7 +239,8 @@ class ResponseCache:
         resp_s = json.dumps(response, ensure_ascii=False)
         with self._lock:
             self._retry_locked(lambda: self._conn.execute(_INSERT, (key, request_text, resp_s, time.time())))
-            self.touched.add(key)
+            if self._track:
+                self.touched.add(key)
 
     async def _astore(self, key: str, request_text: str, response: dict[str, Any]) -> None:
         """:meth:`store` from an event loop: returns once the row is committed (by the writer
@@ -245,7 +252,8 @@ class ResponseCache:
         done: asyncio.Future[None] = loop.create_future()
         self._writer.submit((key, request_text, json.dumps(response, ensure_ascii=False)), loop, done)
         await done
-        self.touched.add(key)
+        if self._track:
+            self.touched.add(key)
 
     def dump(self, path: str | os.PathLike[str], keys: Iterable[str] | None = None) -> int:
         """Write the entries of ``keys`` (default: all) to a replay log; returns how many.
