@@ -67,7 +67,7 @@ import os
 import time
 from array import array
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
@@ -242,6 +242,89 @@ def _scan(stage: Stage[Any, Any], path: Path) -> _Scan:
     return _Scan(heads, ids, True)
 
 
+class Strings:
+    """A list of strings kept as one UTF-8 buffer and the end of each (about the strings' bytes
+    plus 8 a string, where a list of ``str`` objects takes about 60 more each): the plan's ids
+    and input keys of 100,000 items in a few megabytes. Reading one makes a new ``str``."""
+
+    def __init__(self, items: Iterable[str] = ()):
+        self._blob = bytearray()
+        self._ends = array("q")
+        for it in items:
+            self.append(it)
+
+    def append(self, text: str) -> None:
+        self._blob += text.encode("utf-8")
+        self._ends.append(len(self._blob))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, n: int) -> str:
+        if n < 0:
+            n += len(self._ends)
+        if not 0 <= n < len(self._ends):
+            raise IndexError(n)
+        start = self._ends[n - 1] if n else 0
+        return self._blob[start:self._ends[n]].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        start = 0
+        blob = self._blob
+        for end in self._ends:
+            yield blob[start:end].decode("utf-8")
+            start = end
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Strings):
+            return self._ends == other._ends and self._blob == other._blob
+        if isinstance(other, list | tuple):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list
+
+    def __repr__(self) -> str:
+        return f"Strings({list(self)!r})"
+
+
+class _Made:
+    """The records one file gets in this invocation, by the position of their item in the file's
+    list of ids: where each line is (``offset``, ``length``; -1 until a journal flush wrote it),
+    its status (a number into ``statuses``; 0: no record made), whether it is final, and its
+    error (only the records that have one). About 20 bytes a record where a :class:`Head` and
+    its dict entry took about 200: a run of 100,000 items holds arrays, not objects."""
+
+    def __init__(self, n: int):
+        self.offset = array("q", [-1]) * n
+        self.length = array("q", bytes(8 * n))
+        self.status = bytearray(n)
+        self.final = bytearray(n)
+        self.errors: dict[int, str] = {}
+        self.statuses: dict[str, int] = {"": 0}
+        self.names: list[str] = [""]
+
+    def set(self, pos: int, status: str, final: bool, error: str | None) -> None:
+        code = self.statuses.get(status)
+        if code is None:
+            if len(self.names) == 256:  # pragma: no cover - a stage has a handful of statuses
+                raise ValueError(f"more than 255 record statuses (new: {status!r})")
+            code = self.statuses[status] = len(self.names)
+            self.names.append(status)
+        self.status[pos], self.final[pos] = code, final
+        if error is not None:
+            self.errors[pos] = error
+        else:
+            self.errors.pop(pos, None)
+
+    def head(self, pos: int) -> Head | None:
+        """Record ``pos`` as a :class:`Head` (made for the moment it is read), or ``None``."""
+        if not self.status[pos]:
+            return None
+        return Head(self.offset[pos], self.length[pos], None, bool(self.final[pos]), self.names[self.status[pos]],
+                    self.errors.get(pos))
+
+
 def _lines(path: Path, heads: Iterable[Head]) -> Iterator[bytes]:
     """The lines of ``heads`` read back from ``path`` (one ``pread`` each), in that order."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -334,11 +417,11 @@ class StagePlan(Generic[I, R]):
     whether it runs (``run``) and, for an item to run, its input key (``keys``, in the items'
     order); :meth:`iter_jobs`, :attr:`jobs` and :attr:`todo` read the items again from the source."""
 
-    files: dict[Path, list[str]]
+    files: dict[Path, Strings]
     heads: dict[Path, dict[str, Head]]
     kept: dict[Slot, Head]
     #: the input key of each item to run, in the items' order
-    keys: list[str | None]
+    keys: Strings
     source: Any = None
     #: per record file, the id of each of its lines as found (to tell whether it needs compaction)
     lines: dict[Path, list[str] | None] = field(default_factory=dict)
@@ -365,8 +448,14 @@ class StagePlan(Generic[I, R]):
 
     def iter_jobs(self, release: bool = False) -> Iterator[tuple[I, Slot, str]]:
         """The items to run with their slot and input key, read again from the source (a
-        source that gives other items than the plan's raises ``RuntimeError``). ``release``:
-        drop each key from the plan as its item is given (the executor's one pass)."""
+        source that gives other items than the plan's raises ``RuntimeError``). ``release`` is
+        accepted for callers of earlier versions: the keys are one compact buffer now
+        (:class:`Strings`), kept until the plan goes."""
+        for it, slot, key, _ in self._iter_jobs():
+            yield it, slot, key
+
+    def _iter_jobs(self) -> Iterator[tuple[I, Slot, str, int]]:
+        """:meth:`iter_jobs` with each item's position in its record file's list of ids."""
         paths = list(self.files)
         at = [0] * len(paths)
         job = 0
@@ -385,10 +474,8 @@ class StagePlan(Generic[I, R]):
                 raise RuntimeError(f"the stage's items changed between two passes over them: item {n} is {s.id!r} "
                                    f"in {s.path}, was {rid!r} in {p}")
             key = self.keys[job]
-            if release:
-                self.keys[job] = None
             job += 1
-            yield it, Slot(p, rid), key  # type: ignore[misc]  # the plan's id: one string per record
+            yield it, Slot(p, rid), key, at[fi] - 1  # type: ignore[misc]  # the plan's id: one string per record
         if n + 1 != len(self.order):
             raise RuntimeError("the stage's items changed between two passes over them (fewer items)")
 
@@ -401,7 +488,7 @@ class StagePlan(Generic[I, R]):
         return [it for it, _, _ in self.iter_jobs()]
 
 
-def _slots(files: dict[Path, list[str]], order: Iterable[int]) -> Iterator[Slot]:
+def _slots(files: Mapping[Path, Sequence[str] | Strings], order: Iterable[int]) -> Iterator[Slot]:
     paths = list(files)
     at = [0] * len(paths)
     for fi in order:
@@ -417,11 +504,11 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
     One pass over ``items``; a record file is read when its first item (or output) names it.
     ``keep``: fill :attr:`StagePlan.kept` (``False``: only count, :attr:`StagePlan.n_kept`);
     ``on_path(path)`` is called before a record file is first read (the executor locks its folder)."""
-    files: dict[Path, list[str]] = {}
+    files: dict[Path, Strings] = {}
     index: dict[Path, int] = {}
     seen: dict[Path, set[str]] = {}
     scans: dict[Path, _Scan] = {}
-    keys: list[str | None] = []
+    keys = Strings()
     kept: dict[Slot, Head] = {}
     order: array[int] = array("I")
     run = bytearray()
@@ -431,7 +518,7 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
         if on_path is not None:
             on_path(path)
         index[path] = len(files)
-        files[path], seen[path] = [], set()
+        files[path], seen[path] = Strings(), set()
         scans[path] = _scan(stage, path)
 
     for p in outputs:
@@ -509,17 +596,27 @@ async def execute(
         tally: StageTally[R] = StageTally(items=p_.items, kept=p_.n_kept,
                                           paths={p: stage.record for p in files})
         # the second pass: the items to run, read again from the source
-        todo = p_.iter_jobs(release=True) if n_todo else iter(())
+        todo = p_._iter_jobs() if n_todo else iter(())
         del p_
+        # the records made now, in arrays by position (heads keeps only what the files held)
+        made = {p: _Made(len(ids)) for p, ids in files.items()}
 
-        def contents(path: Path) -> list[str]:
+        def record(path: Path, pos: int, rid: str) -> Head | None:
+            h = made[path].head(pos)
+            return h if h is not None else heads[path].get(rid)
+
+        def contents(path: Path) -> Iterator[tuple[str, Head]]:
+            """The file's records after this invocation, (id, head), in the items' order; then,
+            for a stage that keeps them, the records of ids no item names, in the file's order."""
             have = heads[path]
             listed = files[path]
-            out = [i for i in listed if i in have]
-            if stage.keep_unlisted:
+            for pos, rid in enumerate(listed):
+                h = record(path, pos, rid)
+                if h is not None:
+                    yield rid, h
+            if stage.keep_unlisted and have:
                 known = set(listed)
-                out += [i for i in have if i not in known]
-            return out
+                yield from ((i, h) for i, h in have.items() if i not in known)
 
         journals = {p: Journal(p) for p in files}
         last = time.monotonic()
@@ -527,9 +624,9 @@ async def execute(
 
         def checkpoint() -> None:
             for p in sorted(journals):
-                for rid, offset, length in journals[p].flush():
-                    h = heads[p][rid]  # type: ignore[index]
-                    h.offset, h.length = offset, length
+                m = made[p]
+                for pos, offset, length in journals[p].flush():
+                    m.offset[pos], m.length[pos] = offset, length  # type: ignore[index]
 
         def compact() -> None:
             # one rewrite per file and invocation, and only when the file is not already exactly
@@ -538,29 +635,32 @@ async def execute(
             for p in sorted(files):
                 j = journals[p]
                 j.close()
-                want = contents(p)
                 found = lines.get(p)
-                if j.lines == 0 and found is not None and found == want:
+                if j.lines == 0 and found is not None and found == [rid for rid, _ in contents(p)]:
                     continue
-                have = heads[p]
-                if any(have[i].offset < 0 for i in want):  # pragma: no cover - checkpoint() came first
-                    raise RuntimeError(f"{p}: a record was not written before compaction")
-                write_jsonl(p, _lines(p, (have[i] for i in want)) if p.exists() else ())
 
-        def done(_: int, result: tuple[Slot, R]) -> None:
+                def written(path: Path = p) -> Iterator[Head]:
+                    for _, h in contents(path):
+                        if h.offset < 0:  # pragma: no cover - checkpoint() came first
+                            raise RuntimeError(f"{path}: a record was not written before compaction")
+                        yield h
+
+                write_jsonl(p, _lines(p, written()) if p.exists() else ())
+
+        def done(_: int, result: tuple[Slot, int, R]) -> None:
             nonlocal last
-            s, rec = result
-            h = _head(stage, rec, -1, 0)
-            h.key = None  # a record made now needs no key any more: the plan is done
-            heads[s.path][s.id] = h
-            live[stage.status(rec)] += 1
-            journals[s.path].add(rec, tag=s.id)
+            s, pos, rec = result
+            err = getattr(rec, "error", None)
+            status = stage.status(rec)
+            made[s.path].set(pos, status, stage.finished(rec), err if isinstance(err, str) else None)
+            live[status] += 1
+            journals[s.path].add(rec, tag=pos)
             if time.monotonic() - last >= checkpoint_seconds:
                 checkpoint()
                 last = time.monotonic()  # after the writes: a slow checkpoint never triggers the next
 
-        async def one(job: tuple[I, Slot, str]) -> tuple[Slot, R]:
-            it, s, key = job
+        async def one(job: tuple[I, Slot, str, int]) -> tuple[Slot, int, R]:
+            it, s, key, pos = job
             try:
                 rec = await stage.produce(it, key)
             except asyncio.CancelledError:
@@ -571,7 +671,7 @@ async def execute(
                 why = f"request rejected: {e}" if isinstance(e, FatalLLMError) else \
                     f"internal error: {type(e).__name__}: {e}"
                 rec = stage.failure(it, key, why)
-            return s, rec
+            return s, pos, rec
 
         def postfix() -> str:
             text = " ".join(f"{k}={v}" for k, v in sorted(live.items()))
@@ -594,8 +694,10 @@ async def execute(
         checkpoint()
         compact()
         tally.made = n_todo
+        at = dict.fromkeys(files, 0)
         for s in _slots(files, order):
-            h = heads[s.path].get(s.id)
+            h = record(s.path, at[s.path], s.id)
+            at[s.path] += 1
             if h is None:  # pragma: no cover - every item has a record after fan_out
                 continue
             tally.counts[h.status] += 1
