@@ -143,3 +143,14 @@ def test_wild_run_on_a_broken_mini_names_file_and_line(tmp_path):
         str(bench), "--search", "local", "--run", str(tmp_path / "run"), "--no-progress", "--yes"])
     assert result.exit_code != 0
     assert str(bench / "documents.jsonl") in result.output and "line 2" in result.output
+
+
+def test_local_index_keeps_its_page_keys_packed():
+    from trek.search.local import _Keys
+
+    keys = _Keys()
+    assert not keys and len(keys) == 0
+    for k in ("example.org/a", "éxample.org/ü", ""):
+        keys.append(k)
+    assert len(keys) == 3 and keys
+    assert [keys[i] for i in range(3)] == ["example.org/a", "éxample.org/ü", ""]
