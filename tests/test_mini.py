@@ -360,6 +360,10 @@ def test_env_overrides_default_folder(tmp_path: Path, monkeypatch: pytest.Monkey
 def _error(tmp_path: Path) -> str:
     with pytest.raises(ValueError) as info:
         mini.load(tmp_path)
+    # the streaming check (trek wild run's) gives the same error, word for word
+    with pytest.raises(type(info.value)) as scanned:
+        mini.scan(tmp_path)
+    assert str(scanned.value) == str(info.value)
     return str(info.value)
 
 
@@ -411,6 +415,9 @@ def test_error_invalid_record_names_file_line_and_field(tmp_path: Path) -> None:
         mini.load(tmp_path)
     msg = str(info.value)
     assert str(tmp_path / "documents.jsonl") in msg and "line 2" in msg and "colour" in msg
+    with pytest.raises(RecordError) as scanned:
+        mini.scan(tmp_path)
+    assert str(scanned.value) == msg
 
 
 def test_error_missing_files_and_folder(tmp_path: Path) -> None:
@@ -420,6 +427,10 @@ def test_error_missing_files_and_folder(tmp_path: Path) -> None:
     (tmp_path / "documents.jsonl").unlink()
     with pytest.raises(RecordError, match="documents.jsonl"):
         mini.load(tmp_path)
+    with pytest.raises(RecordError, match="documents.jsonl"):
+        mini.scan(tmp_path)
+    with pytest.raises(mini.MiniBenchmarkError, match="does not exist"):
+        mini.scan(tmp_path / "absent")
 
 
 def _doc(date: str | None, answer: str, n: int) -> Document:

@@ -675,6 +675,58 @@ def grow_questions(run_dir: PathLike, questions: Iterable[Question]) -> list[Que
     return list(merged.values())
 
 
+def grow_questions_indexed(run_dir: PathLike, questions: Iterable[Question]) -> LineIndex:
+    """:func:`grow_questions` without holding the question set: the same file, byte for byte, and
+    an index of its lines (``index.reader()``) instead of a list. ``questions`` is read once;
+    each question is spooled to a temporary file as it is read and copied from there, and the
+    questions already in the file are read again by offset, so what stays in memory per
+    question is its id and a few integers."""
+    import tempfile
+    from array import array
+
+    root = Path(run_dir)
+    path = root / QUESTIONS
+    old_ids, old = index_questions(root) if path.exists() else ({}, None)
+    new_at: dict[str, int] = {}  # id -> its last spooled line (first position, last value: dict.update)
+    offsets, lengths = array("q"), array("q")
+    with tempfile.TemporaryFile() as spool:
+        at = 0
+        for q in questions:
+            line = q.model_dump_json().encode("utf-8") + b"\n"
+            spool.write(line)
+            new_at[q.id] = len(offsets)
+            offsets.append(at)
+            lengths.append(len(line))
+            at += len(line)
+        spool.flush()
+        fd = spool.fileno()
+        index = LineIndex(path, Question)
+
+        def lines() -> Iterator[bytes]:
+            written = 0
+
+            def put(line: bytes) -> bytes:
+                nonlocal written
+                index.add(written, len(line))
+                written += len(line)
+                return line
+
+            def spooled(n: int) -> bytes:
+                return os.pread(fd, lengths[n], offsets[n])
+
+            if old is not None:
+                with old.reader() as read:
+                    for qid, n in old_ids.items():
+                        k = new_at.pop(qid, None)
+                        yield put(spooled(k) if k is not None else
+                                  read(n).model_dump_json().encode("utf-8") + b"\n")
+            for k in new_at.values():
+                yield put(spooled(k))
+
+        write_records(root, QUESTIONS, lines())
+    return index
+
+
 def check_identity(run_dir: PathLike, meta: RunMeta | None, model: str, system: Mapping[str, Any]) -> None:
     """Refuse to mix two systems in one run directory: checked against ``run.json`` when there
     is one, else against the answers themselves (a run whose ``run.json`` was deleted)."""

@@ -24,7 +24,8 @@ cache (they replay from it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ class _NoResults:
 
 
 def estimate_wild_run(
-    questions: Sequence[Question],
+    questions: Collection[Question],
     run_dir: str | Path,
     client: LLMClient,
     backend: SearchBackend | None,
@@ -82,7 +83,9 @@ def estimate_wild_run(
     real = SearchSystem(client, backend, store, cfg)
     runs.check_identity(run_dir, runs.read_meta(run_dir), client.model or "", real.system_dict())
     keeps = AnswerStage(Path(run_dir), real, client, runs.Tally())
-    todo = plan(keeps, questions).todo
+    # the questions to estimate are read again from the source as they are recorded, never listed
+    todo = plan(keeps, questions, keep=False)
+    n_todo = todo.runs
     rec = RecordingClient(client)
     max_rounds, top_k, page_chars = cfg.max_rounds, cfg.top_k, cfg.page_chars
     sys_ = SearchSystem(rec, _NoResults(backend) if cfg.system == "search-then-read" and backend else backend,
@@ -91,8 +94,9 @@ def estimate_wild_run(
     def recorded() -> Iterator[tuple[str, dict[str, Any], int]]:
         # the first steps of CHUNK questions at a time, handed on and released: an estimate of a
         # large run never holds every first request (nor every pending trajectory)
-        for at in range(0, len(todo), CHUNK):
-            run_sync(fan_out(todo[at:at + CHUNK], sys_.arun, progress=False, keep_results=False))
+        jobs = (q for q, _, _ in todo.iter_jobs()) if n_todo else iter(())
+        while chunk := list(itertools.islice(jobs, CHUNK)):
+            run_sync(fan_out(chunk, sys_.arun, progress=False, keep_results=False))
             out, rec.recorded = rec.recorded, []
             yield from out
 
@@ -119,7 +123,7 @@ def estimate_wild_run(
                                assumed=assume_rounds is not None)
     est = estimate_requests(recorded(), client, label="trek wild run", assumption=a, assume_output=assume_output)
     est.items = len(questions)
-    est.cached_items += len(questions) - len(todo)
+    est.cached_items += len(questions) - n_todo
     if name and name.startswith("proxy"):
         est.notes.append("the proxy search model's own tokens are not included")
     return est

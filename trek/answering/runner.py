@@ -20,7 +20,7 @@ on; errors that doom every question (:func:`trek.errors.is_run_fatal`) stop it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,27 @@ def _meta(
     run_dir: Path,
     client: LLMClient,
     system: SearchSystem,
-    questions: Sequence[Question],
+    question_set: tuple[list[str], int],
     previous: RunMeta | None,
     extra: dict[str, Any],
 ) -> RunMeta:
-    versions = sorted({system.prompt_version(q) for q in questions})
+    versions, count = question_set
     prompt_versions = {"answer+system": " | ".join(versions)}
     backend = system.backend
     if backend is not None and hasattr(backend, "prompt_version"):
         prompt_versions["search"] = backend.prompt_version()
-    config = {"system": system.system_dict(), "questions": len(questions), **extra}
+    config = {"system": system.system_dict(), "questions": count, **extra}
     return runs.new_meta(run_dir, "wild", client, previous, prompt_versions=prompt_versions, config=config)
+
+
+def _versions(system: SearchSystem, questions: Iterable[Question]) -> tuple[list[str], int]:
+    """The sorted prompt versions of a question set and its size, in one pass over it."""
+    versions: set[str] = set()
+    count = 0
+    for q in questions:
+        versions.add(system.prompt_version(q))
+        count += 1
+    return sorted(versions), count
 
 
 def system_config(search_backend: SearchBackend | None, system: str = "agentic", effort: str | None = None,
@@ -148,7 +158,7 @@ class AnswerStage(Stage[Question, Trajectory]):
 
 
 async def arun_system(
-    questions: Sequence[Question],
+    questions: Collection[Question],
     run_dir: str | os.PathLike[str],
     client: LLMClient,
     search_backend: SearchBackend | None,
@@ -180,9 +190,12 @@ async def arun_system(
     client and the backend (:func:`run_system` closes them).
     """
     root = Path(run_dir)
-    ids = [q.id for q in questions]
-    if len(set(ids)) != len(ids):
-        raise ValueError("question ids must be unique")
+    seen: set[str] = set()
+    for q in questions:  # ids alone: the questions may be read from a file, one at a time
+        if q.id in seen:
+            raise ValueError("question ids must be unique")
+        seen.add(q.id)
+    del seen
     config = system_config(search_backend, system, effort, max_rounds=max_rounds,
                            results_per_search=results_per_search, top_k=top_k, page_chars=page_chars,
                            hints=hints, first_search=first_search, params=params)
@@ -192,7 +205,12 @@ async def arun_system(
     with run_lock(root):
         previous = runs.read_meta(root)
         runs.check_identity(root, previous, client.model or "", sys_.system_dict())
-        question_set = runs.grow_questions(root, questions)
+        # the merged question set is written and indexed, not held (its prompt versions and size
+        # are what run.json needs, taken in one pass)
+        written = runs.grow_questions_indexed(root, questions)
+        with written.reader() as read:
+            question_set = _versions(sys_, (read(n) for n in range(len(written))))
+        del written
         runs.write_meta(root, _meta(root, client, sys_, question_set, previous, extra))
         summary.watch(client, search_backend)
         stage = AnswerStage(root, sys_, client, summary)

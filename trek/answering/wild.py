@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +109,36 @@ def load_questions(which: str, data_dir: Path | None, allow_partial: bool = Fals
     return list(bench.questions), list(docs), partial
 
 
+class _Corpus:
+    """Mini's search corpus read again from its files when the page store takes it (a
+    benchmark's pages are never all in memory); false when there is none."""
+
+    def __init__(self, bench: Any):
+        self.bench = bench
+
+    def __bool__(self) -> bool:
+        return self.bench.corpus_count > 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.bench.documents(corpus=True)
+
+
+def _question_source(settings: WildSettings, warn: Callable[[str], None]) -> tuple[Any, Any, dict[str, Any]]:
+    """(questions, documents, partial) of a run. TrekBench-Mini is checked as a whole but not
+    loaded (:func:`trek.datasets.mini.scan`): its questions are read again by offset whenever the
+    run goes over them, and its pages go from the files into the page store. Wild (144 questions)
+    is loaded by :func:`load_questions`."""
+    if settings.questions == "mini":
+        from trek.datasets import mini
+
+        bench = mini.scan(settings.data_dir)
+        return bench.questions.head(settings.limit), _Corpus(bench), {}
+    qs, docs, partial = load_questions(settings.questions, settings.data_dir, settings.allow_partial, warn)
+    return (qs[:settings.limit] if settings.limit is not None else qs), docs, partial
+
+
 def _backend(rd: Any, settings: WildSettings, client: Any, endpoint: Callable[..., Any], proxy_url: str | None,
-             docs: list[Any]) -> tuple[Any, Any, Any, bool]:
+             docs: Iterable[Any]) -> tuple[Any, Any, Any, bool]:
     """(search backend, proxy search client or None, page store, fetch) of a run."""
     from trek.pages import PageStore
     from trek.search import make_backend
@@ -158,8 +186,7 @@ def run_wild(run_dir: str | os.PathLike[str], model: Role, settings: WildSetting
     rd = RunDir(run_dir)
     with templates.prompts_folder(prompts_dir):
         rd.check_target("wild", option="--run")
-        qs, docs, partial = load_questions(settings.questions, settings.data_dir, settings.allow_partial, warn)
-        qs = qs[:settings.limit] if settings.limit is not None else qs
+        qs, docs, partial = _question_source(settings, warn)
         limits = EndpointLimits()
 
         def endpoint(role: Role, **kw: Any) -> Any:

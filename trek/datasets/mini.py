@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trek.paths import BUNDLED_MINI_DIR, env_path
 from trek.runs import QUESTIONS
@@ -37,8 +38,11 @@ __all__ = [
     "template_fields",
     "MiniBenchmark",
     "MiniBenchmarkError",
+    "MiniQuestions",
+    "MiniScan",
     "default_mini_dir",
     "load",
+    "scan",
     "latest_document_answer",
 ]
 
@@ -274,3 +278,196 @@ def load(path: str | os.PathLike[str] | None = None, *, generated: bool = True) 
             )
 
     return MiniBenchmark(questions=questions, documents=documents, path=root, sources=sources)
+
+
+class MiniQuestions:
+    """TrekBench-Mini's questions indexed, not loaded: per question the file it is in and the
+    byte offset and length of its line, in arrays (a few dozen bytes a question). Iterating reads
+    them again, one line at a time, and validates each as a :class:`~trek.types.Question`, in file
+    order; ``limit`` keeps the first ``limit`` alone. A re-readable source for
+    :func:`trek.stage.execute` (every pass gives the same questions)."""
+
+    def __init__(self, files: list[Path]):
+        from array import array
+
+        self.files = files
+        self.file_of, self.offsets, self.lengths = array("H"), array("q"), array("q")
+        self.limit: int | None = None
+
+    def __len__(self) -> int:
+        return len(range(len(self.offsets))[:self.limit])  # slice semantics, as list[:limit]
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def head(self, limit: int | None) -> MiniQuestions:
+        """The first ``limit`` questions (all of them for ``None``), sharing this index."""
+        out = MiniQuestions.__new__(MiniQuestions)
+        out.files, out.file_of, out.offsets, out.lengths = self.files, self.file_of, self.offsets, self.lengths
+        out.limit = limit
+        return out
+
+    def __iter__(self) -> Iterator[Question]:
+        from trek.jsonio import loads
+
+        fds: dict[int, int] = {}
+        try:
+            for n in range(len(self)):
+                f = self.file_of[n]
+                if f not in fds:
+                    fds[f] = os.open(self.files[f], os.O_RDONLY | os.O_CLOEXEC)
+                path = self.files[f]
+                blob = os.pread(fds[f], self.lengths[n], self.offsets[n])
+                if len(blob) != self.lengths[n]:
+                    raise MiniBenchmarkError(f"{path}: changed while it was read (a line at byte "
+                                             f"{self.offsets[n]} is gone)")
+                yield Question.model_validate(loads(blob.decode("utf-8"), path))
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+
+def _spans(path: Path, model: type[Any]) -> Iterator[tuple[int, int, int, Any]]:
+    """``(line, offset, length, record)`` of a JSONL file, each line validated as ``model`` with
+    the errors of :func:`trek.types.read_jsonl` (file, line and field)."""
+    from pydantic import ValidationError
+
+    from trek.jsonio import iter_jsonl_spans
+    from trek.types import RecordError, describe_validation_error
+
+    for line, offset, length, obj in iter_jsonl_spans(path):
+        try:
+            rec = model.model_validate(obj)
+        except ValidationError as e:
+            raise RecordError(path, line, f"{model.__name__}: {describe_validation_error(e)}") from None
+        yield line, offset, length, rec
+
+
+_MASK = (1 << 64) - 1
+
+
+@dataclass
+class MiniScan:
+    """TrekBench-Mini checked as :func:`load` checks it, without holding it: the questions
+    indexed (:class:`MiniQuestions`) and the documents read again on demand (:meth:`documents`).
+    ``corpus_count``: how many documents are not generated (the search corpus)."""
+
+    questions: MiniQuestions
+    path: Path
+    document_files: list[Path]
+    corpus_count: int = 0
+
+    def documents(self, corpus: bool = False) -> Iterator[Document]:
+        """The documents in file order, validated again (``corpus``: the hand-written ones alone,
+        as :attr:`MiniBenchmark.corpus`)."""
+        for f in self.document_files:
+            for _, _, _, d in _spans(f, Document):
+                if not (corpus and is_generated(d)):
+                    yield d
+
+
+def scan(path: str | os.PathLike[str] | None = None, *, generated: bool = True) -> MiniScan:
+    """Check TrekBench-Mini as :func:`load` does (the same errors, raised in the same order) while
+    holding per question only its id, where its line is and a few numbers, and per document two
+    hashes: a benchmark of any size is checked in a bounded amount of memory per question, and its
+    questions and documents are read again from the files when they are needed.
+
+    The duplicate and gold checks compare hashes first; a hash that repeats is confirmed against
+    the files (reading them again) before an error names it, so a collision raises nothing."""
+    from array import array
+
+    root = Path(path).expanduser() if path is not None else default_mini_dir()
+    if not root.is_dir():
+        raise MiniBenchmarkError(f"{root}: TrekBench-Mini folder does not exist")
+    skip = None if generated else GENERATED_DIR
+    q_files = _files(root, QUESTIONS_FILE, skip)
+    d_files = _files(root, DOCUMENTS_FILE, skip)
+
+    questions = MiniQuestions(q_files)
+    number: dict[str, int] = {}  # question id -> its number
+    listed_sum, listed_n = array("Q"), array("l")
+    repeated = bytearray()
+    for fi, f in enumerate(q_files):
+        for _, offset, length, q in _spans(f, Question):
+            if q.id in number:
+                first = q_files[questions.file_of[number[q.id]]]
+                raise MiniBenchmarkError(f"{f}: duplicate question id {q.id!r} (first defined in {first})")
+            number[q.id] = len(questions.offsets)
+            questions.file_of.append(fi)
+            questions.offsets.append(offset)
+            questions.lengths.append(length)
+            urls = set(q.gold_urls)
+            listed_sum.append(sum(hash(u) & _MASK for u in urls) & _MASK)
+            listed_n.append(len(urls))
+            repeated.append(len(urls) != len(q.gold_urls))
+
+    gold_sum, gold_n = array("Q", bytes(8 * len(listed_n))), array("l", bytes(8 * len(listed_n)))
+    seen_ids: set[int] = set()
+    seen_urls: set[int] = set()
+    corpus = 0
+    for fi, f in enumerate(d_files):
+        for line, _, _, d in _spans(f, Document):
+            h = hash(d.id)
+            if h in seen_ids:
+                first = _first_document(d_files, fi, line, "id", d.id)
+                if first is not None:
+                    raise MiniBenchmarkError(
+                        f"{f}: duplicate document id {d.id!r} (first defined in {first[1]})")
+            h_url = hash(d.url)
+            if h_url in seen_urls:
+                first = _first_document(d_files, fi, line, "url", d.url)
+                if first is not None:
+                    raise MiniBenchmarkError(
+                        f"{f}: document {d.id!r} repeats url {d.url} of document {first[0].id!r} ({first[1]})")
+            problem = _span_problem(d)
+            if problem is not None:
+                raise MiniBenchmarkError(f"{f}: document {d.id!r}: metadata.answer_span {problem}")
+            if d.question_id is not None and d.question_id not in number:
+                raise MiniBenchmarkError(f"{f}: document {d.id!r} points at unknown question {d.question_id!r}")
+            seen_ids.add(h)
+            seen_urls.add(h_url)
+            corpus += not is_generated(d)
+            if d.role == "gold" and d.question_id is not None:
+                n = number[d.question_id]
+                gold_sum[n] = (gold_sum[n] + (hash(d.url) & _MASK)) & _MASK
+                gold_n[n] += 1
+    del seen_ids, seen_urls
+    result = MiniScan(questions, root, d_files, corpus)
+    for qid, n in number.items():
+        source = q_files[questions.file_of[n]]
+        if gold_n[n] == 0:
+            raise MiniBenchmarkError(f"{source}: question {qid!r} has no gold documents")
+        if gold_n[n] != listed_n[n] or gold_sum[n] != listed_sum[n] or repeated[n]:
+            _check_gold(result, n, qid, source)  # the exact comparison, and its message
+    return result
+
+
+def _first_document(files: list[Path], upto_file: int, upto_line: int, field_: str,
+                    value: str) -> tuple[Document, Path] | None:
+    """The first document before line ``upto_line`` of ``files[upto_file]`` whose ``field_`` is
+    ``value``, with its file (``None``: a hash collision, no such document)."""
+    for fi, f in enumerate(files[:upto_file + 1]):
+        for line, _, _, d in _spans(f, Document):
+            if fi == upto_file and line >= upto_line:
+                return None
+            if getattr(d, field_) == value:
+                return d, f
+    return None
+
+
+def _check_gold(bench: MiniScan, n: int, qid: str, source: Path) -> None:
+    # the message of load()'s check, from the question and its gold documents read again
+    q = next(q for i, q in enumerate(bench.questions) if i == n)
+    actual = {d.url for d in bench.documents() if d.role == "gold" and d.question_id == qid}
+    listed = set(q.gold_urls)
+    if listed != actual or len(q.gold_urls) != len(listed):
+        parts = []
+        if listed - actual:
+            parts.append(f"listed but not a gold document's url: {sorted(listed - actual)}")
+        if actual - listed:
+            parts.append(f"gold documents not listed: {sorted(actual - listed)}")
+        if len(q.gold_urls) != len(listed):
+            parts.append("gold_urls has repeated entries")
+        raise MiniBenchmarkError(
+            f"{source}: question {qid!r}: gold_urls do not match its gold documents (" + "; ".join(parts) + ")"
+        )

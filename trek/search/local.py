@@ -47,7 +47,7 @@ class LocalSearch(SearchBackend):
         self.b = b
         self._lock = threading.Lock()
         self._index: Any = None
-        self._keys: list[str] = []
+        self._keys: _Keys = _Keys()
         self._indexed: str | None = None
 
     def cache_params(self) -> dict[str, Any]:
@@ -67,7 +67,7 @@ class LocalSearch(SearchBackend):
                 raise FatalSearchError(
                     "the local search backend needs the 'bm25s' package (pip install bm25s)"
                 ) from None
-            keys: list[str] = []
+            keys = _Keys()
 
             def texts() -> Iterator[str]:  # one page at a time: no list of the pages or their texts
                 for p in self.store.pages("corpus"):
@@ -136,6 +136,32 @@ class LocalSearch(SearchBackend):
             SearchResult(url=p.url, title=p.title, snippet=snippet(p.text, query), date=p.date)
             for p, _ in self.rank(query, k)
         ]
+
+
+class _Keys:
+    """The page keys of the index, in index order, packed: their UTF-8 bytes end to end and where
+    each ends (a few bytes over the key's own length a page, where a list of strings costs
+    about 80). ``keys[i]`` decodes key ``i``."""
+
+    def __init__(self) -> None:
+        from array import array
+
+        self._blob = bytearray()
+        self._ends = array("q")
+
+    def append(self, key: str) -> None:
+        self._blob += key.encode("utf-8")
+        self._ends.append(len(self._blob))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __bool__(self) -> bool:
+        return len(self._ends) > 0
+
+    def __getitem__(self, i: int) -> str:
+        start = self._ends[i - 1] if i > 0 else 0
+        return self._blob[start:self._ends[i]].decode("utf-8")
 
 
 def snippet(text: str, query: str, width: int = _SNIPPET_CHARS) -> str:
