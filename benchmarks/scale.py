@@ -1,7 +1,7 @@
 """Trek at scale: the whole chain on N synthetic questions against the fake server.
 
     python benchmarks/scale.py [--sizes 1000,10000,100000] [--latency 0.05] [--connections 256]
-                               [--stages executor,llm,answer,grade,trace,loader,ctrl,import] [--json]
+                               [--stages executor,llm,answer,closed,grade,trace,loader,ctrl,import] [--json]
 
 For each N it writes a synthetic TrekBench-Mini-shaped benchmark (N questions, each with a gold
 page and two outdated pages, every text distinct) and runs, each stage as the real ``trek``
@@ -11,6 +11,9 @@ seconds per reply, replies scripted generically so that every stage does its ful
 * ``executor``: the stage executor alone (a stage with no model call), the records file's cost;
 * ``llm``: ``trek llm run`` of N chat requests;
 * ``answer``: ``trek wild run`` (search-then-read over the local BM25 index of the pages, 2 pages);
+* ``closed``: ``trek wild run --search none`` on the same questions (closed book: the answering
+  machinery without the local index, whose vocabulary and score matrix grow with the corpus,
+  3 pages a question here);
 * ``grade``: ``trek grade`` (FreshQA's protocol with a judge that rejects every answer);
 * ``trace``: ``trek trace`` on the graded failures (diagnostic, analysis and evaluated roles);
 * ``ctrl``: ``trek.ctrl.build.build`` on N synthetic pools (the five main conditions);
@@ -80,7 +83,7 @@ else:
 """
 
 JUDGE, DIAG, ANA, MODEL = "scale-judge", "scale-diagnostic", "scale-analysis", "scale-lm"
-STAGES = ("executor", "llm", "answer", "grade", "trace", "loader", "ctrl", "import")
+STAGES = ("executor", "llm", "answer", "closed", "grade", "trace", "loader", "ctrl", "import")
 
 
 def script() -> list[dict]:
@@ -253,9 +256,9 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     common = ["--max-connections", str(connections), "--no-progress", "--yes"]
     srv = None
     try:
-        if {"answer", "grade", "trace", "loader", "import"} & set(stages):
+        if {"answer", "closed", "grade", "trace", "loader", "import"} & set(stages):
             write_benchmark(bench, n)
-        if {"answer", "grade", "trace", "loader", "llm"} & set(stages):
+        if {"answer", "closed", "grade", "trace", "loader", "llm"} & set(stages):
             srv, url, _ = start_server(latency)
         if "llm" in stages:
             req = work / "requests.jsonl"
@@ -277,6 +280,10 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
                                   "mini", "--data-dir", str(bench), "--search", "local", "--system",
                                   "search-then-read", "--top-k", "2", *common], env)
             out["answer"] = _figures(r, n, run / "answers.jsonl")
+        if "closed" in stages:
+            r = run_child("cli", ["wild", "run", "--model", MODEL, "--base-url", url, "--run", str(work / "closed"),
+                                  "--questions", "mini", "--data-dir", str(bench), "--search", "none", *common], env)
+            out["closed"] = _figures(r, n, work / "closed" / "answers.jsonl")
         if {"grade", "trace", "loader"} & set(stages):
             r = run_child("cli", ["grade", str(run), "--judge", JUDGE, "--judge-base-url", url, *common], env)
             out["grade"] = _figures(r, n, run / "grades.jsonl")

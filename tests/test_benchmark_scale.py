@@ -29,11 +29,11 @@ def test_the_readme_scale_command_runs_and_writes_each_record_file_twice(tmp_pat
     cmd = readme_command()
     assert cmd[0].endswith("python") and cmd[1] == "benchmarks/scale.py"
     # the README's sizes take an hour; the same command on small N (later flags win)
-    out = subprocess.run([sys.executable, *cmd[1:], "--sizes", "40,80", "--stages", "executor,llm,grade",
+    out = subprocess.run([sys.executable, *cmd[1:], "--sizes", "40,80", "--stages", "executor,llm,closed,grade",
                           "--work", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = re.findall(r"N=\s*(\d+) (\w+)\s.*rewritten/N ([\d.]+)\s+written/size ([\d.]+)", out.stdout)
     assert {(n, stage) for n, stage, _, _ in rows} == {(n, s) for n in ("40", "80")
-                                                       for s in ("executor", "llm", "answer", "grade")}
+                                                       for s in ("executor", "llm", "answer", "closed", "grade")}
     assert all(float(r) == 1.0 and abs(float(w) - 2.0) < 0.05 for _, _, r, w in rows)
     assert "ratios N=80 over N=40:" in out.stdout and "bytes written" in out.stdout
