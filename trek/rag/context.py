@@ -6,6 +6,7 @@ the contexts. The contexts themselves are :class:`trek.contexts.Context` records
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class CtrlQuestions(Mapping[str, Question]):
         self.numbers: dict[str, int] = {}
         self.offsets, self.lengths = array("q"), array("q")
         for line, offset, length, obj in iter_jsonl_spans(path):
-            qid = _read_question(path, line, obj).id
+            qid = sys.intern(_read_question(path, line, obj).id)  # shared with the contexts' index and the plan
             del obj
             n = self.numbers.get(qid)
             if n is None:

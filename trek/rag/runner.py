@@ -20,6 +20,7 @@ import contextlib
 import itertools
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,8 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
         self.model, self.methods, self.params, self.client, self.tally = model, methods, params, client, tally
 
     def slot(self, job: tuple[Cell, Question, CtxRecord]) -> Slot:
-        return Slot(job[0].run_dir / R.ANSWERS, job[1].id)
+        # the plan keeps every slot's id: one interned string per question, not one per (cell, question)
+        return Slot(job[0].run_dir / R.ANSWERS, sys.intern(job[1].id))
 
     def input_key(self, job: tuple[Cell, Question, CtxRecord]) -> str:
         cell, q, ctx = job
