@@ -1,7 +1,8 @@
 """Trek at scale: the whole chain on N synthetic questions against the fake server.
 
     python benchmarks/scale.py [--sizes 1000,10000,100000] [--latency 0.05] [--connections 256]
-                               [--stages executor,llm,answer,closed,grade,trace,loader,ctrl,import] [--json]
+                               [--stages executor,llm,answer,closed,grade,trace,loader,ctrl,ctrlrun,import]
+                               [--json]
 
 For each N it writes a synthetic TrekBench-Mini-shaped benchmark (N questions, each with a gold
 page and two outdated pages, every text distinct) and runs, each stage as the real ``trek``
@@ -17,6 +18,11 @@ seconds per reply, replies scripted generically so that every stage does its ful
 * ``grade``: ``trek grade`` (FreshQA's protocol with a judge that rejects every answer);
 * ``trace``: ``trek trace`` on the graded failures (diagnostic, analysis and evaluated roles);
 * ``ctrl``: ``trek.ctrl.build.build`` on N synthetic pools (the five main conditions);
+* ``ctrlrun``: ``trek ctrl run`` of Direct on two conditions (OO and MND) of those contexts (the
+  ``ctrl`` stage's, or built the same way with only these two when that stage is not asked for),
+  graded with ``--judge`` (FreshQA's protocol forced on every question), so the answers, the
+  grading of each run and the accuracy grid are one process: 2N answer calls and 2N judge calls,
+  items counted per question (N);
 * ``loader``: ``trek.runs.frame`` of the graded run, as the notebooks read it;
 * ``import``: ``trek import chat-completions`` of an N-record log.
 
@@ -83,7 +89,10 @@ else:
 """
 
 JUDGE, DIAG, ANA, MODEL = "scale-judge", "scale-diagnostic", "scale-analysis", "scale-lm"
-STAGES = ("executor", "llm", "answer", "closed", "grade", "trace", "loader", "ctrl", "import")
+STAGES = ("executor", "llm", "answer", "closed", "grade", "trace", "loader", "ctrl", "ctrlrun", "import")
+#: the conditions ``trek ctrl run`` answers in the ``ctrlrun`` stage (two, so that memory held per
+#: run of the grid would show)
+CTRLRUN_CONDITIONS = ("OO", "MND")
 
 
 def script() -> list[dict]:
@@ -219,8 +228,9 @@ sys.path.insert(0, sys.argv[3])
 from ctrl_assembly import iter_synthetic_pools
 from trek.ctrl.build import build
 from trek.ctrl.conditions import MAIN_CONDITIONS
+conditions = sys.argv[4].split(",") if len(sys.argv) > 4 else MAIN_CONDITIONS
 pools = iter_synthetic_pools(int(sys.argv[2]), 120)  # made one at a time, as a pools file is read
-build(pools, sys.argv[1], embedder=None, conditions=MAIN_CONDITIONS, fabricator="none", count_tokens=False)
+build(pools, sys.argv[1], embedder=None, conditions=conditions, fabricator="none", count_tokens=False)
 """
 
 
@@ -258,7 +268,7 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     try:
         if {"answer", "closed", "grade", "trace", "loader", "import"} & set(stages):
             write_benchmark(bench, n)
-        if {"answer", "closed", "grade", "trace", "loader", "llm"} & set(stages):
+        if {"answer", "closed", "grade", "trace", "loader", "llm", "ctrlrun"} & set(stages):
             srv, url, _ = start_server(latency)
         if "llm" in stages:
             req = work / "requests.jsonl"
@@ -300,6 +310,17 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
             p.write_text(CTRL)
             r = run_child(str(p), [str(work / "ctrl"), str(n), str(HERE)], env)
             out["ctrl"] = _figures(r, n, work / "ctrl" / "contexts.jsonl")
+        if "ctrlrun" in stages:
+            ctx = work / "ctrl" / "contexts.jsonl"
+            if not ctx.exists():  # the ctrl stage was not asked for: build only the conditions run here
+                p = work / "ctrl.py"
+                p.write_text(CTRL)
+                run_child(str(p), [str(work / "ctrl"), str(n), str(HERE), ",".join(CTRLRUN_CONDITIONS)], env)
+            grid = work / "ctrlruns"
+            r = run_child("cli", ["ctrl", "run", str(ctx), "--model", MODEL, "--base-url", url, "--runs", str(grid),
+                                  "--methods", "direct", "--conditions", ",".join(CTRLRUN_CONDITIONS),
+                                  "--judge", JUDGE, "--judge-base-url", url, "--grader", "freshqa", *common], env)
+            out["ctrlrun"] = _figures(r, n, sorted(grid.glob("*/answers.jsonl")) + sorted(grid.glob("*/grades.jsonl")))
         if "import" in stages:
             log = work / "chat.jsonl"
             write_chat_log(log, n)
@@ -315,8 +336,9 @@ def measure(n: int, stages: list[str], latency: float, connections: int, work: P
     return out
 
 
-def _figures(r: dict, n: int, path: Path | None) -> dict:
-    size = path.stat().st_size if path is not None and path.exists() else 0
+def _figures(r: dict, n: int, path: Path | list[Path] | None) -> dict:
+    paths = path if isinstance(path, list) else [] if path is None else [path]  # a grid: every record file
+    size = sum(p.stat().st_size for p in paths if p.exists())
     written = r.get("journal_bytes", 0) + r.get("rewrite_bytes", 0)
     return {"n": n, "wall_ms_per_item": 1000 * r["wall"] / n, "cpu_ms_per_item": 1000 * r["cpu"] / n,
             "rewritten_per_n": r.get("records_rewritten", 0) / n, "rewrites": r.get("rewrites", 0),

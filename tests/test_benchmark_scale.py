@@ -37,3 +37,15 @@ def test_the_readme_scale_command_runs_and_writes_each_record_file_twice(tmp_pat
                                                        for s in ("executor", "llm", "answer", "closed", "grade")}
     assert all(float(r) == 1.0 and abs(float(w) - 2.0) < 0.05 for _, _, r, w in rows)
     assert "ratios N=80 over N=40:" in out.stdout and "bytes written" in out.stdout
+
+
+def test_the_ctrlrun_stage_answers_grades_and_counts_the_grid_of_two_conditions(tmp_path):
+    # trek ctrl run on two conditions: two answer files and two grade files, each compacted once
+    out = subprocess.run([sys.executable, "benchmarks/scale.py", "--sizes", "30,60", "--stages", "ctrlrun",
+                          "--latency", "0", "--work", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = re.findall(r"N=\s*(\d+) (\w+)\s.*rewritten/N ([\d.]+)\s+written/size ([\d.]+)", out.stdout)
+    assert [(n, stage) for n, stage, _, _ in rows] == [("30", "ctrlrun"), ("60", "ctrlrun")]
+    assert all(float(r) == 4.0 and abs(float(w) - 2.0) < 0.05 for _, _, r, w in rows)
+    assert "ratios N=60 over N=30:" in out.stdout

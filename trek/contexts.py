@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -278,7 +279,7 @@ class ContextFile:
             cond.append(len(self.offsets))
             self.offsets.append(offset)
             self.lengths.append(length)
-            self.question_ids.append(ctx.question_id)
+            self.question_ids.append(sys.intern(ctx.question_id))  # one string per question, whatever the conditions
             del ctx
 
     def __len__(self) -> int:

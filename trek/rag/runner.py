@@ -17,8 +17,10 @@ Gold-only is Direct on ``GOLD``; the other methods are not run on ``GOLD`` unles
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +113,8 @@ class CtrlStage(Stage[tuple[Cell, Question, CtxRecord], Trajectory]):
         self.model, self.methods, self.params, self.client, self.tally = model, methods, params, client, tally
 
     def slot(self, job: tuple[Cell, Question, CtxRecord]) -> Slot:
-        return Slot(job[0].run_dir / R.ANSWERS, job[1].id)
+        # the plan keeps every slot's id: one interned string per question, not one per (cell, question)
+        return Slot(job[0].run_dir / R.ANSWERS, sys.intern(job[1].id))
 
     def input_key(self, job: tuple[Cell, Question, CtxRecord]) -> str:
         cell, q, ctx = job
@@ -164,6 +167,12 @@ def _grid_plan(cells: Sequence[Cell], by_cond: Mapping[str, list[CtxRecord]], me
     return stage_plan(CtrlStage(model, methods, params), _jobs(cells, by_cond, questions))
 
 
+def _todo(p: StagePlan) -> Iterator[tuple[Cell, Question, CtxRecord]]:
+    """The jobs of plan ``p`` still to run, read again one at a time (``p.todo`` would hold them
+    all, every context with its text)."""
+    return (job for job, _, _ in p.iter_jobs())
+
+
 def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Mapping[str, Method],
               questions: Mapping[str, Question], model: str, params: dict[str, Any] | None = None,
               ) -> list[dict[str, Any]]:
@@ -171,9 +180,8 @@ def grid_rows(cells: Sequence[Cell], contexts: Sequence[CtxRecord], methods: Map
     questions, those still to answer and the model calls that makes (re-asks of unreadable
     replies not counted; cached calls send nothing)."""
     by_cond = _contexts_by_condition(contexts)
-    todo = _grid_plan(cells, by_cond, methods, questions, model, dict(params or {})).todo
     left: dict[Path, int] = {}
-    for cell, _, _ in todo:
+    for cell, _, _ in _todo(_grid_plan(cells, by_cond, methods, questions, model, dict(params or {}))):
         left[cell.run_dir] = left.get(cell.run_dir, 0) + 1
     rows = []
     for cell in cells:
@@ -207,13 +215,12 @@ def estimate_grid(
     from trek.tokens import count_tokens
 
     by_cond = _contexts_by_condition(contexts)
-    size = {c.sha256: count_tokens(c.rendered) + PROMPT_TOKENS for c in contexts}
     p = _grid_plan(cells, by_cond, methods, questions, model, dict(params or {}))
     items, cached = len(p.slots), len(p.kept)
     calls = in_lo = in_hi = 0
-    for cell, _, c in p.todo:
-        m = methods[cell.method]
-        t = size[c.sha256]
+    for cell, _, c in _todo(p):  # read again one at a time; a context recurring across the cells of
+        m = methods[cell.method]  # its condition is counted once (count_tokens remembers the count)
+        t = count_tokens(c.rendered) + PROMPT_TOKENS
         calls += m.calls
         k = getattr(m, "k", None)  # Rerank reads only its top k documents
         in_lo += round(t * min(1.0, k / max(1, len(c.documents)))) if k else t
@@ -245,20 +252,28 @@ def estimate_grid_grading(
     more input tokens (the answer's output cap). Cached judge calls cost nothing."""
     from trek.aio import run_sync
     from trek.graders import agrade_many
-    from trek.grading import iter_judge_requests
+    from trek.grading import JUDGE_REQUEST_CHUNK, iter_judge_requests
     from trek.llm.estimate import Assumption, RecordingClient, estimate_requests
 
-    made: list[tuple[str, dict[str, Any], int]] = []
-    for cell in cells:
-        if (cell.run_dir / R.ANSWERS).exists() and (cell.run_dir / R.QUESTIONS).exists():
-            made += iter_judge_requests(cell.run_dir, judge, **settings)
-    todo = _grid_plan(cells, _contexts_by_condition(contexts), methods, questions, model, dict(params or {})).todo
-    rec = RecordingClient(judge)
-    if todo:
-        run_sync(agrade_many([(q, PLACEHOLDER_ANSWER) for _, q, _ in todo], rec, progress=False, **settings))
+    def made() -> Iterator[tuple[str, dict[str, Any], int]]:  # made a chunk of answers at a time, not kept
+        for cell in cells:
+            if (cell.run_dir / R.ANSWERS).exists() and (cell.run_dir / R.QUESTIONS).exists():
+                yield from iter_judge_requests(cell.run_dir, judge, **settings)
+
+    def to_make() -> Iterator[tuple[str, dict[str, Any], int]]:  # the same for the answers to make
+        plan = _grid_plan(cells, _contexts_by_condition(contexts), methods, questions, model, dict(params or {}))
+        rec = RecordingClient(judge)
+        todo = _todo(plan)
+        while part := [(q, PLACEHOLDER_ANSWER) for _, q, _ in itertools.islice(todo, JUDGE_REQUEST_CHUNK)]:
+            run_sync(agrade_many(part, rec, progress=False, **settings))
+            del part
+            recorded, rec.recorded = rec.recorded, []
+            yield from recorded
+            del recorded
+
     once = "one judge call per answer (the re-asks of an unreadable verdict, rare, are not counted)"
-    return (estimate_requests(made, judge, label="judge: answers in the runs", assumption=Assumption(once))
-            + estimate_requests(rec.recorded, judge, label="judge: answers to make", assumption=Assumption(
+    return (estimate_requests(made(), judge, label="judge: answers in the runs", assumption=Assumption(once))
+            + estimate_requests(to_make(), judge, label="judge: answers to make", assumption=Assumption(
                 f"{once}; each prompt holds an answer of up to {answer_tokens:,} tokens",
                 extra_input=(0, answer_tokens))))
 
@@ -330,7 +345,7 @@ async def arun_ctrl(
     missing_c = [c for c in conditions if c not in by_cond]
     if missing_c:
         raise ValueError(f"no context for condition(s) {missing_c}; the file has {sorted(by_cond)}")
-    missing_q = sorted({q for cond in conditions for q in _question_ids(by_cond[cond])} - set(questions))
+    missing_q = sorted({q for cond in conditions for q in _question_ids(by_cond[cond]) if q not in questions})
     if missing_q:
         raise ValueError(f"no question record for {len(missing_q)} context(s), e.g. {missing_q[:3]}")
     cells = plan_grid(model, list(methods), conditions, runs_root, all_methods_on_gold=all_methods_on_gold)

@@ -90,11 +90,16 @@ class CtrlGridReport:
 def accuracy_grid(cells: Sequence[Any]) -> dict[tuple[str, str], tuple[int, int]]:
     """(method, condition) -> (correct answers, questions) of the graded runs of ``cells``
     (:class:`trek.rag.runner.Cell`)."""
+    from trek.types import Grade
+
     out = {}
     for cell in cells:
-        questions = R.load_questions(cell.run_dir)
-        grades = R.load_grades(cell.run_dir, questions)
-        out[(cell.method, cell.condition)] = (sum(g.outcome == "correct" for g in grades.values()), len(questions))
+        # counted from indexes, not loaded: the last grade of each question tagged 1 when correct
+        # (same checks and errors as runs.load_questions and runs.load_grades)
+        ids, _ = R.index_questions(cell.run_dir)
+        grades = R.index_records(cell.run_dir, R.GRADES, Grade, ids, tag=lambda g: int(g.outcome == "correct"))
+        out[(cell.method, cell.condition)] = (grades.tags.count(1), len(ids))
+        del ids, grades
     return out
 
 
@@ -154,7 +159,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
     from trek.llm.usage import PriceTable
     from trek.outputs import make_folder
     from trek.rag import make_method
-    from trek.rag.context import load_ctrl_questions, questions_beside
+    from trek.rag.context import open_ctrl_questions, questions_beside
     from trek.rag.rerank import make_scorer
     from trek.rag.runner import (
         estimate_grid,
@@ -172,7 +177,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
         qpath = settings.questions or questions_beside(contexts)
         if qpath is None:
             raise ValueError(f"no questions.jsonl or pools.jsonl beside {contexts}: pass --questions FILE")
-        qs = load_ctrl_questions(qpath)
+        qs = open_ctrl_questions(qpath)  # indexed: each question read by offset
         if not dry_run:
             make_folder(rd.path, "--runs")
         cache = LLMCache(rd.llm_cache) if not dry_run or rd.llm_cache.exists() else None  # a dry run writes nothing
