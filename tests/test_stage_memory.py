@@ -262,3 +262,60 @@ def test_a_source_that_changes_between_passes_is_an_error(tmp_path):
 
     with pytest.raises(RuntimeError, match="changed between two passes"):
         run_sync(execute(Big(tmp_path), Reread(items), progress=False))
+
+
+def test_strings_keep_every_text_as_given():
+    from trek.stage import Strings
+
+    texts = ["q1", "", "élan:ü/日本", "x" * 300, "q1"]
+    s = Strings(texts)
+    assert len(s) == 5 and list(s) == texts and s == texts and s == Strings(texts)
+    assert [s[i] for i in range(5)] == texts and s[-1] == "q1" and s[2] == "élan:ü/日本"
+    with pytest.raises(IndexError):
+        s[5]
+    with pytest.raises(IndexError):
+        s[-6]
+    s.append("new")
+    assert s[5] == "new" and s != texts and s == [*texts, "new"]
+
+
+def test_records_made_now_keep_their_status_and_error_through_compaction(tmp_path):
+    # one record file, three items: one kept from an earlier run, two made now (one failed)
+    from trek.aio import run_sync
+    from trek.stage import Slot, Stage, execute
+    from trek.types import Record
+
+    class Rec(Record):
+        question_id: str
+        status: str
+        error: str | None = None
+        input_key: str | None = None
+
+    class S(Stage):
+        record = Rec
+        name = "s"
+
+        def __init__(self, out, bad):
+            self.out, self.bad = out, bad
+
+        def slot(self, item):
+            return Slot(self.out, item)
+
+        def input_key(self, item):
+            return f"k:{item}"
+
+        async def produce(self, item, key):
+            if item in self.bad:
+                raise RuntimeError(f"{item} broke")
+            return Rec(question_id=item, status="ok", input_key=key)
+
+        def failure(self, item, key, error):
+            return Rec(question_id=item, status="failed", error=error, input_key=key)
+
+    out = tmp_path / "recs.jsonl"
+    run_sync(execute(S(out, set()), ["a"], progress=False))
+    t = run_sync(execute(S(out, {"c"}), ["a", "b", "c"], progress=False))
+    assert (t.kept, t.made, dict(t.counts)) == (1, 2, {"ok": 2, "failed": 1})
+    assert t.errors == ["failed c: internal error: RuntimeError: c broke"]
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["question_id"], r["status"]) for r in recs] == [("a", "ok"), ("b", "ok"), ("c", "failed")]
