@@ -380,8 +380,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def summary(results: dict[int, dict[str, dict]], big: int, prev: int, servers: dict[int, float]) -> str:
-    """The ratios between the two largest N and issue 31's acceptance: CPU time per item at the
-    larger N at most 1.3 x that at the smaller, and every child's peak RSS at most 2 GB."""
+    """The ratios between the two largest N and the bars of issue 31 (CPU time per item at the
+    larger N at most 1.3 x that at the smaller, every child's peak RSS at most 2 GB) and of issue 44
+    (each stage's peak RSS at the larger N at most 1.3 x that at the smaller)."""
     lines = [f"ratios N={big} over N={prev}:"]
     worst_t: tuple[float, str] | None = None
     for stage in results[big]:
@@ -395,6 +396,12 @@ def summary(results: dict[int, dict[str, dict]], big: int, prev: int, servers: d
                      f"rss {b['rss_mb'] / p['rss_mb']:.2f}{wr}")
     if big in servers and prev in servers:
         lines.append(f"  fake server rss {servers[big] / servers[prev]:.2f} ({servers[prev]:.0f} -> {servers[big]:.0f} MB)")
+    rss = sorted(((results[big][st]["rss_mb"] / results[prev][st]["rss_mb"], st) for st in results[big]
+                  if st in results[prev]), reverse=True)
+    if rss:
+        over = [f"{st} {r:.2f}" for r, st in rss if r > 1.3]
+        lines.append(f"acceptance (issue 44): peak RSS at N={big} / at N={prev} <= 1.3: worst {rss[0][0]:.2f} "
+                     f"({rss[0][1]}) " + ("ok" if not over else "OVER: " + ", ".join(over)))
     peak_mb, peak_stage = max((f["rss_mb"], stage) for stage, f in results[big].items())
     if worst_t is not None:
         lines.append(f"acceptance (issue 31): CPU time per item at N={big} / at N={prev} <= 1.3: worst {worst_t[0]:.2f} "

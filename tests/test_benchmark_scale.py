@@ -37,6 +37,8 @@ def test_the_readme_scale_command_runs_and_writes_each_record_file_twice(tmp_pat
                                                        for s in ("executor", "llm", "answer", "closed", "grade")}
     assert all(float(r) == 1.0 and abs(float(w) - 2.0) < 0.05 for _, _, r, w in rows)
     assert "ratios N=80 over N=40:" in out.stdout and "bytes written" in out.stdout
+    assert re.search(r"acceptance \(issue 44\): peak RSS at N=80 / at N=40 <= 1.3: worst [\d.]+ \(\w+\) (ok|OVER)",
+                     out.stdout)
 
 
 def test_the_ctrlrun_stage_answers_grades_and_counts_the_grid_of_two_conditions(tmp_path):
