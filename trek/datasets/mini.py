@@ -262,20 +262,7 @@ def load(path: str | os.PathLike[str] | None = None, *, generated: bool = True) 
         gold = gold_of.get(q.id, [])
         if not gold:
             raise MiniBenchmarkError(f"{sources[q.id]}: question {q.id!r} has no gold documents")
-        listed, actual = set(q.gold_urls), {d.url for d in gold}
-        if listed != actual or len(q.gold_urls) != len(listed):
-            parts = []
-            if listed - actual:
-                parts.append(f"listed but not a gold document's url: {sorted(listed - actual)}")
-            if actual - listed:
-                parts.append(f"gold documents not listed: {sorted(actual - listed)}")
-            if len(q.gold_urls) != len(listed):
-                parts.append("gold_urls has repeated entries")
-            raise MiniBenchmarkError(
-                f"{sources[q.id]}: question {q.id!r}: gold_urls do not match its gold documents ("
-                + "; ".join(parts)
-                + ")"
-            )
+        _check_gold_urls(q.id, q.gold_urls, {d.url for d in gold}, sources[q.id])
 
     return MiniBenchmark(questions=questions, documents=documents, path=root, sources=sources)
 
@@ -459,14 +446,20 @@ def _check_gold(bench: MiniScan, n: int, qid: str, source: Path) -> None:
     # the message of load()'s check, from the question and its gold documents read again
     q = next(q for i, q in enumerate(bench.questions) if i == n)
     actual = {d.url for d in bench.documents() if d.role == "gold" and d.question_id == qid}
-    listed = set(q.gold_urls)
-    if listed != actual or len(q.gold_urls) != len(listed):
+    _check_gold_urls(qid, q.gold_urls, actual, source)
+
+
+def _check_gold_urls(qid: str, gold_urls: list[str], actual: set[str], source: Any) -> None:
+    """A question's ``gold_urls`` must list each gold document's url once: else an error saying
+    which urls are missing on either side (the one check of :func:`load` and :func:`scan`)."""
+    listed = set(gold_urls)
+    if listed != actual or len(gold_urls) != len(listed):
         parts = []
         if listed - actual:
             parts.append(f"listed but not a gold document's url: {sorted(listed - actual)}")
         if actual - listed:
             parts.append(f"gold documents not listed: {sorted(actual - listed)}")
-        if len(q.gold_urls) != len(listed):
+        if len(gold_urls) != len(listed):
             parts.append("gold_urls has repeated entries")
         raise MiniBenchmarkError(
             f"{source}: question {qid!r}: gold_urls do not match its gold documents (" + "; ".join(parts) + ")"
