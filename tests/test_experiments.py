@@ -356,7 +356,8 @@ def test_a_cache_keeps_the_keys_it_touched_only_when_asked(tmp_path):
     plain = LLMCache(tmp_path / "plain.sqlite")
     plain.store(request_key(req), req, {"choices": []})
     assert plain.lookup(request_key(req)) == {"choices": []}
-    assert plain.touched == set()  # a long run's keys are not held in memory
+    with pytest.raises(RuntimeError, match="without track=True"):  # a long run's keys are not held
+        _ = plain.touched
     tracked = LLMCache(tmp_path / "plain.sqlite", track=True)
     assert tracked.lookup(request_key(req)) == {"choices": []}
     assert tracked.touched == {request_key(req)}

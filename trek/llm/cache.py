@@ -200,11 +200,18 @@ class ResponseCache:
         self._writer = _GroupCommit(self.path, self._retry_locked) if writes and self.path is not None else None
         self.hits = 0
         self.misses = 0
-        #: Keys read (found) or stored since this cache was opened, when it was opened with
-        #: ``track=True`` (:meth:`dump` of them keeps what one piece of work needed); else an
-        #: empty set that nothing is added to.
-        self.touched: set[str] = set()
+        self._touched: set[str] = set()
         self._track = track
+
+    @property
+    def touched(self) -> set[str]:
+        """Keys read (found) or stored since this cache was opened with ``track=True`` (a
+        :meth:`dump` of them keeps what one piece of work needed). A cache opened without it keeps
+        none, and asking is an error rather than an empty set that would dump nothing."""
+        if not self._track:
+            raise RuntimeError(f"cache {self.path or '(in memory)'} was opened without track=True: it keeps no "
+                               "record of the keys it touched (open it with LLMCache(path, track=True))")
+        return self._touched
 
     # -- low level -------------------------------------------------------------------------
     def _retry_locked(self, fn: Callable[[], Any]) -> Any:
@@ -228,7 +235,7 @@ class ResponseCache:
         if row is None:
             return None
         if self._track:
-            self.touched.add(key)
+            self._touched.add(key)
         return json.loads(row[0])
 
     def store(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
@@ -240,7 +247,7 @@ class ResponseCache:
         with self._lock:
             self._retry_locked(lambda: self._conn.execute(_INSERT, (key, request_text, resp_s, time.time())))
             if self._track:
-                self.touched.add(key)
+                self._touched.add(key)
 
     async def _astore(self, key: str, request_text: str, response: dict[str, Any]) -> None:
         """:meth:`store` from an event loop: returns once the row is committed (by the writer
@@ -253,7 +260,7 @@ class ResponseCache:
         self._writer.submit((key, request_text, json.dumps(response, ensure_ascii=False)), loop, done)
         await done
         if self._track:
-            self.touched.add(key)
+            self._touched.add(key)
 
     def dump(self, path: str | os.PathLike[str], keys: Iterable[str] | None = None) -> int:
         """Write the entries of ``keys`` (default: all) to a replay log; returns how many.
