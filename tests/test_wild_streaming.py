@@ -146,7 +146,7 @@ def test_wild_run_on_a_broken_mini_names_file_and_line(tmp_path):
 
 
 def test_local_index_keeps_its_page_keys_packed():
-    from trek.search.local import _Keys
+    from trek.search.local import Strings as _Keys  # the index's key list
 
     keys = _Keys()
     assert not keys and len(keys) == 0

@@ -248,7 +248,8 @@ def _scan(stage: Stage[Any, Any], path: Path) -> _Scan:
 class Strings:
     """A list of strings kept as one UTF-8 buffer and the end of each (about the strings' bytes
     plus 8 a string, where a list of ``str`` objects takes about 60 more each): the plan's ids
-    and input keys of 100,000 items in a few megabytes. Reading one makes a new ``str``."""
+    and input keys of 100,000 items in a few megabytes, the local search index's page keys.
+    Reading one makes a new ``str``."""
 
     def __init__(self, items: Iterable[str] = ()):
         self._blob = bytearray()
@@ -449,11 +450,9 @@ class StagePlan(Generic[I, R]):
         """Every item's slot, in the items' order."""
         return list(_slots(self.files, self.order))
 
-    def iter_jobs(self, release: bool = False) -> Iterator[tuple[I, Slot, str]]:
+    def iter_jobs(self) -> Iterator[tuple[I, Slot, str]]:
         """The items to run with their slot and input key, read again from the source (a
-        source that gives other items than the plan's raises ``RuntimeError``). ``release`` is
-        accepted for callers of earlier versions: the keys are one compact buffer now
-        (:class:`Strings`), kept until the plan goes."""
+        source that gives other items than the plan's raises ``RuntimeError``)."""
         for it, slot, key, _ in self._iter_jobs():
             yield it, slot, key
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from trek.pages import Page, PageStore
 from trek.search.base import FatalSearchError, SearchBackend
+from trek.stage import Strings
 from trek.types import SearchResult
 
 __all__ = ["LocalSearch"]
@@ -47,7 +48,7 @@ class LocalSearch(SearchBackend):
         self.b = b
         self._lock = threading.Lock()
         self._index: Any = None
-        self._keys: _Keys = _Keys()
+        self._keys: Strings = Strings()  # packed: a few bytes over each key's own length a page
         self._indexed: str | None = None
 
     def cache_params(self) -> dict[str, Any]:
@@ -67,7 +68,7 @@ class LocalSearch(SearchBackend):
                 raise FatalSearchError(
                     "the local search backend needs the 'bm25s' package (pip install bm25s)"
                 ) from None
-            keys = _Keys()
+            keys = Strings()
 
             def texts() -> Iterator[str]:  # one page at a time: no list of the pages or their texts
                 for p in self.store.pages("corpus"):
@@ -136,32 +137,6 @@ class LocalSearch(SearchBackend):
             SearchResult(url=p.url, title=p.title, snippet=snippet(p.text, query), date=p.date)
             for p, _ in self.rank(query, k)
         ]
-
-
-class _Keys:
-    """The page keys of the index, in index order, packed: their UTF-8 bytes end to end and where
-    each ends (a few bytes over the key's own length a page, where a list of strings costs
-    about 80). ``keys[i]`` decodes key ``i``."""
-
-    def __init__(self) -> None:
-        from array import array
-
-        self._blob = bytearray()
-        self._ends = array("q")
-
-    def append(self, key: str) -> None:
-        self._blob += key.encode("utf-8")
-        self._ends.append(len(self._blob))
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __bool__(self) -> bool:
-        return len(self._ends) > 0
-
-    def __getitem__(self, i: int) -> str:
-        start = self._ends[i - 1] if i > 0 else 0
-        return self._blob[start:self._ends[i]].decode("utf-8")
 
 
 def snippet(text: str, query: str, width: int = _SNIPPET_CHARS) -> str:
