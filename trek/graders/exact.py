@@ -233,6 +233,19 @@ def _named(response: str | None, question: Question, competing: Sequence[str]
         key = tuple(normalize(a))
         if key and key not in accepted:
             others.setdefault(key, a)
+    # the forms the annotations allow (exact_values.aliases), unless a form is shared by two answers
+    main = (question.grader or question.dataset) in THREE_WAY
+    forms: dict[tuple[str, ...], set[tuple[str, bool]]] = {}
+    for table, ok in ((accepted, True), (others, False)):
+        for text in list(table.values()):
+            for alias in exact_values.aliases(text, main_part=main and ok):
+                key = tuple(normalize(alias))
+                if key:
+                    forms.setdefault(key, set()).add((text, ok))
+    for key, owners in forms.items():
+        if len(owners) == 1 and key not in accepted and key not in others:
+            text, ok = next(iter(owners))
+            (accepted if ok else others)[key] = text
     mask = _echo_mask(words, qwords)
     spans: list[tuple[int, int, str, bool]] = []
     for table, ok in ((accepted, True), (others, False)):
@@ -271,6 +284,7 @@ CHANGE_WORDS = frozenset({
     "after", "now", "longer", "anymore", "interim", "acting", "appointed", "became", "becomes", "changed",
     "switched", "moved", "handed", "elected", "ousted", "fired", "sacked", "departed", "retired", "originally",
     "initially", "once", "revised", "updated", "rose", "fell", "increased", "decreased", "grew", "dropped",
+    "broken", "broke", "beat", "bettered", "improved", "surpassed", "overtook", "overtaken", "lost", "won", "again",
 })
 #: Words that make a number approximate (``about 400000``).
 APPROXIMATE_WORDS = frozenset({"about", "around", "approximately", "roughly", "nearly", "almost", "over", "under",
@@ -368,12 +382,13 @@ def _decide(question: Question, response: str | None, competing: Sequence[str], 
     known = [normalize(a) for a in (*question.answers, *competing)]
     asks_time = _asks_time(question.question)
     numeric = any(normalize(a)[:1] and normalize(a)[0].replace(".", "").isdigit() for a in question.answers)
-    extra = exact_values.uncovered(response, known, qwords, years=asks_time, normalize=normalize)
+    canon = exact_values.canonical(exact_values.transliterate(html.unescape(response or "")))
+    extra = exact_values.uncovered(canon, known, qwords, years=asks_time, normalize=normalize)
     if not numeric and not asks_time:
         # a number beside a name answer is context (a date, a count), unless it is the only value offered
         extra = [v for v in extra if v.kind == "name"] or ([] if names else extra)
     length = len((response or "").split())
-    unreadable = exact_values.unreadable(response)
+    unreadable = exact_values.unreadable(canon)
     hedges = _hedges(ws)
     change = sorted({w.text for w in ws} & CHANGE_WORDS)
     if question.false_premise:
@@ -429,7 +444,7 @@ def _decide(question: Question, response: str | None, competing: Sequence[str], 
             return _undecided(d, "commitment", f"the response names {_quote(d.unannotated)}, which no annotation "
                                                "covers")
         if three_way and not names and not declined and not exact_values.uncovered(
-                response, [], qwords, years=asks_time, normalize=normalize):
+                canon, [], qwords, years=asks_time, normalize=normalize):
             d.outcome = "not_attempted"  # it offers no value at all: no answer, and it contradicts none
         return d
     first = found[chosen[0]]
