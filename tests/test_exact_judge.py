@@ -143,11 +143,14 @@ def test_the_exact_judge_records_an_exact_grade():
     assert judge.grade(Q, "Bo Reed").outcome == "incorrect"  # Bo Reed is an annotated competing answer
 
 
-def test_the_exact_judge_makes_no_model_call():
+def test_the_exact_judge_is_a_judge_and_no_client():
+    from trek.judges import Judge
+    from trek.llm.client import LLMClient
+
     judge = ExactJudge(annotations())
-    with pytest.raises(RuntimeError, match="no model call"):
-        judge.chat([{"role": "user", "content": "hi"}])
-    assert judge.http_calls == 0
+    assert isinstance(judge, Judge) and not isinstance(judge, LLMClient)
+    assert not hasattr(judge, "chat") and not hasattr(judge, "achat")  # nothing to send a request with
+    assert judge.makes_calls is False and judge.http_calls == 0
 
 
 def test_mini_is_annotated_for_every_question():
