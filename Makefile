@@ -116,6 +116,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx
 	$(BIN)/python benchmarks/startup.py --json
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
+	$(BIN)/python benchmarks/exact_precision.py
 	$(BIN)/python benchmarks/paced_run.py --limit 20 --window 1 --requests 400 --concurrency 16 --json
 	$(BIN)/python benchmarks/ctrl_assembly.py
 

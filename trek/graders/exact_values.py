@@ -7,9 +7,10 @@ cannot tell an unlisted alias from a wrong answer, and the exact judge says ``un
 instead of guessing. This module finds those values:
 
 * :func:`names` — runs of capitalized words (and words in scripts without case, such as Chinese),
-  in their sentence. A sentence's first word is a name only when it is not a common English word
-  (word frequencies from :mod:`wordfreq`, zipf below :data:`COMMON_ZIPF`) or another name word
-  follows it. Titles, pronouns, months and role codes (``CEO``) are no names.
+  in their sentence. A sentence's first word (after any list marker) is a name only when it is not
+  a common English word (word frequencies from :mod:`wordfreq`, zipf below :data:`COMMON_ZIPF`) or
+  another name word follows it; a lone word as common as ``It`` (:data:`VERY_COMMON_ZIPF`) is
+  never one. Titles, pronouns, months and role codes (``CEO``) are no names.
 * :func:`numbers` — digit tokens (with their separators) that are not list markers.
 * :func:`uncovered` — the names and numbers no annotated answer and no word of the question
   covers: what the response names that the annotations do not.
@@ -33,6 +34,9 @@ __all__ = ["COMMON_ZIPF", "Value", "names", "numbers", "uncovered", "unreadable"
 #: A sentence's first word written capitalized is a name only below this word frequency (zipf
 #: scale of :mod:`wordfreq`: 3 is once per million words, 4 ten times; ``Dana`` 3.8, ``Answer`` 5.2).
 COMMON_ZIPF = 4.0
+#: A lone capitalized word anywhere is no name at or above this frequency (``It``, ``Each`` after
+#: a list marker or a quote).
+VERY_COMMON_ZIPF = 5.5
 
 #: Capitalized words that never name an answer on their own.
 _NOT_VALUES = frozenset({
@@ -99,7 +103,7 @@ def _name_run(run: list[str], at_start: bool, sentence: int) -> Value | None:
     ws = tuple(normalize_answer(" ".join(run)).split())
     if not ws or all(w in _NOT_VALUES for w in ws):
         return None
-    if len(run) == 1 and at_start and not _caseless(run[0]) and _zipf(ws[0]) >= COMMON_ZIPF:
+    if len(run) == 1 and not _caseless(run[0]) and _zipf(ws[0]) >= (COMMON_ZIPF if at_start else VERY_COMMON_ZIPF):
         return None
     return Value(" ".join(run), ws, "name", sentence)
 
@@ -113,10 +117,15 @@ def names(text: str | None) -> list[Value]:
         runs: list[tuple[list[str], bool]] = []
         run: list[str] = []
         start = 0
+        lead = 0  # list markers and bullets before the sentence's first word
+        while lead < len(toks) and re.fullmatch(r"[-*\u2022>#]+|\(?\d{1,2}[.)]|\[\d{1,3}\]", toks[lead]):
+            lead += 1
         for i, (tok, core) in enumerate(zip(toks, cores, strict=True)):
-            if _name_word(core) and not (i == 0 and core.lower() in _NOT_VALUES):
+            if i < lead:
+                continue
+            if _name_word(core) and not (i == lead and core.lower() in _NOT_VALUES):
                 if not run:
-                    start = i
+                    start = i - lead
                 run.append(core)
             elif run and core.lower() in _NAME_JOINERS and i + 1 < len(cores) and _name_word(cores[i + 1]):
                 run.append(core)
