@@ -47,6 +47,14 @@ _NOT_VALUES = frozenset({
     "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
 })
+#: Function words that open a sentence before a name (``When Dunsmarrow voted``): no part of it.
+_OPENERS = frozenset({
+    "when", "since", "after", "before", "while", "if", "as", "in", "on", "at", "by", "for", "from", "with", "this",
+    "that", "these", "those", "then", "however", "although", "though", "because", "during", "under", "according",
+    "meanwhile", "also", "but", "so", "yet", "today", "yesterday", "currently", "now", "until", "once", "both",
+    "neither", "either", "every", "each", "all", "some", "many", "most", "its", "their", "his", "her", "our", "my",
+    "your", "it", "he", "she", "they", "we", "you", "there", "here", "where", "who", "which", "what", "whose",
+})
 #: Lower-case words that may stand inside a name (``Bank of England``, ``Port of Spain``).
 _NAME_JOINERS = frozenset({"of", "de", "da", "del", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "the",
                            "and", "&"})
@@ -100,6 +108,9 @@ def _name_run(run: list[str], at_start: bool, sentence: int) -> Value | None:
     """The name a run of name words makes, or None (a lone common word opening a sentence, a title)."""
     while run and run[-1].lower() in _NAME_JOINERS:
         run = run[:-1]
+    if at_start and len(run) > 1 and run[0].lower() in _OPENERS:
+        run = run[1:]  # "When Dunsmarrow voted": the sentence's common first word is no part of the name
+        at_start = False
     ws = tuple(normalize_answer(" ".join(run)).split())
     if not ws or all(w in _NOT_VALUES for w in ws):
         return None
