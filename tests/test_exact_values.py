@@ -56,3 +56,15 @@ def test_aliases_initials_lists_and_the_main_part_of_a_name():
     assert "San Lorenzo" in aliases("San Lorenzo, Calvera", main_part=True)
     assert "San Lorenzo" not in aliases("San Lorenzo, Calvera")
     assert "Sorrel" not in aliases("Sorrel, Tine and Wend", main_part=True)
+
+
+def test_initials_that_spell_a_word_are_no_alias():
+    from trek.graders.exact import decide
+    from trek.types import Question
+
+    assert aliases("Dana Okafor") == ["D. Okafor"]  # never "DO": the grader compares lower-cased words
+    q = Question(id="c", dataset="freshqa", question="Who is the head coach?", answers=["Dana Okafor"])
+    assert decide(q, "I do think the coach is Ossian Gray.", ["Bo Reed"]).outcome == "undecided"
+    club = Question(id="l", dataset="sealqa", question="Which club won the title?", answers=["Vetch Harbour Athletic"])
+    d = decide(club, "VHA won it.", ["Oldmere Rangers"])
+    assert d.outcome == "correct" and d.unannotated == [], d.explain()  # an allowed form is no unannotated name

@@ -464,7 +464,10 @@ def _decide(question: Question, response: str | None, competing: Sequence[str], 
     names = list(dict.fromkeys(a for _, _, a, _ in found))
     good = [a for a in names if any(a == b and ok for _, _, b, ok in found)]
     qwords = normalize(question.question)
+    main = protocol in THREE_WAY
     known = [normalize(a) for a in (*question.answers, *competing)]
+    known += [normalize(x) for a in question.answers for x in exact_values.aliases(a, main_part=main)]
+    known += [normalize(x) for a in competing for x in exact_values.aliases(a)]
     asks_time = _asks_time(question.question)
     numeric = any(normalize(a)[:1] and normalize(a)[0].replace(".", "").isdigit() for a in question.answers)
     canon = exact_values.canonical(exact_values.transliterate(html.unescape(response or "")))
@@ -604,9 +607,14 @@ def _decide_premise(question: Question, response: str | None, competing: Sequenc
     if rejects:
         given = [a for a in alternatives if any(_runs(normalize(r), list(a)) for r in question.answers)]
         strange = [a for a in alternatives if a not in given]
-        again = exact_rules.premise_clauses(question.question, response, strange, references=question.answers)
+        unknown = [list(v.words) for v in extra if v.kind == "name"]
+        again = exact_rules.premise_clauses(question.question, response, [*strange, *unknown],
+                                            references=question.answers)
         if "asserts" in again:
-            return _undecided(d, "premise", "the response denies the premise and also states an answer to it")
+            also = f" ({_quote(d.unannotated)}, which no annotation covers)" if unknown and not [
+                k for k in exact_rules.premise_clauses(question.question, response, strange,
+                                                       references=question.answers) if k == "asserts"] else ""
+            return _undecided(d, "premise", f"the response denies the premise and also states an answer to it{also}")
     if rejects and hedges:
         return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) while it denies the premise")
     if not decided and not declined and extra:

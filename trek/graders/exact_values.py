@@ -55,6 +55,8 @@ _OPENERS = frozenset({
     "neither", "either", "every", "each", "all", "some", "many", "most", "its", "their", "his", "her", "our", "my",
     "your", "it", "he", "she", "they", "we", "you", "there", "here", "where", "who", "which", "what", "whose",
 })
+#: Initials that spell a word at least this frequent (zipf) are no alias (``IS``, ``DO``, ``CAT``).
+INITIALISM_ZIPF = 2.5
 #: Lower-case words that may stand inside a name (``Bank of England``, ``Port of Spain``).
 _NAME_JOINERS = frozenset({"of", "de", "da", "del", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "the",
                            "and", "&"})
@@ -387,8 +389,10 @@ _PARTS = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
 def aliases(answer: str, *, main_part: bool = False) -> list[str]:
     """Other forms of an annotated answer that name the same thing:
 
-    * a name of two or more capitalized words by its initials (``United Arab Provinces`` ->
-      ``UAP``), also inside a longer answer (``Estavia and the UAP``);
+    * a name of three or more capitalized words by its initials (``United Arab Provinces`` ->
+      ``UAP``), also inside a longer answer (``Estavia and the UAP``), unless the initials spell a
+      word (zipf :data:`INITIALISM_ZIPF` or more: ``Dana Okafor`` is never ``DO``, the grader
+      compares lower-cased words);
     * a person's name of two or three words with its given names as initials (``Priya
       Castellan`` -> ``P. Castellan``);
     * a list of two to four items (``Sorrel, Tine and Wend``) in any order;
@@ -401,8 +405,9 @@ def aliases(answer: str, *, main_part: bool = False) -> list[str]:
     for m in _CAP_RUN.finditer(answer):
         words = m.group(0).split()
         caps = [w for w in words if w.lower() not in _JOINER_WORDS]
-        if len(caps) >= 2:
-            out.append(answer[:m.start()] + "".join(w[0] for w in caps).upper() + answer[m.end():])
+        code = "".join(w[0] for w in caps).upper()
+        if len(caps) >= 3 and _zipf(code.lower()) < INITIALISM_ZIPF:
+            out.append(answer[:m.start()] + code + answer[m.end():])
     words = answer.split()
     if 2 <= len(words) <= 3 and all(w[:1].isupper() and w.isalpha() for w in words):
         out.append(" ".join(w[0] + "." for w in words[:-1]) + " " + words[-1])
