@@ -21,9 +21,11 @@ target each query met and which were missed.
 The initials of an entity's name written in capitals (``LFC`` for ``Larchfield Football Club``)
 name it too. Where the targets cannot support a verdict the value is None (*undecided*, rule
 ``targets-2``) and the detail's ``undecided`` says why: a missed entity where a query writes a
-code, words in another script or a near form of the entity's name (``Estavie``), a missed attribute where a query has words the targets do not
-list (a synonym, another language), a year outside the window beside one inside it (a comparison),
-and adequate queries that add names or months no target lists (perhaps over-specific).
+code, words in another script or a near form of the entity's name (``Estavie``); a missed
+attribute where a query has words the targets do not list (a synonym, another language); a year
+outside the window beside one inside it, in queries none of which is adequate alone (one that is
+makes the others a comparison, and the set adequate); adequate queries that add names or months
+no target lists (perhaps over-specific).
 
 Matching works on words: lower case, HTML entities decoded, a possessive ``'s`` dropped,
 everything but letters and digits a separator; a phrase matches consecutive words, and a word of
