@@ -233,18 +233,64 @@ def test_grade_cli_with_human_prints_the_corrected_accuracy(tmp_path):
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    before = (run / runs.GRADES).read_bytes()
+    plain = runner.invoke(app, ["grade", str(run), "--judge", "oracle", "--no-progress"])
     r = runner.invoke(app, ["grade", str(run), "--judge", "oracle", "--no-progress", "--human", str(path)])
-    assert r.exit_code == 0, r.output
-    assert (run / runs.GRADES).read_bytes() == before
+    assert r.exit_code == plain.exit_code, r.output  # --human adds a table; the grading decides the exit code
+    assert r.output.index("micro") < r.output.index("judge-corrected accuracy")  # after the accuracy table
     table = corrected_accuracy(run, read_grade_review(path, run)).set_index("dataset")
     allr = table.loc["all"]
     assert allr["human_only_accuracy"] == pytest.approx(0.25)
     shown = f"{100 * allr['corrected_accuracy']:.1f} [{100 * allr['low']:.1f}, {100 * allr['high']:.1f}]"
     assert "judge-corrected accuracy" in r.output and shown in r.output
-    # every recorded grade is incorrect, so the judge adds nothing: the review's own accuracy and interval
+    # the exact judge finds no answer of the recorded run correct, so the judge adds nothing: the review's own
     assert allr["judge_accuracy"] == 0.0 and allr["lambda"] == 0.0
     assert allr["corrected_accuracy"] == pytest.approx(0.25)
     assert not math.isnan(allr["low"])
     r = runner.invoke(app, ["grade", str(run), "--judge", "oracle", "--no-progress", "--human", str(tmp_path / "no")])
     assert r.exit_code == 2 and "no review file" in r.output
+
+
+# -- the notebooks' tables ------------------------------------------------------------------------------------
+def test_report_tables_take_the_reviews(tmp_path, drawn):
+    from trek.report import wild
+
+    a, b, ha, hb = paired_runs(tmp_path, drawn)
+    acc = wild.corrected_accuracy({"A": a, "B": b}, {"A": ha, "B": hb})
+    # A: 4 + 7 of the 20 reviewed right, the judge agreeing; B: 2 + 7
+    assert acc.loc[("A", "all"), "human_only_accuracy"] == 55.0 and acc.loc[("B", "all"), "human_only_accuracy"] == 45.0
+    assert acc.loc[("A", "all"), "judge_accuracy"] == pytest.approx(100 * (11 + 12) / 40, abs=0.05)
+    sig = wild.corrected_significance({"A": a, "B": b}, {"A": ha, "B": hb})
+    assert sig.loc[0, "corrected_difference"] == 15.1 and sig.loc[0, "judge_difference"] == 15.0
+    with pytest.raises(ValueError, match="not among the runs"):
+        wild.corrected_accuracy({"A": a}, {"Z": ha})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (RECORDED / runs.GRADES).exists(), reason="the recorded runs (data/runs) are absent")
+def test_the_paired_runs_notebook_takes_reviews(tmp_path):
+    from trek.paper import run_notebook
+    from trek.report.paths import repo_root
+
+    files = {}
+    for name in ("agentic", "search-then-read"):
+        path = tmp_path / f"{name}.csv"
+        r = runner.invoke(app, ["grade", "review", str(RECORDED.parent / name), "--sample", "12", "--seed", "1",
+                                "--out", str(path)])
+        assert r.exit_code == 0, r.output
+        rows = list(csv.DictReader(path.open()))
+        for i, row in enumerate(rows):
+            row[REVIEWER] = "yes" if i % 3 == 0 else "no"
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        files[name] = path
+    params = tmp_path / "p.yaml"
+    params.write_text("runs:\n" + "".join(f"  {n}: {RECORDED.parent / n}\n" for n in files)
+                      + "human:\n" + "".join(f"  {n}: {p}\n" for n, p in files.items()))
+    for nb, table in (("tab_paired_runs", "tab_paired_runs_corrected"), ("tab1_wild_accuracy",
+                                                                       "tab1_wild_accuracy_corrected")):
+        run_notebook(repo_root() / "notebooks" / f"{nb}.ipynb", tmp_path / f"{nb}.ipynb", str(params),
+                     tmp_path / "out", quiet=True)
+        tex = (tmp_path / "out" / "tables" / f"{table}.tex").read_text()
+        assert "PPI++" in tex
