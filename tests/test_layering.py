@@ -48,7 +48,7 @@ LAYERS: list[tuple[set[str], bool]] = [
     ({"exact"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
     # (and the epochs of a run and the listing of runs, read from their files)
-    ({"audit", "imports", "analysis", "epochs", "listing"}, False),
+    ({"audit", "imports", "analysis", "epochs", "listing", "grade_review"}, False),
     # tables and figures
     ({"report"}, False),
     # the list of Trek's parts, which fills the registries of the layers below (trek/parts.py)
