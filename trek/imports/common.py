@@ -558,14 +558,52 @@ class PageSpool:
 
 # -- writing ---------------------------------------------------------------------------------------
 @contextlib.contextmanager
+def holding_out(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the write lock of the run folder ``out`` (:func:`trek.runs.run_lock`) for the block,
+    so an import never writes or replaces a run another command is writing (``trek grade`` on
+    the run ``--replace`` would swap away): that is a :class:`~trek.runs.RunLockedError` at once.
+    A folder the lock had to create is removed again when the block leaves nothing else in it."""
+    from trek.runs import LOCK, run_lock
+
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise ImportFailure(f"{p}: exists and is not a folder")
+    created = not p.exists()
+    try:
+        with run_lock(p):
+            yield p
+    finally:
+        if created:
+            with contextlib.suppress(OSError):
+                if {c.name for c in p.iterdir()} <= {LOCK}:
+                    (p / LOCK).unlink(missing_ok=True)
+                    p.rmdir()
+
+
+@contextlib.contextmanager
 def _staging(out: Path, replace: bool) -> Iterator[Path]:
-    """A temporary folder beside ``out`` that becomes ``out`` when the block succeeds."""
-    if out.exists() and not out.is_dir():
-        raise ImportFailure(f"{out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()) and not replace:
-        raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
-    with staged_folder(out, tag="import") as tmp:
-        yield tmp
+    """A temporary folder beside ``out`` that becomes ``out`` when the block succeeds, under
+    ``out``'s write lock (:func:`holding_out`)."""
+    from trek.runs import LOCK
+
+    with holding_out(out):
+        if any(c.name != LOCK for c in out.iterdir()) and not replace:
+            raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
+        _clean_stale(out)
+        with staged_folder(out, tag="import") as tmp:
+            yield tmp
+
+
+def _clean_stale(out: Path) -> None:
+    """Remove what an import into ``out`` killed before its end left beside it (its hidden
+    staging folder, a replaced run not yet removed): with ``out``'s lock held no other import
+    into ``out`` is under way, so each one is stale."""
+    import shutil
+
+    for pattern in (f".{out.name}.import-*", f".{out.name}.old-*"):
+        for stale in out.parent.glob(pattern):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
 
 
 def write_run(
