@@ -328,3 +328,83 @@ def test_a_review_file_that_may_hold_verdicts_but_cannot_be_read_is_kept(tmp_pat
     assert r.exit_code == 2 and "cannot be read to check for a reviewer's verdicts" in " ".join(r.output.split())
     assert book.read_bytes().startswith(bytes.fromhex("d0cf11e0"))
     assert CliRunner().invoke(app, ["trace", "review", str(rd), "--force"]).exit_code == 0
+
+
+# -- trek retry reads run.json, it does not trust it -------------------------------------------------------
+@pytest.mark.parametrize("options, message", [
+    ({"limit": -5}, "field 'invocation.options.limit': -5 is below the option's least value 1"),
+    ({"limit": "ten"}, "field 'invocation.options.limit': 'ten' is not an int"),
+    ({"max_rounds": None}, "field 'invocation.options.max_rounds': missing (null)"),
+    ({"hints": "yes"}, "field 'invocation.options.hints': 'yes' is not a bool"),
+    ({"epochs": 0}, "field 'invocation.options.epochs': 0 is below the option's least value 1"),
+    ({"limit": True}, "field 'invocation.options.limit': True is not an int"),
+])
+def test_retry_on_a_damaged_run_json_is_one_clear_line(tmp_path, options, message):
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / runs.META).write_text(json.dumps({"run_id": "run", "kind": "wild", "config": {
+        "invocation": {"model": "demo", "params": {}, "options": {"questions": "mini", "search": "local", **options}}}}))
+    r = CliRunner().invoke(app, ["retry", str(run), "--base-url", "http://127.0.0.1:9/v1"])
+    assert r.exit_code == 2 and message in " ".join(r.output.split()) and "Traceback" not in r.output, r.output
+    assert sorted(p.name for p in run.iterdir()) == [runs.META]
+
+
+@pytest.mark.parametrize("invocation, message", [
+    ({"params": {}, "options": {}}, "field 'invocation.model': missing"),
+    ({"model": "demo", "params": [1], "options": {}}, "field 'invocation.params'"),
+    ({"model": "demo", "params": {}, "options": "limit=5"}, "field 'invocation.options'"),
+])
+def test_retry_refuses_a_badly_typed_invocation(tmp_path, invocation, message):
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / runs.META).write_text(json.dumps({"run_id": "run", "kind": "wild", "config": {"invocation": invocation}}))
+    r = CliRunner().invoke(app, ["retry", str(run)])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+# -- trek fake-server ----------------------------------------------------------------------------------------
+def test_fake_server_on_a_busy_port_an_out_of_range_port_or_a_nan_latency_is_one_line():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        r = CliRunner().invoke(app, ["fake-server", "--port", str(port)])
+        assert r.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in r.output + (r.stderr or ""), r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit)
+    for args, message in ((["--port", "70000"], "--port 70000: a TCP port is from 0"),
+                          (["--port", "-1"], "--port -1: a TCP port is from 0"),
+                          (["--latency", "nan"], "latency must be a non-negative number of seconds, got nan"),
+                          (["--latency", "inf"], "latency must be a non-negative number of seconds, got inf")):
+        r = CliRunner().invoke(app, ["fake-server", *args])
+        assert r.exit_code == 2 and message in r.output + (r.stderr or ""), (args, r.output)
+        assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_validate_reads_the_page_store_of_a_read_only_run(tmp_path, monkeypatch):
+    """A WAL page store in a folder nobody may write to cannot be opened ``mode=ro`` (SQLite
+    wants its -shm file); the run is valid all the same. The tests run as root, for whom no
+    folder is read-only, so the refusal is made by hand: ``mode=ro`` fails as it does there."""
+    import sqlite3
+
+    from trek.imports.schema import validate_run
+
+    out = tmp_path / "run"
+    assert _import(out).exit_code == 0
+    real = sqlite3.connect
+
+    def read_only_folder(database, *a, **kw):
+        if isinstance(database, str) and "mode=ro" in database:
+            raise sqlite3.OperationalError("unable to open database file")
+        return real(database, *a, **kw)
+
+    monkeypatch.setattr(sqlite3, "connect", read_only_folder)
+    assert validate_run(out) == []
+    (out / "pages.sqlite").write_bytes(b"not a database at all" * 100)
+    problems = validate_run(out)
+    assert [p.message for p in problems if "pages.sqlite" in p.file][0].startswith("not a Trek page store")
