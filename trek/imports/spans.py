@@ -844,9 +844,10 @@ def _provider_reply(span: Span) -> tuple[Parsed | None, str | None]:
     value = _reply_value(span)
     kind = _provider_kind(value)
     if kind is None:
-        if isinstance(value, dict) and value and not _is_message(value):
+        if isinstance(value, dict) and value and not _is_message(value) and _has_links(value):
             return None, (f"model span {span.name!r} records its reply (output.value) as a JSON object that is not a "
-                          "Responses, Chat Completions or Gemini reply: it is in the trace but not read")
+                          "Responses, Chat Completions or Gemini reply: the links it holds are in the trace but not "
+                          "read")
         return None, None
     mod = {"openai-responses": openai_responses, "chat-completions": chat_completions, "gemini": gemini}[kind]
     try:
@@ -856,6 +857,15 @@ def _provider_reply(span: Span) -> tuple[Parsed | None, str | None]:
                       "trace but not read")
     got.details["reply_format"] = kind
     return got, None
+
+
+def _has_links(value: Any) -> bool:
+    """Whether ``value`` (a decoded reply) holds an http(s) URL anywhere."""
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return "http://" in text or "https://" in text
 
 
 def _provider_calls(llm: Sequence[Span], notes: list[str]) -> tuple[list[_Call], set[str]]:

@@ -8,7 +8,8 @@ value 1 or 0, and one ``trektrace.status``), written with each destination's own
   ``LLM``, ``result`` ``{score: 1|0, label: yes|no, explanation: why}`` (the status:
   ``{label: done|incomplete|pending|failed, explanation}``), ``metadata`` the question id and
   Trek's version. Phoenix keys an annotation by span, name and identifier, so sending again
-  updates instead of adding;
+  updates instead of adding; a label a case has no score for now is sent as ``not tested``
+  (:func:`phoenix_untested`), so no value of an earlier export stays beside the current ones;
 * ``mlflow``: one feedback assessment per score on the trace ``tr-<trace id>``
   (``mlflow.log_feedback``, source ``LLM_JUDGE`` ``trektrace``, value 1/0 or the status,
   ``rationale`` why). Earlier ``trektrace.*`` feedback of source ``trektrace`` on the trace is
@@ -73,11 +74,15 @@ class Sent:
     cases: int
     destination: str
     url: str
+    #: Phoenix: labels a case has no score for now, sent as ``not tested`` over an earlier value.
+    untested: int = 0
 
     def describe(self) -> str:
         what = {"phoenix": "span annotation(s)", "mlflow": "feedback assessment(s)",
                 "otlp": "evaluation event(s)"}[self.destination]
-        return f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at {self.url}"
+        more = (f"; {self.untested} label(s) of no current test marked 'not tested' over any earlier value"
+                if self.untested else "")
+        return f"sent {self.scores} {what} of {self.cases} traced case(s) to {self.destination} at {self.url}{more}"
 
 
 def _shown(url: str) -> str:
@@ -317,18 +322,51 @@ def phoenix_annotations(items: list[Score], run_dir: Path) -> list[dict[str, Any
     return out
 
 
+def phoenix_untested(items: list[Score], run_dir: Path) -> list[dict[str, Any]]:
+    """For each case of ``items``, an annotation ``not tested`` (no score) of every TrekTrace label
+    it has no score for now: Phoenix keeps one annotation per span and name and its client
+    deletes none, so this replaces what an earlier export wrote under that name (a label whose
+    side of C.4 ran then, and not now) instead of leaving it beside the current ones."""
+    from trek.trace.export import score_name
+    from trek.trace.labels import LABELS
+
+    have: dict[str, set[str]] = {}
+    first: dict[str, Score] = {}
+    status: dict[str, str] = {}
+    for s in items:
+        have.setdefault(s.trace_id, set()).add(s.name)
+        first.setdefault(s.trace_id, s)
+        if s.status is not None:
+            status[s.trace_id] = s.status
+    out = []
+    for tid, names in have.items():
+        s = first[tid]
+        for label in LABELS:
+            name = score_name(label)
+            if name not in names:
+                out.append({"name": name, "span_id": _root(s, run_dir), "annotator_kind": "LLM",
+                            "result": {"label": "not tested", "explanation": f"{label} was not tested in the "
+                                       f"current trace of this case (status {status.get(tid, 'unknown')})"},
+                            "metadata": {"question_id": s.question_id, "trek_version": __version__},
+                            "identifier": ""})
+    return out
+
+
 def to_phoenix(run_dir: str | os.PathLike[str], url: str) -> Sent:
-    """Write the labels of a traced run imported from traces as span annotations on Phoenix."""
+    """Write the labels of a traced run imported from traces as span annotations on Phoenix
+    (and ``not tested`` over the labels a case has no score for now, :func:`phoenix_untested`)."""
     rd = Path(run_dir)
     items = scores(rd)
     rows = phoenix_annotations(items, rd)
+    untested = phoenix_untested(items, rd)
     client = phoenix_client(url, Deadline(url, "writing span annotations"))
+    every = rows + untested
     try:
-        for i in range(0, len(rows), 100):
-            client.spans.log_span_annotations(span_annotations=rows[i:i + 100], sync=True)
+        for i in range(0, len(every), 100):
+            client.spans.log_span_annotations(span_annotations=every[i:i + 100], sync=True)
     except Exception as e:  # the client's httpx errors
         raise _one_line(url, "writing span annotations", e) from None
-    return Sent(len(rows), _cases(items), "phoenix", _shown(url))
+    return Sent(len(rows), _cases(items), "phoenix", _shown(url), len(untested))
 
 
 # -- MLflow ----------------------------------------------------------------------------------------
