@@ -507,5 +507,5 @@ def exact_grade(question: Question, response: str | None, competing: Sequence[st
     settings: dict[str, Any] = {"rule": rule, "annotations": source}
     return Grade(question_id=question.id, dataset=question.dataset, response=response, outcome=d.outcome,  # type: ignore[arg-type]
                  method="exact", grader=GRADER, grader_version=VERSION, judge_model=model, judge_settings=settings,
-                 judge_raw=[d.to_json()], usage=Usage())
+                 judge_raw=[d.to_json()], error=d.undecided if d.outcome == "undecided" else None, usage=Usage())
 

@@ -228,12 +228,16 @@ class CaseRun:
         who = config.role(question.role)
         step_name = name or question.name
 
+        prompted: list[Any] = []
+
         async def by_prompt(w: Any, use: dict[str, Any] | None = None) -> Step:
+            prompted.append(w)
             return await ask(w, step_name, question.template, question.prompt, question.version, use or fields,
                              question.validate, config.budget, question.schema)
 
         step = await who.client.answer(who, JudgeRequest(question, step_name, fields, exact, by_prompt, self))
-        auditor = config.audit.get(question.role) if self.case.audit and not who.client.makes_calls else None
+        # an audit judge is asked beside what a judge decided without a model (no prompt was sent)
+        auditor = config.audit.get(question.role) if self.case.audit and not prompted else None
         if auditor is not None and (audit_fields is None or audit_fields):
             a = await by_prompt(auditor, audit_fields)
             self.audit_steps.append(a)
