@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trek import exact as _exact  # noqa: F401  (the exact judge registers its judge kind, --judge oracle)
 from trek import runs, templates
 from trek.aio import run_sync
 from trek.graders import _forced, agrade, agrade_many, grader_for, grader_version
@@ -74,6 +73,7 @@ class GradingReport:
 
     pending_grades = property(lambda self: self.outcomes["pending"])
     unparsed_grades = property(lambda self: self.outcomes["unparsed"])
+    undecided_grades = property(lambda self: self.outcomes["undecided"])
     failed_grades = property(lambda self: self.outcomes["failed"])
 
     @property
@@ -93,6 +93,10 @@ class GradingReport:
                      "--regrade unparsed (after changing the judge, its parameters or the prompt folder)"
                      if self.path is not None else "")
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column{again})")
+        if self.undecided_grades:
+            parts.append(f"{self.undecided_grades} undecided (the judge could not support a verdict and says so; "
+                         "neither correct nor incorrect, shown as their own column; a cascade --judge exact,MODEL "
+                         "hands them to a model judge)")
         if self.pending_grades:
             error = self.first_errors.get("pending", "")
             why = f", e.g. {error!r}" if error else ""
@@ -448,17 +452,26 @@ def grade_with_roles(
     settings, params = dict(client_settings or {}), dict(judge.params)
     client = make_judge(judge, lambda r: rd.client(r, progress=progress, budget_usd=budget_usd, **settings),
                         rule=exact_rule)
-    if not client.makes_calls:  # the exact judge: no call to batch or estimate; a model may judge beside it
+    if not client.makes_calls:  # a judge that sends nothing (the exact judge); a model may judge beside it
         if batch is not None:
-            raise ValueError("--batch sends model calls: the exact judge (oracle) makes none")
+            raise ValueError(f"--batch sends model calls: the judge {judge.model} makes none")
         auditor = rd.client(audit, progress=progress, **settings) if audit is not None and audit.model else None
         announce({"judge": client, "audit judge": auditor})
+        from trek.llm.estimate import Estimate
+
+        free = Estimate(label=f"trek grade with {judge.model} (decides without model calls)", model=client.model)
+        if auditor is not None:
+            free.notes.append(f"the audit judge {audit.model} grades the same answers once more (estimate it with "
+                              f"trek grade RUN --judge {audit.model} --dry-run)")
+        if not proceed(free, rd.ledger(runs.GRADES)):
+            return None
         report = run_grading(rd.path, client, progress=progress, regrade=regrade)
         if auditor is not None:
             say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
         return report
     if audit is not None and audit.model:
-        raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
+        raise ValueError("--audit-judge records a model's verdicts beside a judge that makes no call: use it with "
+                         "--judge exact")
     announce({"judge": client})
     est = estimate_grading(rd.path, client, prompts_dir=prompts_dir, batch=batch is not None,
                            assume_output=client.assume_output, **params)

@@ -75,8 +75,10 @@ def _view(state: TaskState, target: Target) -> SampleView:
 
 
 def _check_judge(judge: str) -> None:
-    if judge not in JUDGES:
-        raise ValueError(f"judge must be one of {', '.join(JUDGES)}, not {judge!r}")
+    from trek.judges import known_kinds, parse_spec
+
+    if judge not in JUDGES and not all(what == "kind" for what, _ in parse_spec(judge)):
+        raise ValueError(f"judge must be model or a judge kind ({', '.join(known_kinds())}), not {judge!r}")
 
 
 _ANNOTATIONS: Any = None
@@ -95,7 +97,6 @@ def _mini_annotations() -> Any:
 def _judge_client(judge: str, role: str, fallback: tuple[str, ...] = ()) -> Any:
     """The judge ``judge`` names, from :func:`trek.roles.make_judge` as in the CLI: the exact judge
     (``oracle``, on Mini's annotations) or the inspect model of ``role`` (``model``)."""
-    from trek import exact  # noqa: F401  (registers the exact judge)
     from trek.roles import Role, make_judge
 
     def model(_: Any) -> Any:
@@ -304,9 +305,8 @@ def trektrace(
 
 
 async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool, unknown: str) -> Any:
-    from trek.trace import exact as exact_trace
     from trek.trace.inputs import TraceInput
-    from trek.trace.pipeline import TraceConfig, trace_case
+    from trek.trace.pipeline import TraceConfig, begin_judges, trace_case
 
     store = sample_store(view, base, fetch=fetch)
     try:
@@ -319,12 +319,9 @@ async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool,
             analysis = role_model("analysis", inspect_model("analysis", fallback=("grader", "diagnostic")))
         config = TraceConfig(diagnostic, analysis, evaluated, store, unknown=unknown)
         case = TraceInput.build(view.question, view.trajectory, g)
-        if not oracle.makes_calls:
-            # the same query rule as `trek trace` (no depth on either side); the rank diagnostic
-            # is not taken here (a transcript is not a run folder that names its index)
-            config.exact = exact_trace.ExactTrace(diagnostic.client.current(), store, Path("."),
-                                                  rule=diagnostic.client.rule)
-            config.exact.check([case], diagnostic=True, analysis=True, stale=False)
+        # each judge prepares as in `trek trace` (the exact judge binds its annotations and refuses
+        # what they cannot decide; the rank diagnostic is not taken: a transcript names no index)
+        begin_judges(Path("."), config, [case])
         return await trace_case(case, config)
     finally:
         store.close()

@@ -148,11 +148,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
     when ``proceed(estimate, ledger)`` says no. ``dry_run``: write nothing and ``echo`` the grid's
     runs and calls before ``proceed``. One ledger and one ``budget_usd`` for the model and the
     judge, over every invocation on ``runs``; ``say``: progress lines (standard error)."""
-    from trek import (
-        exact,  # noqa: F401  (registers the exact judge, --judge oracle)
-        graders,
-        templates,
-    )
+    from trek import graders, templates
     from trek.contexts import open_contexts
     from trek.llm.cache import LLMCache
     from trek.llm.ledger import spending as ledger_for

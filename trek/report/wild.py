@@ -105,7 +105,7 @@ def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] = WILD_DATASE
 
     Columns are a MultiIndex: ``(dataset, "acc" | "low" | "high")`` for each of ``datasets``
     (NaN where the run has no question of it), ``micro`` and ``macro`` (see :data:`CI_NOTE`), then
-    ``("questions", "n" | "graded" | "unparsed" | "pending")``: the counts of the whole run.
+    ``("questions", "n" | "graded" | "undecided" | "unparsed" | "pending")``: the counts of the whole run.
     """
     rows = {}
     for label, d in runs.items():
@@ -115,7 +115,7 @@ def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] = WILD_DATASE
             have = ds in t.index
             for col, name in (("accuracy", "acc"), ("ci_low", "low"), ("ci_high", "high")):
                 row[(ds, name)] = float(t.at[ds, col]) if have else np.nan
-        for col in ("n", "graded", "unparsed", "pending"):
+        for col in ("n", "graded", "undecided", "unparsed", "pending"):
             row[("questions", col)] = int(t.at["micro", col])
         rows[label] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
