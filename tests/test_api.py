@@ -113,7 +113,8 @@ def _rewrite(path: Path, change) -> None:
 
 
 def _some_incomplete(agentic: Path) -> None:
-    """mini:02 incomplete (two tests skipped), mini:03 pending, mini:04 untraced, mini:05 ungraded."""
+    """mini:02 incomplete (two tests skipped), mini:03 pending, mini:04 untraced, mini:05 ungraded,
+    mini:06 undecided."""
     def change(t):
         if t["question_id"] == "mini:02":  # incomplete: two tests could not run
             t["status"] = "incomplete"
@@ -127,7 +128,8 @@ def _some_incomplete(agentic: Path) -> None:
         return t
 
     _rewrite(agentic / "trace.jsonl", change)
-    _rewrite(agentic / "grades.jsonl", lambda g: None if g["question_id"] == "mini:05" else g)
+    _rewrite(agentic / "grades.jsonl", lambda g: None if g["question_id"] == "mini:05" else
+             {**g, "outcome": "undecided"} if g["question_id"] == "mini:06" else g)
 
 
 def test_frame_names_every_incomplete_test_and_marks_what_is_not_known(agentic):
@@ -145,6 +147,8 @@ def test_frame_names_every_incomplete_test_and_marks_what_is_not_known(agentic):
     assert df.loc["mini:04", "trace_status"] == "not_traced" and pd.isna(df.loc["mini:04", "test_retrieval"])
     assert df.loc["mini:05", "outcome"] == "ungraded" and not df.loc["mini:05", "correct"]
     assert pd.isna(df.loc["mini:05", "judge"])
+    assert df.loc["mini:06", "outcome"] == "undecided" and not df.loc["mini:06", "correct"]
+    assert int((df["outcome"] == "undecided").sum()) == 1
 
 
 def test_label_shares_are_over_the_fully_traced_cases_and_count_the_others(agentic):

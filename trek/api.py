@@ -45,9 +45,10 @@ __all__ = ["Run", "Case", "Cases", "load", "runs_frame", "compare", "LABELS", "F
 
 PathLike = str | os.PathLike[str]
 
-#: Every grade outcome a frame's ``outcome`` column knows, in this order: the grader's outcomes,
-#: ``undecided`` (a judge that could not decide) and ``ungraded`` (no grade yet). An outcome
-#: outside the list (a newer Trek's) is added after them, never dropped.
+#: Every grade outcome a frame's ``outcome`` column knows, in this order: a grade's outcomes
+#: (:data:`trek.types.GradeOutcome`, ``undecided`` among them: a judge that could not support a
+#: verdict) and ``ungraded`` (no grade yet). An outcome outside the list (a newer Trek's) is added
+#: after them, never dropped.
 OUTCOMES: tuple[str, ...] = tuple(dict.fromkeys([*typing.get_args(GradeOutcome), "undecided", "ungraded"]))
 #: The ``answer_status`` categories: a trajectory's status, or ``missing`` (no trajectory).
 ANSWER_STATES: tuple[str, ...] = (*typing.get_args(TrajectoryStatus), "missing")
@@ -161,7 +162,8 @@ class Run:
           ``no_answer``, or ``missing`` without a trajectory) and ``answer``;
         * the grade: ``outcome`` (categorical, :data:`OUTCOMES`; ``ungraded`` without a grade),
           ``correct`` (``True`` only for ``correct``: its mean is accuracy over every question),
-          ``grader`` and ``grade_method`` (categoricals), ``judge`` (the judge model;
+          ``grader`` (the grader or judge that decided; with a cascade, the one that did) and
+          ``grade_method`` (categoricals), ``judge`` (the judge model;
           ``oracle`` for the exact judge) and ``grade_reason`` (the grader's error, else its
           last reply);
         * TrekTrace: ``trace_status`` (categorical, :data:`TRACE_STATES`), ``labels`` (the
