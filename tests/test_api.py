@@ -372,3 +372,27 @@ def test_compare_is_the_paired_runs_tables_row():
     assert got.iloc[0]["c"] == sum(not a[q] and b[q] for q in a)  # a wrong, b right
     same = trek.compare(WILD / "agentic", trek.load(WILD / "agentic"))
     assert list(same.index) == ["b: agentic"] and same.iloc[0]["b"] == same.iloc[0]["c"] == 0
+
+
+def test_a_later_record_of_a_question_wins_as_in_every_reader(agentic):
+    # the record files are journals: a question graded again has its new grade on a later line
+    g = next(x for x in lines(agentic / "grades.jsonl") if x["question_id"] == "mini:01")
+    with (agentic / "grades.jsonl").open("a") as fh:
+        fh.write(json.dumps({**g, "outcome": "correct", "judge_raw": ["regraded"]}) + "\n")
+    run = trek.load(agentic)
+    assert run.case("mini:01").grade.outcome == "correct" and run.case("mini:02").grade.outcome == "incorrect"
+    df = run.frame().set_index("question_id")
+    assert df.at["mini:01", "outcome"] == "correct" and df.at["mini:01", "grade_reason"] == "regraded"
+    assert run.cases(label="Distraction")[0].grade.outcome == "correct"  # mini:01 is the first
+
+
+@pytest.mark.slow
+def test_the_start_up_benchmark_runs_and_reports_both_sides():
+    bench = ROOT / "benchmarks" / "import_face.py"
+    res = subprocess.run([sys.executable, str(bench), "--repeats", "1", "--before", "HEAD", "--json"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout)
+    for key in ("python", "version", "import", "face", "version_before", "import_before"):
+        assert got[f"{key}_cpu_s"] > 0, key
+    assert got["face_cpu_s"] > got["import_cpu_s"]  # the face's first use imports pandas; import trek does not

@@ -242,8 +242,16 @@ class Run:
             near = ", ".join(list(questions)[:5])
             raise KeyError(f"{self.path / _runs.QUESTIONS} has no question {question_id!r} "
                            f"({len(questions)} questions: {near}{', ...' if len(questions) > 5 else ''})")
-        return Case(question=questions[question_id], answer=self.answers().get(question_id),
-                    grade=self.grades().get(question_id), trace=self.traces().get(question_id), run=self.name)
+        answers, grades = self._records_of({question_id})
+        return Case(question=questions[question_id], answer=answers.get(question_id),
+                    grade=grades.get(question_id), trace=self.traces().get(question_id), run=self.name)
+
+    def _records_of(self, ids: set[str]) -> tuple[dict[str, Trajectory], dict[str, Grade]]:
+        """The answers and grades of the questions ``ids`` alone, the files read line by line (a
+        later line for a question wins), so a case of a large run holds one trajectory."""
+        answers = {t.question_id: t for t in _runs.iter_answers(self.path) if t.question_id in ids}
+        grades = {g.question_id: g for g in _runs.iter_grades(self.path) if g.question_id in ids}
+        return answers, grades
 
     def cases(self, label: str | None = None, dataset: str | None = None) -> Cases:
         """The traced cases (questions with a ``trace.jsonl`` record), in the order of the
@@ -259,11 +267,12 @@ class Run:
                 raise ValueError(f"dataset {dataset!r} is not in {self.path / _runs.QUESTIONS} (it holds "
                                  f"{', '.join(held)})")
         traces = self.traces()
-        answers, grades = self.answers(), self.grades()
-        return Cases(Case(question=q, answer=answers.get(qid), grade=grades.get(qid), trace=traces[qid], run=self.name)
-                     for qid, q in questions.items()
-                     if qid in traces and (label is None or label in traces[qid].labels)
-                     and (dataset is None or q.dataset == dataset))
+        chosen = [qid for qid, q in questions.items()
+                  if qid in traces and (label is None or label in traces[qid].labels)
+                  and (dataset is None or q.dataset == dataset)]
+        answers, grades = self._records_of(set(chosen))
+        return Cases(Case(question=questions[qid], answer=answers.get(qid), grade=grades.get(qid), trace=traces[qid],
+                          run=self.name) for qid in chosen)
 
     def case_per_label(self) -> dict[str, Case]:
         """``{label: case}``: for each label some fully traced case carries, one such case, in
