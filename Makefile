@@ -120,6 +120,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py --json
 	$(BIN)/python benchmarks/import_face.py --json
 	$(BIN)/python benchmarks/cache_hit.py --entries 100000
+	$(BIN)/python benchmarks/exact_precision.py
 	$(BIN)/python benchmarks/paced_run.py --limit 20 --window 1 --requests 400 --concurrency 16 --json
 	$(BIN)/python benchmarks/ctrl_assembly.py
 
