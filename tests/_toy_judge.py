@@ -1,7 +1,7 @@
 """Two toy judge kinds, each declared in this one file through the public registration API only
 (``trek.judges.judge_kind``): importing the file is all it takes for every command to know them.
 
-* ``toy`` decides by a plain rule: an answer is right when it contains the first reference
+* ``toy`` decides by a plain rule (its grades say ``method: exact``, decided without a model): an answer is right when it contains the first reference
   answer; evidence is never matched, queries are always adequate, references never stale;
 * ``abstainer`` decides nothing: every grade and every TrekTrace question is ``undecided``.
 """
@@ -28,7 +28,7 @@ class ToyJudge(NoCallJudge):
 
     def _grade(self, question: Question, response: str | None, outcome: str) -> Grade:
         return Grade(question_id=question.id, dataset=question.dataset, response=response, outcome=outcome,  # type: ignore[arg-type]
-                     method="judge", grader=GRADER, grader_version="toy-1", judge_model=self.model, usage=Usage())
+                     method="exact", grader=GRADER, grader_version="toy-1", judge_model=self.model, usage=Usage())
 
     async def agrade_with(self, question: Question, response: str | None, grader: Any, *, protocol: str | None = None,
                           **settings: Any) -> Grade:

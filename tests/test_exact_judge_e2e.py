@@ -100,7 +100,7 @@ def test_oracle_grades_and_traces_without_a_judge_request(env):
     srv, rd = env
     before = srv.stats()["requests"]
     res = invoke("grade", rd, "--judge", "oracle", "--dry-run")
-    assert res.exit_code == 0 and "0 model calls" in res.output and not (rd / runs.GRADES).exists()
+    assert res.exit_code == 0 and "0 model calls, $0.00" in res.output and not (rd / runs.GRADES).exists()
     res = invoke("grade", rd, "--judge", "oracle", "--no-progress")
     assert res.exit_code == 0, res.output
     assert srv.stats()["requests"] == before  # grading made no request

@@ -263,3 +263,70 @@ def test_a_probe_added_by_a_schedule_entry_is_estimated(run):
     # right gold-only answer; the low path of a case asks the evaluated model once, the high twice
     evaluated = {e.label: e for e in plain.parts}["trek trace, evaluated role"]
     assert evaluated.calls == (cases, 2 * cases)
+
+
+def test_a_cascade_estimate_counts_only_what_reaches_the_model(run):
+    from trek.grading import estimate_grading
+
+    srv, rd = run
+
+    def judge(spec):
+        return make_judge(Role("judge", spec), lambda r: LLMClient(r.model, base_url=srv.base_url, progress=False))
+
+    before = srv.stats()["requests"]
+    assert estimate_grading(rd, judge("abstainer,judge-model")).calls == (4, 4)  # every grade handed on
+    assert estimate_grading(rd, judge("toy,judge-model")).calls == (0, 0)  # the toy rule decides them all
+    assert estimate_grading(rd, judge("judge-model")).calls == (4, 4)
+    assert srv.stats()["requests"] == before  # an estimate sends nothing
+
+
+def test_an_audit_judge_is_asked_beside_what_a_cascade_decided_alone(run):
+    srv, rd = run
+    res = invoke("grade", rd, "--judge", "abstainer,toy", "--audit-judge", "auditor", "--audit-judge-base-url",
+                 srv.base_url, "--no-progress")
+    assert res.exit_code == 0, res.output
+    from trek.audit import AUDIT_GRADING
+
+    # the toy judge decided every grade alone (the abstainer handed them all on): each is audited
+    assert len((rd / AUDIT_GRADING).read_text().splitlines()) == len(QUESTIONS)
+    res = invoke("grade", rd, "--judge", "judge-model", "--judge-base-url", srv.base_url, "--audit-judge", "auditor",
+                 "--no-progress")
+    assert res.exit_code == 2 and "decides without a model" in res.output
+
+
+def test_a_cascade_in_the_trace_estimate_may_call_its_model_or_not(run):
+    from trek.llm.usage import Price, PriceTable
+    from trek.trace.common import RoleModel
+    from trek.trace.estimate import estimate_trace
+
+    _, rd = run
+    assert invoke("grade", rd, "--judge", "toy", "--no-progress").exit_code == 0
+    prices = PriceTable({"jm": Price(1.0, 1.0), MODEL: Price(1.0, 1.0)})
+    model = LLMClient("jm", base_url="http://127.0.0.1:9/v1", progress=False, prices=prices)
+    cascade = make_judge(Role("judge", "toy,jm"), lambda r: model)
+    plain = {e.label: e for e in estimate_trace(
+        rd, diagnostic=RoleModel("diagnostic", model, "jm"), analysis=RoleModel("analysis", model, "jm"),
+        evaluated=RoleModel("evaluated", LLMClient(MODEL, base_url="http://127.0.0.1:9/v1", progress=False,
+                                                   prices=prices), MODEL)).parts}
+    both = {e.label: e for e in estimate_trace(
+        rd, diagnostic=RoleModel("diagnostic", cascade, "toy,jm"), analysis=RoleModel("analysis", cascade, "toy,jm"),
+        evaluated=RoleModel("evaluated", LLMClient(MODEL, base_url="http://127.0.0.1:9/v1", progress=False,
+                                                   prices=prices), MODEL)).parts}
+    for role in ("diagnostic", "analysis"):  # (here the diagnostic judge is never needed: gold URLs retrieved)
+        label = f"trek trace, {role} role"
+        assert both[label].calls == (0, plain[label].calls[1])
+    assert plain["trek trace, analysis role"].calls[0] > 0  # a model judge is sure to be asked the probe verdicts
+
+
+def test_every_judge_question_declares_its_exact_decision_once():
+    from trek.trace import schedule  # noqa: F401  (registers every TrekTrace test)
+    from trek.trace.exact import ExactTrace
+    from trek.trace.parts import registered_tests
+
+    asked = {jq.name: jq for t in registered_tests().values() for jq in t.questions if jq.role != "evaluated"}
+    assert {"key_evidence", "evidence_match", "query_adequacy", "grade", "stale_reference"} <= set(asked)
+    for name, jq in asked.items():
+        if jq.template.startswith("trace.toy"):  # the toy probe of another test declares none: a model answers it
+            assert jq.exact is None
+            continue
+        assert jq.exact and callable(getattr(ExactTrace, jq.exact, None)), name

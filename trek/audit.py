@@ -120,7 +120,7 @@ async def aaudit_grading(run_dir: str | os.PathLike[str], judge: LLMClient, *, l
     answers = runs.load_answers(rd, questions)
     grades = runs.load_grades(rd, questions)
     items = [(questions[qid], answers[qid]) for qid, g in grades.items()
-             if g.method == "exact" and g.grader == "exact" and g.outcome in (*_DECIDED, UNDECIDED) and qid in answers]
+             if g.method == "exact" and g.outcome in (*_DECIDED, UNDECIDED) and qid in answers]
     if limit is not None:
         items = items[:limit]
 
@@ -169,13 +169,13 @@ def _grading_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
         llm = {g.question_id: g for g in iter_jsonl(audit_path, Grade)}
         for qid, g in grades.items():
             a = llm.get(qid)
-            if a is None or not (g.grader == "exact" and g.outcome in (*_DECIDED, UNDECIDED)):
+            if a is None or not (g.method == "exact" and g.outcome in (*_DECIDED, UNDECIDED)):
                 continue
             out.append(_pair(label, "grading", questions[qid], _exact_outcome(g.outcome), a.outcome if a.outcome in _DECIDED else None,
                              a.outcome, a.judge_model, g.response, _grade_reason(g), _grade_reason(a)))
         return out
     # graded by an LLM judge: the exact verdicts worked out now (when the annotations cover the run)
-    judged = {qid: g for qid, g in grades.items() if g.grader != "exact"}
+    judged = {qid: g for qid, g in grades.items() if g.method != "exact"}
     if not judged or exact is None:
         return out
     ann = exact.bind(rd)

@@ -120,6 +120,11 @@ class ExactJudge(NoCallJudge):
 
         return {"exact": [VERSION, self.rule]}
 
+    def trace_versions(self) -> dict[str, str]:
+        from trek.trace.exact import VERSION
+
+        return {"exact": VERSION}
+
     async def answer(self, who: Any, request: JudgeRequest) -> Any:
         """The step of ``request`` decided from the annotations (status ``undecided``, with the
         reason in ``error``, where they cannot support a verdict)."""

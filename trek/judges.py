@@ -72,9 +72,9 @@ class JudgeRequest:
 
     ``question``: the declared question (:class:`trek.trace.parts.JudgeQuestion`: name, role,
     template, schema, reader); ``step``: the step's name in the record; ``fields``: what its
-    template shows; ``facts``: the question's annotation-based decision, a function of the judge's
-    trace context (``(value, detail)``; the exact judge calls it), or ``None`` where the question
-    has none; ``by_prompt(who)``: asks role model ``who`` (a model judge) with the template and
+    template shows; ``facts``: the question's declared exact decision (``question.exact``)
+    applied to what the case gives it, a function of the judge's trace context returning
+    ``(value, detail)`` (the exact judge calls it), or ``None`` where the question declares none; ``by_prompt(who)``: asks role model ``who`` (a model judge) with the template and
     returns the :class:`~trek.trace.records.Step`."""
 
     question: Any
@@ -94,6 +94,12 @@ class Judge(Protocol):
     #: Whether the judge sends model requests (a judge that sends none needs no cache, price,
     #: batch or estimate).
     makes_calls: bool
+    #: Whether it decides some questions without a model (an audit judge can be asked beside those).
+    answers_without_model: bool
+
+    def with_recorder(self, make: Callable[[Any], Any]) -> Any:
+        """This judge for an estimate: each part that calls a model replaced by ``make(part)`` (a
+        recording client), the parts that decide alone kept."""
 
     async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
                           **settings: Any) -> Any:
@@ -120,6 +126,9 @@ class Judge(Protocol):
 
     def trace_settings(self) -> dict[str, Any]:
         """This judge's settings that change trace records (part of the resume key)."""
+
+    def trace_versions(self) -> dict[str, str]:
+        """The versions of this judge's own rules, recorded with every trace record (``{}``: none)."""
 
     async def answer(self, who: Any, request: JudgeRequest) -> Any:
         """The :class:`~trek.trace.records.Step` answering ``request`` for role model ``who``."""
@@ -280,6 +289,7 @@ class CascadeJudge:
             raise ValueError("a cascade needs two judges or more")
         self.judges = list(judges)
         self.makes_calls = any(j.makes_calls for j in self.judges)
+        self.answers_without_model = any(j.answers_without_model for j in self.judges)
         self.model = ",".join(str(getattr(j, "model", "?")) for j in self.judges)
 
     def __getattr__(self, name: str) -> Any:  # bookkeeping: the calling judge's (see the class doc)
@@ -322,6 +332,9 @@ class CascadeJudge:
         assert grade is not None
         return grade.model_copy(update={"judge_settings": {**grade.judge_settings, "cascade": said}})
 
+    def with_recorder(self, make: Callable[[Any], Any]) -> CascadeJudge:
+        return CascadeJudge([j.with_recorder(make) for j in self.judges])
+
     def grade_basis(self, question: Any) -> dict[str, Any] | None:
         bases = [j.grade_basis(question) for j in self.judges]
         return None if all(b is None for b in bases) else {"cascade": bases}
@@ -350,6 +363,9 @@ class CascadeJudge:
     def trace_settings(self) -> dict[str, Any]:
         return {"cascade": [j.trace_settings() for j in self.judges]}
 
+    def trace_versions(self) -> dict[str, str]:
+        return {k: v for j in self.judges for k, v in j.trace_versions().items()}
+
     async def answer(self, who: Any, request: JudgeRequest) -> Any:
         said: list[dict[str, Any]] = []
         step = None
@@ -377,6 +393,7 @@ class NoCallJudge:
     naming the kind, never a silent verdict)."""
 
     makes_calls = False
+    answers_without_model = True
     kind = "no-call"
 
     def __init__(self, model: str, *, endpoint: str = "", role: str | None = None):
@@ -408,6 +425,9 @@ class NoCallJudge:
     def settings(self) -> dict[str, Any]:
         return {}
 
+    def with_recorder(self, make: Callable[[Any], Any]) -> Any:
+        return self  # nothing to record: it sends nothing
+
     async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
                           **settings: Any) -> Any:
         raise NotImplementedError(f"judge kind {self.kind!r} does not grade answers")
@@ -430,6 +450,9 @@ class NoCallJudge:
 
     def trace_settings(self) -> dict[str, Any]:
         return {self.kind: self.settings()}
+
+    def trace_versions(self) -> dict[str, str]:
+        return {}
 
     async def answer(self, who: Any, request: JudgeRequest) -> Any:
         raise NotImplementedError(f"judge kind {self.kind!r} does not answer TrekTrace's question "

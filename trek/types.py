@@ -399,8 +399,8 @@ class Grade(Record):
 
     ``outcome`` ``unparsed`` means the judge's reply could not be read after the allowed
     re-asks; it is reported as its own category and never counted as correct. ``undecided``: the
-    judge (the exact judge, which abstains rather than guess) could not support a verdict; the
-    decision in ``judge_raw`` says which rule could not decide and why. It is neither correct nor
+    judge (the exact judge, which abstains rather than guess) could not support a verdict;
+    ``error`` says which rule could not decide and why (the decision in ``judge_raw`` in full). It is neither correct nor
     incorrect, and a cascade (``--judges exact,MODEL``) hands it to the next judge. ``pending``: the
     judge call failed (retried on the next run); ``failed``: grading this answer raised an
     internal error (``error`` says which; retried on the next run). ``input_key`` digests

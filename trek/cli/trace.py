@@ -193,10 +193,13 @@ def review_command(
                              "--sample writes the sample as the CSV `trek trace shares --human` reads."),
     sample: int = typer.Option(None, "--sample", min=1, help="Offer a uniformly random sample of N fully traced "
                                "cases (recorded in the workbook's sample sheet), for `trek trace shares`."),
-    seed: int = typer.Option(0, "--seed", help="--sample: the seed of the draw (the same seed gives the same cases)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**53, help="--sample: the seed of the draw (the same seed gives "
+                             "the same cases), 0 to 2^53."),
     by: str = typer.Option(None, "--by", metavar="dataset", help="--sample: stratify by dataset (proportional)."),
     prefill: bool = typer.Option(False, "--prefill", help="A .csv --out: fill the label columns with the trace's "
                                  "own labels (on a run the exact judge traced: the truth; a stand-in review)."),
+    force: bool = typer.Option(False, "--force", help="Replace a workbook or CSV that already holds a reviewer's "
+                               "verdicts (without it such a file is never overwritten)."),
     design: str = typer.Option(None, "--design", metavar="uniform|stratified", help="--sample: uniform (the "
                                "default) or stratified by dataset (the same as --by dataset)."),
     plan: float = typer.Option(None, "--plan", metavar="POINTS", help="Write nothing; say how many random reviews "
@@ -205,7 +208,8 @@ def review_command(
                                "CSV's draw is the one --seed and --by give)."),
 ) -> None:
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets (and, with
-    --sample, only the sampled cases and a sheet saying how they were drawn)."""
+    --sample, only the sampled cases and a sheet saying how they were drawn). A file at the
+    path that holds any verdict is replaced only with --force."""
     from trek.trace.pipeline import load_trace
     from trek.trace.review import write_review
     from trek.trace.shares import draw_sample, review_plan_text
@@ -218,7 +222,7 @@ def review_command(
         if sample is None and (by is not None or prefill):
             raise ValueError("--by, --design and --prefill go with --sample N")
         drawn = draw_sample(load_trace(run_dir), sample, seed, by) if sample is not None else None
-        path = write_review(run_dir, out, sample=drawn, prefill=prefill)
+        path = write_review(run_dir, out, sample=drawn, prefill=prefill, force=force)
     typer.echo(f"wrote {path}" + (f": {drawn.describe()}" if drawn is not None else ""))
 
 

@@ -316,6 +316,12 @@ class LLMClient:
     #: Whether the client sends model requests (the exact judge sends none: no cache, price or
     #: estimate is needed for it).
     makes_calls: ClassVar[bool] = True
+    #: A model judge decides nothing without a model (trek.judges.Judge).
+    answers_without_model: ClassVar[bool] = False
+
+    def with_recorder(self, make: Any) -> Any:
+        """This judge for an estimate: ``make(self)``, a client that records what it would send."""
+        return make(self)
 
     # -- the judge interface ---------------------------------------------------------------------
     async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
@@ -345,6 +351,10 @@ class LLMClient:
         return None
 
     def trace_settings(self) -> dict[str, Any]:
+        return {}
+
+    def trace_versions(self) -> dict[str, str]:
+        """``{}``: a model's prompts carry their own versions."""
         return {}
 
     async def answer(self, who: Any, request: Any) -> Any:

@@ -136,24 +136,25 @@ class _Path:
         self.taken: list[bool] = []
         self.count = count
         self.memo = memo
-        self.calls: dict[str, int] = {}
-        self.tokens: dict[str, list[int]] = {}
+        #: per role, [calls, tokens] certain to be sent and [calls, tokens] that may be
+        self.low: dict[str, list[int]] = {}
+        self.high: dict[str, list[int]] = {}
 
     def choose(self) -> bool:
         i = len(self.taken)
         self.taken.append(self.prefix[i] if i < len(self.prefix) else True)
         return self.taken[-1]
 
-    def sent(self, role: str, prompt: str) -> None:
+    def sent(self, role: str, prompt: str, certain: bool = True) -> None:
         key = hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         got = self.memo.get(key)
         if got is None:
             messages = [{"role": "user", "content": prompt}]
             got = self.memo[key] = ((n := count_chat_tokens(messages)), n) if self.count else chat_token_bounds(messages)
-        self.calls[role] = self.calls.get(role, 0) + 1
-        lo_hi = self.tokens.setdefault(role, [0, 0])
-        lo_hi[0] += got[0]
-        lo_hi[1] += got[1]
+        for book, n in ((self.low, got[0]), (self.high, got[1])) if certain else ((self.high, got[1]),):
+            figures = book.setdefault(role, [0, 0])
+            figures[0] += 1
+            figures[1] += n
 
 
 def _made_up(schema: dict[str, Any], path: _Path) -> Any:
@@ -183,13 +184,15 @@ class RecordingJudge:
         self.real = real
         self.path = path
         self.makes_calls = real.makes_calls
+        self.answers_without_model = real.answers_without_model
         self.model = getattr(real, "model", "")
         self.base_url = getattr(real, "base_url", "")
 
     async def answer(self, who: Any, request: Any) -> Step:
         q = request.question
-        if self.makes_calls:
-            self.path.sent(who.role, render(q.template, q.prompt, **request.fields))
+        if self.makes_calls:  # a judge that also decides alone (a cascade) may send it, or not
+            self.path.sent(who.role, render(q.template, q.prompt, **request.fields),
+                           certain=not self.answers_without_model)
         try:
             value, status = q.validate(_made_up(q.schema, self.path)), "ok"
         except ValueError:  # a reader stricter than its schema: the reply counts as unreadable
@@ -201,6 +204,9 @@ class RecordingJudge:
         return None
 
     def trace_settings(self) -> dict[str, Any]:
+        return {}
+
+    def trace_versions(self) -> dict[str, str]:
         return {}
 
 
@@ -222,11 +228,12 @@ async def _play(case: Any, config: Any, count: bool) -> tuple[dict[str, list[int
         stack.extend(tuple(path.taken[:i]) + (not path.taken[i],) for i in range(len(path.prefix), len(path.taken)))
     out = {}
     for role in ("diagnostic", "analysis", "evaluated"):
-        calls = [p.calls.get(role, 0) for p in played]
-        tokens = [p.tokens.get(role, [0, 0]) for p in played]
-        out[role] = [min(t[0] for t in tokens), max(t[1] for t in tokens), min(calls), max(calls)]
-    per_path = [sum(p.calls.values()) for p in played]
-    return out, min(per_path), max(per_path), bool(stack)
+        low = [p.low.get(role, [0, 0]) for p in played]
+        high = [p.high.get(role, [0, 0]) for p in played]
+        out[role] = [min(t[1] for t in low), max(t[1] for t in high), min(c[0] for c in low),
+                     max(c[0] for c in high)]
+    per_path = [(sum(c for c, _ in p.low.values()), sum(c for c, _ in p.high.values())) for p in played]
+    return out, min(lo for lo, _ in per_path), max(hi for _, hi in per_path), bool(stack)
 
 
 async def _play_all(cases: Iterable[Any], config: Any, count: bool) -> _Totals:

@@ -130,6 +130,8 @@ class TraceConfig:
                **{f"test.{t.name}": t.version for t in tests}}
         for t in tests:
             out.update({jq.template: jq.versioned() for jq in t.questions})
+        for w in self.judges():  # a judge's own rules' versions (the exact judge's)
+            out.update(w.client.trace_versions())
         return out
 
     def settings(self) -> dict[str, Any]:
@@ -474,8 +476,9 @@ def _check_roles(diagnostic: RoleModel, analysis: RoleModel, evaluated: RoleMode
     if not evaluated.client.makes_calls:
         raise ValueError("the evaluated model answers the probes: a judge that makes no model call (the exact "
                          "judge) can play the judges only")
-    if audit and all(w.client.makes_calls for w in (diagnostic, analysis)):
-        raise ValueError("an audit judge answers beside a judge that makes no call: make a judge role exact")
+    if audit and not any(w.client.answers_without_model for w in (diagnostic, analysis)):
+        raise ValueError("an audit judge answers beside a judge that decides without a model: make a judge role "
+                         "exact (or a cascade exact,MODEL)")
     clients = [diagnostic.client, analysis.client, evaluated.client, *(r.client for r in audit.values())]
     return list({id(c): c for c in clients}.values())
 

@@ -55,7 +55,7 @@ def trace_with_roles(
     if audit is not None and audit.model:
         auditor = rd.client(audit, **settings)  # asked where the exact judge decides (refused without one)
         audits = {w.role: RoleModel(w.role, auditor, audit.model, dict(audit.params)) for w in (diag, ana)
-                  if not w.client.makes_calls}
+                  if w.client.answers_without_model}
         if not audits:
             raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge role exact")
     ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)

@@ -36,6 +36,7 @@ takes it anyway and flags every row (``sample`` column ``not random``).
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,10 +188,17 @@ def _cell01(value: Any, where: str) -> bool:
 
 
 def _read_csv(path: Path) -> list[tuple[int, str, frozenset[str]]]:
+    from trek.jsonio import read_bytes
+    from trek.trace.review import duplicate_columns
+
     try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
+        with io.StringIO(read_bytes(path, "human review CSV").decode("utf-8-sig"), newline="") as fh:
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
+            twice = duplicate_columns([h.strip() for h in header])
+            if twice:
+                raise ValueError(f"{path}: column {twice[0]!r} is given twice; keep one (which one holds the "
+                                 "verdicts cannot be guessed)")
             missing = [c for c in ("question_id", *LABELS) if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (expected question_id and "
