@@ -233,9 +233,16 @@ def shares_command(
                                   "stratified by dataset."),
     allow_unsampled: bool = typer.Option(False, "--allow-unsampled", help="Take reviewed cases that are not a random "
                                          "sample anyway; every row is flagged 'not random' (intervals not valid)."),
+    estimand: str = typer.Option("population", "--estimand", metavar="population|traced", help="With --human: what "
+                                 "the corrected share estimates: the label's rate in the population the questions "
+                                 "come from (population), or its share among these traced cases only (traced)."),
 ) -> None:
     """Label shares of the fully traced cases with intervals; with --human, corrected for the
     judge's errors by prediction-powered inference (PPI++) from a random review sample.
+
+    The corrected share is, by default, the label's rate in the population the questions come
+    from (the traced cases a sample of it); --estimand traced gives the share among these traced
+    cases (a narrower interval about this run only). The CSV's estimand column says which.
 
     Per label (and dataset with --by dataset): n_traced, n_reviewed, judge_share with its Wilson
     interval, corrected_share with low and high, and human_only_share with its Wilson interval
@@ -246,7 +253,7 @@ def shares_command(
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
         text, target = write_shares(run_dir, human, by=by, alpha=alpha, out=out, judge=labels_from, seed=seed,
-                                    sample_by=sample_by, allow_unsampled=allow_unsampled)
+                                    sample_by=sample_by, allow_unsampled=allow_unsampled, estimand=estimand)
     typer.echo(text)
     if target is not None:
         typer.echo(f"wrote {target}")
