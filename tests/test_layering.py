@@ -43,8 +43,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
     ({"trace", "ctrl", "rag"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
-    # (and the epochs of a run and the listing of runs, read from their files)
-    ({"audit", "imports", "analysis", "epochs", "listing"}, False),
+    # (and the epochs of a run, the listing of runs and the page of one run, read from their files)
+    ({"audit", "imports", "analysis", "epochs", "listing", "runview"}, False),
     # tables and figures
     ({"report"}, False),
     # the list of Trek's parts, which fills the registries of the layers below (trek/parts.py)
