@@ -15,11 +15,11 @@ RESULTS = 2
 #: question id -> (a word of its question, the agent's query, its final answer, gold-only answer,
 #: gold-plus-noise answer): built so that every TrekTrace label occurs (see test_every_label_occurs)
 PLAN = {
-    "mini:01": ("Brackwater Lane", "coach", "Nobody in particular", "Dana Okafor", "Marek Lindqvist"),
+    "mini:01": ("Brackwater Lane", "coach", "Nobody in particular", "Dana Okafor", "Tomas Reyel"),  # an annotated older coach
     "mini:02": ("Skylark e-bike", "zzzz qqqq", "Nobody in particular", "Nobody in particular", "Nobody"),
     "mini:03": ("Quellbridge Airport", "17", "Nobody in particular", "17", "17"),
     "mini:04": ("Vellacott International", "Vellacott International airline passengers 2023",  # adequate; gold ranks 5th
-                "Nobody in particular", "Tarnlight Air", "Harbourline Air"),
+                "Nobody in particular", "Tarnlight Air", "Corrivale Air"),  # an annotated competitor
     "mini:05": ("Brenmoor Ferry", "Which company acquired the Brenmoor Ferry Company in", "Calloway Marine Group",
                 "Calloway Marine Group", "Calloway Marine Group"),
     "mini:06": ("directly ele", "Quellbridge mayor", "4", "4", "4"),

@@ -105,7 +105,7 @@ def test_accuracy_by_run(run, tmp_path):
                      [g("a1", "a", "correct"), g("a2", "a", "incorrect")])
     tab = accuracy_by_run({"model-x": run, "model-y": other})
     assert list(tab.index) == ["model-x", "model-y"] and tab.index.name == "run"
-    assert list(tab.columns) == ["a", "b", "micro", "macro", "n", "graded", "unparsed", "pending"]
+    assert list(tab.columns) == ["a", "b", "micro", "macro", "n", "graded", "undecided", "unparsed", "pending"]
     assert tab.loc["model-x", "micro"] == pytest.approx(50.0)
     assert math.isnan(tab.loc["model-y", "b"]) and tab.loc["model-y", "micro"] == pytest.approx(50.0)
     assert tab.loc["model-x", "n"] == 10 and tab.loc["model-x", "pending"] == 1

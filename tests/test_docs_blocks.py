@@ -73,7 +73,11 @@ def check_inspect(repo: Path) -> None:
 
 def check_exact_judges(repo: Path) -> None:
     grades = read_jsonl(repo / "runs" / "mini" / "grades.jsonl")
-    assert len(grades) == 12 and {g["grader"] for g in grades} == {"exact"}
+    # the cascade: the exact judge decided some, the demo judge those it left undecided, none is left
+    exact = [g for g in grades if g["grader"] == "exact"]
+    handed = [g for g in grades if g["grader"] != "exact"]
+    assert len(grades) == 12 and exact and all(g["outcome"] != "undecided" for g in grades)
+    assert all(g["judge_settings"]["cascade"][0] == {"judge": "oracle", "outcome": "undecided"} for g in handed)
     graded_and_labelled(repo / "runs" / "mini")
     assert read_jsonl(repo / "runs" / "mini" / "audit-grading.jsonl")  # the audit judge's grades
     for cond in ("GOLD", "OO"):

@@ -56,9 +56,17 @@ def test_an_acceptable_answer_named_after_normalisation_is_correct(response):
     assert verdict(response).outcome == "correct"
 
 
-@pytest.mark.parametrize("response", ["Bo Reed", "Adam Vales", "The coach is Eve Tan", ""])
-def test_a_competing_or_unannotated_answer_is_incorrect(response):
+@pytest.mark.parametrize("response", ["Bo Reed", ""])
+def test_a_competing_answer_or_none_is_incorrect(response):
     assert verdict(response).outcome == "incorrect"
+
+
+@pytest.mark.parametrize("response, named", [("Adam Vales", "Adam Vales"), ("The coach is Eve Tan", "Eve Tan")])
+def test_an_unannotated_answer_is_undecided_with_its_reason(response, named):
+    d = verdict(response)
+    assert d.outcome == "undecided" and d.unannotated == [named]
+    assert d.undecided == f"rule commitment: the response names {named!r}, which no annotation covers"
+    assert d.undecided in d.explain() and json.loads(d.to_json())["undecided"] == d.undecided
 
 
 def test_number_formats_and_number_words_are_read_as_numbers():
@@ -105,7 +113,7 @@ def test_sealqa_gives_not_attempted_to_a_refusal_and_freshqa_incorrect():
     seal = Q.model_copy(update={"dataset": "sealqa"})
     assert verdict("I don't know.", q=seal).outcome == "not_attempted"
     assert verdict("", q=seal).outcome == "not_attempted"
-    assert verdict("Eve Tan", q=seal).outcome == "incorrect"  # an attempt, wrong
+    assert verdict("Eve Tan", q=seal).outcome == "undecided"  # an attempt: no annotation says whether it is right
     assert verdict("Not sure, maybe Bo Reed", q=seal).outcome == "incorrect"  # a hedge naming a wrong answer
     assert verdict("I'm not sure, but probably Ada Vale", q=seal).outcome == "correct"  # hedged but right
     assert verdict("I don't know.").outcome == "incorrect"
@@ -135,11 +143,14 @@ def test_the_exact_judge_records_an_exact_grade():
     assert judge.grade(Q, "Bo Reed").outcome == "incorrect"  # Bo Reed is an annotated competing answer
 
 
-def test_the_exact_judge_makes_no_model_call():
+def test_the_exact_judge_is_a_judge_and_no_client():
+    from trek.judges import Judge
+    from trek.llm.client import LLMClient
+
     judge = ExactJudge(annotations())
-    with pytest.raises(RuntimeError, match="no model call"):
-        judge.chat([{"role": "user", "content": "hi"}])
-    assert judge.http_calls == 0
+    assert isinstance(judge, Judge) and not isinstance(judge, LLMClient)
+    assert not hasattr(judge, "chat") and not hasattr(judge, "achat")  # nothing to send a request with
+    assert judge.makes_calls is False and judge.http_calls == 0
 
 
 def test_mini_is_annotated_for_every_question():
@@ -306,3 +317,11 @@ def test_ctrl_contexts_add_their_documents_answers(tmp_path):
 def test_annotated_page_keeps_dates():
     p = AnnotatedPage.of(DOCS[0])
     assert p.date == dt.date(2024, 2, 1) and p.valid_from == dt.date(2024, 2, 1) and p.role == "gold"
+
+
+def test_an_undecided_grade_carries_its_reason():
+    g = ExactJudge(annotations()).grade(Q, "Ossian Gray coaches them.")
+    assert g.outcome == "undecided" and g.grader_version == "exact-5"
+    raw = json.loads(g.judge_raw[0])
+    assert raw["undecided"] == "rule commitment: the response names 'Ossian Gray', which no annotation covers"
+    assert raw["unannotated"] == ["Ossian Gray"]

@@ -22,7 +22,8 @@ from trek.testing.fake_openai import FakeOpenAIServer
 from trek.trace import load_trace
 
 MODEL, AUDITOR = "lm", "auditor"
-WRONG = "Wrong Guess"
+#: a wrong reply that names no value (a name the annotations lack would leave the exact judge undecided)
+WRONG = "a wrong guess"
 AGENTIC = "You have two tools"
 #: question -> (search query or None, gold-only answer right?, noise answer right?)
 PLAN = {
@@ -99,12 +100,14 @@ def test_oracle_grades_and_traces_without_a_judge_request(env):
     srv, rd = env
     before = srv.stats()["requests"]
     res = invoke("grade", rd, "--judge", "oracle", "--dry-run")
-    assert res.exit_code == 0 and "0 model calls" in res.output and not (rd / runs.GRADES).exists()
+    assert res.exit_code == 0 and "0 model calls, $0.00" in res.output and not (rd / runs.GRADES).exists()
     res = invoke("grade", rd, "--judge", "oracle", "--no-progress")
     assert res.exit_code == 0, res.output
     assert srv.stats()["requests"] == before  # grading made no request
     grades = runs.load_grades(rd)
-    assert {g.outcome for g in grades.values()} == {"incorrect"}
+    # FreshQA: incorrect; SealQA (mini:06): no answer given and none contradicted, not attempted
+    assert {q: g.outcome for q, g in grades.items()} == {"mini:01": "incorrect", "mini:03": "incorrect",
+                                                         "mini:06": "not_attempted", "mini:19": "incorrect"}
     assert {(g.method, g.grader, g.judge_model) for g in grades.values()} == {("exact", "exact", "oracle")}
 
     res = invoke("trace", rd, "--judge", "oracle", "--check-stale", "--no-progress", "--yes")

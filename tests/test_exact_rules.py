@@ -44,15 +44,24 @@ ALBUM_COMPETING = ["Lowland Radio", "Glass Orchard"]
     (FP, FP_COMPETING, "Calloway Marine Group did not acquire it; the deal was abandoned."),
     (FP, FP_COMPETING, "Brenmoor was not acquired by Calloway Marine Group or anyone else."),
     (FP, FP_COMPETING, "The takeover by Calloway Marine Group was blocked."),
-    (FP, FP_COMPETING, "I'm not sure, but I don't think any company acquired Brenmoor in 2024."),
     (BRIDGE, BRIDGE_COMPETING, "It never opened."),
     (BRIDGE, BRIDGE_COMPETING, "The Dunmore Crossing was cancelled before completion, so it did not open."),
-    (SEATS, SEATS_COMPETING, "No election was held in 2024; the party kept its 9 seats."),
     (SEATS, SEATS_COMPETING, "Nope, there wasn't one."),
 ])
 def test_a_statement_that_denies_the_premise_rejects_it(q, competing, response):
     d = decide(q, response, competing)
     assert d.rejects_premise is True and d.outcome == "correct", d.explain()
+
+
+@pytest.mark.parametrize("q, competing, response, why", [
+    # exact-5: a hedged denial is no verdict the rules can support
+    (FP, FP_COMPETING, "I'm not sure, but I don't think any company acquired Brenmoor in 2024.", "rule hedge"),
+    # the reference does not give 9 seats: the response denies the premise and answers it too
+    (SEATS, SEATS_COMPETING, "No election was held in 2024; the party kept its 9 seats.", "rule premise"),
+])
+def test_a_denial_beside_a_hedge_or_an_answer_is_undecided(q, competing, response, why):
+    d = decide(q, response, competing)
+    assert d.rejects_premise is True and d.outcome == "undecided" and d.undecided.startswith(why), d.explain()
 
 
 @pytest.mark.parametrize("q, competing, response", [
@@ -164,8 +173,9 @@ def test_the_decision_records_what_the_response_commits_to():
     "[source](https://charts.example/salt-lanterns)",
 ])
 def test_answers_never_match_inside_urls_or_slugs(response):
+    # SealQA: a response that gives no answer and contradicts none is not attempted (C), never A
     d = decide(ALBUM, response, ALBUM_COMPETING)
-    assert d.outcome == "incorrect" and d.named == [], d.explain()
+    assert d.outcome == "not_attempted" and d.named == [], d.explain()
 
 
 @pytest.mark.parametrize("response", [

@@ -40,11 +40,12 @@ def outcome(q: Question, competing: list[str], response: str) -> str:
     (COACH, COACH_COMPETING, "Ada Vale was coach until 2024; since then Bo Reed.", "incorrect"),
     (TRAM, TRAM_COMPETING, "It went from 15 to 17.", "correct"),
     (TRAM, TRAM_COMPETING, "It went from 17 to 15.", "incorrect"),
-    (TRAM, TRAM_COMPETING, "15 stations until the extension added 2, so now 17.", "correct"),
+    # exact-5: "2" is a number no annotation covers, in a story of change: undecided
+    (TRAM, TRAM_COMPETING, "15 stations until the extension added 2, so now 17.", "undecided"),
     (COACH, COACH_COMPETING, "Bo Reed was replaced by Ada Vale in 2024.", "correct"),
     (COACH, COACH_COMPETING, "Previously Bo Reed; now it's Ada Vale.", "correct"),
     # no change narrated: unchanged verdicts
-    (COACH, COACH_COMPETING, "Bo Reed, then Ada Vale", "incorrect"),
+    (COACH, COACH_COMPETING, "Bo Reed, then Ada Vale", "undecided"),  # a list, or a succession: not sure
     (TRAM, TRAM_COMPETING, "17 stations, up from 15", "correct"),
     (COACH, COACH_COMPETING, "Ada Vale, who replaced Bo Reed", "correct"),
 ])
@@ -78,7 +79,8 @@ def test_a_negation_after_a_name_takes_it_back(response, want):
     ("Ada Vale, sorry, I mean Cy Moss.", "incorrect"),
     ("Cy Moss, or rather Ada Vale.", "correct"),
     # no correction: unchanged
-    ("Ada Vale. Actually, Bo Reed was the previous coach.", "correct"),
+    # exact-5: a second value in a story of change ("previous") after the answer: undecided
+    ("Ada Vale. Actually, Bo Reed was the previous coach.", "undecided"),
     ("No one but Ada Vale.", "correct"),
     ("Ada Vale, rather than Bo Reed.", "correct"),
 ])

@@ -29,19 +29,23 @@ LAYERS: list[tuple[set[str], bool]] = [
     ({"jsonio", "sqlite", "local", "outputs"}, False),
     ({"types", "journal"}, False),
     ({"llm"}, False),
+    # the judge protocol and the registry of judge kinds, above the client (a model judge is one)
+    ({"judges"}, False),
     ({"roles"}, False),
     ({"runs"}, False),
     ({"stage"}, False),
     ({"batch"}, False),
     # what a run reads: datasets, pages, context records, prompt texts, prices, the fake server
     ({"datasets", "pages", "contexts", "answer_prompts", "costs", "testing", "query_targets"}, False),
-    # searching and the grading rules; the exact judge above the graders whose rules it applies
+    # searching and the grading rules
     ({"search", "annotations", "graders"}, False),
-    ({"exact"}, False),
     # the stages that answer and grade
     ({"answering", "grading"}, False),
     # TrekTrace, TrekBench-Ctrl and the RAG baselines: side by side, none imports another
     ({"trace", "ctrl", "rag"}, False),
+    # the exact judge: a judge kind above the grading rules and TrekTrace's questions it answers
+    # (the stages find it in the registry of judge kinds, never by name)
+    ({"exact"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
     # (and the epochs of a run, the listing of runs and the page of one run, read from their files)
     ({"audit", "imports", "analysis", "epochs", "listing", "runview"}, False),

@@ -113,3 +113,20 @@ def test_a_bad_file_is_refused_naming_file_question_and_field(tmp_path, edit, me
     with pytest.raises(QueryTargetsError) as e:
         load(p)
     assert message in str(e.value) and str(p) in str(e.value)
+
+
+# -- targets-2: undecided where the targets cannot support a verdict ------------------------------
+def undecided(targets, *queries):
+    value, detail = assess(targets, list(queries))
+    return value["query_adequate"] is None and detail["undecided"] and value["reason"].startswith("Undecided")
+
+
+def test_a_possible_code_or_other_script_for_a_missed_entity_is_undecided():
+    assert undecided(AIRLINE, "VLC busiest airline 2023")
+    assert undecided(AIRLINE, "Веллакотт airline passengers 2023")
+    assert assess(AIRLINE, ["Vellacott busiest airline 2023"])[1]["undecided"] is None
+
+
+def test_a_comparison_year_beside_an_in_window_year_is_undecided():
+    assert undecided(COACH, "Harrowmere Rovers head coach 2024", "Harrowmere Rovers head coach 2019")
+    assert adequate(COACH, "Harrowmere Rovers head coach 2019") is False  # no year inside the window: decided

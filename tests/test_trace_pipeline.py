@@ -345,7 +345,7 @@ def test_dry_run_estimate_bounds_what_tracing_really_costs(fresh_run, mini):
         sent = srv.stats()["requests"] - before
     assert srv.stats()["requests"] and before == 0  # the estimate itself sent nothing
     cases = len(report.records)
-    assert est.items == cases and est.calls == (2 * cases, 8 * cases)
+    assert est.items == cases and 2 * cases <= est.calls[0] <= est.calls[1] <= 8 * cases
     assert est.calls[0] <= sent <= est.calls[1]
     assert est.input_tokens[0] <= report.usage.prompt_tokens <= est.input_tokens[1]
     assert est.output_tokens[0] <= report.usage.completion_tokens <= est.output_tokens[1]
@@ -355,7 +355,7 @@ def test_dry_run_estimate_bounds_what_tracing_really_costs(fresh_run, mini):
 
 
 def test_a_dry_run_without_prices_bounds_the_pages_without_the_tokenizer(fresh_run, mini, monkeypatch):
-    """No role's model has a price: the pages are not tokenized; their tokens are bounds from their
+    """No role's model has a price: the prompts are not tokenized; their tokens are bounds from their
     length that contain the counted figures of the same estimate with prices."""
     from _trace_case import MODEL as RUN_MODEL
 
@@ -371,7 +371,7 @@ def test_a_dry_run_without_prices_bounds_the_pages_without_the_tokenizer(fresh_r
 
     counted = trace_estimate.estimate_trace(fresh_run, **kw(PriceTable(
         {DIAG: Price(1.0, 2.0), ANA: Price(3.0, 4.0), RUN_MODEL: Price(5.0, 6.0)})))
-    monkeypatch.setattr(trace_estimate, "count_tokens", lambda text: pytest.fail("the tokenizer was called"))
+    monkeypatch.setattr(trace_estimate, "count_chat_tokens", lambda m: pytest.fail("the tokenizer was called"))
     bounded = trace_estimate.estimate_trace(fresh_run, **kw(PriceTable({})))
     assert bounded.calls == counted.calls and bounded.items == counted.items > 0
     assert bounded.input_tokens[0] <= counted.input_tokens[0] <= counted.input_tokens[1] <= bounded.input_tokens[1]

@@ -7,7 +7,8 @@ not-attempted answer all count as not correct. Beside each accuracy the tables s
 counts behind it, so a gap is visible:
 
 * ``n`` questions; ``answered`` (a final trajectory exists and is not pending); ``graded``
-  (a decided grade: correct, incorrect or not attempted); ``unparsed``; ``pending`` (answer or
+  (a decided grade: correct, incorrect or not attempted); ``undecided`` (the judge could not
+  support a verdict: neither correct nor incorrect); ``unparsed``; ``pending`` (answer or
   grade); ``correct``;
 * ``accuracy`` = ``100 * correct / n`` with a 95% interval; ``acc_graded`` =
   ``100 * correct / graded`` as an extra column, never the headline.
@@ -39,7 +40,7 @@ __all__ = [
     "multilabel_prevalence_test",
 ]
 
-COUNT_COLUMNS = ["n", "answered", "graded", "correct", "unparsed", "pending"]
+COUNT_COLUMNS = ["n", "answered", "graded", "correct", "undecided", "unparsed", "pending"]
 _COLUMNS = [*COUNT_COLUMNS, "accuracy", "ci_low", "ci_high", "acc_graded"]
 _DECIDED = ("correct", "incorrect", "not_attempted")
 
@@ -57,6 +58,7 @@ def _counts(df: pd.DataFrame) -> dict[str, int]:
         "answered": int((df["answer_status"] == "ok").sum()),
         "graded": int(df["outcome"].isin(_DECIDED).sum()),
         "correct": int(df["correct"].sum()),
+        "undecided": int((df["outcome"] == "undecided").sum()),
         "unparsed": int((df["outcome"] == "unparsed").sum()),
         "pending": int(((df["answer_status"] == "pending") | (df["outcome"] == "pending")).sum()),
     }
@@ -127,7 +129,7 @@ def accuracy_by_run(
 
     Returns one row per run label (index name ``run``, in the order given) with a column per
     dataset (``datasets`` in that order, default every dataset seen, sorted), ``micro``,
-    ``macro``, and the counts ``n``, ``graded``, ``unparsed`` and ``pending`` of the whole run.
+    ``macro``, and the counts ``n``, ``graded``, ``undecided``, ``unparsed`` and ``pending`` of the whole run.
     """
     per_run = {label: accuracy_by_dataset(r, ci=False) for label, r in runs.items()}
     if datasets is None:
@@ -138,10 +140,10 @@ def accuracy_by_run(
     for label, t in per_run.items():
         acc = t["accuracy"]
         row = {c: (float(acc[c]) if c in acc.index else np.nan) for c in [*cols, "micro", "macro"]}
-        row.update({k: int(t.at["micro", k]) for k in ("n", "graded", "unparsed", "pending")})
+        row.update({k: int(t.at["micro", k]) for k in ("n", "graded", "undecided", "unparsed", "pending")})
         rows[label] = row
     out = pd.DataFrame.from_dict(rows, orient="index", columns=[*cols, "micro", "macro", "n", "graded",
-                                                                 "unparsed", "pending"])
+                                                                 "undecided", "unparsed", "pending"])
     out.index.name = "run"
     return out
 

@@ -38,6 +38,7 @@ from typing import Any
 import pandas as pd
 
 from trek import runs
+from trek.judges import UNDECIDED
 from trek.llm.client import LLMClient
 from trek.stage import execute
 from trek.types import Grade, RecordError, iter_jsonl
@@ -119,7 +120,7 @@ async def aaudit_grading(run_dir: str | os.PathLike[str], judge: LLMClient, *, l
     answers = runs.load_answers(rd, questions)
     grades = runs.load_grades(rd, questions)
     items = [(questions[qid], answers[qid]) for qid, g in grades.items()
-             if g.method == "exact" and g.grader == "exact" and g.outcome in _DECIDED and qid in answers]
+             if g.method == "exact" and g.outcome in (*_DECIDED, UNDECIDED) and qid in answers]
     if limit is not None:
         items = items[:limit]
 
@@ -168,13 +169,13 @@ def _grading_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
         llm = {g.question_id: g for g in iter_jsonl(audit_path, Grade)}
         for qid, g in grades.items():
             a = llm.get(qid)
-            if a is None or not (g.grader == "exact" and g.outcome in _DECIDED):
+            if a is None or not (g.method == "exact" and g.outcome in (*_DECIDED, UNDECIDED)):
                 continue
-            out.append(_pair(label, "grading", questions[qid], g.outcome, a.outcome if a.outcome in _DECIDED else None,
+            out.append(_pair(label, "grading", questions[qid], _exact_outcome(g.outcome), a.outcome if a.outcome in _DECIDED else None,
                              a.outcome, a.judge_model, g.response, _grade_reason(g), _grade_reason(a)))
         return out
     # graded by an LLM judge: the exact verdicts worked out now (when the annotations cover the run)
-    judged = {qid: g for qid, g in grades.items() if g.grader != "exact"}
+    judged = {qid: g for qid, g in grades.items() if g.method != "exact"}
     if not judged or exact is None:
         return out
     ann = exact.bind(rd)
@@ -185,12 +186,17 @@ def _grading_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
         except ValueError:
             return []  # not an annotated run: nothing to compare with
         e = exact.grade(q, g.response)
-        out.append(_pair(label, "grading", q, e.outcome, g.outcome if g.outcome in _DECIDED else None, g.outcome,
+        out.append(_pair(label, "grading", q, _exact_outcome(e.outcome), g.outcome if g.outcome in _DECIDED else None, g.outcome,
                          g.judge_model, g.response, _grade_reason(e), _grade_reason(g)))
     return out
 
 
-def _pair(run: str, role: str, q: Any, exact: str, judge: str | None, status: str, model: str | None,
+def _exact_outcome(outcome: str) -> str | None:
+    """The exact judge's verdict as a pair holds it (``None``: it left the verdict undecided)."""
+    return None if outcome == UNDECIDED else outcome
+
+
+def _pair(run: str, role: str, q: Any, exact: str | None, judge: str | None, status: str, model: str | None,
           subject: Any, exact_reason: str | None, judge_reason: str | None) -> dict[str, Any]:
     qid = getattr(q, "question_id", None) or q.id  # a TraceRecord or a Question
     return {"run": run, "role": role, "question_id": qid, "dataset":
@@ -206,18 +212,20 @@ def _subject(rec: Any, name: str) -> Any:
 
 
 def _trace_pairs(label: str, rd: Path, exact: Any) -> list[dict[str, Any]]:
-    from trek.trace.exact import decided
+    from trek.trace.exact import decided, exact_undecided
     from trek.trace.pipeline import load_trace
 
     out: list[dict[str, Any]] = []
     derived: Any = None  # for an LLM-judged trace: the exact verdicts worked out now (made once)
     try:
         for rec in load_trace(rd):
-            exact_steps = {s.name: s for s in rec.steps if decided(s)}
+            exact_steps = {s.name: s for s in rec.steps if decided(s) or exact_undecided(s)}
             for s in rec.audit_steps:  # recorded beside the exact judge
                 if s.name in STEP_ROLES and s.name in exact_steps:
-                    out.append(_step_pair(label, rec, s, exact_steps[s.name].value))
-            judged = [s for s in rec.steps if s.name in STEP_ROLES and not decided(s) and s.role != "evaluated"]
+                    e = exact_steps[s.name]
+                    out.append(_step_pair(label, rec, s, e.value if e.status == "ok" else {}))
+            judged = [s for s in rec.steps if s.name in STEP_ROLES and not (decided(s) or exact_undecided(s))
+                      and s.role != "evaluated"]
             if not judged or exact is None or derived is False:
                 continue
             if derived is None:
@@ -308,7 +316,7 @@ def audit_pairs(run_dirs: Mapping[str, str | os.PathLike[str]] | Iterable[str | 
 
 # -- the tables -----------------------------------------------------------------------------------------
 TABLE_COLUMNS = ["n", "agreement_binary", "agreement_outcomes", "kappa", "kappa_low", "kappa_high", "exact_yes", "judge_yes", "unreadable",
-                 "judge_model", "kappa_note"]
+                 "exact_undecided", "judge_model", "kappa_note"]
 
 
 def kappa_note(exact: Any, judge: Any, kappa: float, low: float) -> str:
@@ -351,7 +359,8 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
     three a SealQA-style grade has, correct / incorrect / not attempted; for the yes/no roles the
     same as the binary one), Cohen's kappa over the outcomes with its ``level`` interval (:func:`trek.stats.cohens_kappa_ci`),
     the share of ``correct``/``yes`` verdicts of each judge (%), the audit judge's ``unreadable``
-    (unparsed or pending) verdicts, left out of ``n``, the audit judge model(s) and ``kappa_note``
+    (unparsed or pending) verdicts, left out of ``n``, ``exact_undecided``: the verdicts the exact
+    judge left undecided (it abstains rather than guess), left out of ``n`` and kappa, the audit judge model(s) and ``kappa_note``
     (:func:`kappa_note`: why a kappa is undefined, NaN, or has no interval). Empty when there are no
     pairs."""
     from trek.stats import cohens_kappa_ci
@@ -362,7 +371,7 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
                             else pd.Index([], name=keys[0]))
     rows = {}
     for key, g in pairs.groupby(keys if len(keys) > 1 else keys[0], sort=False):
-        ok = g[g["judge"].notna()]
+        ok = g[g["judge"].notna() & g["exact"].notna()]
         n = len(ok)
         pos = lambda s: 100.0 * s.isin(["yes", "correct"]).mean() if len(s) else float("nan")  # noqa: E731
         kappa, lo, hi = cohens_kappa_ci(ok["exact"].to_numpy(), ok["judge"].to_numpy(), level) if n else (float("nan"),) * 3
@@ -371,7 +380,8 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
                      "agreement_binary": 100.0 * (credit(ok["exact"]) == credit(ok["judge"])).mean() if n else float("nan"),
                      "agreement_outcomes": 100.0 * (ok["exact"] == ok["judge"]).mean() if n else float("nan"),
                      "kappa": kappa, "kappa_low": lo, "kappa_high": hi, "exact_yes": pos(ok["exact"]),
-                     "judge_yes": pos(ok["judge"]), "unreadable": int(g["judge"].isna().sum()),
+                     "judge_yes": pos(ok["judge"]), "unreadable": int((g["judge"].isna() & g["exact"].notna()).sum()),
+                     "exact_undecided": int(g["exact"].isna().sum()),
                      "judge_model": ", ".join(sorted({str(m) for m in g["judge_model"].dropna()})),
                      "kappa_note": kappa_note(ok["exact"], ok["judge"], kappa, lo)}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=TABLE_COLUMNS)
@@ -386,12 +396,13 @@ def audit_table(pairs: pd.DataFrame, by: str | list[str] = "role", level: float 
             out.index[i][pos_] if len(keys) > 1 else out.index[i], len(order)))]
     out["n"] = out["n"].astype(int)
     out["unreadable"] = out["unreadable"].astype(int)
+    out["exact_undecided"] = out["exact_undecided"].astype(int)
     return out
 
 
 def confusion(pairs: pd.DataFrame, role: str) -> pd.DataFrame:
     """The exact (rows) by audit judge (columns) counts of one role, over the pairs both decided."""
-    g = pairs[(pairs["role"] == role) & pairs["judge"].notna()]
+    g = pairs[(pairs["role"] == role) & pairs["judge"].notna() & pairs["exact"].notna()]
     labels = sorted(set(g["exact"]) | set(g["judge"]))
     table = pd.crosstab(pd.Categorical(g["exact"], labels), pd.Categorical(g["judge"], labels), dropna=False)
     table.index.name, table.columns.name = "exact", "judge"
@@ -400,7 +411,7 @@ def confusion(pairs: pd.DataFrame, role: str) -> pd.DataFrame:
 
 def disagreements(pairs: pd.DataFrame) -> pd.DataFrame:
     """The verdicts the two judges gave differently (both decided), with what was judged and why."""
-    d = pairs[pairs["judge"].notna() & (pairs["exact"] != pairs["judge"])]
+    d = pairs[pairs["judge"].notna() & pairs["exact"].notna() & (pairs["exact"] != pairs["judge"])]
     return d[["run", "role", "question_id", "exact", "judge", "subject", "exact_reason", "judge_reason"]].reset_index(
         drop=True)
 

@@ -244,7 +244,6 @@ class _Stages:
     # -- the exact judge and the model judging beside it (trek.exact, trek.audit) --------------------------
     def exact_judge(self) -> Any:
         """The exact judge when the settings say so (a new one per run: it loads that run's annotations)."""
-        from trek import exact  # noqa: F401  (registers the exact judge, Settings.judge "oracle")
         from trek.roles import Role, make_judge
 
         judge = make_judge(Role("judge", self.s.judge), lambda role: None)  # "model": the evaluated model judges
@@ -440,12 +439,58 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
             text += ("\n## Ctrl: share of answers that name an acceptable answer (%)\n\n"
                      "The same whole-word check as above, judge-free:\n\n```\n"
                      + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
+    text += _undecided_section(root)
     if settings.judge != "model":  # the exact judge decided: the audit says how the model judged beside it
         text += _audit_section(root)
         text += _review_section(root)
     path = root / "README.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def undecided_counts(root: Path) -> list[tuple[str, str, int, int]]:
+    """``(where, what, undecided, of)``: the grades and TrekTrace judge steps of the recorded runs
+    under ``root`` that their judge left undecided, per stage (Wild grades, Ctrl grades, TrekTrace
+    steps by name), read from the records."""
+    from collections import Counter
+
+    from trek.trace.pipeline import load_trace
+    from trek.types import Grade, iter_jsonl
+
+    rows: list[tuple[str, str, int, int]] = []
+    for where, folder in (("Wild", root / "wild"), ("Ctrl", root / "ctrl" / "runs")):
+        und = total = 0
+        for grades in sorted(folder.glob(f"*/{runs.GRADES}")) if folder.is_dir() else []:
+            for g in iter_jsonl(grades, Grade):
+                total += 1
+                und += g.outcome == "undecided"
+        if total:
+            rows.append((where, "grades", und, total))
+    steps: Counter[str] = Counter()
+    undecided: Counter[str] = Counter()
+    for trace in sorted((root / "wild").glob(f"*/{runs.TRACE}")) if (root / "wild").is_dir() else []:
+        for rec in load_trace(trace.parent):
+            for st in rec.steps:
+                if st.role != "evaluated":
+                    steps[st.name] += 1
+                    undecided[st.name] += st.status == "undecided"
+    rows += [("TrekTrace", f"{name} steps", undecided[name], steps[name]) for name in sorted(steps)]
+    return rows
+
+
+def _undecided_section(root: Path) -> str:
+    rows = undecided_counts(root)
+    if not rows:
+        return ""
+    width = max(len(f"{w} {what}") for w, what, _, _ in rows)
+    lines = [f"{(w + ' ' + what).ljust(width)}  {u:>5} of {n:>5}" for w, what, u, n in rows]
+    total_u, total_n = sum(r[2] for r in rows), sum(r[3] for r in rows)
+    return ("\n## Verdicts the judge left undecided\n\n"
+            "The exact judge abstains where its rules cannot be sure (a value no annotation covers, a long or\n"
+            "hedged answer, a format it cannot read). An undecided grade is neither correct nor incorrect\n"
+            "(accuracy tables show it as its own column); an undecided TrekTrace step leaves its test not run\n"
+            f"and the case incomplete, so no label comes from it. In all: {total_u} of {total_n} verdicts.\n\n"
+            "```\n" + "\n".join(lines) + "\n```\n")
 
 
 def _trace_notes(traced: dict[str, Path]) -> str:

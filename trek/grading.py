@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trek import exact as _exact  # noqa: F401  (the exact judge registers its judge kind, --judge oracle)
 from trek import runs, templates
 from trek.aio import run_sync
 from trek.graders import _forced, agrade, agrade_many, grader_for, grader_version
@@ -74,6 +73,7 @@ class GradingReport:
 
     pending_grades = property(lambda self: self.outcomes["pending"])
     unparsed_grades = property(lambda self: self.outcomes["unparsed"])
+    undecided_grades = property(lambda self: self.outcomes["undecided"])
     failed_grades = property(lambda self: self.outcomes["failed"])
 
     @property
@@ -93,6 +93,10 @@ class GradingReport:
                      "--regrade unparsed (after changing the judge, its parameters or the prompt folder)"
                      if self.path is not None else "")
             parts.append(f"{self.unparsed_grades} unparsed (judge reply unreadable; shown as their own column{again})")
+        if self.undecided_grades:
+            parts.append(f"{self.undecided_grades} undecided (the judge could not support a verdict and says so; "
+                         "neither correct nor incorrect, shown as their own column; a cascade --judge exact,MODEL "
+                         "hands them to a model judge)")
         if self.pending_grades:
             error = self.first_errors.get("pending", "")
             why = f", e.g. {error!r}" if error else ""
@@ -320,18 +324,27 @@ def iter_judge_requests(
     from trek.llm.estimate import RecordingClient
 
     rd = Path(run_dir)
-    if not judge.makes_calls:  # the exact judge sends nothing
+    if not judge.makes_calls:  # a judge that sends nothing (the exact judge)
         return
+    recorders: list[RecordingClient] = []
+
+    def recorder(client: Any) -> RecordingClient:
+        recorders.append(RecordingClient(client, use_cache=use_cache))
+        return recorders[-1]
+
     with _grading_context(rd, judge, prompts_dir):
-        rec = RecordingClient(judge, use_cache=use_cache)
-        stage = GradeStage(rd, rec, settings)  # type: ignore[arg-type]
+        # the judge with each member that calls a model recording instead: a cascade's first judge
+        # still decides what it can, and only what it leaves undecided is a request
+        rec = judge.with_recorder(recorder)
+        stage = GradeStage(rd, judge, settings)  # the plan's keys are the real judge's
         jobs = stage_plan(stage, _plan(rd).items, keep=False).iter_jobs()  # the items read again, not kept
         while part := [(q, t.final_answer) for (q, t), _, _ in itertools.islice(jobs, JUDGE_REQUEST_CHUNK)]:
             run_sync(agrade_many(part, rec, progress=False, **settings))
             del part
-            recorded, rec.recorded = rec.recorded, []
-            yield from recorded
-            del recorded
+            for r in recorders:
+                recorded, r.recorded = r.recorded, []
+                yield from recorded
+                del recorded
 
 
 def estimate_grading(
@@ -448,26 +461,42 @@ def grade_with_roles(
     settings, params = dict(client_settings or {}), dict(judge.params)
     client = make_judge(judge, lambda r: rd.client(r, progress=progress, budget_usd=budget_usd, **settings),
                         rule=exact_rule)
-    if not client.makes_calls:  # the exact judge: no call to batch or estimate; a model may judge beside it
+    if audit is not None and audit.model and not client.answers_without_model:
+        raise ValueError("--audit-judge records a model's verdicts beside those a judge decides without a model: "
+                         "use it with --judge exact (or a cascade exact,MODEL)")
+    if batch is not None and client.makes_calls and client.answers_without_model:
+        raise ValueError("--batch sends every grade to the Batch API at once: a cascade, whose model grades only what "
+                         "the judge before it leaves undecided, runs without --batch")
+    auditor = rd.client(audit, progress=progress, **settings) if audit is not None and audit.model else None
+    if not client.makes_calls:  # a judge that sends nothing (the exact judge); a model may judge beside it
         if batch is not None:
-            raise ValueError("--batch sends model calls: the exact judge (oracle) makes none")
-        auditor = rd.client(audit, progress=progress, **settings) if audit is not None and audit.model else None
+            raise ValueError(f"--batch sends model calls: the judge {judge.model} makes none")
         announce({"judge": client, "audit judge": auditor})
+        from trek.llm.estimate import Estimate
+
+        free = Estimate(label="trek grade, a judge that makes no model call", model=judge.model)
+        free.notes.append("0 model calls, $0.00: every grade is decided without a model")
+        if auditor is not None:
+            free.notes.append(f"the audit judge {audit.model} grades the same answers once more (estimate it with "
+                              f"trek grade RUN --judge {audit.model} --dry-run)")
+        if not proceed(free, rd.ledger(runs.GRADES)):
+            return None
         report = run_grading(rd.path, client, progress=progress, regrade=regrade)
         if auditor is not None:
             say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
         return report
-    if audit is not None and audit.model:
-        raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with --judge oracle")
-    announce({"judge": client})
+    announce({"judge": client, "audit judge": auditor})
     est = estimate_grading(rd.path, client, prompts_dir=prompts_dir, batch=batch is not None,
                            assume_output=client.assume_output, **params)
     if not proceed(est, rd.ledger(runs.GRADES)):
         return None
     if batch is None:
-        return run_grading(rd.path, client, prompts_dir=prompts_dir, progress=progress, regrade=regrade, **params)
-    if regrade:
-        raise ValueError("--regrade grades from the judge directly: run it without --batch")
-    report, br = run_grading_batch(rd.path, client, prompts_dir=prompts_dir, progress=progress, **batch, **params)
-    say(br.describe())
+        report = run_grading(rd.path, client, prompts_dir=prompts_dir, progress=progress, regrade=regrade, **params)
+    else:
+        if regrade:
+            raise ValueError("--regrade grades from the judge directly: run it without --batch")
+        report, br = run_grading_batch(rd.path, client, prompts_dir=prompts_dir, progress=progress, **batch, **params)
+        say(br.describe())
+    if auditor is not None:  # beside the grades a cascade's first judge decided without a model
+        say(audit_with(rd.path, auditor, limit=audit_limit, progress=progress, **dict(audit.params)).describe())
     return report

@@ -47,7 +47,7 @@ def _status(df: Any, traced: int, failures: int, has_trace: bool) -> str:
         return f"answering ({unfinished} left)"
     if (df["outcome"] == "ungraded").all():
         return "answered"
-    if df["outcome"].isin(("ungraded", "pending", "unparsed")).any():
+    if df["outcome"].isin(("ungraded", "pending", "unparsed", "undecided")).any():
         return "grading"
     if not has_trace:
         return "graded"

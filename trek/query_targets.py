@@ -37,7 +37,10 @@ from typing import Any
 __all__ = ["RULE", "FILE", "QueryTargets", "QueryTargetsError", "load", "assess", "words", "names"]
 
 #: The rule's name and version, recorded with every verdict.
-RULE = "targets-1"
+# targets-2: a verdict the targets cannot support is None (undecided), with the reason in the
+# detail's "undecided": a possible abbreviation, synonym or other language where a target was
+# missed, a comparison year beside an in-window one, over-specific queries.
+RULE = "targets-2"
 #: The file name of the annotations, in the TrekBench-Mini folder.
 FILE = "query_targets.yaml"
 
@@ -129,11 +132,57 @@ def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any
         missed.append("no competing entity")
     if outside:
         missed.append("no date outside the window")
-    adequate = not missed
+    adequate: bool | None = not missed
     detail = {"rule": RULE, "entity": entity, "hop1": hop1, "attribute": attribute, "competing": competing,
               "years": named_years, "outside_window": outside, "time_required": targets.required,
-              "multi_hop": targets.multi_hop, "missed": missed}
+              "multi_hop": targets.multi_hop, "missed": missed, "undecided": None}
+    unsure = _unsure(targets, queries, detail)
+    if unsure:
+        adequate = None
+        detail["undecided"] = unsure
     return {"query_adequate": adequate, "reason": _reason(targets, detail)}, detail
+
+
+#: A query word that is not a target, a year or a common word counts as extra; queries with more
+#: than this many extra words on top of adequate targets may be over-specific.
+OVER_SPECIFIC_WORDS = 4
+_COMMON = frozenset({
+    "the", "a", "an", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are", "was", "were",
+    "who", "what", "which", "when", "where", "how", "many", "much", "current", "currently", "now", "latest", "new",
+    "newest", "recent", "today", "this", "year", "as", "from", "its", "it", "their", "does", "did", "do", "has",
+    "have", "most", "number", "name", "list", "vs", "versus", "than",
+})
+
+
+def _target_words(t: QueryTargets) -> set[str]:
+    return {w for phrase in (*t.entity, *t.hop1, *t.attribute, *t.competing) for w in words(phrase)}
+
+
+def _unsure(t: QueryTargets, queries: Sequence[str], d: dict[str, Any]) -> str | None:
+    """Why the verdict cannot be sure, or None (module docstring, rule ``targets-2``)."""
+    missed = d["missed"]
+    raw = " ".join(queries)
+    known = _target_words(t)
+    extra = [w for q in queries for w in words(q) if w not in known and w not in _COMMON and not w.isdigit()
+             and not any(w.startswith(k) for k in known if len(k) >= 4)]
+    codes = [c for c in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", raw) if not c.isdigit()]
+    foreign = [w for w in re.findall(r"\w+", raw) if any(ch.isalpha() and not ch.isascii() for ch in w)]
+    entity_missed = "entity" in missed or "bridge entity" in missed
+    if entity_missed and (codes or foreign):
+        return ("a query may name the entity in a form the targets do not list: "
+                + ", ".join(repr(x) for x in dict.fromkeys([*codes, *foreign])))
+    if "attribute" in missed and extra and not entity_missed:
+        return ("a query may target the fact with words the targets do not list: "
+                + ", ".join(repr(x) for x in dict.fromkeys(extra)))
+    if "attribute" in missed and foreign:
+        return "a query in another script may target the fact: " + ", ".join(repr(x) for x in dict.fromkeys(foreign))
+    if missed == ["no date outside the window"] and [y for y in d["years"] if y in t.years]:
+        return ("a query names a year outside the window (" + ", ".join(map(str, d["outside_window"]))
+                + ") beside one inside it: it may compare the two")
+    if not missed and len(set(extra)) > OVER_SPECIFIC_WORDS:
+        return "the queries add words no target lists (" + ", ".join(repr(x) for x in dict.fromkeys(extra)) + \
+            "): they may be over-specific"
+    return None
 
 
 def _reason(t: QueryTargets, d: dict[str, Any]) -> str:
@@ -157,6 +206,8 @@ def _reason(t: QueryTargets, d: dict[str, Any]) -> str:
         parts.append("a query names a year outside the question's window (" + ", ".join(map(str, d["outside_window"]))
                      + ")")
     verdict = "Adequate" if not d["missed"] else "Not adequate"
+    if d.get("undecided"):
+        return f"Undecided ({d['undecided']}); by the targets alone: {verdict.lower()}: " + "; ".join(parts) + "."
     return f"{verdict}: " + "; ".join(parts) + "."
 
 

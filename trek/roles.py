@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from trek.judges import judge_kind, make_judge
+
 __all__ = [
     "EVALUATED",
     "ROLE_NAMES",
@@ -54,30 +56,6 @@ EVALUATED = "model"
 #: Every other role, by its flag name.
 ROLE_NAMES = ("judge", "diagnostic-judge", "analysis-judge", "audit-judge", "discovery", "fabricator", "embedder",
               "reranker", "search-proxy")
-
-
-#: Judges that are no model endpoint, by the name that selects them (``--judge oracle``: the
-#: exact judge); each registers itself where it is defined (:func:`judge_kind`).
-_JUDGE_KINDS: dict[str, Any] = {}
-
-
-def judge_kind(*names: str) -> Any:
-    """Class decorator: the judge selected by model name ``names`` in every judge role."""
-    def register(cls: Any) -> Any:
-        _JUDGE_KINDS.update(dict.fromkeys(names, cls))
-        return cls
-    return register
-
-
-def make_judge(role: Role, make: Any, **options: Any) -> Any:
-    """The client that plays judge ``role``: the registered judge its model names (built with
-    ``options``, e.g. ``rule``/``contexts`` for the exact judge), else ``make(role)``, an LLM client
-    (``RunDir.client``); ``None`` for a role without a model. Every command and the inspect
-    scorers get their judges here."""
-    if not role.model:
-        return None
-    kind = _JUDGE_KINDS.get(role.model)
-    return kind(**options) if kind is not None else make(role)
 
 
 class RoleError(ValueError):

@@ -814,9 +814,9 @@ def frame(run_dir: PathLike, columns: Iterable[str] | None = None) -> pd.DataFra
     * ``answer_status``: the trajectory's status (``ok``, ``pending``, ...) or ``missing`` when
       the question has no trajectory; ``answer`` the final answer (``None`` when there is none);
     * ``outcome``: the grade outcome (``correct``, ``incorrect``, ``not_attempted``,
-      ``unparsed``, ``pending``) or ``ungraded`` when there is no grade;
+      ``undecided``, ``unparsed``, ``pending``) or ``ungraded`` when there is no grade;
     * ``correct``: ``True`` only for a ``correct`` grade. Everything else (wrong, not attempted,
-      unparsed, pending, unanswered, ungraded) is ``False``: accuracy over this column is
+      undecided, unparsed, pending, unanswered, ungraded) is ``False``: accuracy over this column is
       accuracy over the whole question set;
     * usage of the answer (tokens, dollars; NaN dollars when the model has no price) and the
       judge's dollars.

@@ -391,14 +391,17 @@ class Trajectory(Record):
         return self.coverage if self.coverage is not None else FULL_COVERAGE
 
 
-GradeOutcome = Literal["correct", "incorrect", "not_attempted", "unparsed", "pending", "failed"]
+GradeOutcome = Literal["correct", "incorrect", "not_attempted", "undecided", "unparsed", "pending", "failed"]
 
 
 class Grade(Record):
     """The verdict of a dataset's grader on one response.
 
     ``outcome`` ``unparsed`` means the judge's reply could not be read after the allowed
-    re-asks; it is reported as its own category and never counted as correct. ``pending``: the
+    re-asks; it is reported as its own category and never counted as correct. ``undecided``: the
+    judge (the exact judge, which abstains rather than guess) could not support a verdict;
+    ``error`` says which rule could not decide and why (the decision in ``judge_raw`` in full). It is neither correct nor
+    incorrect, and a cascade (``--judges exact,MODEL``) hands it to the next judge. ``pending``: the
     judge call failed (retried on the next run); ``failed``: grading this answer raised an
     internal error (``error`` says which; retried on the next run). ``input_key`` digests
     everything that decided the grade (see :func:`trek.grading.grade_input_key`); a grade is
@@ -432,7 +435,7 @@ class Grade(Record):
 
     @property
     def correct(self) -> bool | None:
-        """True/False for a decided grade, None for unparsed or pending ones."""
+        """True/False for a decided grade, None for undecided, unparsed or pending ones."""
         if self.outcome == "correct":
             return True
         if self.outcome in ("incorrect", "not_attempted"):

@@ -12,7 +12,6 @@ import typer
 from trek import textable
 from trek.cli import options
 from trek.errors import FatalLLMError
-from trek.exact import ORACLE
 from trek.graders.common import explain_unsupported_parameter
 from trek.roles import role_options
 from trek.types import RecordError
@@ -28,15 +27,16 @@ def format_accuracy(table: Any) -> str:
         ("-" if lo != lo else f"[{lo:.1f}, {hi:.1f}]") for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
     ]
     shown["acc_graded"] = [pct(v) for v in table["acc_graded"]]
-    cols = ["accuracy", "95% CI", "n", "answered", "graded", "correct", "unparsed", "pending", "acc_graded"]
+    cols = ["accuracy", "95% CI", "n", "answered", "graded", "correct", "undecided", "unparsed", "pending", "acc_graded"]
     return textable.frame(shown[cols])
 
 
 JUDGE = role_options("judge", required=True, base_url_env="TREK_JUDGE_BASE_URL", old={"--base-url": "base-url"},
-                     model_help="Judge model name, e.g. gpt-4.1-mini; oracle: the exact judge (decided from the "
-                     "annotations of TrekBench-Mini or Ctrl contexts, no model call).",
+                     model_help="Judge: a model name (gpt-4.1-mini), a judge kind (exact, also spelled oracle: "
+                     "decided from the annotations of TrekBench-Mini or Ctrl contexts, no model call, undecided where "
+                     "unsure), or a cascade exact,MODEL (the model grades only what the exact judge leaves undecided).",
                      base_url_help="Endpoint of the judge (default: $OPENAI_BASE_URL, else OpenAI's).")
-AUDIT = role_options("audit-judge", model_help="With --judge oracle: also ask this model each verdict the exact judge "
+AUDIT = role_options("audit-judge", model_help="With --judge exact: also ask this model each verdict the exact judge "
                      "gave and record its answers beside them (they decide nothing; compare with `trek judge audit`).")
 
 
@@ -99,8 +99,9 @@ def grade_command(
     come from the cache (--regrade unparsed|all grades those again). --budget is a ceiling over
     every invocation on the run (RUN_DIR/.grades.jsonl.spend). The API key comes from
     OPENAI_API_KEY. Accuracy is over every question of the run (unanswered, pending and
-    unparsed count as not correct). Exit code 0 when every answered question has a decided
-    grade, 2 for bad input, 3 while some grades are pending or unparsed, 4 when none is but the
+    unparsed count as not correct; undecided grades, where the judge could not support a verdict,
+    too). Exit code 0 when every answered question has a decided
+    grade, 2 for bad input, 3 while some grades are pending, unparsed or undecided, 4 when none is but the
     judge's endpoint rejected some (failed; see docs/exit-codes.md).
     """
     from trek import graders
@@ -112,20 +113,10 @@ def grade_command(
     with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError,
                          hint=lambda m: _hint(m) or not_a_run_hint(run_dir)), graders.using(o.grader):
         role = o.judge_role()
-        # the exact judge decides without a call: its dry run needs no estimate (said before any client is made)
-        if role.model == ORACLE and o.spending.dry_run:
-            typer.echo(f"trek grade with the exact judge (oracle): 0 model calls, $0.00{_audit_note(o.audit)}")
-            return
         reports = [grade_with_roles(d, role, **o.settings(role), audit_with=audit_grading,
                                     say=lambda text: typer.echo(text, err=True)) for _, d in epoch_dirs(run_dir)]
     if all(r is not None for r in reports):
         _finish(run_dir, reports)
-
-
-def _audit_note(audit: Any) -> str:
-    model = audit.audit_judge
-    return (f"; the audit judge {model} grades the same answers once more (estimate it with trek grade RUN --judge "
-            f"{model} --dry-run)") if model else ""
 
 
 def format_epochs(table: Any) -> str:
@@ -154,6 +145,13 @@ def _finish(run_dir: Path, reports: list[Any]) -> None:
     if pending or unparsed:
         typer.echo(f"not finished: {pending} pending, {failed} failed and {unparsed} unparsed grade(s): run the same "
                    "command again" + (" with --regrade unparsed" if unparsed else ""), err=True)
+        raise typer.Exit(3)
+    undecided = sum(r.undecided_grades for r in reports)
+    if undecided:
+        # grading again with the same judge cannot change these: say what would
+        typer.echo(f"not finished: {undecided} grade(s) undecided: the judge could not support a verdict (the reason "
+                   f"is in each grade's judge_raw); grade them with a cascade: trek grade {run_dir} --judge "
+                   "exact,MODEL", err=True)
         raise typer.Exit(3)
     if failed:
         typer.echo(f"{failed} grade(s) failed: the judge's endpoint rejected those calls (errors above); the same "

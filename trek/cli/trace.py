@@ -156,6 +156,11 @@ def _finish(run_dir: Path, report: object) -> None:
                    f"yet: grade the run first (trek grade {run_dir} --judge MODEL), then trace it again", err=True)
         raise typer.Exit(3)
     skipped = report.selection.skipped  # type: ignore[attr-defined]
+    if skipped.get("undecided", 0):
+        typer.echo(f"not finished: {skipped['undecided']} grade(s) are undecided (the judge could not support a "
+                   f"verdict), so whether those answers failed is not known: grade them with a cascade (trek grade "
+                   f"{run_dir} --judge exact,MODEL), then trace the run again", err=True)
+        raise typer.Exit(3)
     unsure = {k: skipped.get(k, 0) for k in ("unparsed", "pending") if skipped.get(k, 0)}
     if unsure:
         # a grade that could not be read (or was never returned) hides whether the answer failed:

@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from trek.graders import exact_rules
+from trek.graders import exact_rules, exact_values
 from trek.graders.exact_rules import abstains
 from trek.graders.freshqa import normalize_answer
 from trek.types import Grade, Question, Usage
@@ -68,6 +68,9 @@ __all__ = [
     "RULES",
     "DEFAULT_RULE",
     "ECHO_WORDS",
+    "LONG_WORDS",
+    "HEDGE_WORDS",
+    "CHANGE_WORDS",
     "Decision",
     "normalize",
     "abstains",
@@ -84,7 +87,10 @@ GRADER = "exact"
 # self-correction, lists "all and only", count-versus-list, list markers, false-premise rules
 # (another time, InfoDeepSeek's third rule, restated corrections), more declining phrases, number,
 # money and date forms, possessives, reordered multi-entity answers.
-VERSION = "exact-4"
+# exact-5 says "undecided" (with its reason) where the annotations cannot support a verdict: an
+# unannotated name or number where the answer goes, a long response, hedges, narrated changes of state,
+# number forms it cannot read, a false-premise answer that both denies and asserts (trek.graders.exact_values).
+VERSION = "exact-5"
 #: How a response's named answers decide (see the module docstring).
 RULES = ("first", "any", "mention")
 DEFAULT_RULE = "first"
@@ -176,6 +182,11 @@ class Decision:
     #: the round-2 rules that decided against an otherwise committed answer (exact_rules: "unlisted
     #: extra", "count mismatch", "premise answer missing")
     ruled: list[str] = field(default_factory=list)
+    #: the values the response names that no annotation covers (names, numbers), as written
+    unannotated: list[str] = field(default_factory=list)
+    #: why the outcome is ``undecided`` (which rule could not decide, and what the response named
+    #: that no annotation covers); None for a decided outcome
+    undecided: str | None = None
 
     @property
     def correct(self) -> bool:
@@ -185,7 +196,11 @@ class Decision:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
     def explain(self) -> str:
-        """One sentence a person can check."""
+        """One sentence a person can check (an undecided one says why)."""
+        text = self._explain()
+        return f"undecided: {self.undecided}; {text}" if self.undecided else text
+
+    def _explain(self) -> str:
         if self.rejects_premise is not None:
             return ("rejects the false premise" if self.rejects_premise else "does not reject the false premise") + (
                 " (declines to answer)" if self.abstained else "") + "".join(f"; {r}" for r in self.ruled)
@@ -238,37 +253,136 @@ def _named(response: str | None, question: Question, competing: Sequence[str]
     return ws, kept
 
 
+#: A response longer than this many words is undecided unless every value it names is one
+#: acceptable answer: a long answer weighs possibilities, and its conclusion is not read.
+LONG_WORDS = 60
+#: Words that hedge a claim (``may`` only where it is not a month).
+HEDGE_WORDS = frozenset({
+    "maybe", "perhaps", "possibly", "possible", "probably", "likely", "unlikely", "might", "may", "could",
+    "unclear", "uncertain", "unconfirmed", "reportedly", "apparently", "seems", "seem", "seemed", "appears",
+    "appear", "believe", "think", "guess", "suppose", "presumably", "allegedly", "rumoured", "rumored", "either",
+    "if", "unsure", "expected", "speculated", "assume", "assuming",
+})
+#: Words that narrate a change of state (a response naming two values with one of them tells a story).
+CHANGE_WORDS = frozenset({
+    "until", "till", "replaced", "replacing", "replace", "replaces", "succeeded", "succeeds", "succeeding",
+    "successor", "predecessor", "took", "takes", "taken", "stepped", "resigned", "left", "leaves", "returned",
+    "returns", "back", "previously", "formerly", "former", "previous", "earlier", "later", "then", "since", "before",
+    "after", "now", "longer", "anymore", "interim", "acting", "appointed", "became", "becomes", "changed",
+    "switched", "moved", "handed", "elected", "ousted", "fired", "sacked", "departed", "retired", "originally",
+    "initially", "once", "revised", "updated", "rose", "fell", "increased", "decreased", "grew", "dropped",
+})
+#: Words that make a number approximate (``about 400000``).
+APPROXIMATE_WORDS = frozenset({"about", "around", "approximately", "roughly", "nearly", "almost", "over", "under",
+                               "some", "circa", "ca", "estimated", "least", "most", "than", "up", "upwards"})
+_MONTH_WORDS = frozenset({"january", "february", "march", "april", "june", "july", "august", "september", "october",
+                          "november", "december"})
+#: Words after an answer that put a later value in a role of context (``A, who replaced B``; ``17, up
+#: from 15``), unless a word of :data:`_STORY_WORDS` tells a story between them.
+_CONTEXT_AFTER = frozenset({"replaced", "replacing", "succeeded", "succeeding", "from", "after", "predecessor",
+                            "who", "whose", "which"})
+_STORY_WORDS = frozenset({"until", "till", "then", "later", "now", "but", "however", "back", "returned", "since",
+                          "took", "when"})
+_ASKS_TIME = ("when", "what year", "which year", "what date", "which date", "in what year", "what month",
+              "which month", "how long ago")
+
+
+def _quote(values) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def _asks_time(question: str) -> bool:
+    q = " ".join(normalize_answer(question).split())
+    return any(q.startswith(p) or f" {p} " in f" {q} " for p in _ASKS_TIME)
+
+
+def _hedges(ws: list[exact_rules.Word]) -> list[str]:
+    out = []
+    for i, w in enumerate(ws):
+        if w.text not in HEDGE_WORDS:
+            continue
+        if w.text == "may" and any(0 <= k < len(ws) and (ws[k].text.isdigit() or ws[k].text in _MONTH_WORDS)
+                                   for k in (i - 2, i - 1, i + 1, i + 2)):
+            continue  # the month
+        out.append(w.text)
+    return out
+
+
+def _gap_is_list(ws: list[exact_rules.Word], a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """True when the word spans ``a`` and ``b`` stand in one sentence with only list words between."""
+    (s1, e1), (s2, e2) = sorted([a, b])
+    if e1 > s2 or ws[s1].sentence != ws[s2].sentence:
+        return False
+    return all(w.text in ("and", "or", "&", "/", "nor", "either", "also", "as", "well") for w in ws[e1:s2])
+
+
+def _context_after(ws: list[exact_rules.Word], found, chosen) -> bool:
+    """True when every annotated answer after the committed one stands in its sentence after a word
+    that makes it context (``A, who replaced B``), with no word of a story between."""
+    s0, e0 = found[chosen[0]][0], found[chosen[0]][1]
+    later = [f for k, f in enumerate(found) if k not in chosen and f[0] >= e0]
+    if any(f[0] < s0 for k, f in enumerate(found) if k not in chosen):
+        return False
+    for s, _, _, _ in later:
+        gap = {w.text for w in ws[e0:s]}
+        if ws[s].sentence != ws[e0 - 1].sentence or not gap & _CONTEXT_AFTER or gap & _STORY_WORDS:
+            return False
+    return True
+
+
+def _positions(ws: list[exact_rules.Word], value: Sequence[str]) -> list[tuple[int, int]]:
+    texts = [w.text for w in ws]
+    return [(i, i + len(value)) for i in _runs(texts, list(value))]
+
+
 def decide(question: Question, response: str | None, competing: Sequence[str] = (), *,
            rule: str = DEFAULT_RULE, protocol: str | None = None) -> Decision:
     """The exact verdict on ``response`` (see the module docstring). ``competing``: the answers the
     question's annotated pages support (acceptable ones among them are recognised as such);
-    ``protocol``: the dataset whose outcomes apply (default ``question.dataset``)."""
+    ``protocol``: the dataset whose outcomes apply (default ``question.dataset``). The outcome is
+    ``undecided`` (with the reason in :attr:`Decision.undecided`) where the annotations and the
+    rules cannot support a verdict."""
     if rule not in RULES:
         raise ValueError(f"exact grading rule must be one of {', '.join(RULES)}, not {rule!r}")
     protocol = protocol or question.grader or question.dataset
+    d = _decide(question, response, competing, rule=rule, protocol=protocol)
+    if d.outcome != "undecided":
+        d.undecided = None
+    return d
+
+
+def _undecided(d: Decision, rule_name: str, why: str) -> Decision:
+    d.outcome = "undecided"
+    d.undecided = f"rule {rule_name}: {why}"
+    return d
+
+
+def _decide(question: Question, response: str | None, competing: Sequence[str], *, rule: str,
+            protocol: str) -> Decision:
     three_way = protocol in THREE_WAY
     declined = abstains(response)
     ws, found = _named(response, question, competing)
     names = list(dict.fromkeys(a for _, _, a, _ in found))
     good = [a for a in names if any(a == b and ok for _, _, b, ok in found)]
+    qwords = normalize(question.question)
+    known = [normalize(a) for a in (*question.answers, *competing)]
+    asks_time = _asks_time(question.question)
+    numeric = any(normalize(a)[:1] and normalize(a)[0].replace(".", "").isdigit() for a in question.answers)
+    extra = exact_values.uncovered(response, known, qwords, years=asks_time, normalize=normalize)
+    if not numeric and not asks_time:
+        # a number beside a name answer is context (a date, a count), unless it is the only value offered
+        extra = [v for v in extra if v.kind == "name"] or ([] if names else extra)
+    length = len((response or "").split())
+    unreadable = exact_values.unreadable(response)
+    hedges = _hedges(ws)
+    change = sorted({w.text for w in ws} & CHANGE_WORDS)
     if question.false_premise:
-        alternatives = [normalize(a) for a in competing if a not in question.answers]
-        rejects = exact_rules.rejects_premise(question.question, response, alternatives, references=question.answers)
-        ruled: list[str] = []
-        if rejects and protocol == "infodeepseek":
-            required = exact_rules.premise_answers(question.answers, alternatives)
-            said = [w.text for w in ws]
-            if required and not any(_runs(said, list(r)) for r in required):
-                rejects = False
-                ruled.append("premise answer missing: the reference also gives " + " / ".join(
-                    " ".join(r) for r in required))
-        outcome = "correct" if rejects else ("not_attempted" if three_way and declined else "incorrect")
-        return Decision(outcome=outcome, rule=rule, protocol=protocol, named=names, acceptable=good,
-                        abstained=declined, rejects_premise=rejects, ruled=ruled)
+        return _decide_premise(question, response, competing, ws, names, good, declined, extra, length, hedges,
+                               rule=rule, protocol=protocol, three_way=three_way)
     chosen, hedged = exact_rules.commitment(ws, [(s, e, ok) for s, e, _, ok in found])
     committed = list(dict.fromkeys(found[k][2] for k in chosen))
     d = Decision(outcome="incorrect", rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined,
-                 committed=committed, hedged=hedged)
+                 committed=committed, hedged=hedged, unannotated=[v.text for v in extra])
     if rule == "first":
         ok = bool(chosen) and all(found[k][3] for k in chosen) and not hedged
     elif rule == "any":
@@ -276,9 +390,8 @@ def decide(question: Question, response: str | None, competing: Sequence[str] = 
     else:
         ok = bool(good)
     if ok and rule != "mention":
-        qwords = set(normalize(question.question))
         if exact_rules.unlisted_extra(ws, [(s, e, ok_) for s, e, _, ok_ in found], chosen,
-                                      exact_rules.proper_words(response), qwords):
+                                      exact_rules.proper_words(response), set(qwords)):
             ok = False
             d.ruled.append("lists an unannotated name beside it")
         value = normalize(found[chosen[0]][2])
@@ -291,6 +404,98 @@ def decide(question: Question, response: str | None, competing: Sequence[str] = 
         d.outcome = "correct"
     elif three_way and declined and not names:
         d.outcome = "not_attempted"
+    if rule == "mention":
+        return d  # the lenient check reads mentions only; it has nothing to abstain from
+    # -- where the verdict above is a guess, say so --------------------------------------------------
+    if unreadable:
+        return _undecided(d, "format", f"the response writes {_quote(unreadable)}, a form the grader cannot read "
+                                       "as one value")
+    if declined and not names:
+        if extra:
+            return _undecided(d, "commitment", f"the response declines but names {_quote(d.unannotated)}, which "
+                                               "no annotation covers")
+        return d
+    if length > LONG_WORDS and not (names == good and len(names) == 1 and not extra and not hedges and not change):
+        return _undecided(d, "length", f"a long response ({length} words, more than {LONG_WORDS}) whose "
+                                       "conclusion the rules do not read")
+    if not chosen:
+        if extra and numeric and not names and all(v.kind == "number" for v in extra) and len(
+                {v.words for v in extra}) == 1 and not hedges and not change:
+            if any(w.text in APPROXIMATE_WORDS for w in ws):
+                return _undecided(d, "approximate", f"the response gives {extra[0].text!r} as an approximate value")
+            d.ruled.append(f"gives the value {extra[0].text!r}, which is not the reference's")
+            return d  # one readable number that is not the reference's value
+        if extra:
+            return _undecided(d, "commitment", f"the response names {_quote(d.unannotated)}, which no annotation "
+                                               "covers")
+        if three_way and not names and not declined and not exact_values.uncovered(
+                response, [], qwords, years=asks_time, normalize=normalize):
+            d.outcome = "not_attempted"  # it offers no value at all: no answer, and it contradicts none
+        return d
+    first = found[chosen[0]]
+    values = len(set(committed) | set(names)) + len(extra)
+    if change and values >= 2:
+        last = max(found, key=lambda f: f[1])
+        if extra or (last[2] not in committed and not _context_after(ws, found, chosen)):
+            return _undecided(d, "several states", "the response narrates a change (" + ", ".join(change) + ") "
+                              "among " + _quote([*names, *d.unannotated]) + " and does not end on what it commits to")
+    if d.outcome == "correct":
+        if hedges and not (three_way and not extra and names == good and len(good) == 1):
+            # SealQA's protocol allows a hedge around the one right answer; the others do not say
+            return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) around "
+                                          f"{_quote(committed)}")
+        for v in extra:
+            for pos in _positions(ws, v.words):
+                end = pos[1]
+                item = end >= len(ws) or ws[end].phrase != ws[end - 1].phrase or ws[end].text in (
+                    "and", "or", "&", "/", "are", "were", "both", "share", "shared", "jointly")
+                if item and any(_gap_is_list(ws, (s, e), pos) for s, e, _, _ in (found[k] for k in chosen)):
+                    return _undecided(d, "commitment", f"the response lists {v.text!r} beside {first[2]!r}, and "
+                                                       "no annotation covers it")
+    else:
+        if numeric and any(w.text in APPROXIMATE_WORDS for w in ws):
+            return _undecided(d, "approximate", "the response gives an approximate value other than the reference's")
+        if extra and (hedges or change or any(v.sentence != ws[first[0]].sentence for v in extra)):
+            return _undecided(d, "commitment", f"besides {_quote(committed)} the response names "
+                                               f"{_quote(d.unannotated)}, which no annotation covers")
+    return d
+
+
+def _decide_premise(question: Question, response: str | None, competing: Sequence[str], ws, names, good,
+                    declined: bool, extra, length: int, hedges, *, rule: str, protocol: str,
+                    three_way: bool) -> Decision:
+    """The false-premise protocol (module docstring), with its abstentions."""
+    alternatives = [normalize(a) for a in competing if a not in question.answers]
+    kinds = exact_rules.premise_clauses(question.question, response, alternatives, references=question.answers)
+    decided = [k for k in kinds if k is not None]
+    rejects = bool(decided) and decided[0] == "denies"
+    ruled: list[str] = []
+    if rejects and protocol == "infodeepseek":
+        required = exact_rules.premise_answers(question.answers, alternatives)
+        said = [w.text for w in ws]
+        if required and not any(_runs(said, list(r)) for r in required):
+            rejects = False
+            ruled.append("premise answer missing: the reference also gives " + " / ".join(
+                " ".join(r) for r in required))
+    outcome = "correct" if rejects else ("not_attempted" if three_way and declined else "incorrect")
+    d = Decision(outcome=outcome, rule=rule, protocol=protocol, named=names, acceptable=good, abstained=declined,
+                 rejects_premise=rejects, ruled=ruled, unannotated=[v.text for v in extra])
+    if rule == "mention":
+        return d
+    if length > LONG_WORDS:
+        return _undecided(d, "length", f"a long response ({length} words, more than {LONG_WORDS}) whose "
+                                       "conclusion about the premise the rules do not read")
+    if rejects:
+        given = [a for a in alternatives if any(_runs(normalize(r), list(a)) for r in question.answers)]
+        strange = [a for a in alternatives if a not in given]
+        again = exact_rules.premise_clauses(question.question, response, strange, references=question.answers)
+        if "asserts" in again:
+            return _undecided(d, "premise", "the response denies the premise and also states an answer to it")
+    if rejects and hedges:
+        return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) while it denies the premise")
+    if not decided and not declined and extra:
+        return _undecided(d, "premise", f"the response names {_quote(d.unannotated)}, which no annotation covers, "
+                                        "and neither denies the premise nor names an annotated answer")
     return d
 
 
@@ -302,5 +507,5 @@ def exact_grade(question: Question, response: str | None, competing: Sequence[st
     settings: dict[str, Any] = {"rule": rule, "annotations": source}
     return Grade(question_id=question.id, dataset=question.dataset, response=response, outcome=d.outcome,  # type: ignore[arg-type]
                  method="exact", grader=GRADER, grader_version=VERSION, judge_model=model, judge_settings=settings,
-                 judge_raw=[d.to_json()], usage=Usage())
+                 judge_raw=[d.to_json()], error=d.undecided if d.outcome == "undecided" else None, usage=Usage())
 

@@ -70,6 +70,7 @@ __all__ = [
     "abstains",
     "commitment",
     "rejects_premise",
+    "premise_clauses",
     "prepare",
     "formats",
     "list_markers",
@@ -860,6 +861,27 @@ def other_time(clause: Sequence[str], allowed: set[str]) -> bool:
     return any(_YEAR.match(w) and w not in allowed for w in clause)
 
 
+def premise_clauses(question: str, response: str | None, answers: Sequence[Sequence[str]], *,
+                    references: Sequence[str] = ()) -> list[str | None]:
+    """The reading of every clause of ``response`` for the premise rule, in order: ``"denies"``,
+    ``"asserts"`` (names an annotated answer as the answer) or None (neither). Arguments as for
+    :func:`rejects_premise`, which reads the first clause that is not None."""
+    topic = {_stem(w) for w in normalize_answer(question).split() if w not in _STOPWORDS and len(w) >= 3}
+    allowed = {w for t in (question, *references) for w in normalize_answer(t).split() if _YEAR.match(w)}
+    clauses = _clauses(response or "")
+    out: list[str | None] = []
+    for clause in clauses:
+        ws = [w.text for w in words(clause)]
+        kind = _clause_kind(ws, topic, answers, alone=len(clauses) == 1)
+        if kind == "denies" and other_time(ws, allowed):
+            kind = None  # denies another premise than the question's
+        elif kind is None and references and not _declines(ws) and restates_correction(ws, references, answers,
+                                                                                         topic):
+            kind = "denies"
+        out.append(kind)
+    return out
+
+
 def rejects_premise(question: str, response: str | None, answers: Sequence[Sequence[str]], *,
                     references: Sequence[str] = ()) -> bool:
     """True when ``response`` rejects the false premise of ``question`` (module docstring): its
@@ -867,19 +889,8 @@ def rejects_premise(question: str, response: str | None, answers: Sequence[Seque
     words) a response could assert instead; ``references``: the reference answers, which tell the
     premise's time (:func:`other_time`) and the true state a response may restate instead of
     denying (:func:`restates_correction`)."""
-    topic = {_stem(w) for w in normalize_answer(question).split() if w not in _STOPWORDS and len(w) >= 3}
-    allowed = {w for t in (question, *references) for w in normalize_answer(t).split() if _YEAR.match(w)}
-    clauses = _clauses(response or "")
-    for clause in clauses:
-        ws = [w.text for w in words(clause)]
-        kind = _clause_kind(ws, topic, answers, alone=len(clauses) == 1)
-        if kind == "denies" and other_time(ws, allowed):
-            continue  # denies another premise than the question's
-        if kind is None and references and not _declines(ws) and restates_correction(ws, references, answers, topic):
-            kind = "denies"
-        if kind is not None:
-            return kind == "denies"
-    return False
+    kinds = [k for k in premise_clauses(question, response, answers, references=references) if k is not None]
+    return bool(kinds) and kinds[0] == "denies"
 
 
 def _w(text: str) -> Word:

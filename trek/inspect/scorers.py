@@ -56,8 +56,6 @@ LABEL_KEYS: dict[str, str] = {lab: lab.lower().replace("-", "_") for lab in LABE
 KEYS: tuple[str, ...] = (*LABEL_KEYS.values(), "correct")
 #: The trek/grade value of each Trek grade outcome.
 GRADE_VALUES = {"correct": CORRECT, "incorrect": INCORRECT, "not_attempted": NOANSWER}
-#: The two judge choices of both scorers.
-JUDGES = ("model", "oracle")
 
 
 def _task_name() -> str | None:
@@ -74,9 +72,17 @@ def _view(state: TaskState, target: Target) -> SampleView:
     return view_of(sample_dict(state, target), _task_name(), str(state.model), f"sample {state.sample_id!r}")
 
 
+def _spec(judge: str | list[str] | None) -> str | None:
+    """A judge as ``-S judge=...`` gives it: inspect reads ``exact,model`` as a list."""
+    return ",".join(map(str, judge)) if isinstance(judge, list | tuple) else judge
+
+
 def _check_judge(judge: str) -> None:
-    if judge not in JUDGES:
-        raise ValueError(f"judge must be one of {', '.join(JUDGES)}, not {judge!r}")
+    from trek.judges import known_kinds, parse_spec
+
+    if not all(what == "kind" or name == "model" for what, name in parse_spec(judge)):
+        raise ValueError(f"judge must be model, a judge kind ({', '.join(known_kinds())}) or a cascade of them "
+                         f"(exact,model), not {judge!r}")
 
 
 _ANNOTATIONS: Any = None
@@ -95,7 +101,6 @@ def _mini_annotations() -> Any:
 def _judge_client(judge: str, role: str, fallback: tuple[str, ...] = ()) -> Any:
     """The judge ``judge`` names, from :func:`trek.roles.make_judge` as in the CLI: the exact judge
     (``oracle``, on Mini's annotations) or the inspect model of ``role`` (``model``)."""
-    from trek import exact  # noqa: F401  (registers the exact judge)
     from trek.roles import Role, make_judge
 
     def model(_: Any) -> Any:
@@ -116,9 +121,10 @@ def _unscored(reason: str, explanation: str, **metadata: Any) -> Score:
 
 # -- trek/grade ------------------------------------------------------------------------------------
 @scorer(metrics=[accuracy(), stderr()], name=name("grade"))
-def grade(judge: str = "model") -> Scorer:
+def grade(judge: str | list[str] = "model") -> Scorer:
     """Grade the answer with its dataset's protocol (module docstring). ``judge``: ``model`` (the
     ``grader`` model role, else the evaluated model) or ``oracle`` (the exact judge)."""
+    judge = _spec(judge) or "model"
     _check_judge(judge)
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -132,7 +138,8 @@ def grade(judge: str = "model") -> Scorer:
             return _unscored("scoring_failed", str(e))
         meta = {"outcome": g.outcome, "dataset": view.question.dataset, "trek_grade": g.model_dump(mode="json")}
         if g.outcome not in GRADE_VALUES:
-            return _unscored("grader_failed", f"the grade is {g.outcome}: {g.error or 'verdict unreadable'}",
+            return _unscored("grader_failed", f"the grade is {g.outcome}: {g.error or 'verdict unreadable'}"
+                             + (" (a cascade judge=exact,model grades it)" if g.outcome == "undecided" else ""),
                              answer=view.trajectory.final_answer, **meta)
         return Score(value=GRADE_VALUES[g.outcome], answer=view.trajectory.final_answer,
                      explanation=f"{g.outcome.replace('_', ' ')} ({g.grader} grader, {g.judge_model or g.method})",
@@ -239,8 +246,8 @@ def _open_store(pages: str | None, fetch: bool) -> Any:
 
 @scorer(metrics=[trektrace_metrics()], name=name("trektrace"))
 def trektrace(
-    judge: str = "model",
-    grade_judge: str | None = None,
+    judge: str | list[str] = "model",
+    grade_judge: str | list[str] | None = None,
     pages: str | None = None,
     fetch: bool = False,
     unknown: str = "incomplete",
@@ -256,6 +263,7 @@ def trektrace(
     """
     from trek.trace.pipeline import UNKNOWN_POLICIES
 
+    judge, grade_judge = _spec(judge) or "model", _spec(grade_judge)
     _check_judge(judge)
     _check_judge(grade_judge or judge)
     if unknown not in UNKNOWN_POLICIES:
@@ -304,33 +312,30 @@ def trektrace(
 
 
 async def _trace(view: SampleView, g: Grade, judge: str, base: Any, fetch: bool, unknown: str) -> Any:
-    from trek.trace import exact as exact_trace
     from trek.trace.inputs import TraceInput
-    from trek.trace.pipeline import TraceConfig, trace_case
+    from trek.trace.pipeline import TraceConfig, begin_judges, trace_case
 
     store = sample_store(view, base, fetch=fetch)
     try:
         evaluated = role_model("evaluated", inspect_model())
-        oracle = _judge_client(judge, "diagnostic", ("grader",))
-        if not oracle.makes_calls:  # the exact judge plays both judge roles
-            diagnostic = analysis = _oracle_role(oracle)
-        else:
-            diagnostic = role_model("diagnostic", inspect_model("diagnostic", fallback=("grader",)))
-            analysis = role_model("analysis", inspect_model("analysis", fallback=("grader", "diagnostic")))
+        diagnostic = _judge_role(judge, "diagnostic", ("grader",))
+        analysis = _judge_role(judge, "analysis", ("grader", "diagnostic"))
         config = TraceConfig(diagnostic, analysis, evaluated, store, unknown=unknown)
         case = TraceInput.build(view.question, view.trajectory, g)
-        if not oracle.makes_calls:
-            # the same query rule as `trek trace` (no depth on either side); the rank diagnostic
-            # is not taken here (a transcript is not a run folder that names its index)
-            config.exact = exact_trace.ExactTrace(diagnostic.client.current(), store, Path("."),
-                                                  rule=diagnostic.client.rule)
-            config.exact.check([case], diagnostic=True, analysis=True, stale=False)
+        # each judge prepares as in `trek trace` (the exact judge binds its annotations and refuses
+        # what they cannot decide; the rank diagnostic is not taken: a transcript names no index)
+        begin_judges(Path("."), config, [case])
         return await trace_case(case, config)
     finally:
         store.close()
 
 
-def _oracle_role(client: Any) -> Any:
+def _judge_role(judge: str, role: str, fallback: tuple[str, ...]) -> Any:
+    """The TrekTrace judge role ``role`` played by ``judge`` (a kind, ``model``: the inspect model
+    of ``role``, or a cascade of them), as :func:`trek.roles.make_judge` builds it for the CLI."""
     from trek.trace.common import RoleModel
 
-    return RoleModel("diagnostic", client, client.model or "oracle")
+    client = _judge_client(judge, role, fallback)
+    return RoleModel(role, client, str(client.model or role))
+
+

@@ -306,15 +306,22 @@ class LLMClient:
     role:
         What this client is in a command (``judge``, ``evaluated``, ...): named in its errors.
 
-    As a judge, a client answers the judge interface below (``makes_calls``, :meth:`agrade_with`,
-    :meth:`grade_basis`, :meth:`decided_by`, :meth:`prepare`): an LLM judge through the grader's
-    prompts; the exact judge (:class:`trek.exact.ExactJudge`) overrides them with decisions from
-    the annotations, so callers never ask which kind of judge they hold.
+    As a judge, a client is the *model judge* of :class:`trek.judges.Judge` (``makes_calls``,
+    :meth:`agrade_with`, :meth:`grade_basis`, :meth:`decided_by`, :meth:`prepare`,
+    :meth:`answer`...): it is asked the grader's or TrekTrace's prompts. Other judge kinds (the exact
+    judge) answer the same protocol without being clients, so callers never ask which kind of judge
+    they hold.
     """
 
     #: Whether the client sends model requests (the exact judge sends none: no cache, price or
     #: estimate is needed for it).
     makes_calls: ClassVar[bool] = True
+    #: A model judge decides nothing without a model (trek.judges.Judge).
+    answers_without_model: ClassVar[bool] = False
+
+    def with_recorder(self, make: Any) -> Any:
+        """This judge for an estimate: ``make(self)``, a client that records what it would send."""
+        return make(self)
 
     # -- the judge interface ---------------------------------------------------------------------
     async def agrade_with(self, question: Any, response: str | None, grader: Any, *, protocol: str | None = None,
@@ -334,6 +341,25 @@ class LLMClient:
 
     def prepare(self, run_dir: Any, questions: Iterable[Any]) -> None:
         """Check, before any grade of ``run_dir``, that this judge can judge ``questions`` (an LLM can)."""
+
+    # TrekTrace's judge questions (trek.judges.Judge): a model is asked each question's prompt
+    def begin_trace(self, run_dir: Any, store: Any, cases: Any, roles: Any, *, check_stale: bool) -> None:
+        """Nothing to prepare: a model reads what each prompt shows."""
+
+    def trace_basis(self, question: Any) -> Any:
+        """``None``: a model's trace answers depend on the prompt alone (which the key digests)."""
+        return None
+
+    def trace_settings(self) -> dict[str, Any]:
+        return {}
+
+    def trace_versions(self) -> dict[str, str]:
+        """``{}``: a model's prompts carry their own versions."""
+        return {}
+
+    async def answer(self, who: Any, request: Any) -> Any:
+        """The step of ``request`` (:class:`trek.judges.JudgeRequest`): this model asked its prompt."""
+        return await request.by_prompt(who)
 
     def __init__(
         self,

@@ -262,14 +262,17 @@ def estimate_grid_grading(
 
     def to_make() -> Iterator[tuple[str, dict[str, Any], int]]:  # the same for the answers to make
         plan = _grid_plan(cells, _contexts_by_condition(contexts), methods, questions, model, dict(params or {}))
-        rec = RecordingClient(judge)
+        recorders: list[RecordingClient] = []
+        # the judge with its model parts recording (a cascade's first judge still decides alone)
+        rec = judge.with_recorder(lambda c: recorders.append(RecordingClient(c)) or recorders[-1])
         todo = _todo(plan)
         while part := [(q, PLACEHOLDER_ANSWER) for _, q, _ in itertools.islice(todo, JUDGE_REQUEST_CHUNK)]:
             run_sync(agrade_many(part, rec, progress=False, **settings))
             del part
-            recorded, rec.recorded = rec.recorded, []
-            yield from recorded
-            del recorded
+            for r in recorders:
+                recorded, r.recorded = r.recorded, []
+                yield from recorded
+                del recorded
 
     once = "one judge call per answer (the re-asks of an unreadable verdict, rare, are not counted)"
     return (estimate_requests(made(), judge, label="judge: answers in the runs", assumption=Assumption(once))

@@ -148,11 +148,7 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
     when ``proceed(estimate, ledger)`` says no. ``dry_run``: write nothing and ``echo`` the grid's
     runs and calls before ``proceed``. One ledger and one ``budget_usd`` for the model and the
     judge, over every invocation on ``runs``; ``say``: progress lines (standard error)."""
-    from trek import (
-        exact,  # noqa: F401  (registers the exact judge, --judge oracle)
-        graders,
-        templates,
-    )
+    from trek import graders, templates
     from trek.contexts import open_contexts
     from trek.llm.cache import LLMCache
     from trek.llm.ledger import spending as ledger_for
@@ -197,9 +193,9 @@ def run_ctrl_grid(contexts: str | os.PathLike[str], runs: str | os.PathLike[str]
         client = endpoint(model, budget_usd=budget_usd)
         audit_model = audit.model if audit is not None else None
         judge_client = make_judge(judge, endpoint, contexts=contexts) if judge is not None else None
-        if audit_model and (judge_client is None or judge_client.makes_calls):
-            raise ValueError("--audit-judge records a model's verdicts beside the exact judge's: use it with "
-                             "--judge oracle")
+        if audit_model and (judge_client is None or not judge_client.answers_without_model):
+            raise ValueError("--audit-judge records a model's verdicts beside those a judge decides without a model: "
+                             "use it with --judge exact (or a cascade exact,MODEL)")
         if audit_model and audit_with is None:
             raise TypeError("run_ctrl_grid: an audit judge needs audit_with (trek.audit.audit_grading)")
         est = estimate_grid(cells, records, built, model.model or "", PriceTable.load(model.prices), questions=qs,

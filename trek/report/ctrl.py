@@ -123,6 +123,7 @@ _NOT_FINAL = (
     ("answer_status", ("missing",), "unanswered"),
     ("outcome", ("pending", "ungraded"), "ungraded answer"),
     ("outcome", ("unparsed",), "unreadable verdict"),
+    ("outcome", ("undecided",), "undecided verdict"),
 )
 
 

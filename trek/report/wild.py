@@ -107,7 +107,7 @@ def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] | None = None
     (default: TrekBench-Wild's three, then every other dataset any run holds, such as ``custom``
     for an import of one's own questions, in order of first appearance; NaN where the run has no
     question of it), ``micro`` and ``macro`` (see :data:`CI_NOTE`), then
-    ``("questions", "n" | "graded" | "unparsed" | "pending")``: the counts of the whole run.
+    ``("questions", "n" | "graded" | "undecided" | "unparsed" | "pending")``: the counts of the whole run.
     """
     tables = {label: accuracy_by_dataset(d) for label, d in runs.items()}
     if datasets is None:
@@ -120,7 +120,7 @@ def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] | None = None
             have = ds in t.index
             for col, name in (("accuracy", "acc"), ("ci_low", "low"), ("ci_high", "high")):
                 row[(ds, name)] = float(t.at[ds, col]) if have else np.nan
-        for col in ("n", "graded", "unparsed", "pending"):
+        for col in ("n", "graded", "undecided", "unparsed", "pending"):
             row[("questions", col)] = int(t.at["micro", col])
         rows[label] = row
     out = pd.DataFrame.from_dict(rows, orient="index")

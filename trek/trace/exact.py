@@ -43,9 +43,9 @@ from typing import Any
 
 from trek import runs
 from trek.annotations import AnnotatedPage, Annotations, MissingAnnotation
-from trek.exact import ORACLE
 from trek.graders.exact import DEFAULT_RULE, decide
 from trek.graders.exact import VERSION as GRADER_VERSION
+from trek.judges import UNDECIDED
 from trek.pages import PageStore, normalize_url
 from trek.query_targets import RULE as TARGETS_RULE
 from trek.query_targets import assess
@@ -135,16 +135,19 @@ class ExactTrace:
     def fingerprint(self, q: Question) -> list[Any]:
         return [self.rule, self.annotations.fingerprint(q)]
 
-    def _accepts(self, q: Question, answer: str | None) -> bool:
-        return decide(q, answer, self.annotations.competing(q), rule=self.rule).correct
+    def _accepts(self, q: Question, answer: str | None) -> bool | None:
+        """Whether the exact grader accepts an annotated answer (``None``: it cannot decide)."""
+        d = decide(q, answer, self.annotations.competing(q), rule=self.rule)
+        return None if d.outcome == UNDECIDED else d.correct
 
-    def supports(self, q: Question, page: AnnotatedPage | None) -> bool:
-        """Whether an annotated page counts as evidence for ``q``'s reference (module docstring)."""
+    def supports(self, q: Question, page: AnnotatedPage | None) -> bool | None:
+        """Whether an annotated page counts as evidence for ``q``'s reference (module docstring;
+        ``None``: the grader cannot decide whether its annotated answer is the reference)."""
         if page is None or page.question_id != q.id:
             return False
         if page.role == "gold":
             return True
-        return page.role not in NOT_EVIDENCE and self._accepts(q, page.answer)
+        return False if page.role in NOT_EVIDENCE else self._accepts(q, page.answer)
 
     def key_evidence(self, q: Question, missing: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         pages = [p for u in missing if (p := self.annotations.page(u)) is not None]
@@ -153,7 +156,13 @@ class ExactTrace:
         return {"key_evidence": text, "gold_evidence_urls": list(missing)}, {"gold_pages": [p.doc_id for p in pages]}
 
     def evidence_match(self, q: Question, collection: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-        found = [(u, p) for u in collection if self.supports(q, p := self.annotations.page(u))]
+        judged = [(u, p, self.supports(q, p)) for u in collection for p in (self.annotations.page(u),)]
+        found = [(u, p) for u, p, ok in judged if ok]
+        unsure = [p for _, p, ok in judged if ok is None and p is not None]
+        if unsure and not found:
+            why = ("evidence match: the exact grader cannot decide whether the answer annotated on "
+                   + ", ".join(f"{p.doc_id} ({p.answer!r})" for p in unsure) + " is the reference")
+            return {"evidence_match": None, "reason": why}, {"undecided": why, "unsure": [p.doc_id for p in unsure]}
         urls = [u for u, _ in found]
         if found:
             reason = "Retrieved page(s) annotated as supporting the reference: " + ", ".join(
@@ -167,6 +176,8 @@ class ExactTrace:
     def query_adequacy(self, q: Question, queries: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         value, detail = assess(self.annotations.query_targets(q), queries)
         detail["retrievable"] = self.retrievable(q, queries)
+        if value.get("query_adequate") is None:  # the rule could not decide (trek.query_targets)
+            detail["undecided"] = detail.get("undecided") or f"query adequacy: {value.get('reason') or 'undecided'}"
         return value, detail
 
     def retrievable(self, q: Question, queries: Sequence[str]) -> dict[str, Any]:
@@ -189,8 +200,11 @@ class ExactTrace:
 
     def verdict(self, q: Question, candidate: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
         d = decide(q, candidate, self.annotations.competing(q), rule=self.rule)
-        return {"correct": d.correct, "reason": d.explain()}, {**json.loads(d.to_json()),
-                                                               "answer_kind": answer_kind(d, candidate)}
+        detail = {**json.loads(d.to_json()), "answer_kind": answer_kind(d, candidate)}
+        if d.outcome == UNDECIDED:
+            why = getattr(d, "undecided", None) or d.explain()
+            return {"correct": None, "reason": why}, {**detail, "undecided": f"probe answer check: {why}"}
+        return {"correct": d.correct, "reason": d.explain()}, detail
 
     def stale(self, q: Question) -> tuple[dict[str, Any], dict[str, Any]]:
         gold = self.annotations.gold(q)
@@ -202,7 +216,12 @@ class ExactTrace:
             holds = p.valid_from or p.date
             if q.effective_year is not None and holds.year > q.effective_year:
                 continue  # a later change: the reference still holds for its year
-            if not self._accepts(q, p.answer):
+            accepted = self._accepts(q, p.answer)
+            if accepted is None:
+                why = (f"stale reference: the exact grader cannot decide whether {p.doc_id}'s answer "
+                       f"{p.answer!r} is the reference")
+                return {"supports_reference": None, "reason": why}, {"undecided": why}
+            if not accepted:
                 newer.append(p)
         if newer:
             reason = "Newer page(s) of the question state another answer: " + ", ".join(
@@ -229,15 +248,29 @@ def answer_kind(d: Any, candidate: str | None) -> str:
     return "unannotated"
 
 
+#: The model name the exact judge's records carry (``Step.model``, ``Grade.judge_model``).
+RECORDED_MODEL = "oracle"
+#: The template name of every step the exact judge answers is this prefix and the step's name.
+TEMPLATE_PREFIX = "exact."
+
+
 def decided(step: Step) -> bool:
     """Whether a recorded step was decided by the exact judge (its records name model ``oracle``)."""
-    return step.model == ORACLE
+    return step.model == RECORDED_MODEL and step.status == "ok"
+
+
+def exact_undecided(step: Step) -> bool:
+    """Whether a recorded step is one the exact judge left undecided (``error`` says why)."""
+    return step.model == RECORDED_MODEL and step.status == UNDECIDED
 
 
 def exact_step(name: str, role: str, endpoint: str, model: str, value: dict[str, Any], detail: dict[str, Any]) -> Step:
-    """The record of one step the exact judge answered (never unreadable, never pending)."""
-    return Step(name=name, role=role, model=model, endpoint=endpoint, template=f"exact.{name}",  # type: ignore[arg-type]
-                version=VERSION, status="ok", value=value,
+    """The record of one step the exact judge answered: ``ok``, or ``undecided`` when ``detail``
+    says why its rules could not decide (then ``error`` holds that reason); never unreadable,
+    never pending."""
+    why = detail.get("undecided")
+    return Step(name=name, role=role, model=model, endpoint=endpoint, template=f"{TEMPLATE_PREFIX}{name}",  # type: ignore[arg-type]
+                version=VERSION, status=UNDECIDED if why else "ok", value=value, error=why or None,
                 raw=[json.dumps(detail, ensure_ascii=False, sort_keys=True, default=str)])
 
 

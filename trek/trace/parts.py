@@ -17,9 +17,10 @@ so is the label rule (:data:`trek.trace.labels.C4`). :func:`trek.trace.pipeline.
 loop over the schedule. A new probe is one module with a decorated :class:`TraceTest` and an
 :class:`~trek.trace.schedule.Entry` for it (``docs/architecture.md``, "Adding a TrekTrace test").
 
-Who answers a question is the config's business (:meth:`CaseRun.ask`): a model role through
-:func:`~trek.trace.common.ask`, or, for a judge role played by the exact judge, the exact side's
-decision (``exact=``), recorded as a step like any other.
+Who answers a question is the role's judge (:meth:`CaseRun.ask`, :class:`trek.judges.Judge`): a
+model through :func:`~trek.trace.common.ask`, a judge that decides from annotations through the
+question's decision (``exact=``), a cascade through each in turn; every answer is recorded as a
+step, and one the judge could not decide skips its test.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, ClassVar
 
 from trek.answer_prompts import year_text
 from trek.graders.common import join_answers
+from trek.judges import UNDECIDED, JudgeRequest
 from trek.pages import Page, normalize_url
 from trek.templates import template_version
 from trek.trace.common import NOT_GIVEN, ask, fetch_pages
@@ -40,6 +42,8 @@ __all__ = [
     "TraceTest",
     "CaseRun",
     "Pending",
+    "Undecided",
+    "JUDGE_UNDECIDED",
     "trace_test",
     "registered_tests",
     "get_test",
@@ -59,6 +63,7 @@ NO_GOLD_PAGE = "no gold page"
 NO_RETRIEVED_TEXT = "no retrieved page text"
 UNREADABLE = "judge reply unreadable"
 PROBE_UNREADABLE = "probe reply unreadable"
+JUDGE_UNDECIDED = "judge undecided"
 NO_QUERIES_SEEN = "queries not recorded"
 SOME_QUERIES_SEEN = "queries only partly recorded"
 NO_RESULTS_SEEN = "results not recorded"
@@ -132,6 +137,19 @@ def get_test(name: str) -> TraceTest:
         raise KeyError(f"no trace test {name!r} is registered (known: {', '.join(sorted(_TESTS))})") from None
 
 
+class Undecided(Exception):
+    """The judge could not decide a question (``step.error`` says why): the test that asked it is
+    skipped with that reason (:func:`trek.trace.schedule.play`), so no label reads it."""
+
+    def __init__(self, step: Step):
+        super().__init__(step.error or f"step {step.name}: the judge could not decide")
+        self.step = step
+
+    @property
+    def reason(self) -> str:
+        return f"{JUDGE_UNDECIDED}: {self.step.error or self.step.name}"
+
+
 class Pending(Exception):
     """A call failed after its retries (or the budget ran out): the case is written ``pending``."""
 
@@ -199,27 +217,35 @@ class CaseRun:
     async def ask(self, question: JudgeQuestion, fields: dict[str, Any], *, name: str | None = None,
                   exact: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] | None = None,
                   audit_fields: dict[str, Any] | None = None) -> Step:
-        """Put ``question`` to its role and record the step (``name`` replaces the question's step
-        name). A role the exact judge plays answers with ``exact(side)`` (value, detail) instead,
-        and an audit judge of that role is asked the same (``audit_fields`` when its inputs
-        differ; ``{}``: not asked). A step that stays pending stops the case (:class:`Pending`)."""
+        """Put ``question`` to its role's judge and record the step (``name`` replaces the
+        question's step name). The judge answers through the judge protocol
+        (:meth:`trek.judges.Judge.answer`): a model is asked the template, a judge that decides
+        from annotations applies ``exact`` (the question's decision over its trace context). When
+        the judge sent no request, an audit judge of that role is asked the same (``audit_fields``
+        when its inputs differ; ``{}``: not asked). A step that stays pending stops the case
+        (:class:`Pending`); an undecided one stops the test (:class:`Undecided`)."""
         config = self.config
         who = config.role(question.role)
         step_name = name or question.name
-        side = config.exact_for(question.role) if exact is not None else None
-        if side is not None:
-            step = side.step(step_name, who, *exact(side))
-            auditor = config.audit.get(question.role) if self.case.audit else None
-            if auditor is not None and (audit_fields is None or audit_fields):
-                a = await ask(auditor, step_name, question.template, question.prompt, question.version,
-                              audit_fields or fields, question.validate, config.budget, question.schema)
-                self.audit_steps.append(a)
-                if a.status == "ok":
-                    self.audit_values[step_name] = a.value
-        else:
-            step = await ask(who, step_name, question.template, question.prompt, question.version, fields,
+
+        prompted: list[Any] = []
+
+        async def by_prompt(w: Any, use: dict[str, Any] | None = None) -> Step:
+            prompted.append(w)
+            return await ask(w, step_name, question.template, question.prompt, question.version, use or fields,
                              question.validate, config.budget, question.schema)
+
+        step = await who.client.answer(who, JudgeRequest(question, step_name, fields, exact, by_prompt, self))
+        # an audit judge is asked beside what a judge decided without a model (no prompt was sent)
+        auditor = config.audit.get(question.role) if self.case.audit and not prompted else None
+        if auditor is not None and (audit_fields is None or audit_fields):
+            a = await by_prompt(auditor, audit_fields)
+            self.audit_steps.append(a)
+            if a.status == "ok":
+                self.audit_values[step_name] = a.value
         self.steps.append(step)
         if step.status == "pending":
             raise Pending(step)
+        if step.status == UNDECIDED:
+            raise Undecided(step)
         return step

@@ -41,7 +41,6 @@ from typing import Any
 
 from trek import runs
 from trek.answer_prompts import year_text
-from trek.exact import is_exact
 from trek.llm.client import LLMClient
 from trek.llm.ledger import ledger_path
 from trek.local import LOCAL_MODEL
@@ -49,11 +48,10 @@ from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore
 from trek.roles import EVALUATED, Role
 from trek.runs import default_cache_path, default_pages_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
-from trek.trace import exact
 from trek.trace.common import Budget, RoleModel, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, select_cases
 from trek.trace.labels import LabelRule
-from trek.trace.parts import GOLD_UNAVAILABLE, CaseRun, Pending, get_test
+from trek.trace.parts import GOLD_UNAVAILABLE, JUDGE_UNDECIDED, CaseRun, Pending, get_test
 from trek.trace.records import TraceRecord
 from trek.trace.schedule import LABEL_RULE, SCHEDULE, Entry, play
 from trek.types import FULL_COVERAGE, RecordError, Usage, iter_jsonl
@@ -91,9 +89,7 @@ class TraceConfig:
     other_chars: int = NON_GOLD_CHARS
     #: How an unreadable judgment counts (:data:`UNKNOWN_POLICIES`).
     unknown: str = "incomplete"
-    #: The exact judge's side (:class:`trek.trace.exact.ExactTrace`) when a judge role is ``oracle``.
-    exact: Any = None
-    #: Audit judges by role (``diagnostic``, ``analysis``): asked each step the exact judge answers,
+    #: Audit judges by role (``diagnostic``, ``analysis``): asked each step a judge answers without a model,
     #: with the same template and inputs, into ``TraceRecord.audit_steps`` (they decide nothing).
     audit: dict[str, RoleModel] = field(default_factory=dict)
     #: Audit only the first this many cases of the selection (question order); ``None``: all.
@@ -113,9 +109,14 @@ class TraceConfig:
         """The role model that answers role ``name``'s questions."""
         return {"diagnostic": self.diagnostic, "analysis": self.analysis, "evaluated": self.evaluated}[name]
 
-    def exact_for(self, role: str) -> Any:
-        """The exact side when the exact judge plays judge role ``role``, else ``None``."""
-        return self.exact if self.exact is not None and self.exact.plays(role) else None
+    def judges(self) -> list[RoleModel]:
+        """The judge roles (diagnostic, analysis), each once even when one judge plays both."""
+        return [self.diagnostic] + ([self.analysis] if self.analysis.client is not self.diagnostic.client else [])
+
+    def trace_basis(self, q: Any) -> Any:
+        """What the judges' answers on ``q`` depend on besides the prompts (their annotations)."""
+        bases = [b for w in self.judges() if (b := w.client.trace_basis(q)) is not None]
+        return bases[0] if len(bases) == 1 else (bases or None)
 
     def tests(self) -> list[Any]:
         """The registered tests this run plays, in schedule order."""
@@ -129,8 +130,8 @@ class TraceConfig:
                **{f"test.{t.name}": t.version for t in tests}}
         for t in tests:
             out.update({jq.template: jq.versioned() for jq in t.questions})
-        if self.exact is not None:
-            out["exact"] = exact.VERSION
+        for w in self.judges():  # a judge's own rules' versions (the exact judge's)
+            out.update(w.client.trace_versions())
         return out
 
     def settings(self) -> dict[str, Any]:
@@ -143,7 +144,7 @@ class TraceConfig:
             **({"page_chars": [self.gold_chars, self.other_chars]}
                if (self.gold_chars, self.other_chars) != (GOLD_CHARS, NON_GOLD_CHARS) else {}),
             "unknown": self.unknown,
-            **({"exact": [self.exact.rule]} if self.exact is not None else {}),
+            **{k: v for w in self.judges() for k, v in w.client.trace_settings().items()},
             **({"audit": {k: [r.model, r.endpoint, r.params, r.max_reasks] for k, r in self.audit.items()},
                 "audit_cases": self.audit_cases} if self.audit else {}),
         }
@@ -169,7 +170,7 @@ def _input_key(case: TraceInput, config: TraceConfig) -> str:
         "collection": case.collection,
         "pages": [_page_state(config.store, u) for u in [*q.gold_urls, *case.collection]],
         "settings": config.settings(),
-        **({"annotations": config.exact.fingerprint(q)} if config.exact is not None else {}),
+        **({"annotations": basis} if (basis := config.trace_basis(q)) else {}),
     }, 16)
 
 
@@ -220,6 +221,8 @@ class TraceTotals:
     lower_bound: int = 0
     labels: Counter[str] = field(default_factory=Counter)
     unknown_steps: int = 0
+    #: steps a judge could not decide (the exact judge abstains rather than guess)
+    undecided_steps: int = 0
     #: the first (sorted) error of the failed cases, and of the pending and failed ones
     failed_error: str | None = None
     unfinished_error: str | None = None
@@ -238,13 +241,16 @@ class TraceTotals:
         self.cases += 1
         self.statuses[r.status] += 1
         if r.status == "incomplete":
-            self.incomplete_reasons.update(f"{k}: {v}" for k, v in r.skipped.items())
+            # an undecided verdict's reason names the case's own values: counted under one heading
+            self.incomplete_reasons.update(f"{k}: {JUDGE_UNDECIDED if v.startswith(JUDGE_UNDECIDED) else v}"
+                                           for k, v in r.skipped.items())
         if r.coverage is not None:
             self.coverage[_coverage_text(r.coverage)] += 1
         self.lower_bound += int(r.evidence_lower_bound)
         if r.status == "done":
             self.labels.update(r.labels)
         self.unknown_steps += sum(s.status == "unknown" for s in r.steps)
+        self.undecided_steps += sum(s.status == "undecided" for s in r.steps)
         if r.status == "failed":
             e = r.error or ""
             self.failed_error = e if self.failed_error is None else min(self.failed_error, e)
@@ -326,6 +332,9 @@ class TraceReport:
         if self.incomplete:
             lines.append("incomplete (a test the case needs could not run; no label from it, not counted in "
                          "the figures): " + ", ".join(f"{k} {v}" for k, v in sorted(self.incomplete_reasons().items())))
+        if t.undecided_steps:
+            lines.append(f"{t.undecided_steps} judge verdict(s) undecided (the judge could not support one; the test "
+                         "that asked it did not run and gives no label; a cascade --judge exact,MODEL answers them)")
         if t.coverage:
             lines.append("what the log shows (other cases: everything): "
                          + "; ".join(f"{k}: {v} case(s)" for k, v in sorted(t.coverage.items())))
@@ -467,37 +476,36 @@ class TraceStage(Stage[TraceInput, TraceRecord]):
 
 
 def _check_roles(diagnostic: RoleModel, analysis: RoleModel, evaluated: RoleModel,
-                 audit: dict[str, RoleModel]) -> tuple[list[LLMClient], list[str]]:
-    """The distinct clients of the roles (audit judges included) and the judge roles the exact
-    judge plays; a role given the wrong model, or an exact judge where none may be, is refused."""
+                 audit: dict[str, RoleModel]) -> list[LLMClient]:
+    """The distinct clients of the roles (audit judges included); a role given the wrong model, a
+    judge that makes no call as the evaluated model, or an audit judge with nothing to audit, is
+    refused."""
     for who, want in ((diagnostic, "diagnostic"), (analysis, "analysis"), (evaluated, "evaluated")):
         if who.role != want:
             raise ValueError(f"the {want} role was given a RoleModel for {who.role!r}")
     if not evaluated.client.makes_calls:
-        raise ValueError("the evaluated model answers the probes: the exact judge (oracle) can play the judges only")
-    played = exact_roles(diagnostic, analysis)
-    if audit and not played:
-        raise ValueError("an audit judge answers beside the exact judge: make a judge role oracle")
+        raise ValueError("the evaluated model answers the probes: a judge that makes no model call (the exact "
+                         "judge) can play the judges only")
+    if audit and not any(w.client.answers_without_model for w in (diagnostic, analysis)):
+        raise ValueError("an audit judge answers beside a judge that decides without a model: make a judge role "
+                         "exact (or a cascade exact,MODEL)")
     clients = [diagnostic.client, analysis.client, evaluated.client, *(r.client for r in audit.values())]
-    return list({id(c): c for c in clients}.values()), played
+    return list({id(c): c for c in clients}.values())
 
 
-def exact_roles(*judges: RoleModel) -> list[str]:
-    """The judge roles the exact judge plays: TrekTrace answers their questions from the exact
-    side (:mod:`trek.trace.exact`), whose decisions need the annotations, the store and the run."""
-    # the one place TrekTrace asks which kind of judge a role holds: the exact side must be built
-    return [w.role for w in judges if is_exact(w.client)]
+def begin_judges(rd: Path, config: TraceConfig, cases: Sequence[Any]) -> None:
+    """Let each judge prepare for ``cases`` (:meth:`trek.judges.Judge.begin_trace`): a judge that
+    decides from annotations binds the run's and refuses, before any call, what they cannot answer."""
+    for w in config.judges():
+        roles = [r.role for r in (config.diagnostic, config.analysis) if r.client is w.client]
+        w.client.begin_trace(rd, config.store, cases, roles, check_stale=config.check_stale)
 
 
-def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...], played: list[str]) -> Selection:
-    """The cases to trace (marked for the audit judges), and the exact side when the exact judge
-    plays ``played``: refused before any call when the annotations cannot answer."""
+def _select(rd: Path, config: TraceConfig, outcomes: tuple[str, ...]) -> Selection:
+    """The cases to trace (marked for the audit judges), the judges prepared for them."""
     selection = select_cases(rd, outcomes)
     selection.audit = lambda i: bool(config.audit) and (config.audit_cases is None or i < config.audit_cases)
-    if played:
-        config.exact = exact.for_trace(config.role(played[0]).client, config.store, rd, played)
-        config.exact.check(selection.cases, diagnostic="diagnostic" in played,
-                           analysis="analysis" in played, stale=config.check_stale)
+    begin_judges(rd, config, selection.cases)
     return selection
 
 
@@ -532,9 +540,10 @@ async def atrace_run(
     / ``other_chars`` cut the pages shown (the paper's 50,000 and 3,500). ``unknown``: an unreadable
     judgment is a test that did not run (``incomplete``) or C.4's ``unknown`` value (``paper``).
     The caller owns the role clients; a client made here for the run's model, and a store opened
-    here, are closed here. A judge role played by the exact judge is answered from the annotations
-    (:mod:`trek.trace.exact`; refused before any call when they cannot answer); ``audit`` (judges by role) are asked each
-    step the exact judge answers (first ``audit_cases`` cases), deciding nothing. ``schedule`` /
+    here, are closed here. Each judge answers through the judge protocol (:mod:`trek.judges`; the
+    exact judge from the annotations, refused before any call when they cannot answer); ``audit``
+    (judges by role) are asked each step a judge answered without a model (first ``audit_cases``
+    cases), deciding nothing. ``schedule`` /
     ``label_rule``: the tests and the rule (default C.4, :mod:`trek.trace.schedule`; add a
     registered probe with :func:`~trek.trace.schedule.with_entry`).
     """
@@ -546,7 +555,7 @@ async def atrace_run(
     own_evaluated = evaluated is None
     evaluated = evaluated or evaluated_role_from_run(rd)
     audit = dict(audit or {})
-    unique, played = _check_roles(diagnostic, analysis, evaluated, audit)
+    unique = _check_roles(diagnostic, analysis, evaluated, audit)
     own_store = store is None
     if store is None:
         store = PageStore(default_pages_path(rd), fetch=fetch)
@@ -558,7 +567,7 @@ async def atrace_run(
             config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars,
                                  other_chars, unknown, audit=audit, audit_cases=audit_cases, schedule=schedule,
                                  label_rule=label_rule)
-            selection = _select(rd, config, outcomes, played)
+            selection = _select(rd, config, outcomes)
             outdated, changes = version_changes(rd / runs.TRACE, config.versions())
             stage = TraceStage(rd, config, unique)
             tally = await execute(stage, selection.cases, outputs=[rd / runs.TRACE], limit=max_concurrent_cases,

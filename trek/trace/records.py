@@ -17,7 +17,9 @@ the side whose tests ran, never Randomness by elimination; tried again on the ne
 ``pending`` (a call failed after its retries, or the budget ran out; no labels, retried) or
 ``failed`` (tracing the case raised an internal error, named in ``error``; retried). An unreadable reply is not a failure: that step's
 status is ``unknown``, its flag is ``None`` and :func:`~trek.trace.labels.assign_labels` decides
-what follows.
+what follows. A step a judge could not decide (the exact judge abstains rather than guess) has
+status ``undecided`` and its reason in ``error``; the test that asked it is skipped with that
+reason, whatever the unknown-judgment policy, so C.4 never labels from it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from trek.types import Coverage, Record, Usage, utcnow
 
 __all__ = ["Step", "UrlMatch", "TraceRecord", "TestRun", "TESTS", "StepStatus", "Role"]
 
-StepStatus = Literal["ok", "unknown", "pending"]
+StepStatus = Literal["ok", "unknown", "undecided", "pending"]
 Role = Literal["diagnostic", "analysis", "evaluated"]
 TestState = Literal["ran", "skipped", "not_needed"]
 #: The tests of a traced case, in the order of appendix C (``stale`` only with ``--check-stale``).
@@ -59,6 +61,8 @@ class Step(Record):
     raw: list[str] = Field(default_factory=list)
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    #: With a cascade of judges (``--judge exact,MODEL``): each judge asked, in order, and its status.
+    cascade: list[dict[str, Any]] | None = None
 
 
 class UrlMatch(Record):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from trek.trace import evidence, probes, queries, stale  # noqa: F401  (the tests register on import)
 from trek.trace.labels import C4, LabelRule
-from trek.trace.parts import CaseRun, get_test, needs_result
+from trek.trace.parts import CaseRun, Undecided, get_test, needs_result
 
 __all__ = ["Entry", "SCHEDULE", "LABEL_RULE", "with_entry", "play"]
 
@@ -69,4 +69,7 @@ async def play(entry: Entry, case: CaseRun) -> None:
         else:
             case.skip(test.name, needs_result(entry.after))
         return
-    await test.run(case)
+    try:
+        await test.run(case)
+    except Undecided as u:  # a judge abstained: the test did not run, whatever else it set
+        case.skip(test.name, u.reason)

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trek import exact as _exact  # noqa: F401  (registers the exact judge, --judge oracle)
 from trek import runs
 from trek.aio import closing_run
 from trek.limits import EndpointLimits
@@ -56,15 +55,16 @@ def trace_with_roles(
     if audit is not None and audit.model:
         auditor = rd.client(audit, **settings)  # asked where the exact judge decides (refused without one)
         audits = {w.role: RoleModel(w.role, auditor, audit.model, dict(audit.params)) for w in (diag, ana)
-                  if not w.client.makes_calls}
+                  if w.client.answers_without_model}
         if not audits:
-            raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge oracle")
+            raise RoleError("--audit-judge records a model's answers beside the exact judge's: make a judge role exact")
     ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
     announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client,
               "audit judge": next(iter(audits.values())).client if audits else None})
     limits = {k: trace.pop(k) for k in ("gold_chars", "other_chars") if k in trace}
     est = estimate_trace(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, check_stale=trace.get("check_stale", False),
-                         assume_output=ev.client.assume_output, unknown=unknown, **limits)
+                         assume_output=ev.client.assume_output, unknown=unknown, schedule=trace.get("schedule"),
+                         **limits)
     if not proceed(est, rd.ledger(runs.TRACE)):
         return None
     return closing_run(atrace_run(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, audit=audits, unknown=unknown,
