@@ -197,8 +197,8 @@ def test_figure5_bars_take_their_condition_colour_and_plain_names():
     assert len(bars) == 4 and all(c.errorbar is not None for c in bars)
     (seg,) = bars[0].errorbar.lines[2][0].get_segments()  # OO: 3 of 4
     assert [seg[0][1], seg[1][1]] == pytest.approx([100 * x for x in wilson_ci(3, 4)])
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO, dates swapped\nn=4",
-                                                                     "SAA, domains swapped\nn=4"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO,\ndates swapped\nn=4",
+                                                                     "SAA,\ndomains swapped\nn=4"]
     assert [t.get_text() for t in fig.axes[0].texts if "p=" in t.get_text()] == [
         "exact McNemar p=0.5", "exact McNemar p=1"]
 

@@ -272,7 +272,10 @@ def plot_metadata_swap(table: pd.DataFrame, title: str) -> plt.Figure:
     several = table.index.get_level_values(0).nunique() > 1
     from trek.report.titles import condition_name
 
-    labels = [f"{condition_name(s)}\n({m})\nn={int(r['n'])}" if several else f"{condition_name(s)}\nn={int(r['n'])}"
+    def named(code: str) -> str:  # "OO, dates swapped" on two lines, so neighbouring labels never touch
+        return condition_name(code).replace(", ", ",\n", 1)
+
+    labels = [f"{named(s)}\n({m})\nn={int(r['n'])}" if several else f"{named(s)}\nn={int(r['n'])}"
               for (m, s), r in table.iterrows()]
     colour = colours("condition", [*table["unswapped"], *table.index.get_level_values("swap")])
     for i, ((_, swapped), r) in enumerate(table.iterrows()):

@@ -285,7 +285,7 @@ def plot_shortcuts(table: pd.DataFrame, title: str):
     ax.set_xlabel("heuristic accuracy (%), 95% Wilson interval" + (f", n={ns.iloc[0]} questions each" if same_n else ""))
     ax.set_title(wrapped(title, 6.0, 10))
     ax.legend(*drawn_legend([ax], [HEURISTIC_NAMES[h] for h in HEURISTIC_COLOURS]), title="heuristic (reads only "
-              "dates, answers and domains)", frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12 if same_n
-              else -0.08), ncol=3, fontsize=7, title_fontsize=8)
+              "dates, answers and domains)", frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.07 if same_n
+              else -0.05), ncol=3, fontsize=7, title_fontsize=8)
     fig.tight_layout()
     return fig
