@@ -73,6 +73,10 @@ def test_every_notebook_passes_its_name_and_every_parameter(nb):
     calls = [node for c in cells if c["cell_type"] == "code"
              for node in ast.walk(ast.parse(re.sub(r"^[%!].*$", "", "".join(c["source"]), flags=re.M)))
              if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "output_dirs"]
+    writes = "save_table" in nb.read_text(encoding="utf-8") or "save_figure" in nb.read_text(encoding="utf-8")
+    if not writes:  # a notebook that writes no file (explore) has no output folders to choose
+        assert calls == [], nb.name
+        return
     assert len(calls) == 1, nb.name
     call = calls[0]
     assert len(call.args) == 3 and ast.literal_eval(call.args[2]) == nb.stem

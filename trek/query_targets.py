@@ -18,6 +18,15 @@ attribute, name the time when it is required, and name no competing entity and n
 the window. The verdict never depends on a search, a rank or a depth, and the detail says which
 target each query met and which were missed.
 
+The initials of an entity's name written in capitals (``LFC`` for ``Larchfield Football Club``)
+name it too. Where the targets cannot support a verdict the value is None (*undecided*, rule
+``targets-2``) and the detail's ``undecided`` says why: a missed entity where a query writes a
+code, words in another script or a near form of the entity's name (``Estavie``); a missed
+attribute where a query has words the targets do not list (a synonym, another language); a year
+outside the window beside one inside it, in queries none of which is adequate alone (one that is
+makes the others a comparison, and the set adequate); adequate queries that add names or months
+no target lists (perhaps over-specific).
+
 Matching works on words: lower case, HTML entities decoded, a possessive ``'s`` dropped,
 everything but letters and digits a separator; a phrase matches consecutive words, and a word of
 a phrase also matches its forms ending in ``s``, ``es``, ``d``, ``ed`` or ``ing``. A year is a
@@ -114,7 +123,7 @@ def _inside(phrase: str, longer: str) -> bool:
 def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The verdict on ``queries`` taken together: the judge-shaped value (``query_adequate``,
     ``reason``) and the detail (what each target met, ``missed``, the rule)."""
-    entity = _first(queries, targets.entity, skip=targets.competing)
+    entity = _first(queries, targets.entity, skip=targets.competing) or _by_initials(queries, targets)
     hop1 = _first(queries, targets.hop1) if targets.multi_hop else None
     attribute = _first(queries, targets.attribute)
     competing = [{"query": q, "names": c} for q in queries for c in targets.competing if names(q, c)]
@@ -130,12 +139,19 @@ def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any
         missed.append("time")
     if competing:
         missed.append("no competing entity")
-    if outside:
+    comparison = None
+    if outside and len(queries) > 1 and not missed:
+        # one query that is adequate on its own, the others adding earlier or later years: a comparison
+        alone = next((q for q in queries if _years(q) and all(y in targets.years for y in _years(q))
+                      and assess(targets, [q])[0]["query_adequate"] is True), None)
+        comparison = {"query": alone, "years": outside} if alone else None
+    if outside and comparison is None:
         missed.append("no date outside the window")
     adequate: bool | None = not missed
     detail = {"rule": RULE, "entity": entity, "hop1": hop1, "attribute": attribute, "competing": competing,
               "years": named_years, "outside_window": outside, "time_required": targets.required,
-              "multi_hop": targets.multi_hop, "missed": missed, "undecided": None}
+              "multi_hop": targets.multi_hop, "missed": missed, "undecided": None,
+              "comparison": comparison}
     unsure = _unsure(targets, queries, detail)
     if unsure:
         adequate = None
@@ -143,9 +159,61 @@ def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any
     return {"query_adequate": adequate, "reason": _reason(targets, detail)}, detail
 
 
-#: A query word that is not a target, a year or a common word counts as extra; queries with more
-#: than this many extra words on top of adequate targets may be over-specific.
-OVER_SPECIFIC_WORDS = 4
+_JOINERS = frozenset({"of", "the", "and", "&", "de", "la"})
+
+
+def initials(phrase: str) -> str | None:
+    """The initials of a name of two or more capitalized words (``Larchfield Football Club`` ->
+    ``LFC``; ``of`` / ``the`` / ``and`` left out), or None."""
+    caps = [w for w in phrase.split() if w.lower() not in _JOINERS]
+    if len(caps) < 2 or not all(w[:1].isupper() for w in caps):
+        return None
+    return "".join(w[0] for w in caps).upper()
+
+
+def _by_initials(queries: Sequence[str], t: QueryTargets) -> dict[str, str] | None:
+    """The first (query, initials) where a query writes an entity's initials in capitals, as a
+    word of its own, and no competing entity has the same initials."""
+    taken = {initials(c) for c in t.competing}
+    for query in queries:
+        for phrase in t.entity:
+            code = initials(phrase)
+            if code and code not in taken and re.search(rf"(?<![\w]){re.escape(code)}(?![\w])", query):
+                return {"query": query, "names": code}
+    return None
+
+
+#: A query word that begins with the same this many letters as a word of the entity's name, without
+#: being it, may be the name in another language or spelling (``Estavie`` for ``Estavia``).
+NEAR_PREFIX = 5
+
+
+def _distinctive(word: str) -> bool:
+    """True for a word of a name that is no common English word (``Estavia``, not ``Airport``)."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "en") < 3.5
+
+
+#: A query word that is not a target, a year or a common word counts as extra (a possible synonym
+#: where a target was missed). Adequate queries that add this many capitalized words or months no
+#: target lists (names, dates: ``former Meta executive hired March``) may be over-specific.
+OVER_SPECIFIC_NAMES = 2
+_MONTHS = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september",
+                     "october", "november", "december"})
+
+
+def _specific(queries: Sequence[str], known: set[str]) -> list[str]:
+    """The capitalized words (not a query's first) and month names the queries add to the targets."""
+    out: list[str] = []
+    for q in queries:
+        for i, tok in enumerate(re.findall(r"[^\W\d_][\w'-]*", html.unescape(q))):
+            w = words(tok)
+            if not w or w[0] in known or w[0] in _COMMON:
+                continue
+            if (i and tok[:1].isupper()) or w[0] in _MONTHS:
+                out.append(w[0])
+    return list(dict.fromkeys(out))
 _COMMON = frozenset({
     "the", "a", "an", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are", "was", "were",
     "who", "what", "which", "when", "where", "how", "many", "much", "current", "currently", "now", "latest", "new",
@@ -168,9 +236,13 @@ def _unsure(t: QueryTargets, queries: Sequence[str], d: dict[str, Any]) -> str |
     codes = [c for c in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", raw) if not c.isdigit()]
     foreign = [w for w in re.findall(r"\w+", raw) if any(ch.isalpha() and not ch.isascii() for ch in w)]
     entity_missed = "entity" in missed or "bridge entity" in missed
-    if entity_missed and (codes or foreign):
+    stems = {w[:NEAR_PREFIX] for phrase in t.entity for w in words(phrase) if len(w) > NEAR_PREFIX
+             and _distinctive(w)}
+    entity_words = {w for phrase in t.entity for w in words(phrase)}
+    near = [w for q in queries for w in words(q) if w[:NEAR_PREFIX] in stems and w not in entity_words]
+    if entity_missed and (codes or foreign or near):
         return ("a query may name the entity in a form the targets do not list: "
-                + ", ".join(repr(x) for x in dict.fromkeys([*codes, *foreign])))
+                + ", ".join(repr(x) for x in dict.fromkeys([*codes, *foreign, *near])))
     if "attribute" in missed and extra and not entity_missed:
         return ("a query may target the fact with words the targets do not list: "
                 + ", ".join(repr(x) for x in dict.fromkeys(extra)))
@@ -179,8 +251,9 @@ def _unsure(t: QueryTargets, queries: Sequence[str], d: dict[str, Any]) -> str |
     if missed == ["no date outside the window"] and [y for y in d["years"] if y in t.years]:
         return ("a query names a year outside the window (" + ", ".join(map(str, d["outside_window"]))
                 + ") beside one inside it: it may compare the two")
-    if not missed and len(set(extra)) > OVER_SPECIFIC_WORDS:
-        return "the queries add words no target lists (" + ", ".join(repr(x) for x in dict.fromkeys(extra)) + \
+    specific = _specific(queries, known)
+    if not missed and len(specific) >= OVER_SPECIFIC_NAMES:
+        return "the queries add names no target lists (" + ", ".join(repr(x) for x in specific) + \
             "): they may be over-specific"
     return None
 
@@ -202,7 +275,10 @@ def _reason(t: QueryTargets, d: dict[str, Any]) -> str:
         parts.append("no query names the time the question fixes (" + ", ".join(map(str, sorted(t.years))) + ")")
     if d["competing"]:
         parts.append(f"a query names a different entity ({d['competing'][0]['names']!r})")
-    if d["outside_window"]:
+    if d["outside_window"] and d.get("comparison"):
+        parts.append(f"{d['comparison']['query']!r} is adequate on its own; the others add the years "
+                     + ", ".join(map(str, d["outside_window"])) + " to compare")
+    elif d["outside_window"]:
         parts.append("a query names a year outside the question's window (" + ", ".join(map(str, d["outside_window"]))
                      + ")")
     verdict = "Adequate" if not d["missed"] else "Not adequate"

@@ -490,8 +490,9 @@ class FakeOpenAIServer:
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
-        if latency < 0 or stall_seconds < 0 or retry_after < 0:
-            raise ValueError("latency, stall_seconds and retry_after must be non-negative")
+        for name, v in (("latency", latency), ("stall_seconds", stall_seconds), ("retry_after", retry_after)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a non-negative number of seconds, got {v!r}")
         kinds = tuple(fault_types) if fault_types is not None else FAULT_TYPES
         bad = [k for k in kinds if k not in FAULT_TYPES]
         if bad or not kinds:
@@ -1468,6 +1469,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         )
     except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
         parser.error(str(exc))
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a TCP port is from 0 (a free one) to 65535")
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve_forever(server))
@@ -1475,7 +1478,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         why = exc.strerror or str(exc)
         print(f"error: cannot listen on {args.host}:{args.port}: {why[:1].lower() + why[1:]} (another server there? "
               "stop it, e.g. `kill %1` for one started with &, or choose another --port; --port 0 picks a free one)",
-              file=sys.stderr)
+              file=sys.stderr, flush=True)
         return 2
     return 0
 
