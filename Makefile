@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.trek-installed
+TEST_STAMP := $(VENV)/.trek-test-installed
+LAB_STAMP  := $(VENV)/.trek-lab-installed
 PARAMS ?=
 # Outputs of a run with PARAMS go to build/paper/<params file name>/{figures,tables} (or OUT=dir),
 # never over the committed figures/ and tables/ (which only the recorded runs write).
@@ -29,17 +31,25 @@ help:
 	@echo "make lab     start JupyterLab"
 	@echo "make docs    serve the documentation site (docs/, mkdocs.yml) on http://127.0.0.1:8000"
 
-$(STAMP): pyproject.toml
+# Two steps, each once: $(STAMP) is Trek and what the notebooks need (make paper, make runs);
+# $(TEST_STAMP) adds the test tools (make test, make check: pytest, inspect_ai, the Phoenix and
+# MLflow servers, mkdocs). constraints.txt pins the packages that shape the committed outputs' bytes.
+$(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Trek needs Python >= 3.11, found " + sys.version.split()[0]'
-	@echo "first run: creating $(VENV) and installing Trek with its test tools (pip, quiet; a few minutes on a cold cache)"
+	@echo "first run: creating $(VENV) and installing Trek with what the notebooks need (pip, quiet; about a minute on a warm cache)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	@touch $(STAMP)
 
-install: $(STAMP)
+$(TEST_STAMP): $(STAMP)
+	@echo "first test run: installing the test tools into $(VENV) (pytest, inspect_ai, Phoenix, MLflow, mkdocs; pip, quiet; a few minutes on a cold cache)"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@touch $(TEST_STAMP)
 
-lint: $(STAMP)
+install: $(TEST_STAMP)
+
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check trek tests benchmarks scripts
 
 # Every experiment of the paper on TrekBench-Mini with the embedded model, results in data/runs.
@@ -62,12 +72,12 @@ notebooks: $(STAMP)
 TEST_JOBS ?= 0
 XDIST = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 
-test: $(STAMP) lint
+test: $(TEST_STAMP) lint
 	$(BIN)/python -m pytest $(XDIST) --nbval-lax tests $(wildcard notebooks/*.ipynb)
 
 # The inner loop: every test that takes over 3 s is marked slow and left to `make test`.
 # TREK_CHECK_DURATIONS=1 make check fails an unmarked test over the limit (tests/_durations.py).
-check: $(STAMP) lint
+check: $(TEST_STAMP) lint
 	$(BIN)/python -m pytest $(XDIST) -m "not slow" tests
 
 $(EXECDIR)/%.ipynb: notebooks/%.ipynb $(STAMP) FORCE
@@ -86,7 +96,7 @@ FORCE:
 # Wall and CPU time of make check, make test and make paper, one run each, with the machine and the
 # load average before and after; rewrites the table between <!-- timings:start --> and
 # <!-- timings:end --> in README.md and docs/*.md (scripts/timings.py). Run it on a quiet machine.
-timings: $(STAMP)
+timings: $(TEST_STAMP)
 	$(BIN)/python scripts/timings.py
 
 # The embedded local model (optional): llama.cpp's server built for portable CPUs (a native
@@ -102,18 +112,22 @@ local-model: $(STAMP)
 # JupyterLab at the repository root (as make paper runs the kernels, so relative paths in params
 # files mean the same); --allow-root when run as root (containers).
 LAB_FLAGS ?=
-lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
+$(LAB_STAMP): $(STAMP)
+	@echo "first make lab: installing JupyterLab into $(VENV) (pip, quiet)"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"
+	@touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
 # The documentation site (mkdocs-material; README.md is its front page) on http://127.0.0.1:8000
 # until Ctrl-C, rebuilt on every change; DOCS_FLAGS="-a 127.0.0.1:8001" passes more options.
 # `make test` builds it with --strict (tests/test_docs_blocks.py).
 DOCS_FLAGS ?=
-docs: $(STAMP)
+docs: $(TEST_STAMP)
 	$(BIN)/mkdocs serve $(DOCS_FLAGS)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py --requests 1000 --concurrency 256 --latency 0.05 --json
 	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json
 	$(BIN)/python benchmarks/llm_throughput.py --against thread-pool --latency 0.2 --concurrency 32 --requests 640 --json --transport httpx

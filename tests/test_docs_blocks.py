@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _doc_blocks
 import pytest
 from _doc_blocks import REPO, blocks, exists_in_venv, pages, parse_error, run_page, trek_commands, words
 
@@ -66,7 +67,7 @@ def check_traces(repo: Path) -> None:
 
 
 def check_inspect(repo: Path) -> None:
-    outcomes, _ = graded_and_labelled(repo / "runs" / "inspect-mini")
+    outcomes, _ = graded_and_labelled(repo / "runs" / "inspect-scored")
     assert len(outcomes) == 6
 
 
@@ -185,3 +186,34 @@ def test_a_page_runs_with_only_its_own_environment_and_stops_at_the_first_failur
     bad = [Block("p.md", 1, "bash", "false\ntouch ran-on\n")]
     res = run_page(bad, tmp_path / "b", timeout=60)
     assert res.returncode == 1 and not (tmp_path / "b" / "repo" / "ran-on").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not exists_in_venv("trek"), reason="the pages call .venv/bin/trek: run `make install` first")
+def test_the_pages_run_in_reading_order_in_one_folder(tmp_path):
+    """A reader goes through README.md and then each page in one checkout: every page's blocks run
+    after the earlier pages' (their runs, logs and files still there), so a page that makes a folder
+    or file an earlier page made must use a fresh name or say --replace."""
+    import yaml
+
+    def flat(nav):
+        for item in nav:
+            for v in (item.values() if isinstance(item, dict) else [item]):
+                yield from (flat(v) if isinstance(v, list) else [v])
+
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    order = ["README.md", *(f"docs/{p}" for p in flat(nav["nav"]) if f"docs/{p}" in RUNNABLE)]
+    assert set(order) == set(RUNNABLE), set(RUNNABLE) - set(order)  # every runnable page is in the site's nav
+    first = tmp_path / "first"
+    first.mkdir()
+    copy = None
+    for name in order:
+        if copy is None:
+            res = run_page(blocks(PAGES[name]), first)
+            copy = first / "repo"
+        else:
+            env = {"PATH": _doc_blocks.BASE_PATH, "HOME": str(first / "home")}
+            res = subprocess.run(["bash", "-c", _doc_blocks.script(blocks(PAGES[name]))], cwd=copy, env=env,
+                                 capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, f"{name}, after {order[:order.index(name)]}: exit {res.returncode}\n" \
+                                    f"--- stdout\n{res.stdout[-3000:]}\n--- stderr\n{res.stderr[-4000:]}"

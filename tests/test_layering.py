@@ -47,8 +47,8 @@ LAYERS: list[tuple[set[str], bool]] = [
     # (the stages find it in the registry of judge kinds, never by name)
     ({"exact"}, False),
     # what reads their records: the judge audit, importers of other agents' logs, analysis
-    # (and the epochs of a run and the listing of runs, read from their files)
-    ({"audit", "imports", "analysis", "epochs", "listing", "grade_review"}, False),
+    # (and the epochs of a run, the listing of runs and the page of one run, read from their files)
+    ({"audit", "imports", "analysis", "epochs", "listing", "grade_review", "runview"}, False),
     # tables and figures
     ({"report"}, False),
     # the public face for notebooks (trek.load, Run): a run read through the layers below

@@ -172,11 +172,13 @@ def test_a_progress_bar_in_a_log_file_writes_a_few_lines_not_one_per_update(caps
 
 
 def test_the_first_make_install_says_what_it_installs_before_pip():
-    recipe = (REPO / "Makefile").read_text().split("$(STAMP): pyproject.toml\n", 1)[1].split("\n\n", 1)[0]
-    lines = [x.strip() for x in recipe.splitlines()]
-    pip = next(i for i, x in enumerate(lines) if "pip install" in x)
-    echoes = [i for i, x in enumerate(lines) if x.startswith("@echo ")]
-    assert echoes and echoes[0] < pip and "install" in lines[echoes[0]]
+    make = (REPO / "Makefile").read_text()
+    for target in ("$(STAMP): pyproject.toml constraints.txt\n", "$(TEST_STAMP): $(STAMP)\n", "$(LAB_STAMP): $(STAMP)\n"):
+        recipe = make.split(target, 1)[1].split("\n\n", 1)[0]
+        lines = [x.strip() for x in recipe.splitlines()]
+        pip = next(i for i, x in enumerate(lines) if "pip install" in x)
+        echoes = [i for i, x in enumerate(lines) if x.startswith("@echo ")]
+        assert echoes and echoes[0] < pip and "install" in lines[echoes[0]], target
 
 
 def test_the_ctrl_accuracy_grid_of_many_conditions_fits_80_columns(monkeypatch):

@@ -136,43 +136,93 @@ def test_table1_figure_has_dataset_colours_and_interval_bars(demo_runs):
     assert bars and all(c.errorbar is not None for c in bars)  # every bar carries its 95% interval
 
 
+def test_table1_gives_a_dataset_of_ones_own_its_column_bar_and_legend_entry(demo_runs, tmp_path):
+    import json
+
+    own = tmp_path / "own"
+    own.mkdir()
+    qs = [{"id": f"lake-{i}", "dataset": "custom", "question": f"q{i}?", "answers": ["a"]} for i in range(3)]
+    (own / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    (own / "answers.jsonl").write_text("".join(json.dumps({"question_id": q["id"], "model": "m", "answer": "a"}) + "\n"
+                                              for q in qs))
+    (own / "grades.jsonl").write_text("".join(json.dumps({"question_id": q["id"], "dataset": "custom", "grader": "generic",
+                                                          "outcome": "correct" if i < 2 else "incorrect"}) + "\n"
+                                              for i, q in enumerate(qs)))
+    table = wild.wild_accuracy({"mini": demo_runs["demo-lm"], "own": own})
+    assert list(dict.fromkeys(table.columns.get_level_values(0))) == [
+        "freshqa", "infodeepseek", "sealqa", "custom", "micro", "macro", "questions"]
+    assert table.at["own", ("custom", "acc")] == pytest.approx(66.7) and table.at["mini", ("custom", "acc")] != table.at["mini", ("custom", "acc")]  # NaN
+    fig = wild.plot_wild_accuracy(table, "T")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["freshqa", "infodeepseek", "sealqa", "custom", "micro", "macro"]
+
+
 def test_table10_figure_uses_the_dataset_palette(mini):
     years = wild.reference_years(mini.questions)
     fig = wild.plot_reference_years(years, "T")
     check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "dataset")
 
 
-def test_figure5_bars_take_their_condition_colour():
+def check_named_bars(fig, legend, kind, names):
+    """As :func:`check_bars_match_legend_and_palette` for a figure that shows each code of ``kind``
+    by its plain name (``names``: code -> name)."""
+    shown = legend_colours(legend)
+    bars = drawn_bars(fig.axes)
+    assert bars and set(shown) == {name for _, name in bars}
+    for code, name in names.items():
+        if name in shown:
+            assert shown[name] == to_rgba(palette.colour(kind, code)), code
+            assert all(faces == {shown[name]} for (_, n), faces in bars.items() if n == name)
+
+
+def test_figure5_bars_take_their_condition_colour_and_plain_names():
     import pandas as pd
 
     from trek.report import ctrl
+    from trek.report.titles import condition_name
 
     table = pd.DataFrame({"unswapped": ["OO", "SAA"], "n": [4, 4], "acc_unswapped": [75.0, 50.0],
                           "acc_swapped": [50.0, 25.0], "p": [0.5, 1.0]},
                          index=pd.MultiIndex.from_tuples([("m", "OO:timeswap"), ("m", "SAA:domainswap")],
                                                          names=["model", "swap"]))
     fig = ctrl.plot_metadata_swap(table, "T")
-    check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "condition")
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["OO", "SAA", "OO:timeswap",
-                                                                          "SAA:domainswap"]
-    # every bar carries the Wilson interval of its k of n; n is under each pair
+    codes = ["OO", "SAA", "OO:timeswap", "SAA:domainswap"]
+    check_named_bars(fig, fig.axes[0].get_legend(), "condition", {c: condition_name(c) for c in codes})
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "Outdated Only (OO)", "Source-Aware Adversarial (SAA)", "OO, dates swapped", "SAA, domains swapped"]
+    # every bar carries the Wilson interval of its k of n; n is under each pair; the p names its test
     from trek.stats import wilson_ci
 
     bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
     assert len(bars) == 4 and all(c.errorbar is not None for c in bars)
     (seg,) = bars[0].errorbar.lines[2][0].get_segments()  # OO: 3 of 4
     assert [seg[0][1], seg[1][1]] == pytest.approx([100 * x for x in wilson_ci(3, 4)])
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO:timeswap\nn=4", "SAA:domainswap\nn=4"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["OO,\ndates swapped\nn=4",
+                                                                     "SAA,\ndomains swapped\nn=4"]
+    assert [t.get_text() for t in fig.axes[0].texts if "p=" in t.get_text()] == [
+        "exact McNemar p=0.5", "exact McNemar p=1"]
 
 
-def test_figure4_bars_take_their_heuristic_colour():
+def test_figure4_shows_plain_names_n_and_intervals():
     import pandas as pd
 
     from trek.report import ctrl_build
+    from trek.stats import wilson_ci
 
-    table = pd.DataFrame({h: [100.0, 20.0] for h in HEURISTICS}, index=pd.Index(["OO", "SBA"], name="condition"))
+    table = pd.DataFrame({"latest": [100.0, 25.0], "majority": [0.0, 50.0], "latest_real_domain": [100.0, 25.0]},
+                         index=pd.Index(["OO", "SBA"], name="condition"))
+    for h in HEURISTICS:
+        bounds = [ctrl_build.wilson_share(v / 100, 4) for v in table[h]]
+        table[f"{h} low"], table[f"{h} high"] = [100 * lo for lo, _ in bounds], [100 * hi for _, hi in bounds]
+    table["n"] = 4
+    assert ctrl_build.wilson_share(0.25, 4) == pytest.approx(wilson_ci(1, 4))  # 0/1 scores: the Wilson interval
     fig = ctrl_build.plot_shortcuts(table, "T")
-    check_bars_match_legend_and_palette(fig, fig.axes[0].get_legend(), "heuristic")
+    ax = fig.axes[0]
+    check_named_bars(fig, ax.get_legend(), "heuristic", ctrl_build.HEURISTIC_NAMES)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Outdated Only (OO)", "Source-Blind Adversarial (SBA)"]
+    assert "n=4 questions each" in ax.get_xlabel() and "Wilson" in ax.get_xlabel()
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 3 and all(c.errorbar is not None for c in bars)
 
 
 def test_a_zero_bar_is_marked_and_a_missing_one_is_not():

@@ -30,16 +30,40 @@ def test_runs_title_names_model_and_question_set_and_marks_demo_runs(tmp_path, d
     assert not title.startswith("DEMO DATA") and "Quokka-13B" in title and "My-Set" in title
 
 
-def test_runs_title_says_who_judged(tmp_path, demo_runs):
+def test_runs_title_says_who_judged_under_their_role(tmp_path, demo_runs):
     run = tmp_path / "run"
     shutil.copytree(demo_runs["demo-lm"], run)
+    (run / "trace.jsonl").unlink(missing_ok=True)
     grades = [json.loads(x) for x in (run / "grades.jsonl").read_text().splitlines()]
     judge = grades[0]["judge_model"]
-    assert judge and f"; judged by {judge})" in runs_title("Accuracy (%)", [run])
+    assert judge and f"; graded by {judge})" in runs_title("Accuracy (%)", [run])
     for g in grades:
         g["judge_model"] = "oracle"
     (run / "grades.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
-    assert runs_title("Accuracy (%)", [run]).endswith("questions; judged by the exact judge)")
+    assert runs_title("Accuracy (%)", [run]).endswith("questions; graded by the exact judge)")
+    # a trace judged by another model: named as TrekTrace's judge, never as a grader
+    trace = {"question_id": "mini:01", "models": {"diagnostic": "judge-d @ http://x", "analysis": "judge-a @ http://x"}}
+    (run / "trace.jsonl").write_text(json.dumps(trace) + "\n")
+    assert runs_title("A", [run]).endswith("; graded by the exact judge; TrekTrace judged by judge-d, judge-a)")
+    trace["models"] = {"diagnostic": "oracle", "analysis": "oracle"}
+    (run / "trace.jsonl").write_text(json.dumps(trace) + "\n")
+    assert runs_title("A", [run]).endswith("; graded and traced by the exact judge)")
     (run / "grades.jsonl").unlink()
-    (run / "trace.jsonl").unlink(missing_ok=True)
-    assert "judged by" not in runs_title("Accuracy (%)", [run])
+    (run / "trace.jsonl").unlink()
+    title = runs_title("Accuracy (%)", [run])
+    assert "judged" not in title and "graded" not in title
+
+
+def test_runs_title_counts_each_question_set_of_the_runs(tmp_path, demo_runs):
+    mini = tmp_path / "mini"
+    shutil.copytree(demo_runs["demo-lm"], mini)
+    meta = json.loads((mini / "run.json").read_text())
+    meta["config"].pop("benchmark", None)
+    (mini / "run.json").write_text(json.dumps(meta))
+    n_mini = len((mini / "questions.jsonl").read_text().splitlines())
+    own = tmp_path / "own"
+    own.mkdir()
+    rows = [{"id": f"lake-{i}", "dataset": "custom", "question": f"q{i}?", "answers": ["a"]} for i in range(3)]
+    (own / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    title = runs_title("Accuracy (%)", {"a": mini, "b": own})
+    assert f"TrekBench-Mini, {n_mini} questions + custom, 3 questions" in title and "TrekBench-Wild" not in title

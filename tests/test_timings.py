@@ -111,7 +111,7 @@ def test_every_region_of_a_file_and_every_file_with_markers(T, tmp_path):
 
 def test_the_makefile_has_the_target_and_the_readme_the_markers(T):
     make = (ROOT / "Makefile").read_text()
-    assert "\ntimings: $(STAMP)\n\t$(BIN)/python scripts/timings.py\n" in make
+    assert "\ntimings: $(TEST_STAMP)\n\t$(BIN)/python scripts/timings.py\n" in make
     assert T.documents(ROOT)[0] == ROOT / "README.md"
 
 

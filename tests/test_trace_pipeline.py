@@ -235,6 +235,9 @@ def test_cli_traces_a_run(fresh_run, server):
                                    "--judge-base-url", server.base_url, "--no-progress"])
     assert res.exit_code == 3, res.output  # one case is incomplete
     assert "incomplete 1" in res.output
+    # its judge reply stayed unreadable: the exit 3 names what would change it, not a re-run
+    stuck = next(line for line in res.output.splitlines() if "stayed unreadable after every re-ask" in line)
+    assert "cannot change them" in stuck and "--unknown-judgments paper" in stuck and "--judge" in stuck
     lines = (run_dir / runs.TRACE).read_text().splitlines()
     assert [json.loads(x)["labels"] for x in lines] == list(EXPECTED.values())
     assert "per attributed case" in res.output

@@ -63,6 +63,7 @@ from trek.types import (
 
 __all__ = [
     "RunDir",
+    "not_a_run_hint",
     "RunLockedError",
     "lock_file",
     "run_lock",
@@ -410,6 +411,19 @@ def _dir(run_dir: PathLike) -> Path:
     if not p.is_dir():
         raise RecordError(p, None, "run directory does not exist")
     return p
+
+
+def not_a_run_hint(folder: PathLike) -> str | None:
+    """A hint for a folder given as a run that holds no ``questions.jsonl`` but another tool's
+    logs (inspect_ai's ``.eval`` files): the import that turns one into a run. ``None`` otherwise."""
+    p = Path(folder)
+    if not p.is_dir() or (p / QUESTIONS).exists():
+        return None
+    logs = sorted(p.glob("*.eval"))
+    if not logs:
+        return None
+    return (f"{p} holds {len(logs)} inspect_ai log(s) (.eval), not a Trek run: make a run of one with "
+            f"`trek import inspect-ai {logs[-1]} --out runs/NAME`, then grade runs/NAME")
 
 
 # -- run.json ------------------------------------------------------------------------------------

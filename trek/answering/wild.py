@@ -65,6 +65,14 @@ class WildSettings:
             raise ValueError(f"--effort must be one of {', '.join(EFFORTS)}, not {effort!r}")
         if self.proxy_api not in PROXY_APIS:
             raise ValueError("--proxy-api must be chat or responses")
+        from trek.datasets.sets import QUESTION_SETS
+
+        if self.questions not in QUESTION_SETS:
+            import difflib
+
+            near = difflib.get_close_matches(str(self.questions), QUESTION_SETS, n=1)
+            raise ValueError(f"--questions {self.questions}: no such question set; choose "
+                             f"{' or '.join(QUESTION_SETS)}" + (f" (did you mean {near[0]}?)" if near else ""))
         if self.search is None and self.questions != "mini":
             raise ValueError(SEARCH_CHOICE)
         return dataclasses.replace(self, search=self.search or "local")

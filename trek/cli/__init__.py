@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "retry": ("trek.cli.retry", "retry_command",
               "Run a Wild run's pending and failed questions again, with the settings run.json recorded."),
     "runs": ("trek.cli.runs_list", "app", "List run folders and what each holds."),
+    "view": ("trek.cli.view", "view_command",
+             "Write one HTML page to read a run: answers, grades and trajectories, traced or not."),
     "llm": ("trek.cli.llm", "app",
           "Run model calls through Trek's cached, concurrent, retrying client."),
     "data": ("trek.cli.data", "app",

@@ -14,7 +14,7 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["install", "metavar_of", "summary"]
+__all__ = ["SYNONYMS", "install", "metavar_of", "summary"]
 
 #: typer's type labels -> the metavar shown.
 LABELS = {"int": "N", "int range": "N", "float": "NUMBER", "float range": "NUMBER", "str": "TEXT", "path": "PATH",
@@ -46,8 +46,19 @@ def summary(text: str | None) -> str:
     return para
 
 
+#: Flags people reach for under another name -> what Trek's commands call them. A command given
+#: an unknown flag of this table suggests the ones it has (``trek wild run --out`` -> ``--run``),
+#: where click would offer names that only look alike (``--budget``, ``--timeout``).
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "--out": ("--run",), "--output": ("--out", "--run"), "--run": ("--out",), "--run-dir": ("--run", "--out"),
+    "--dir": ("--run", "--out"), "--judge-model": ("--judge",), "--dataset": ("--questions",),
+    "--question-set": ("--questions",), "--n": ("--limit",), "--max-questions": ("--limit",),
+}
+
+
 def install() -> None:
-    """Make typer's options and arguments show :func:`metavar_of` names (idempotent)."""
+    """Make typer's options and arguments show :func:`metavar_of` names, and unknown flags of
+    :data:`SYNONYMS` suggest the command's own name for them (idempotent)."""
     from typer import core
 
     arg, opt = core.TyperArgument, core.TyperOption
@@ -76,3 +87,24 @@ def install() -> None:
     arg.display_name_raw = property(argument_name)
     arg._usage_display_name = usage_name
     arg._trek_metavars = True
+    _suggest_synonyms(core._click.core.Command)
+
+
+def _suggest_synonyms(command: Any) -> None:
+    """Make ``command`` (click's class) answer an unknown flag of :data:`SYNONYMS` with the
+    command's own name for it."""
+    parse_args = command.parse_args
+
+    def parse_args_naming_synonyms(self: Any, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return parse_args(self, ctx, args)
+        except Exception as e:
+            named = getattr(e, "option_name", None)
+            if named in SYNONYMS and hasattr(e, "possibilities"):
+                have = {o for p in self.params for o in getattr(p, "opts", [])}
+                meant = [o for o in SYNONYMS[named] if o in have]
+                if meant:
+                    e.possibilities = meant
+            raise
+
+    command.parse_args = parse_args_naming_synonyms

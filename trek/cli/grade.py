@@ -112,8 +112,10 @@ def grade_command(
     from trek.audit import audit_grading
     from trek.epochs import epoch_dirs
     from trek.grading import grade_with_roles
+    from trek.runs import not_a_run_hint
 
-    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError, hint=_hint), graders.using(o.grader):
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError,
+                         hint=lambda m: _hint(m) or not_a_run_hint(run_dir)), graders.using(o.grader):
         role = o.judge_role()
         reports = [grade_with_roles(d, role, **o.settings(role), audit_with=audit_grading,
                                     say=lambda text: typer.echo(text, err=True)) for _, d in epoch_dirs(run_dir)]

@@ -126,6 +126,30 @@ def fail(message: str, hint: str | None = None) -> NoReturn:
     raise typer.Exit(2)
 
 
+def resume_command() -> str:
+    """The command line this process was started with, as a shell would take it again (``trek``
+    when that is what ``PATH`` finds)."""
+    import os
+    import shlex
+    import shutil
+
+    prog = sys.argv[0] if sys.argv and sys.argv[0] else "trek"
+    found = shutil.which("trek")
+    if found and os.path.realpath(found) == os.path.realpath(prog):
+        prog = "trek"
+    return shlex.join([prog, *sys.argv[1:]])
+
+
+def interrupted(kept: str) -> NoReturn:
+    """Stop on Ctrl-C or SIGTERM (:mod:`trek.interrupts`): one line naming what was ``kept`` and
+    the command that resumes (the same one), exit code 130."""
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # the cancelled tasks' tracebacks add nothing
+    typer.echo(f"interrupted: {kept}; resume with the same command: {resume_command()}", err=True)
+    raise typer.Exit(130)
+
+
 def say_roles(roles: Mapping[str, Any]) -> None:
     """Print once, before the first call, which model at which endpoint plays each role
     (``roles``: role name -> a client, or a ``(model, endpoint)`` pair)."""

@@ -164,16 +164,31 @@ def run_epochs(run_dir: Path, role: Role, o: WildOptions) -> None:
         if o.epochs > 1:
             options.err.print(f"epoch {k} of {o.epochs}: {epoch_dir(run_dir, k)}", highlight=False)
         record = {**recorded(role, o), "epoch": k, "epochs": o.epochs}
-        with options.exit_on(FatalSearchError, MissingDataError, ValueError, FileNotFoundError):
-            summary = run_wild(epoch_dir(run_dir, k), role, settings, search_proxy_base_url=o.proxy_base_url(),
-                               budget_usd=o.budget, prompts_dir=o.prompts, progress=o.progress, epoch=k,
-                               proceed=lambda est, ledger: spend.proceed(est, o.budget, ledger=ledger),
-                               announce=options.say_roles if k == 1 else lambda roles: None, record=record,
-                               warn=lambda text: options.err.print(text, highlight=False))
+        try:
+            with options.exit_on(FatalSearchError, MissingDataError, ValueError, FileNotFoundError):
+                summary = run_wild(epoch_dir(run_dir, k), role, settings, search_proxy_base_url=o.proxy_base_url(),
+                                   budget_usd=o.budget, prompts_dir=o.prompts, progress=o.progress, epoch=k,
+                                   proceed=lambda est, ledger: spend.proceed(est, o.budget, ledger=ledger),
+                                   announce=options.say_roles if k == 1 else lambda roles: None, record=record,
+                                   warn=lambda text: options.err.print(text, highlight=False))
+        except KeyboardInterrupt:
+            options.interrupted(kept_answers(epoch_dir(run_dir, k)))
         if summary is not None:
             summaries.append(summary)
     if summaries:
         _finish(summaries)
+
+
+def kept_answers(run_dir: Path) -> str:
+    """What an interrupted Wild run keeps: its final answers in ``answers.jsonl`` (the last record
+    of each question; pending ones are asked again on resume) out of its questions."""
+    from trek import runs
+
+    rd = runs.RunDir(run_dir)
+    last = {str(r.get("question_id")): r.get("status", "ok") for r in rd.raw(runs.ANSWERS)}
+    final = sum(s != "pending" for s in last.values())
+    total = sum(1 for _ in rd.raw(runs.QUESTIONS))
+    return f"{final} of {total or '?'} answers kept in {run_dir / runs.ANSWERS}"
 
 
 def _finish(summaries: list[Any]) -> None:

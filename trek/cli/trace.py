@@ -183,7 +183,20 @@ def _finish(run_dir: Path, report: object) -> None:
                    f"{report.failed} failed case(s); pending and failed ones are retried by the same command, "  # type: ignore[attr-defined]
                    "incomplete ones once their pages are there (trek trace --fetch, or pages added to the run's "
                    "page store)", err=True)
+        _say_stuck(report)
         raise typer.Exit(3 if unfinished else 4)  # 4: only cases whose calls the endpoint rejected
+
+
+def _say_stuck(report: object) -> None:
+    """Name what would change the incomplete cases whose replies stayed unreadable: the re-asks are
+    spent and the replies cached, so running the same command again changes nothing."""
+    unreadable = sum(n for k, n in report.incomplete_reasons().items() if "unreadable" in k)  # type: ignore[attr-defined]
+    if unreadable:
+        typer.echo(f"not finished: {unreadable} test(s) of the incomplete cases rest on judge or probe replies that "
+                   "stayed unreadable after every re-ask; the same command cannot change them (the replies are "
+                   "cached). What would: --unknown-judgments paper (an unknown value placed by the C.4 rules), "
+                   "another judge (--judge, --diagnostic-judge, --analysis-judge), or templates the model follows "
+                   "(--prompts)", err=True)
 
 
 @app.command("review")

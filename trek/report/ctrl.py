@@ -270,7 +270,12 @@ def plot_metadata_swap(table: pd.DataFrame, title: str) -> plt.Figure:
 
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     several = table.index.get_level_values(0).nunique() > 1
-    labels = [f"{s}\n({m})\nn={int(r['n'])}" if several else f"{s}\nn={int(r['n'])}"
+    from trek.report.titles import condition_name
+
+    def named(code: str) -> str:  # "OO, dates swapped" on two lines, so neighbouring labels never touch
+        return condition_name(code).replace(", ", ",\n", 1)
+
+    labels = [f"{named(s)}\n({m})\nn={int(r['n'])}" if several else f"{named(s)}\nn={int(r['n'])}"
               for (m, s), r in table.iterrows()]
     colour = colours("condition", [*table["unswapped"], *table.index.get_level_values("swap")])
     for i, ((_, swapped), r) in enumerate(table.iterrows()):
@@ -279,17 +284,17 @@ def plot_metadata_swap(table: pd.DataFrame, title: str) -> plt.Figure:
         for dx, cond, acc in ((-0.2, r["unswapped"], r["acc_unswapped"]), (0.2, swapped, r["acc_swapped"])):
             k = counts_of_shares([acc], n)
             err = wilson_errors(k, n)
-            ax.bar(i + dx, 100.0 * k[0] / n, 0.4, color=colour[cond], label=cond, yerr=err,
+            ax.bar(i + dx, 100.0 * k[0] / n, 0.4, color=colour[cond], label=condition_name(cond), yerr=err,
                    error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
             tops.append(100.0 * k[0] / n + err[1, 0])
             if k[0] == 0:  # a zero, told from a missing bar (as grouped_bars marks it)
                 ax.annotate(ZERO_MARK, (i + dx, 0), xytext=(0, 1.5), textcoords="offset points", ha="center",
                             va="bottom", fontsize=6, color=colour[cond], gid="zero-mark")
-        ax.text(i, min(max(tops) + 3, 104), f"p={r['p']:.3g}", ha="center", fontsize=7)
+        ax.text(i, min(max(tops) + 3, 104), f"exact McNemar p={r['p']:.3g}", ha="center", fontsize=7)
     ax.set_xticks(np.arange(len(table)), labels)
     ax.set_xlim(-0.6, len(table) - 0.4)
     return finish(fig, ax, title=wrapped(title, 4.6, 10), ylabel="accuracy (%), 95% Wilson interval", ylim=(0, 110),
-                  legend="condition", order=CONDITIONS)
+                  legend="condition", order=[condition_name(c) for c in CONDITIONS])
 
 
 def _acc_table(df: pd.DataFrame, method: str, conditions: Sequence[str], label: str) -> pd.DataFrame:

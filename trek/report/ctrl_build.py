@@ -37,6 +37,8 @@ __all__ = [
     "composition_table",
     "distraction_examples",
     "edit_diff",
+    "HEURISTIC_NAMES",
+    "wilson_share",
     "shortcut_table",
     "plot_shortcuts",
 ]
@@ -207,31 +209,83 @@ def distraction_examples(built: Built, question_id: str | None = None) -> pd.Dat
     return pd.DataFrame(rows).set_index("type")
 
 
+#: The shortcut heuristics in words (trek.ctrl.shortcuts says exactly what each does).
+HEURISTIC_NAMES = {
+    "latest": "latest-dated document's answer",
+    "majority": "majority answer",
+    "latest_real_domain": "latest document on a real domain",
+}
+
+
+def wilson_share(p: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a mean ``p`` (in [0, 1]) of ``n`` scores in [0, 1]: the usual
+    formula with the mean in place of k/n (for 0/1 scores it is :func:`trek.stats.wilson_ci`)."""
+    from scipy.stats import norm
+
+    if n <= 0 or p != p:
+        return (float("nan"), float("nan"))
+    z = float(norm.ppf(0.5 + level / 2))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
 def shortcut_table(built: Built, conditions: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """Mean heuristic accuracy (%) per condition (rows) and heuristic (columns), over all questions,
-    with the number of contexts ``n``."""
+    """Mean heuristic accuracy (%) per condition (rows) and heuristic (columns ``latest``,
+    ``majority``, ``latest_real_domain``) over the condition's questions (a tie scores its expected
+    share), each with its 95% Wilson interval (``<heuristic> low``, ``<heuristic> high``:
+    :func:`wilson_share`), and the number of questions ``n``."""
     df = audit(built.contexts, built.answers)
     if conditions is not None:
         df = df[df["condition"].isin(conditions)]
     table = df.pivot_table(index="condition", columns="heuristic", values="score", aggfunc="mean") * 100
     table = table.reindex(columns=list(HEURISTICS))
-    table["n"] = df.groupby("condition")["question_id"].nunique()
+    n = df.groupby("condition")["question_id"].nunique()
+    for h in HEURISTICS:
+        bounds = [wilson_share(v / 100, int(n[c])) for c, v in table[h].items()]
+        table[f"{h} low"] = [100 * lo for lo, _ in bounds]
+        table[f"{h} high"] = [100 * hi for _, hi in bounds]
+    table = table[[c for h in HEURISTICS for c in (h, f"{h} low", f"{h} high")]]
+    table["n"] = n
     return table.reindex(_order(list(table.index)))
 
 
 def plot_shortcuts(table: pd.DataFrame, title: str):
-    """Grouped bars: one group per condition, one bar per heuristic (accuracy ceiling, %) in the
-    palette's colour."""
+    """Horizontal grouped bars: one group per condition (named in words, its ``n`` beside it
+    where the conditions' counts differ), one bar per heuristic (accuracy ceiling, %, named in
+    words) in the palette's colour with its 95% interval."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    from trek.report.figures import finish, grouped_bars
+    from trek.report.figures import ZERO_MARK, drawn_legend, wrapped
+    from trek.report.titles import condition_name
 
-    data = table[list(HEURISTICS)]
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(data)), 3.6))
-    grouped_bars(ax, list(data.index), {h: data[h] for h in data.columns}, colours("heuristic", data.columns))
-    ax.tick_params(axis="x", labelrotation=45)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
-    ax.axhline(100, color="grey", lw=0.5, ls=":")
-    return finish(fig, ax, title=title, ylabel="heuristic accuracy (%)", ylim=(0, 105), legend="heuristic",
-                  order=HEURISTIC_COLOURS, fontsize=8)
+    conds = list(table.index)
+    ns = table["n"].astype(int)
+    same_n = ns.nunique() == 1
+    names = [condition_name(c) + ("" if same_n else f", n={ns[c]}") for c in conds]
+    colour = colours("heuristic", HEURISTICS)
+    fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(conds) + 1.6))
+    y = np.arange(len(conds))
+    each = 0.8 / len(HEURISTICS)
+    for i, h in enumerate(HEURISTICS):
+        vals = table[h].to_numpy(dtype=float)
+        err = np.vstack([vals - table[f"{h} low"].to_numpy(dtype=float),
+                         table[f"{h} high"].to_numpy(dtype=float) - vals]).clip(0)
+        ys = y - 0.4 + each * (i + 0.5)
+        ax.barh(ys, vals, each, color=colour[h], label=HEURISTIC_NAMES[h], xerr=err,
+                error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#333333"})
+        for yi in ys[vals == 0]:
+            ax.annotate(ZERO_MARK, (0, yi), xytext=(1.5, 0), textcoords="offset points", ha="left", va="center",
+                        fontsize=6, color=colour[h], gid="zero-mark")
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.axvline(100, color="grey", lw=0.5, ls=":")
+    ax.set_xlim(0, 105)
+    ax.set_xlabel("heuristic accuracy (%), 95% Wilson interval" + (f", n={ns.iloc[0]} questions each" if same_n else ""))
+    ax.set_title(wrapped(title, 6.0, 10))
+    ax.legend(*drawn_legend([ax], [HEURISTIC_NAMES[h] for h in HEURISTIC_COLOURS]), title="heuristic (reads only "
+              "dates, answers and domains)", frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.07 if same_n
+              else -0.05), ncol=3, fontsize=7, title_fontsize=8)
+    fig.tight_layout()
+    return fig

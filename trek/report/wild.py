@@ -104,17 +104,22 @@ def discover_runs(
                      "`make runs` records the bundled runs, `trek wild run` and `trek grade` make and grade your own")
 
 
-def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] = WILD_DATASETS) -> pd.DataFrame:
+def wild_accuracy(runs: dict[str, Path], datasets: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Table 1: accuracy (%) over every question with its 95% interval, per dataset, micro and
     macro, one row per run (in the given order).
 
     Columns are a MultiIndex: ``(dataset, "acc" | "low" | "high")`` for each of ``datasets``
-    (NaN where the run has no question of it), ``micro`` and ``macro`` (see :data:`CI_NOTE`), then
+    (default: TrekBench-Wild's three, then every other dataset any run holds, such as ``custom``
+    for an import of one's own questions, in order of first appearance; NaN where the run has no
+    question of it), ``micro`` and ``macro`` (see :data:`CI_NOTE`), then
     ``("questions", "n" | "graded" | "undecided" | "unparsed" | "pending")``: the counts of the whole run.
     """
+    tables = {label: accuracy_by_dataset(d) for label, d in runs.items()}
+    if datasets is None:
+        found = [str(ds) for t in tables.values() for ds in t.index if ds not in ("micro", "macro")]
+        datasets = tuple(dict.fromkeys([*WILD_DATASETS, *found]))
     rows = {}
-    for label, d in runs.items():
-        t = accuracy_by_dataset(d)
+    for label, t in tables.items():
         row: dict[tuple[str, str], float] = {}
         for ds in (*datasets, "micro", "macro"):
             have = ds in t.index
@@ -150,7 +155,7 @@ def plot_wild_accuracy(table: pd.DataFrame, title: str) -> plt.Figure:
 
     grouped_bars(ax, [under(run) for run in table.index], acc, colours("dataset", groups), err)
     return finish(fig, ax, title=wrapped(title, 5.2, 10), ylabel="accuracy (%), 95% interval", ylim=(0, 105),
-                  legend="dataset", order=DATASETS)
+                  legend="dataset", order=groups)  # the table's order: Wild's datasets, any other, micro, macro
 
 
 def significance(runs: dict[str, Path], reference: str | None = None) -> pd.DataFrame:

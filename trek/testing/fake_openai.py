@@ -1474,8 +1474,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve_forever(server))
-    except OSError as exc:  # the port is taken, or the address is not this machine's
-        print(f"{parser.prog}: error: cannot listen on {args.host}:{args.port} ({exc.strerror or exc})",
+    except OSError as exc:  # the port is taken (another server), or the address is not this machine's
+        why = exc.strerror or str(exc)
+        print(f"error: cannot listen on {args.host}:{args.port}: {why[:1].lower() + why[1:]} (another server there? "
+              "stop it, e.g. `kill %1` for one started with &, or choose another --port; --port 0 picks a free one)",
               file=sys.stderr, flush=True)
         return 2
     return 0

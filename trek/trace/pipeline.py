@@ -342,7 +342,7 @@ class TraceReport:
         counts = self.label_counts()
         if counts:
             lines.append("labels of the fully traced cases (multi-label, shares need not sum to 100%): "
-                         + ", ".join(f"{k} {v}" for k, v in counts.items()))
+                         + ", ".join(f"{k} {counts[k]}" for k in _in_label_order(counts)))
         if t.unknown_steps:
             lines.append(f"{t.unknown_steps} unknown judgment(s) (reply unreadable after re-asks; recorded as such)")
         cost = self.cost_usd
@@ -360,6 +360,13 @@ class TraceReport:
         if self.failed:
             lines.append(f"{self.failed} case(s) failed (e.g. {t.failed_error or ''}): run again")
         return "\n".join(lines)
+
+
+def _in_label_order(counts: Counter[str]) -> list[str]:
+    """The labels of ``counts`` in C.4's order (Pre-retrieval ... Randomness), any other after them."""
+    from trek.trace.labels import LABELS
+
+    return [k for k in LABELS if k in counts] + sorted(k for k in counts if k not in LABELS)
 
 
 def _coverage_text(cov: Any) -> str:
@@ -413,8 +420,11 @@ def evaluated_role_from_run(
         if effort:
             params = {"reasoning_effort": effort}
     name = model or (client.model if client is not None else None) or (meta.model if meta else None)
+    if not name and meta is None:
+        raise ValueError(f"{run_dir}: no {runs.META} there, so the evaluated model is not known: is it a run folder? "
+                         "(trek wild run and trek import write one; or name the model with --model)")
     if not name:
-        raise ValueError(f"{run_dir}: run.json names no model; pass the evaluated model explicitly")
+        raise ValueError(f"{Path(run_dir) / runs.META} names no model; name the evaluated model with --model")
     if client is None:
         role = Role(EVALUATED, name, base_url, prices=role.prices if role else None,
                     max_connections=role.max_connections if role else None)
