@@ -292,8 +292,9 @@ class Run:
         """Accuracy (%) over every question, per dataset, then ``micro`` and ``macro``: the table
         ``trek grade`` prints and Table 1 draws (:func:`trek.analysis.accuracy_by_dataset`).
 
-        Columns ``dataset``, the counts ``n``, ``answered``, ``graded``, ``correct``,
-        ``unparsed``, ``pending``, then ``accuracy`` with its 95% interval ``low``/``high``
+        Columns ``dataset``, the counts (:data:`trek.analysis.COUNT_COLUMNS`: ``n``,
+        ``answered``, ``graded``, ``correct``, ``undecided``, ``unparsed``, ``pending``), then
+        ``accuracy`` with its 95% interval ``low``/``high``
         (Wilson; Jeffreys for macro) and ``acc_graded`` (over decided grades only, never the
         headline)."""
         from trek.analysis import accuracy_by_dataset
