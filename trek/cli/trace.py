@@ -200,20 +200,39 @@ def review_command(
                                  "own labels (on a run the exact judge traced: the truth; a stand-in review)."),
     force: bool = typer.Option(False, "--force", help="Replace a workbook or CSV that already holds a reviewer's "
                                "verdicts (without it such a file is never overwritten)."),
+    design: str = typer.Option(None, "--design", metavar="uniform|stratified", help="--sample: uniform (the "
+                               "default) or stratified by dataset (the same as --by dataset)."),
+    plan: float = typer.Option(None, "--plan", metavar="POINTS", help="Write nothing; say how many random reviews "
+                               "buy +/- POINTS on each label's rate (with --human PILOT: also with the judge)."),
+    human: Path = typer.Option(None, "--human", help="--plan: a filled pilot review (a small random sample; a "
+                               "CSV's draw is the one --seed and --by give)."),
 ) -> None:
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets (and, with
     --sample, only the sampled cases and a sheet saying how they were drawn). A file at the
     path that holds any verdict is replaced only with --force."""
     from trek.trace.pipeline import load_trace
     from trek.trace.review import write_review
-    from trek.trace.shares import draw_sample
+    from trek.trace.shares import draw_sample, review_plan_text
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
+        if plan is not None or human is not None:
+            typer.echo(review_plan_text(run_dir, plan, human, seed=seed, by=options_design(design, by)))
+            return
+        by = options_design(design, by)
         if sample is None and (by is not None or prefill):
-            raise ValueError("--by and --prefill go with --sample N")
+            raise ValueError("--by, --design and --prefill go with --sample N")
         drawn = draw_sample(load_trace(run_dir), sample, seed, by) if sample is not None else None
         path = write_review(run_dir, out, sample=drawn, prefill=prefill, force=force)
     typer.echo(f"wrote {path}" + (f": {drawn.describe()}" if drawn is not None else ""))
+
+
+def options_design(design: str | None, by: str | None) -> str | None:
+    """``--by`` from ``--design`` (uniform or stratified) and ``--by``."""
+    if design not in (None, "uniform", "stratified"):
+        raise ValueError(f"--design must be uniform or stratified, got {design!r}")
+    if design is not None and by is not None and design != "stratified":
+        raise ValueError(f"--design {design} and --by {by} disagree; give one of them")
+    return "dataset" if design == "stratified" else by
 
 
 @app.command("shares")
