@@ -92,6 +92,7 @@ __all__ = [
     "ANSWERS",
     "GRADES",
     "TRACE",
+    "VERIFY",
     "FRAME_COLUMNS",
     "read_meta",
     "write_meta",
@@ -117,6 +118,7 @@ QUESTIONS = "questions.jsonl"
 ANSWERS = "answers.jsonl"
 GRADES = "grades.jsonl"
 TRACE = "trace.jsonl"
+VERIFY = "verify.jsonl"  # trek trace verify
 AUDIT = "audit-grading.jsonl"
 LOCK = ".trek.lock"
 LLM_CACHE = "llm-cache.sqlite"
