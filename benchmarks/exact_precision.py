@@ -6,11 +6,12 @@ Reads hand-written case sets in ``benchmarks/exact_cases/`` (every expected verd
 person before the judge ran on it; see that folder's README):
 
 * ``fresh_grading.jsonl`` — fresh adversarial answers in the three protocols (FreshQA,
-  InfoDeepSeek, SealQA), fictional entities;
+  InfoDeepSeek, SealQA), fictional entities; ``fresh_grading_2.jsonl`` a second batch, written
+  after the first batch's held-out half had been scored once, and itself scored once;
 * ``previous_grading.jsonl`` — the previous audit's cases, as the exact rules' tests stated them
   before the judge could abstain;
 * ``query_adequacy.jsonl`` — fresh query sets for the query-adequacy rule (paper C.2), and
-  ``previous_query.jsonl`` its earlier tests' cases.
+  ``previous_query.jsonl`` its earlier tests' cases; ``query_adequacy_2.jsonl`` a second batch.
 
 For each set it prints the cases, how many the judge decided (the rest are ``undecided``), the
 precision among the decided ones and whether both clear the set's bar. A grading verdict agrees
@@ -40,8 +41,10 @@ CASES = Path(__file__).resolve().parent / "exact_cases"
 #: set name -> (file, kind, minimum precision among decided, minimum decided share)
 SETS: dict[str, tuple[str, str, float, float]] = {
     "fresh grading": ("fresh_grading.jsonl", "grading", 0.95, 0.70),
+    "fresh grading, batch 2": ("fresh_grading_2.jsonl", "grading", 0.95, 0.70),
     "previous grading": ("previous_grading.jsonl", "grading", 0.97, 0.80),
     "query adequacy": ("query_adequacy.jsonl", "query", 0.90, 0.70),
+    "query adequacy, batch 2": ("query_adequacy_2.jsonl", "query", 0.90, 0.70),
     "previous query adequacy": ("previous_query.jsonl", "query", 0.97, 0.80),
 }
 SPLITS = ("tune", "held", "all")

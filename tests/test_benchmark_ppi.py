@@ -44,9 +44,39 @@ def test_simulation_of_a_perfect_and_a_useless_judge():
 
 @pytest.mark.slow
 def test_the_command_prints_its_table_and_verdict():
-    out = subprocess.run([sys.executable, "benchmarks/ppi_coverage.py", "--reps", "30", "--big-n", "400", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "benchmarks/ppi_coverage.py", "--part", "traced", "--reps", "30",
+                          "--big-n", "400", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode in (0, 1), out.stderr[-2000:]
     d = json.loads(out.stdout)
-    assert len(d["rows"]) == 27 and d["reps"] == 30
-    assert (out.returncode == 0) == (d["ppi_coverage_ok"] and d["ppi_not_wider_ok"])
+    assert len(d["parts"]["traced"]["rows"]) == 27 and d["reps"] == 30
+    assert (out.returncode == 0) == all(d["parts"]["traced"]["checks"].values()) == d["ok"]
+
+
+def test_population_paired_and_design_parts_run_and_check_what_they_say():
+    mod = load()
+    rng = np.random.default_rng(1)
+    pop = mod.population_part(rng, 2)
+    assert len(pop["rows"]) == 2 * 5 * 3 * 3
+    assert set(pop["checks"]) == {"ppi_mean covers >= 92% in every setting",
+                                  "good judge: ppi_mean no wider than review-only on average"}
+    assert pop["checks"]["ppi_mean covers >= 92% in every setting"] == (pop["min_coverage"] >= 92.0)
+    paired = mod.paired_part(rng, 2)
+    assert len(paired["rows"]) == 2 * 5 * 2 * 2
+    null_fav = [r for r in paired["rows"] if r["difference"] == 0 and r["judge"] == "favours A"]
+    assert paired["null_favour_max_rejects"] == max(r["rejects"] for r in null_fav)
+    designs = mod.designs_part(rng, 2)
+    assert {r["design"] for r in designs["rows"]} == {"stratified", "active", "active paired"}
+
+
+def test_the_favouring_judge_fools_mcnemar_and_not_the_corrected_test():
+    # A few data sets of the paired part's hardest null setting, measured here directly.
+    mod = load()
+    rng = np.random.default_rng(3)
+    ja, jb = mod.PAIRED_JUDGES["favours A"]
+    judge_only = 0
+    for _ in range(10):
+        ya, yb = mod._pairs(rng, 1000, 0.5, 0.5)
+        fa, fb = mod._judge(rng, ya, *ja), mod._judge(rng, yb, *jb)
+        judge_only += mod.mcnemar(fa, fb).p < 0.05
+        assert abs(ya.mean() - yb.mean()) < 0.06 and fa.mean() - fb.mean() > 0.06
+    assert judge_only >= 9

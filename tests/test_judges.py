@@ -316,3 +316,17 @@ def test_a_cascade_in_the_trace_estimate_may_call_its_model_or_not(run):
         label = f"trek trace, {role} role"
         assert both[label].calls == (0, plain[label].calls[1])
     assert plain["trek trace, analysis role"].calls[0] > 0  # a model judge is sure to be asked the probe verdicts
+
+
+def test_every_judge_question_declares_its_exact_decision_once():
+    from trek.trace import schedule  # noqa: F401  (registers every TrekTrace test)
+    from trek.trace.exact import ExactTrace
+    from trek.trace.parts import registered_tests
+
+    asked = {jq.name: jq for t in registered_tests().values() for jq in t.questions if jq.role != "evaluated"}
+    assert {"key_evidence", "evidence_match", "query_adequacy", "grade", "stale_reference"} <= set(asked)
+    for name, jq in asked.items():
+        if jq.template.startswith("trace.toy"):  # the toy probe of another test declares none: a model answers it
+            assert jq.exact is None
+            continue
+        assert jq.exact and callable(getattr(ExactTrace, jq.exact, None)), name

@@ -127,6 +127,15 @@ def test_a_possible_code_or_other_script_for_a_missed_entity_is_undecided():
     assert assess(AIRLINE, ["Vellacott busiest airline 2023"])[1]["undecided"] is None
 
 
-def test_a_comparison_year_beside_an_in_window_year_is_undecided():
-    assert undecided(COACH, "Harrowmere Rovers head coach 2024", "Harrowmere Rovers head coach 2019")
+def test_a_comparison_year_beside_an_adequate_query_is_adequate():
+    value, detail = assess(COACH, ["Harrowmere Rovers head coach 2024", "Harrowmere Rovers head coach 2019"])
+    assert value["query_adequate"] is True and detail["comparison"]["years"] == [2019]
     assert adequate(COACH, "Harrowmere Rovers head coach 2019") is False  # no year inside the window: decided
+    # an in-window year in a query that is not adequate on its own compares nothing: undecided
+    assert undecided(COACH, "Harrowmere Rovers 2024", "Harrowmere Rovers head coach 2019")
+
+
+def test_initials_of_an_entity_in_capitals_name_it():
+    club = QueryTargets("x:3", entity=("Larchfield Football Club",), attribute=("manager",), years=frozenset({2025}))
+    assert adequate(club, "LFC manager")
+    assert assess(club, ["lfc manager"])[0]["query_adequate"] is not True  # lower case: not a code

@@ -239,6 +239,21 @@ def test_phoenix_round_trip(trace_servers, tmp_path, monkeypatch):
             got[(trace_of[a["span_id"]], a["name"])] = int(res["score"]) if res.get("score") is not None else res["label"]
             assert res["explanation"] and a["annotator_kind"] == "LLM"
     assert got == want
+    # a re-export after the case's trace changed (now pending: no label tested) leaves exactly
+    # its current state on the server: no label value of the earlier export stays
+    from trek.trace.pipeline import load_trace
+    from trek.types import write_jsonl
+
+    kept = (run / runs.TRACE).read_bytes()
+    write_jsonl(run / runs.TRACE, [r.model_copy(update={"status": "pending", "labels": []}) for r in load_trace(run)])
+    out = invoke("trace", "export", str(run), "--to", "phoenix", px.url)
+    assert "sent 1 span annotation(s) of 1 traced case(s)" in out and "marked 'not tested'" in out
+    again = {}
+    for a in client.spans.get_span_annotations(span_ids=list(root_of.values()), project_identifier=project):
+        if a["name"].startswith("trektrace."):
+            again[(trace_of[a["span_id"]], a["name"])] = a["result"].get("score"), a["result"]["label"]
+    assert again == {k: (None, "pending" if k[1] == "trektrace.status" else "not tested") for k in want}
+    (run / runs.TRACE).write_bytes(kept)
     # the evaluation events as OTLP/HTTP protobuf: Phoenix is a collector too; the ids arrive right
     invoke("trace", "export", str(run), "--to", "otlp", px.url + "/v1/traces")
 

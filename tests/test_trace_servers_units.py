@@ -198,3 +198,26 @@ def test_a_servers_credentials_never_reach_the_message_or_the_run(tmp_path, trac
     for out in (r.output, r2.output):
         assert f"127.0.0.1:{port}" in out
         assert "s3cret-token-42" not in out and "k3y-value-99" not in out and "trek-user" not in out
+
+
+def test_phoenix_export_marks_labels_of_no_current_test_so_no_stale_value_stays(traced):  # noqa: F811
+    from trek.trace.destinations import phoenix_untested
+    from trek.trace.export import score_name
+    from trek.trace.labels import LABELS
+
+    items = scores(traced)
+    rows = phoenix_untested(items, traced)
+    answers = runs.load_answers(traced)
+    root = {q: t.details["trace"]["root_span_id"] for q, t in answers.items()}
+    by_span: dict[str, set[str]] = {}
+    for r in rows:
+        by_span.setdefault(r["span_id"], set()).add(r["name"])
+        assert r["result"]["label"] == "not tested" and "score" not in r["result"]
+    every = {score_name(lab) for lab in LABELS}
+    assert root["lake-2"] not in by_span  # done: every label has its score
+    assert by_span[root["lake-3"]] == every  # pending: no label tested now
+    scored = {s.name for s in items if s.question_id == "lake-1"} - {"trektrace.status"}
+    assert by_span[root["lake-1"]] == every - scored and scored
+    # together with the scores, each traced case has exactly one annotation per label name
+    names = {(r["span_id"], r["name"]) for r in rows + phoenix_annotations(items, traced)}
+    assert names == {(root[q], n) for q in ("lake-1", "lake-2", "lake-3") for n in every | {"trektrace.status"}}

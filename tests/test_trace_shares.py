@@ -244,7 +244,20 @@ def test_human_equal_to_judge_moves_only_toward_the_reviewed_judge_share(run_dir
     sample = draw_sample(records, 30, seed=4)
     path = write_csv(tmp_path / "h.csv", human_rows(records, sample.question_ids))
     judge = judge_labels(records)
-    table = shares_table(records, judge, read_human(path, records, seed=4)).set_index("label")
+    human = read_human(path, records, seed=4)
+    # The population rate: between the judge's share of the unreviewed and of the reviewed cases.
+    table = shares_table(records, judge, human).set_index("label")
+    assert (table["estimand"] == "population").all()
+    for lab in LABELS:
+        row = table.loc[lab]
+        f_u = np.array([lab in judge[q] for q in sorted(judge) if q not in sample.question_ids])
+        f_n = np.array([lab in judge[q] for q in sample.question_ids])
+        lo, hi = sorted([f_u.mean(), f_n.mean()])
+        assert lo - 1e-9 <= row["corrected_share"] <= hi + 1e-9, lab
+        assert row["low"] <= row["corrected_share"] <= row["high"]
+    # The share among the traced cases: between the judge's share of all and of the reviewed cases.
+    table = shares_table(records, judge, human, estimand="traced").set_index("label")
+    assert (table["estimand"] == "traced").all()
     for lab in LABELS:
         row = table.loc[lab]
         f_all = np.array([lab in judge[q] for q in sorted(judge)])
@@ -382,3 +395,55 @@ def test_the_fig2_notebook_takes_a_human_review(tmp_path):
     tex = (tmp_path / "out" / "tables" / "fig2_trektrace_corrected.tex").read_text().replace("\n", " ")
     assert "random review of n=12 of N=36 fully traced cases" in tex
     assert (tmp_path / "out" / "figures" / "fig2_trektrace_corrected.png").exists()
+
+
+# -- the estimand -------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not (RECORDED / runs.TRACE).exists(), reason="the recorded runs (data/runs) are absent")
+@pytest.mark.parametrize("estimand", [None, "traced"])
+def test_shares_cli_on_the_recorded_run_equals_the_functions(tmp_path, estimand):
+    from trek.stats import ppi_mean
+
+    out = tmp_path / "shares.csv"
+    review = RECORDED / "review-sample-exact.csv"
+    args = ["trace", "shares", str(RECORDED), "--human", str(review), "--seed", "0", "--sample-by", "dataset",
+            "--labels-from", "audit", "--by", "dataset", "--out", str(out)]
+    r = runner.invoke(app, args + (["--estimand", estimand] if estimand else []))
+    assert r.exit_code == 0, r.output
+    t = pd.read_csv(out, keep_default_na=False)
+    want = estimand or "population"
+    assert set(t["estimand"]) == {want}
+    assert f"corrected estimand: {want}" in r.output
+    # The same labels read here without trek.trace.shares: the audit judge's, the review CSV's.
+    done = [x for x in load_trace(RECORDED) if x.status == "done"]
+    judge = {x.question_id: set(audit_labels(x)) for x in done}
+    with review.open(newline="") as fh:
+        human = {row["question_id"]: {lab for lab in LABELS if row[lab] == "1"} for row in csv.DictReader(fh)}
+    dataset = {x.question_id: x.dataset for x in done}
+    rev = sorted(human)
+    unrev = sorted(q for q in judge if q not in human)
+    for lab in LABELS:
+        def f(ids, lab=lab):
+            return [int(lab in judge[q]) for q in ids]
+        y = [int(lab in human[q]) for q in rev]
+        for ds in sorted(set(dataset.values())):
+            row = t[(t["dataset"] == ds) & (t["label"] == lab)].iloc[0]
+            r_ds = [q for q in rev if dataset[q] == ds]
+            u_ds = [q for q in unrev if dataset[q] == ds]
+            y_ds = [int(lab in human[q]) for q in r_ds]
+            if want == "population":
+                expected = ppi_mean(f(u_ds), f(r_ds), y_ds)
+            else:
+                expected = prediction_powered_share(f(sorted(r_ds + u_ds)), f(r_ds), y_ds)
+            assert (row["corrected_share"], row["low"], row["high"]) == pytest.approx(expected, abs=2e-6), (ds, lab)
+        row = t[(t["dataset"] == "all") & (t["label"] == lab)].iloc[0]
+        if want == "population":  # the sample is stratified by dataset: the stratified form
+            expected = ppi_mean(f(unrev), f(rev), y, strata_unreviewed=[dataset[q] for q in unrev],
+                                strata_reviewed=[dataset[q] for q in rev])
+        else:
+            expected = prediction_powered_share(f(sorted(judge)), f(rev), y)
+        assert (row["corrected_share"], row["low"], row["high"]) == pytest.approx(expected, abs=2e-6), lab
+
+
+def test_shares_estimand_is_checked(run_dir, tmp_path):
+    r = runner.invoke(app, ["trace", "shares", str(run_dir), "--estimand", "sample"])
+    assert r.exit_code == 2 and "--estimand must be one of population, traced" in r.output

@@ -608,7 +608,8 @@ def _review_section(root: Path) -> str:
     sample = draw_sample(records, n, REVIEW_SEED, "dataset")
     path = write_review(run_dir, run_dir / REVIEW_FILE, sample=sample, prefill=True)
     human = read_human(path, records, seed=REVIEW_SEED, by="dataset")
-    t = shares_table(records, judge_labels(records, "audit"), human).set_index("label")
+    # the truth here is the exact judge's share among these traced cases: the traced-share estimand
+    t = shares_table(records, judge_labels(records, "audit"), human, estimand="traced").set_index("label")
     truth = {lab: sum(lab in r.labels for r in done) / len(done) for lab in t.index}
 
     def ci(a: str, lo: str, hi: str) -> pd.Series:

@@ -16,6 +16,11 @@ traceback, a hang or the machine's memory:
 * **finite numbers**: ``NaN``, ``Infinity`` and numbers that overflow to infinity (``1e400``) are
   refused where they are read.
 
+* **workbooks** (``.xlsx``, :func:`open_workbook`): the file, each of its zip members and the
+  number of members are bounded as zip inputs are, before openpyxl opens it; a sheet is read
+  (:func:`sheet_rows`) with its declared dimension ignored and at most :data:`MAX_SHEET_ROWS`
+  rows of :data:`MAX_SHEET_COLUMNS` columns, so ``A1:XFD1048576`` pads nothing.
+
 The limits are module constants, named in the errors; docs/deviations.md lists them under "Deviations
 and choices".
 """
@@ -40,7 +45,8 @@ from trek.errors import RecordError
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT", "MAX_LINE", "MAX_RATIO", "RATIO_FLOOR", "ZIP_SLACK", "check_regular", "open_input",
            "read_bytes", "read_text", "loads", "load_json", "iter_jsonl", "iter_jsonl_spans", "zip_member", "depth_error",
-           "unique_paths", "finite_float"]
+           "unique_paths", "finite_float", "open_workbook", "sheet_rows", "MAX_WORKBOOK", "MAX_WORKBOOK_MEMBER",
+           "MAX_SHEET_ROWS", "MAX_SHEET_COLUMNS", "read_csv_text"]
 
 PathLike = str | os.PathLike[str]
 
@@ -344,3 +350,106 @@ def unique_paths(paths: Iterable[PathLike]) -> tuple[list[Path], list[Path]]:
         (again if key in seen else keep).append(Path(x))
         seen.add(key)
     return keep, again
+
+
+#: Largest workbook file (.xlsx) read: 64 MiB.
+MAX_WORKBOOK = 64 << 20
+#: Largest member of a workbook once decompressed (a sheet's XML, the shared strings): 64 MiB.
+MAX_WORKBOOK_MEMBER = 64 << 20
+#: Most members a workbook may hold.
+MAX_WORKBOOK_MEMBERS = 1_000
+#: Most rows of a sheet read (the header included).
+MAX_SHEET_ROWS = 200_000
+#: Columns of a sheet read (cells further right are not looked at).
+MAX_SHEET_COLUMNS = 256
+
+
+def _drain_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, limit: int) -> None:
+    """Read member ``info`` of ``z`` to its end through the bounded reader, keeping nothing."""
+    try:
+        inner = z.open(info)
+    except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as e:
+        raise RecordError(path, None, f"member {info.filename} cannot be read ({e})") from None
+    with inner:
+        fh = io.BufferedReader(_MemberBounded(inner, _ZipConsumed(inner, info.compress_size), path,  # type: ignore[arg-type]
+                                              info.filename), 1 << 16)
+        n = 0
+        while True:
+            try:
+                chunk = fh.read(1 << 20)
+            except (OSError, EOFError, zlib.error, zipfile.BadZipFile) as e:
+                raise RecordError(path, None, f"member {info.filename} cannot be read ({e})") from None
+            if not chunk:
+                return
+            n += len(chunk)
+            if n > limit:
+                raise RecordError(path, None, f"member {info.filename} is larger than {_mib(limit)} (decompressed): "
+                                  "refused")
+
+
+@contextlib.contextmanager
+def open_workbook(path: PathLike, what: str = "workbook (.xlsx)") -> Iterator[Any]:
+    """A read-only openpyxl workbook of the regular file ``path`` (values, not formulas), for the
+    ``with`` block. Refused with a :class:`RecordError` naming the file before openpyxl reads it:
+    not a regular file (a pipe or device is never opened), more than :data:`MAX_WORKBOOK` bytes,
+    not a zip, more than :data:`MAX_WORKBOOK_MEMBERS` members, or a member that inflates past
+    :data:`MAX_WORKBOOK_MEMBER` bytes or :data:`MAX_RATIO` times. Read its sheets with
+    :func:`sheet_rows`."""
+    p = check_regular(path, what)
+    try:
+        size = p.stat().st_size
+        raw = p.open("rb")
+    except OSError as e:
+        raise RecordError(p, None, f"cannot be read ({e.strerror})") from None
+    with raw:
+        if size > MAX_WORKBOOK:
+            raise RecordError(p, None, f"is larger than {_mib(MAX_WORKBOOK)}: refused as a {what}")
+        try:
+            z = zipfile.ZipFile(raw)
+        except (zipfile.BadZipFile, OSError, ValueError) as e:
+            raise RecordError(p, None, f"cannot be read as an Excel workbook (not an .xlsx zip: {e})") from None
+        with z:
+            infos = z.infolist()
+            if len(infos) > MAX_WORKBOOK_MEMBERS:
+                raise RecordError(p, None, f"holds {len(infos):,} members, more than a workbook's "
+                                  f"{MAX_WORKBOOK_MEMBERS:,}: refused")
+            for info in infos:
+                _drain_member(z, info, p, MAX_WORKBOOK_MEMBER)
+        raw.seek(0)
+        from openpyxl import load_workbook
+
+        try:
+            wb = load_workbook(raw, read_only=True, data_only=True)
+        except Exception as e:  # noqa: BLE001 - zip, XML and openpyxl errors alike
+            raise RecordError(p, None, f"cannot be read as an Excel workbook ({type(e).__name__}: {e})") from None
+        try:
+            yield wb
+        finally:
+            wb.close()
+
+
+def sheet_rows(wb: Any, name: str, path: PathLike) -> list[tuple[Any, ...]]:
+    """The rows of sheet ``name`` of ``wb`` (from :func:`open_workbook`) as tuples of values, the
+    declared dimension ignored; more than :data:`MAX_SHEET_ROWS` rows is a :class:`RecordError`."""
+    ws = wb[name]
+    ws.reset_dimensions()  # a declared A1:XFD1048576 would be padded cell by cell
+    rows: list[tuple[Any, ...]] = []
+    try:
+        for row in ws.iter_rows(max_col=MAX_SHEET_COLUMNS, max_row=MAX_SHEET_ROWS + 1, values_only=True):
+            if len(rows) == MAX_SHEET_ROWS:
+                raise RecordError(path, None, f"sheet {name!r} has more than {MAX_SHEET_ROWS:,} rows: refused")
+            rows.append(tuple(row))
+    except RecordError:
+        raise
+    except Exception as e:  # noqa: BLE001 - XML and openpyxl errors alike
+        raise RecordError(path, None, f"sheet {name!r} of the workbook cannot be read ({type(e).__name__}: {e})") from None
+    while rows and all(v is None for v in rows[-1]):
+        rows.pop()
+    width = max((max((i + 1 for i, v in enumerate(r) if v is not None), default=0) for r in rows), default=0)
+    return [r[:width] + (None,) * (width - len(r[:width])) for r in rows]
+
+
+def read_csv_text(path: PathLike, what: str = "CSV file", limit: int | None = None) -> str:
+    """The text of a CSV input through the bounded reader (:func:`read_text`): a regular file of
+    at most ``limit`` (:data:`MAX_DOCUMENT`) bytes, UTF-8."""
+    return read_text(path, what, limit)

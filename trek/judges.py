@@ -72,9 +72,9 @@ class JudgeRequest:
 
     ``question``: the declared question (:class:`trek.trace.parts.JudgeQuestion`: name, role,
     template, schema, reader); ``step``: the step's name in the record; ``fields``: what its
-    template shows; ``facts``: the question's annotation-based decision, a function of the judge's
-    trace context (``(value, detail)``; the exact judge calls it), or ``None`` where the question
-    has none; ``by_prompt(who)``: asks role model ``who`` (a model judge) with the template and
+    template shows; ``facts``: the question's declared exact decision (``question.exact``)
+    applied to what the case gives it, a function of the judge's trace context returning
+    ``(value, detail)`` (the exact judge calls it), or ``None`` where the question declares none; ``by_prompt(who)``: asks role model ``who`` (a model judge) with the template and
     returns the :class:`~trek.trace.records.Step`."""
 
     question: Any

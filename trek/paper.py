@@ -16,6 +16,11 @@ recorded runs (no params file) write. A notebook's ``figures_dir``/``tables_dir`
 given, win over both. The notebook's kernel runs at the repository root, and relative paths in
 parameters are read from there (:func:`trek.report.paths.resolve`).
 
+Not every notebook is an artifact: those of :data:`NOT_ARTIFACTS` (``explore``, the notebook to
+open first on a run) write nothing, ``make paper`` does not run them (the Makefile's
+``NOT_ARTIFACTS`` lists the same files; a test checks) and a params file is checked against the
+artifacts' parameters alone (:func:`paper_notebooks`). nbval still executes them in ``make test``.
+
 Notebooks save through :func:`trek.report.latex.save_table` and
 :func:`trek.report.figures.save_figure`, which record every written path in
 ``<build>/<notebook>.outputs.txt``. ``run`` prints one line (notebook, seconds, ok and the
@@ -37,10 +42,20 @@ from typing import Any
 from trek.outputs import install_file
 from trek.report.paths import MANIFEST_ENV, repo_root
 
-__all__ = ["ParamsError", "check_values", "declared_parameters", "default_out", "repo_root", "run_notebook",
-           "stderr_to"]
+__all__ = ["NOT_ARTIFACTS", "ParamsError", "check_values", "declared_parameters", "default_out", "paper_notebooks",
+           "repo_root", "run_notebook", "stderr_to"]
 
 OUT_ENV = "TREK_PAPER_OUT"
+
+#: Notebooks of ``notebooks/`` that are no paper artifact (file stems): ``make paper`` skips them.
+NOT_ARTIFACTS = ("explore",)
+
+
+def paper_notebooks(folder: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The notebooks ``make paper`` executes: every ``*.ipynb`` of ``folder`` (default the
+    repository's ``notebooks/``) but those of :data:`NOT_ARTIFACTS`, sorted."""
+    base = Path(folder) if folder is not None else repo_root() / "notebooks"
+    return sorted(p for p in base.glob("*.ipynb") if p.stem not in NOT_ARTIFACTS)
 
 
 def default_out(params_file: str | os.PathLike[str] | None) -> Path | None:
@@ -230,7 +245,7 @@ def check_values(params: dict[str, Any], source: str | os.PathLike[str]) -> None
 
 
 def _notebook_stems(folder: Path | None = None) -> set[str]:
-    return {p.stem for p in (folder or repo_root() / "notebooks").glob("*.ipynb")}
+    return {p.stem for p in paper_notebooks(folder)}
 
 
 @contextlib.contextmanager
@@ -282,7 +297,7 @@ def run_notebook(src: str | os.PathLike[str], dst: str | os.PathLike[str], param
     dst.parent.mkdir(parents=True, exist_ok=True)
     declared = {src.stem: declared_parameters(src)}
     if params_file:
-        for nb in sorted(src.parent.glob("*.ipynb")):
+        for nb in paper_notebooks(src.parent):
             if nb.stem not in declared:
                 declared[nb.stem] = declared_parameters(nb)
     params = _load_params(params_file, src.stem, declared)

@@ -18,6 +18,13 @@ attribute, name the time when it is required, and name no competing entity and n
 the window. The verdict never depends on a search, a rank or a depth, and the detail says which
 target each query met and which were missed.
 
+The initials of an entity's name written in capitals (``LFC`` for ``Larchfield Football Club``)
+name it too. Where the targets cannot support a verdict the value is None (*undecided*, rule
+``targets-2``) and the detail's ``undecided`` says why: a missed entity where a query writes a
+code or words in another script, a missed attribute where a query has words the targets do not
+list (a synonym, another language), a year outside the window beside one inside it (a comparison),
+and queries that add many words no target lists (perhaps over-specific).
+
 Matching works on words: lower case, HTML entities decoded, a possessive ``'s`` dropped,
 everything but letters and digits a separator; a phrase matches consecutive words, and a word of
 a phrase also matches its forms ending in ``s``, ``es``, ``d``, ``ed`` or ``ing``. A year is a
@@ -114,7 +121,7 @@ def _inside(phrase: str, longer: str) -> bool:
 def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The verdict on ``queries`` taken together: the judge-shaped value (``query_adequate``,
     ``reason``) and the detail (what each target met, ``missed``, the rule)."""
-    entity = _first(queries, targets.entity, skip=targets.competing)
+    entity = _first(queries, targets.entity, skip=targets.competing) or _by_initials(queries, targets)
     hop1 = _first(queries, targets.hop1) if targets.multi_hop else None
     attribute = _first(queries, targets.attribute)
     competing = [{"query": q, "names": c} for q in queries for c in targets.competing if names(q, c)]
@@ -130,12 +137,19 @@ def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any
         missed.append("time")
     if competing:
         missed.append("no competing entity")
-    if outside:
+    comparison = None
+    if outside and len(queries) > 1 and not missed:
+        # one query that is adequate on its own, the others adding earlier or later years: a comparison
+        alone = next((q for q in queries if _years(q) and all(y in targets.years for y in _years(q))
+                      and assess(targets, [q])[0]["query_adequate"] is True), None)
+        comparison = {"query": alone, "years": outside} if alone else None
+    if outside and comparison is None:
         missed.append("no date outside the window")
     adequate: bool | None = not missed
     detail = {"rule": RULE, "entity": entity, "hop1": hop1, "attribute": attribute, "competing": competing,
               "years": named_years, "outside_window": outside, "time_required": targets.required,
-              "multi_hop": targets.multi_hop, "missed": missed, "undecided": None}
+              "multi_hop": targets.multi_hop, "missed": missed, "undecided": None,
+              "comparison": comparison}
     unsure = _unsure(targets, queries, detail)
     if unsure:
         adequate = None
@@ -151,7 +165,31 @@ def adequate_queries(targets: QueryTargets) -> list[str]:
     main = f"{targets.entity[0]} {targets.attribute[0]}"
     if targets.years:
         main += f" {max(targets.years)}"
-    return [*( [targets.hop1[0]] if targets.multi_hop else []), main]
+    return [*([targets.hop1[0]] if targets.multi_hop else []), main]
+
+
+_JOINERS = frozenset({"of", "the", "and", "&", "de", "la"})
+
+
+def initials(phrase: str) -> str | None:
+    """The initials of a name of two or more capitalized words (``Larchfield Football Club`` ->
+    ``LFC``; ``of`` / ``the`` / ``and`` left out), or None."""
+    caps = [w for w in phrase.split() if w.lower() not in _JOINERS]
+    if len(caps) < 2 or not all(w[:1].isupper() for w in caps):
+        return None
+    return "".join(w[0] for w in caps).upper()
+
+
+def _by_initials(queries: Sequence[str], t: QueryTargets) -> dict[str, str] | None:
+    """The first (query, initials) where a query writes an entity's initials in capitals, as a
+    word of its own, and no competing entity has the same initials."""
+    taken = {initials(c) for c in t.competing}
+    for query in queries:
+        for phrase in t.entity:
+            code = initials(phrase)
+            if code and code not in taken and re.search(rf"(?<![\w]){re.escape(code)}(?![\w])", query):
+                return {"query": query, "names": code}
+    return None
 
 
 #: A query word that is not a target, a year or a common word counts as extra; queries with more
@@ -213,7 +251,10 @@ def _reason(t: QueryTargets, d: dict[str, Any]) -> str:
         parts.append("no query names the time the question fixes (" + ", ".join(map(str, sorted(t.years))) + ")")
     if d["competing"]:
         parts.append(f"a query names a different entity ({d['competing'][0]['names']!r})")
-    if d["outside_window"]:
+    if d["outside_window"] and d.get("comparison"):
+        parts.append(f"{d['comparison']['query']!r} is adequate on its own; the others add the years "
+                     + ", ".join(map(str, d["outside_window"])) + " to compare")
+    elif d["outside_window"]:
         parts.append("a query names a year outside the question's window (" + ", ".join(map(str, d["outside_window"]))
                      + ")")
     verdict = "Adequate" if not d["missed"] else "Not adequate"

@@ -121,6 +121,8 @@ TRACE = "trace.jsonl"
 VERIFY = "verify.jsonl"  # trek trace verify
 AUDIT = "audit-grading.jsonl"
 LOCK = ".trek.lock"
+#: Largest run.json read: 16 MiB (it holds a run's options, a few kilobytes).
+META_LIMIT = 16 << 20
 LLM_CACHE = "llm-cache.sqlite"
 SEARCH_CACHE = "search-cache.sqlite"
 PAGES = "pages.sqlite"
@@ -415,11 +417,14 @@ def _dir(run_dir: PathLike) -> Path:
 # -- run.json ------------------------------------------------------------------------------------
 def read_meta(run_dir: PathLike) -> RunMeta | None:
     """The run's ``run.json``, or ``None`` when the run has none yet."""
+    from trek.jsonio import read_text  # bounded; a pipe or a device is refused without opening it
+
     path = Path(run_dir) / META
     if not path.exists():
         return None
+    text = read_text(path, META, limit=META_LIMIT)
     try:
-        return RunMeta.model_validate_json(path.read_text(encoding="utf-8"))
+        return RunMeta.model_validate_json(text)
     except ValueError as e:
         raise RecordError(path, None, f"not a valid {META} ({str(e).splitlines()[0]})") from None
 

@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
            "Summarize the tokens and dollars recorded in a run directory (the rule of Table 12)."),
     "grade": ("trek.cli.grade", "grade_command",
             "Grade a run's answers with each dataset's judge and print the accuracy table."),
+    "compare": ("trek.cli.compare", "compare_command",
+                "Compare runs of the same questions pair by pair, correcting the judge's errors by a review."),
     "experiments": ("trek.cli.local", "experiments_command",
                   "Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`)."),
     "import": ("trek.cli.imports", "import_command",
@@ -77,7 +79,13 @@ def load_command(name: str) -> Any:
 
             if not any(c.name == "run" for c in obj.registered_commands):
                 obj.command("run")(ctrl_run_command)
-        if isinstance(obj, typer.Typer):  # a group, even of one command (`trek llm run`)
+        if name == "grade":  # `trek grade review RUN --sample N` lives in a module of its own
+            from trek.cli.grade_review import with_review
+
+            one = typer.Typer(rich_markup_mode=None)
+            one.command(name)(obj)
+            cmd = with_review(typer.main.get_command(one))
+        elif isinstance(obj, typer.Typer):  # a group, even of one command (`trek llm run`)
             cmd = typer.main.get_group(obj)
         else:  # a command function: a one-command app is that command
             one = typer.Typer(rich_markup_mode=None)

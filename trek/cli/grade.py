@@ -85,6 +85,7 @@ def _hint(message: str) -> str | None:
 def grade_command(
     run_dir: Path = typer.Argument(..., help="Run directory with questions.jsonl and answers.jsonl."),
     o: GradeOptions = options.GROUP,
+    human: Path = typer.Option(None, "--human", help="A filled `trek grade review`: also print corrected accuracy."),
 ) -> None:
     """Grade a run's answers with each dataset's judge and print the accuracy table.
 
@@ -94,6 +95,9 @@ def grade_command(
     compares). Questions of other datasets (your own, an imported log's) are graded by the
     generic judge (correct / incorrect / not attempted) when their `grader` says so, or with
     --grader generic.
+
+    `trek grade review RUN_DIR --sample N` draws questions for a person to review; --human FILE
+    (the filled review) also prints the accuracy corrected for the judge's errors (PPI++).
 
     Re-running resumes: finished grades are kept, pending ones are retried, and judge replies
     come from the cache (--regrade unparsed|all grades those again). --budget is a ceiling over
@@ -114,7 +118,7 @@ def grade_command(
         reports = [grade_with_roles(d, role, **o.settings(role), audit_with=audit_grading,
                                     say=lambda text: typer.echo(text, err=True)) for _, d in epoch_dirs(run_dir)]
     if all(r is not None for r in reports):
-        _finish(run_dir, reports)
+        _finish(run_dir, reports, human)
 
 
 def format_epochs(table: Any) -> str:
@@ -127,7 +131,7 @@ def format_epochs(table: Any) -> str:
     return textable.frame(shown[["accuracy", "95% CI", "n", "graded", "correct"]])
 
 
-def _finish(run_dir: Path, reports: list[Any]) -> None:
+def _finish(run_dir: Path, reports: list[Any], human: Path | None = None) -> None:
     from trek.analysis import accuracy_by_dataset
     from trek.epochs import epoch_accuracy
 
@@ -138,6 +142,10 @@ def _finish(run_dir: Path, reports: list[Any]) -> None:
     else:
         typer.echo(f"accuracy per epoch and pooled (each question scored by the mean of its {len(reports)} epochs):")
         typer.echo(format_epochs(epoch_accuracy(run_dir)))
+    if human is not None:  # judge-corrected accuracy (trek.grade_review)
+        from trek.cli.grade_review import corrected_accuracy_text
+
+        typer.echo(corrected_accuracy_text(run_dir, human))
     pending, failed, unparsed = (sum(getattr(r, k) for r in reports)
                                  for k in ("pending_grades", "failed_grades", "unparsed_grades"))
     if pending or unparsed:

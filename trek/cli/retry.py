@@ -28,9 +28,48 @@ def recorded_options(meta: Any, overrides: dict[str, Any]) -> Any:
     given = dict(meta.config["invocation"].get("options") or {})
     values = {}
     for f in dataclasses.fields(WildOptions):
-        value = overrides[f.name] if f.name in overrides else given.get(f.name, _default(f))
+        if f.name in overrides:
+            value = overrides[f.name]
+        elif f.name in given:
+            value = _checked(f, given[f.name])
+        else:
+            value = _default(f)
         values[f.name] = Path(value) if f.type == "Path" and value is not None else value
     return WildOptions(**values)
+
+
+_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
+                                       "Path": (str,)}
+
+
+def _checked(f: dataclasses.Field, value: Any) -> Any:  # type: ignore[type-arg]
+    """A recorded option's value when it fits the option (its type, its bounds), else a
+    ``ValueError`` naming the field: run.json is read, not trusted (a damaged one must not run
+    31 of 36 questions on ``limit: -5``)."""
+    import math
+
+    from trek import runs
+
+    where = f"{runs.META}: field 'invocation.options.{f.name}'"
+    info = f.default
+    if value is None:
+        if _default(f) is None:
+            return None
+        raise ValueError(f"{where}: missing (null); the option --{f.name.replace('_', '-')} needs a value")
+    kinds = _TYPES.get(str(f.type))
+    if kinds is None:
+        return value
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise ValueError(f"{where}: {value!r} is not {'a' if f.type != 'int' else 'an'} {f.type}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value!r} is not a finite number")
+    low, high = getattr(info, "min", None), getattr(info, "max", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if low is not None and value < low:
+            raise ValueError(f"{where}: {value!r} is below the option's least value {low}")
+        if high is not None and value > high:
+            raise ValueError(f"{where}: {value!r} is above the option's greatest value {high}")
+    return value
 
 
 def _check(run_dir: Path) -> Any:
@@ -46,9 +85,16 @@ def _check(run_dir: Path) -> Any:
     epoch = meta.config.get("epoch", 1)
     if epoch != 1:
         options.fail(f"{run_dir} is epoch {epoch} of the run {run_dir.parent}: trek retry {run_dir.parent}")
-    if not isinstance(meta.config.get("invocation"), dict):
+    invocation = meta.config.get("invocation")
+    if not isinstance(invocation, dict):
         options.fail(f"{run_dir / runs.META} records no invocation (the run was made by an older Trek): run the "
                      "command that made it again to resume it")
+    if not isinstance(invocation.get("model"), str) or not invocation["model"].strip():
+        options.fail(f"{run_dir / runs.META}: field 'invocation.model': missing or not a model name")
+    if not isinstance(invocation.get("params") or {}, dict):
+        options.fail(f"{run_dir / runs.META}: field 'invocation.params': not an object of request parameters")
+    if not isinstance(invocation.get("options") or {}, dict):
+        options.fail(f"{run_dir / runs.META}: field 'invocation.options': not an object of options")
     return meta
 
 

@@ -259,13 +259,17 @@ def review_command(
                              "--sample writes the sample as the CSV `trek trace shares --human` reads."),
     sample: int = typer.Option(None, "--sample", min=1, help="Offer a uniformly random sample of N fully traced "
                                "cases (recorded in the workbook's sample sheet), for `trek trace shares`."),
-    seed: int = typer.Option(0, "--seed", help="--sample: the seed of the draw (the same seed gives the same cases)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**53, help="--sample: the seed of the draw (the same seed gives "
+                             "the same cases), 0 to 2^53."),
     by: str = typer.Option(None, "--by", metavar="dataset", help="--sample: stratify by dataset (proportional)."),
     prefill: bool = typer.Option(False, "--prefill", help="A .csv --out: fill the label columns with the trace's "
                                  "own labels (on a run the exact judge traced: the truth; a stand-in review)."),
+    force: bool = typer.Option(False, "--force", help="Replace a workbook or CSV that already holds a reviewer's "
+                               "verdicts (without it such a file is never overwritten)."),
 ) -> None:
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets (and, with
-    --sample, only the sampled cases and a sheet saying how they were drawn)."""
+    --sample, only the sampled cases and a sheet saying how they were drawn). A file at the
+    path that holds any verdict is replaced only with --force."""
     from trek.trace.pipeline import load_trace
     from trek.trace.review import write_review
     from trek.trace.shares import draw_sample
@@ -274,7 +278,7 @@ def review_command(
         if sample is None and (by is not None or prefill):
             raise ValueError("--by and --prefill go with --sample N")
         drawn = draw_sample(load_trace(run_dir), sample, seed, by) if sample is not None else None
-        path = write_review(run_dir, out, sample=drawn, prefill=prefill)
+        path = write_review(run_dir, out, sample=drawn, prefill=prefill, force=force)
     typer.echo(f"wrote {path}" + (f": {drawn.describe()}" if drawn is not None else ""))
 
 
@@ -295,9 +299,16 @@ def shares_command(
                                   "stratified by dataset."),
     allow_unsampled: bool = typer.Option(False, "--allow-unsampled", help="Take reviewed cases that are not a random "
                                          "sample anyway; every row is flagged 'not random' (intervals not valid)."),
+    estimand: str = typer.Option("population", "--estimand", metavar="population|traced", help="With --human: what "
+                                 "the corrected share estimates: the label's rate in the population the questions "
+                                 "come from (population), or its share among these traced cases only (traced)."),
 ) -> None:
     """Label shares of the fully traced cases with intervals; with --human, corrected for the
     judge's errors by prediction-powered inference (PPI++) from a random review sample.
+
+    The corrected share is, by default, the label's rate in the population the questions come
+    from (the traced cases a sample of it); --estimand traced gives the share among these traced
+    cases (a narrower interval about this run only). The CSV's estimand column says which.
 
     Per label (and dataset with --by dataset): n_traced, n_reviewed, judge_share with its Wilson
     interval, corrected_share with low and high, and human_only_share with its Wilson interval
@@ -308,7 +319,7 @@ def shares_command(
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
         text, target = write_shares(run_dir, human, by=by, alpha=alpha, out=out, judge=labels_from, seed=seed,
-                                    sample_by=sample_by, allow_unsampled=allow_unsampled)
+                                    sample_by=sample_by, allow_unsampled=allow_unsampled, estimand=estimand)
     typer.echo(text)
     if target is not None:
         typer.echo(f"wrote {target}")

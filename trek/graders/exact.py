@@ -37,15 +37,51 @@ response only repeats the question (a run of :data:`ECHO_WORDS` or more words it
   incorrect;
 * SealQA (and the generic grader's datasets): ``correct`` (A), ``incorrect`` (B) or
   ``not_attempted`` (C) — C when the response declines to answer and names no annotated answer (an
-  empty response too), B for any other response that is not correct;
+  empty response too) or offers no value at all, B for any other response that is not correct;
 * false-premise questions (FreshQA's and InfoDeepSeek's ``false_premise``): correct when the
   response rejects the premise with a statement that denies it
   (:func:`trek.graders.exact_rules.rejects_premise`: a negation anywhere is not enough; a
   correction aimed at one candidate, "X, not Y", accepts the premise; a clause that declines
   denies nothing); the reference's wording need not be repeated.
 
+**Undecided** (``exact-5``). The grader decides only what the annotations and its rules support;
+anything else is ``undecided``, with the reason in :attr:`Decision.undecided` (which rule could not
+decide, and what the response named that no annotation covers), so a guess never enters the
+records as a verdict. It abstains when
+
+* the response names a value no annotation covers where the answer goes
+  (:func:`trek.graders.exact_values.uncovered`: a capitalized name or a number that is neither an
+  annotated answer, nor one of their forms, nor the question's): the value may be an alias the
+  annotations lack (``rule commitment``); beside a right answer such a name only counts when it is
+  listed with it or stands in another sentence that speaks in the question's terms. One readable
+  number or date that is not the reference's (or only numbers where a name is asked) is wrong,
+  not undecided;
+* it is long (more than :data:`LONG_WORDS` words) and names anything but one acceptable answer
+  (``rule length``);
+* it narrates a change of state (a word of :data:`CHANGE_WORDS`) among two or more values and
+  does not end on the one it commits to (``rule several states``), unless the others are context
+  after it (``A, who replaced B``) or the change is ``X … until <time>, when Y …`` between two
+  annotated answers (then Y counts);
+* it hedges (:data:`HEDGE_WORDS`) around a right answer (``rule hedge``; SealQA's protocol allows
+  a hedge around its one right answer), or bounds or approximates a number (``at least 14``,
+  ``about 15`` for 14: ``rule approximate``);
+* it writes a number form no parser reads as one value (``383.726``, ``03/04/2024``: ``rule format``);
+* under a false premise, it denies the premise and also states an answer the reference does not
+  give, hedges its denial, or names an unannotated value and neither denies nor asserts
+  (``rule premise``).
+
+Before naming, dates, grouped numbers, money and durations are put in one form by their parsers
+(:func:`trek.graders.exact_values.canonical`: :mod:`dateparser`, :mod:`price_parser`, :mod:`pint`)
+and other cased scripts are transliterated (:mod:`anyascii`), in the response and the annotations
+alike. The forms an annotation allows count as its answer (:func:`trek.graders.exact_values.aliases`):
+initials of a name (``UAP``, ``P. Castellan``), the items of a listed answer in any order, and for
+SealQA the main part of a name (``San Lorenzo`` for ``San Lorenzo, Calvera``); a form two answers
+share counts for neither. A SealQA response that offers no value at all (no name, no number) is
+not attempted (C), as SealQA's protocol reads a reply that neither gives nor contradicts the answer.
+
 Every grade says ``method="exact"``, ``grader="exact"``, ``grader_version`` :data:`VERSION`, judge
-model ``oracle``; ``judge_raw`` holds the decision as JSON (what was named, which rule decided).
+model ``oracle``; ``judge_raw`` holds the decision as JSON (what was named, which rule decided, the
+unannotated values and why it is undecided).
 """
 
 from __future__ import annotations
@@ -53,6 +89,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -233,6 +270,19 @@ def _named(response: str | None, question: Question, competing: Sequence[str]
         key = tuple(normalize(a))
         if key and key not in accepted:
             others.setdefault(key, a)
+    # the forms the annotations allow (exact_values.aliases), unless a form is shared by two answers
+    main = (question.grader or question.dataset) in THREE_WAY
+    forms: dict[tuple[str, ...], set[tuple[str, bool]]] = {}
+    for table, ok in ((accepted, True), (others, False)):
+        for text in list(table.values()):
+            for alias in exact_values.aliases(text, main_part=main and ok):
+                key = tuple(normalize(alias))
+                if key:
+                    forms.setdefault(key, set()).add((text, ok))
+    for key, owners in forms.items():
+        if len(owners) == 1 and key not in accepted and key not in others:
+            text, ok = next(iter(owners))
+            (accepted if ok else others)[key] = text
     mask = _echo_mask(words, qwords)
     spans: list[tuple[int, int, str, bool]] = []
     for table, ok in ((accepted, True), (others, False)):
@@ -271,10 +321,12 @@ CHANGE_WORDS = frozenset({
     "after", "now", "longer", "anymore", "interim", "acting", "appointed", "became", "becomes", "changed",
     "switched", "moved", "handed", "elected", "ousted", "fired", "sacked", "departed", "retired", "originally",
     "initially", "once", "revised", "updated", "rose", "fell", "increased", "decreased", "grew", "dropped",
+    "broken", "broke", "beat", "bettered", "improved", "surpassed", "overtook", "overtaken", "lost", "won", "again",
 })
 #: Words that make a number approximate (``about 400000``).
 APPROXIMATE_WORDS = frozenset({"about", "around", "approximately", "roughly", "nearly", "almost", "over", "under",
                                "some", "circa", "ca", "estimated", "least", "most", "than", "up", "upwards"})
+_HAS_DIGIT = re.compile(r"\d")
 _MONTH_WORDS = frozenset({"january", "february", "march", "april", "june", "july", "august", "september", "october",
                           "november", "december"})
 #: Words after an answer that put a later value in a role of context (``A, who replaced B``; ``17, up
@@ -314,6 +366,53 @@ def _gap_is_list(ws: list[exact_rules.Word], a: tuple[int, int], b: tuple[int, i
     if e1 > s2 or ws[s1].sentence != ws[s2].sentence:
         return False
     return all(w.text in ("and", "or", "&", "/", "nor", "either", "also", "as", "well") for w in ws[e1:s2])
+
+
+#: Words that bound a number rather than state it (``at least 14``, ``more than 14``).
+BOUND_WORDS = frozenset({"least", "most", "more", "over", "under", "fewer", "less", "nearly", "almost", "upwards",
+                         "exceeding", "below", "above", "beyond"})
+_QUESTION_FILLER = frozenset({"who", "what", "which", "when", "where", "how", "many", "much", "the", "of", "is", "are",
+                              "was", "were", "does", "did", "do", "has", "have", "in", "on", "at", "a", "an", "to",
+                              "for", "and", "or", "its", "it", "as"})
+
+
+def _bound(ws: list[exact_rules.Word], start: int) -> str | None:
+    """The bounding word within three words before ``start`` in its phrase, if any."""
+    for k in range(max(0, start - 3), start):
+        if ws[k].phrase == ws[start].phrase and ws[k].text in BOUND_WORDS:
+            return ws[k].text
+    return None
+
+
+def _rival_sentence(ws: list[exact_rules.Word], extra, first, qwords: Sequence[str]) -> bool:
+    """True when an unannotated name stands in another sentence than the committed answer and that
+    sentence uses a word of the question (``Ossian Gray is the current mayor``): a rival answer."""
+    content = {w for w in qwords if w not in _QUESTION_FILLER and len(w) >= 3}
+    here = ws[first[0]].sentence
+    # exact_values counts sentences its own way: compare by the words of each rival name instead
+    for v in extra:
+        if v.kind != "name":
+            continue
+        for s, _ in _positions(ws, v.words):
+            sent = ws[s].sentence
+            if sent != here and any(w.text in content for w in ws if w.sentence == sent):
+                return True
+    return False
+
+
+def _ended_until(ws: list[exact_rules.Word], found, chosen, last) -> bool | None:
+    """For ``X ... until <time>, when Y ...`` (two annotated answers, ``until`` between them, nothing
+    said of a return): whether Y, the value the change ends on, is acceptable; else None."""
+    if len({f[2] for f in found}) != 2:
+        return None
+    firsts = [f for f in found if f[2] != last[2]]
+    if any(f[0] > last[0] for f in firsts):
+        return None
+    gap = {w.text for w in ws[max(f[1] for f in firsts):last[0]]}
+    story = {w.text for w in ws}
+    if not gap & {"until", "till"} or story & {"back", "returned", "again", "interim", "acting", "not", "no"}:
+        return None
+    return bool(last[3])
 
 
 def _context_after(ws: list[exact_rules.Word], found, chosen) -> bool:
@@ -365,15 +464,19 @@ def _decide(question: Question, response: str | None, competing: Sequence[str], 
     names = list(dict.fromkeys(a for _, _, a, _ in found))
     good = [a for a in names if any(a == b and ok for _, _, b, ok in found)]
     qwords = normalize(question.question)
+    main = protocol in THREE_WAY
     known = [normalize(a) for a in (*question.answers, *competing)]
+    known += [normalize(x) for a in question.answers for x in exact_values.aliases(a, main_part=main)]
+    known += [normalize(x) for a in competing for x in exact_values.aliases(a)]
     asks_time = _asks_time(question.question)
     numeric = any(normalize(a)[:1] and normalize(a)[0].replace(".", "").isdigit() for a in question.answers)
-    extra = exact_values.uncovered(response, known, qwords, years=asks_time, normalize=normalize)
+    canon = exact_values.canonical(exact_values.transliterate(html.unescape(response or "")))
+    extra = exact_values.uncovered(canon, known, qwords, years=asks_time, normalize=normalize)
     if not numeric and not asks_time:
         # a number beside a name answer is context (a date, a count), unless it is the only value offered
         extra = [v for v in extra if v.kind == "name"] or ([] if names else extra)
     length = len((response or "").split())
-    unreadable = exact_values.unreadable(response)
+    unreadable = exact_values.unreadable(canon)
     hedges = _hedges(ws)
     change = sorted({w.text for w in ws} & CHANGE_WORDS)
     if question.false_premise:
@@ -425,21 +528,37 @@ def _decide(question: Question, response: str | None, competing: Sequence[str], 
                 return _undecided(d, "approximate", f"the response gives {extra[0].text!r} as an approximate value")
             d.ruled.append(f"gives the value {extra[0].text!r}, which is not the reference's")
             return d  # one readable number that is not the reference's value
+        if extra and all(v.kind == "number" for v in extra) and not any(
+                _HAS_DIGIT.search(a) for a in question.answers) and not hedges and not exact_values.names(canon):
+            d.ruled.append("gives only numbers, and no form of the reference has one")
+            return d  # a date or a count where a name is asked: no alias of the answer
         if extra:
             return _undecided(d, "commitment", f"the response names {_quote(d.unannotated)}, which no annotation "
                                                "covers")
-        if three_way and not names and not declined and not exact_values.uncovered(
-                response, [], qwords, years=asks_time, normalize=normalize):
-            d.outcome = "not_attempted"  # it offers no value at all: no answer, and it contradicts none
+        if three_way and not names and not declined and not exact_values.names(canon) and not any(
+                _HAS_DIGIT.search(w.text) for w in ws):
+            d.outcome = "not_attempted"  # it offers no value at all (not even one of the question's): no answer
         return d
     first = found[chosen[0]]
     values = len(set(committed) | set(names)) + len(extra)
     if change and values >= 2:
         last = max(found, key=lambda f: f[1])
-        if extra or (last[2] not in committed and not _context_after(ws, found, chosen)):
+        until = _ended_until(ws, found, chosen, last) if not extra else None
+        if until is not None:
+            # "X ... until 2024, when Y took office": the value after "until" is the one now
+            d.committed, d.outcome = [last[2]], "correct" if until else "incorrect"
+            d.ruled.append(f"a change narrated with 'until' ends on {last[2]!r}")
+            committed, first = [last[2]], last
+        elif extra or (last[2] not in committed and not _context_after(ws, found, chosen)):
             return _undecided(d, "several states", "the response narrates a change (" + ", ".join(change) + ") "
                               "among " + _quote([*names, *d.unannotated]) + " and does not end on what it commits to")
     if d.outcome == "correct":
+        bound = _bound(ws, first[0])
+        if numeric and bound:
+            return _undecided(d, "approximate", f"the response bounds {first[2]!r} ({bound}) rather than stating it")
+        if extra and _rival_sentence(ws, extra, first, qwords):
+            return _undecided(d, "commitment", f"another sentence names {_quote(d.unannotated)} in terms of the "
+                                               "question, and no annotation covers it")
         if hedges and not (three_way and not extra and names == good and len(good) == 1):
             # SealQA's protocol allows a hedge around the one right answer; the others do not say
             return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) around "
@@ -488,9 +607,14 @@ def _decide_premise(question: Question, response: str | None, competing: Sequenc
     if rejects:
         given = [a for a in alternatives if any(_runs(normalize(r), list(a)) for r in question.answers)]
         strange = [a for a in alternatives if a not in given]
-        again = exact_rules.premise_clauses(question.question, response, strange, references=question.answers)
+        unknown = [list(v.words) for v in extra if v.kind == "name"]
+        again = exact_rules.premise_clauses(question.question, response, [*strange, *unknown],
+                                            references=question.answers)
         if "asserts" in again:
-            return _undecided(d, "premise", "the response denies the premise and also states an answer to it")
+            also = f" ({_quote(d.unannotated)}, which no annotation covers)" if unknown and not [
+                k for k in exact_rules.premise_clauses(question.question, response, strange,
+                                                       references=question.answers) if k == "asserts"] else ""
+            return _undecided(d, "premise", f"the response denies the premise and also states an answer to it{also}")
     if rejects and hedges:
         return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) while it denies the premise")
     if not decided and not declined and extra:

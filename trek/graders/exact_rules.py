@@ -135,7 +135,7 @@ _HEDGES = frozenset({"or", "maybe", "perhaps", "possibly", "alternatively", "mig
 _APPROXIMATE = frozenset({"so", "thereabouts", "not"})
 #: Words that negate the answer right after them (``not X``, ``rather than X``, ``instead of X``).
 _NEGATES_NEXT = frozenset({"not", "never", "neither", "nor", "except", "unlike", "excluding", "isnt", "wasnt"})
-_NEGATES_NEXT2 = (("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed", "to"))
+_NEGATES_NEXT2 = (("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed", "to"), ("no", "longer"))
 #: Words allowed between such a negation and the answer it negates (``not by X``, ``not the X``).
 _LIGHT = frozenset({"by", "from", "to", "of", "it", "is", "was", "be", "been", "that", "this", "one", "even"})
 #: Words that never make a clause bear on the question (question words, auxiliaries, pronouns).
@@ -222,7 +222,13 @@ _DATE_COMMA = re.compile(r"\b([A-Za-z]{3,9}\s+\d{1,2}(?:st|nd|rd|th)?),(?=\s+\d{
 def prepare(text: str) -> str:
     """The raw text with possessives of names dropped (``Okafor's`` -> ``Okafor``), so a name in
     the possessive names the answer (contractions, ``It's``, are kept), and a date's own
-    punctuation dropped (``Mar. 5, 2024`` -> ``Mar 5 2024``), so it reads as one phrase."""
+    punctuation dropped (``Mar. 5, 2024`` -> ``Mar 5 2024``), so it reads as one phrase. Dates,
+    grouped numbers, money and durations are first put in one form by their parsers
+    (:func:`trek.graders.exact_values.canonical`), and letters of other cased scripts are
+    transliterated (:func:`trek.graders.exact_values.transliterate`)."""
+    from trek.graders.exact_values import canonical, transliterate
+
+    text = canonical(transliterate(text))
     text = _POSSESSIVE.sub(lambda m: m.group(0) if m.group(1).lower() in _CONTRACTED else m.group(1), text)
     text = _ABBR_DOT.sub(r"\1", text)
     return _DATE_COMMA.sub(lambda m: m.group(1) if m.group(1).split()[0].lower().rstrip(".")[:3] in _MONTH_ABBR
@@ -472,7 +478,7 @@ def _ends_item(ws: Sequence[Word], spans: Sequence[tuple[int, int, bool]], k: in
     end = spans[k][1]
     if end >= len(ws) or ws[end].phrase != ws[end - 1].phrase:
         return True
-    return ws[end].text in _ITEM_FOLLOWERS or any(s == end for s, _, _ in spans)
+    return ws[end].text in _ITEM_FOLLOWERS | _JOINT or any(s == end for s, _, _ in spans)
 
 
 #: Auxiliaries allowed between an answer and the negation after it (``X is not``, ``X did not``).

@@ -7,9 +7,10 @@ cannot tell an unlisted alias from a wrong answer, and the exact judge says ``un
 instead of guessing. This module finds those values:
 
 * :func:`names` — runs of capitalized words (and words in scripts without case, such as Chinese),
-  in their sentence. A sentence's first word is a name only when it is not a common English word
-  (word frequencies from :mod:`wordfreq`, zipf below :data:`COMMON_ZIPF`) or another name word
-  follows it. Titles, pronouns, months and role codes (``CEO``) are no names.
+  in their sentence. A sentence's first word (after any list marker) is a name only when it is not
+  a common English word (word frequencies from :mod:`wordfreq`, zipf below :data:`COMMON_ZIPF`) or
+  another name word follows it; a lone word as common as ``It`` (:data:`VERY_COMMON_ZIPF`) is
+  never one. Titles, pronouns, months and role codes (``CEO``) are no names.
 * :func:`numbers` — digit tokens (with their separators) that are not list markers.
 * :func:`uncovered` — the names and numbers no annotated answer and no word of the question
   covers: what the response names that the annotations do not.
@@ -27,11 +28,15 @@ from dataclasses import dataclass
 
 from trek.graders.freshqa import normalize_answer
 
-__all__ = ["COMMON_ZIPF", "Value", "names", "numbers", "uncovered", "unreadable", "sentences"]
+__all__ = ["COMMON_ZIPF", "Value", "names", "numbers", "uncovered", "unreadable", "sentences", "canonical",
+           "transliterate"]
 
 #: A sentence's first word written capitalized is a name only below this word frequency (zipf
 #: scale of :mod:`wordfreq`: 3 is once per million words, 4 ten times; ``Dana`` 3.8, ``Answer`` 5.2).
 COMMON_ZIPF = 4.0
+#: A lone capitalized word anywhere is no name at or above this frequency (``It``, ``Each`` after
+#: a list marker or a quote).
+VERY_COMMON_ZIPF = 5.5
 
 #: Capitalized words that never name an answer on their own.
 _NOT_VALUES = frozenset({
@@ -42,6 +47,16 @@ _NOT_VALUES = frozenset({
     "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
 })
+#: Function words that open a sentence before a name (``When Dunsmarrow voted``): no part of it.
+_OPENERS = frozenset({
+    "when", "since", "after", "before", "while", "if", "as", "in", "on", "at", "by", "for", "from", "with", "this",
+    "that", "these", "those", "then", "however", "although", "though", "because", "during", "under", "according",
+    "meanwhile", "also", "but", "so", "yet", "today", "yesterday", "currently", "now", "until", "once", "both",
+    "neither", "either", "every", "each", "all", "some", "many", "most", "its", "their", "his", "her", "our", "my",
+    "your", "it", "he", "she", "they", "we", "you", "there", "here", "where", "who", "which", "what", "whose",
+})
+#: Initials that spell a word at least this frequent (zipf) are no alias (``IS``, ``DO``, ``CAT``).
+INITIALISM_ZIPF = 2.5
 #: Lower-case words that may stand inside a name (``Bank of England``, ``Port of Spain``).
 _NAME_JOINERS = frozenset({"of", "de", "da", "del", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "the",
                            "and", "&"})
@@ -95,10 +110,13 @@ def _name_run(run: list[str], at_start: bool, sentence: int) -> Value | None:
     """The name a run of name words makes, or None (a lone common word opening a sentence, a title)."""
     while run and run[-1].lower() in _NAME_JOINERS:
         run = run[:-1]
+    if at_start and len(run) > 1 and run[0].lower() in _OPENERS:
+        run = run[1:]  # "When Dunsmarrow voted": the sentence's common first word is no part of the name
+        at_start = False
     ws = tuple(normalize_answer(" ".join(run)).split())
     if not ws or all(w in _NOT_VALUES for w in ws):
         return None
-    if len(run) == 1 and at_start and not _caseless(run[0]) and _zipf(ws[0]) >= COMMON_ZIPF:
+    if len(run) == 1 and not _caseless(run[0]) and _zipf(ws[0]) >= (COMMON_ZIPF if at_start else VERY_COMMON_ZIPF):
         return None
     return Value(" ".join(run), ws, "name", sentence)
 
@@ -112,10 +130,15 @@ def names(text: str | None) -> list[Value]:
         runs: list[tuple[list[str], bool]] = []
         run: list[str] = []
         start = 0
+        lead = 0  # list markers and bullets before the sentence's first word
+        while lead < len(toks) and re.fullmatch(r"[-*\u2022>#]+|\(?\d{1,2}[.)]|\[\d{1,3}\]", toks[lead]):
+            lead += 1
         for i, (tok, core) in enumerate(zip(toks, cores, strict=True)):
-            if _name_word(core) and not (i == 0 and core.lower() in _NOT_VALUES):
+            if i < lead:
+                continue
+            if _name_word(core) and not (i == lead and core.lower() in _NOT_VALUES):
                 if not run:
-                    start = i
+                    start = i - lead
                 run.append(core)
             elif run and core.lower() in _NAME_JOINERS and i + 1 < len(cores) and _name_word(cores[i + 1]):
                 run.append(core)
@@ -202,6 +225,7 @@ def uncovered(text: str | None, known: Iterable[Sequence[str]], question: Sequen
 #: Number forms that the grader reads only when a parser turns them into one value.
 _UNREADABLE = (
     re.compile(r"^\d{1,3}(?:\.\d{3}){2,}$"),  # 1.374.687 (dots as thousands separators)
+    re.compile(r"^\d{1,3}\.\d{3}$"),  # 383.726 (a decimal, or a thousands group)
     re.compile(r"^\d{1,3}(?: \d{3})+$"),  # 383 726 (spaces as thousands separators)
     re.compile(r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}$"),  # 19/11/2024, 19.11.2024
     re.compile(r"^[A-Za-z]{1,3}\$\d"),  # US$44bn, A$3
@@ -221,3 +245,180 @@ def unreadable(text: str | None) -> list[str]:
         if any(p.match(raw) for p in _UNREADABLE):
             out.append(raw)
     return out
+
+
+# -- reading values with parsers: dates, grouped numbers, money, durations -------------------------
+#: A date written with numbers only (``19/11/2024``, ``19.11.2024``); read by :mod:`dateparser`.
+_NUMERIC_DATE = re.compile(r"(?<![\w/.])(\d{1,2})([/.-])(\d{1,2})\2(\d{4})(?![\w/]|\.\d)")
+#: A number in digit groups (``383 726``, ``1.374.687``, ``1,374,687``), perhaps with a currency
+#: mark before it and a scale after it (``US$44bn``, ``USD 44,000,000,000``, ``€4.2 billion``);
+#: read by :mod:`price_parser`.
+_GROUPED = re.compile(
+    r"(?<![\w.,])(?P<cur>(?:[A-Z]{1,3})?[$€£¥]|(?:USD|EUR|GBP|JPY)\s?)?"
+    r"(?P<num>\d{1,3}(?:(?P<sep>[ \u00a0\u202f.,])\d{3})(?:(?P=sep)\d{3})*(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
+    r"(?P<scale>\s?(?:bn|billion|mn|million|m|k|thousand|tn|trillion)\b)?(?![\w])")
+#: A duration: one or more ``number unit`` parts of hours, minutes and seconds (units read by
+#: :mod:`pint`), or a clock form ``2:00:35``.
+_DUR_UNIT = r"(?:hours?|hrs?|h|minutes?|mins?|min|m|seconds?|secs?|s)"
+_DURATION = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s?({_DUR_UNIT})\b(?:(?:,?\s(?:and\s)?)(\d+(?:\.\d+)?)\s?({_DUR_UNIT})\b)*",
+                       re.IGNORECASE)
+_DUR_PART = re.compile(rf"(\d+(?:\.\d+)?)\s?({_DUR_UNIT})\b", re.IGNORECASE)
+_CLOCK = re.compile(r"(?<![\w:.])(\d{1,2}):(\d{2}):(\d{2})(?![\w:])")
+_SCALES = {"k": 3, "thousand": 3, "m": 6, "mn": 6, "million": 6, "bn": 9, "billion": 9, "tn": 12, "trillion": 12}
+_CURRENCY_MARKS = {"$": "$", "€": "€", "£": "£", "¥": "¥", "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
+_PINT_UNITS = {"h": "hour", "hr": "hour", "hrs": "hour", "hour": "hour", "hours": "hour", "m": "minute",
+               "min": "minute", "mins": "minute", "minute": "minute", "minutes": "minute", "s": "second",
+               "sec": "second", "secs": "second", "second": "second", "seconds": "second"}
+
+
+@functools.lru_cache(maxsize=1)
+def _units():
+    import pint
+
+    return pint.UnitRegistry()
+
+
+def _date(m: re.Match[str]) -> str:
+    """A numeric date in words (``19 november 2024``), or the text as written when it is not a date
+    or its day and month could be read either way (``03/04/2024``)."""
+    import dateparser
+
+    readings = set()
+    for order in ("DMY", "MDY"):
+        d = dateparser.parse(m.group(0), languages=["en"], settings={"DATE_ORDER": order, "STRICT_PARSING": True})
+        if d is not None:
+            readings.add(d.date())
+    if len(readings) != 1:
+        return m.group(0)
+    d = readings.pop()
+    return f"{d.day} {d.strftime('%B')} {d.year}"
+
+
+def _grouped(m: re.Match[str]) -> str:
+    """A grouped number, money amount or scaled amount in one plain form (``$44000000000``)."""
+    from decimal import Decimal
+
+    from price_parser import Price
+
+    num, sep, cur, scale = m.group("num"), m.group("sep"), m.group("cur"), m.group("scale")
+    if sep is None and not cur and not scale:
+        return m.group(0)
+    if sep == "." and num.count(".") == 1 and not cur and not scale:
+        return m.group(0)  # 383.726: a decimal or a thousands group; left for unreadable()
+    if sep == "," and num.count(",") == 1 and "." not in num and not cur:
+        return m.group(0)  # 1,240: the normalizer reads it already
+    if sep is None and scale and not cur and scale.strip() in ("m", "k"):
+        return m.group(0)  # 35 m: metres or minutes as likely as millions
+    amount = Price.fromstring(num, decimal_separator="," if (sep == "." or (sep in (" ", "\u00a0", "\u202f") and ","
+                                                                              in num)) else ".").amount
+    if amount is None:
+        return m.group(0)
+    if scale:
+        amount = Decimal(amount).scaleb(_SCALES[scale.strip().lower()])
+    text = format(amount.normalize(), "f") if amount == amount.to_integral_value() else format(amount, "f")
+    mark = ""
+    if cur:
+        c = cur.strip()
+        mark = _CURRENCY_MARKS.get(c, c[-1] if c[-1] in "$€£¥" else "")
+    return f"{mark}{text}"
+
+
+def _seconds(parts: list[tuple[str, str]]) -> str:
+    from decimal import Decimal
+
+    ureg = _units()
+    total = sum(Decimal(str(ureg.Quantity(float(n), _PINT_UNITS[u.lower()]).to("second").magnitude)) for n, u in parts)
+    total = total.quantize(Decimal("0.001")).normalize()
+    return f"{format(total, 'f')} seconds"
+
+
+def _duration(m: re.Match[str]) -> str:
+    parts = _DUR_PART.findall(m.group(0))
+    units = [_PINT_UNITS[u.lower()] for _, u in parts]
+    if len(parts) < 2 and units[0] == "minute" and parts[0][1].lower() == "m":
+        return m.group(0)  # "35 m": metres as likely as minutes
+    if len(set(units)) != len(units):
+        return m.group(0)
+    return _seconds(parts)
+
+
+def transliterate(text: str) -> str:
+    """``text`` with words in other cased scripts (Cyrillic, Greek, Armenian…) written in Latin
+    letters by :mod:`anyascii` (``Юки Танабе`` -> ``Yuki Tanabe``); scripts without case (Chinese,
+    Japanese, Arabic…) are kept, since their romanization rarely gives the name's usual spelling."""
+    if text.isascii():
+        return text
+
+    def latin(m: re.Match[str]) -> str:
+        from anyascii import anyascii
+
+        w = m.group(0)
+        if any(ch.isalpha() and not ch.isascii() and ch.lower() != ch.upper() and not _latin(ch) for ch in w):
+            return anyascii(w)
+        return w
+
+    return re.sub(r"\w+", latin, text)
+
+
+def _latin(ch: str) -> bool:
+    import unicodedata
+
+    return unicodedata.name(ch, "").startswith("LATIN")
+
+
+def canonical(text: str) -> str:
+    """``text`` with every date, grouped number, money amount and duration it writes put in one
+    plain form, by the parsers (``19/11/2024`` -> ``19 November 2024`` by :mod:`dateparser`,
+    ``383 726`` and ``1.374.687`` -> digits and ``US$44bn`` -> ``$44000000000`` by
+    :mod:`price_parser`, ``2 h 00 min 35 s`` and ``2:00:35`` -> ``7235 seconds`` with units by
+    :mod:`pint`). A form that can be read two ways (``03/04/2024``, ``383.726``) is left as written."""
+    if not _HAS_DIGIT.search(text):
+        return text
+    text = _NUMERIC_DATE.sub(_date, text)
+    text = _CLOCK.sub(lambda m: _seconds([(m.group(1), "h"), (m.group(2), "min"), (m.group(3), "s")]), text)
+    text = _DURATION.sub(_duration, text)
+    return _GROUPED.sub(_grouped, text)
+
+
+# -- aliases an annotation allows --------------------------------------------------------------------
+_CAP_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:of|the|and|&|de|la)?\s*[A-Z][\w-]*)+")
+_JOINER_WORDS = frozenset({"of", "the", "and", "&", "de", "la"})
+_PARTS = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
+
+
+def aliases(answer: str, *, main_part: bool = False) -> list[str]:
+    """Other forms of an annotated answer that name the same thing:
+
+    * a name of three or more capitalized words by its initials (``United Arab Provinces`` ->
+      ``UAP``), also inside a longer answer (``Estavia and the UAP``), unless the initials spell a
+      word (zipf :data:`INITIALISM_ZIPF` or more: ``Dana Okafor`` is never ``DO``, the grader
+      compares lower-cased words);
+    * a person's name of two or three words with its given names as initials (``Priya
+      Castellan`` -> ``P. Castellan``);
+    * a list of two to four items (``Sorrel, Tine and Wend``) in any order;
+    * with ``main_part`` (SealQA's rule that the main part of a name suffices), the part before
+      the first comma (``San Lorenzo, Calvera`` -> ``San Lorenzo``).
+    """
+    import itertools
+
+    out: list[str] = []
+    for m in _CAP_RUN.finditer(answer):
+        words = m.group(0).split()
+        caps = [w for w in words if w.lower() not in _JOINER_WORDS]
+        code = "".join(w[0] for w in caps).upper()
+        if len(caps) >= 3 and _zipf(code.lower()) < INITIALISM_ZIPF:
+            out.append(answer[:m.start()] + code + answer[m.end():])
+    words = answer.split()
+    if 2 <= len(words) <= 3 and all(w[:1].isupper() and w.isalpha() for w in words):
+        out.append(" ".join(w[0] + "." for w in words[:-1]) + " " + words[-1])
+    listed = bool(re.search(r"\s(?:and|&)\s", answer))
+    parts = [p for p in _PARTS.split(answer.strip().rstrip(".")) if p]
+    if listed and 2 <= len(parts) <= 4 and len(parts) == len(set(parts)):
+        for order in itertools.permutations(parts):
+            if list(order) != parts:
+                out.append(", ".join(order[:-1]) + " and " + order[-1])
+    if main_part and "," in answer and not listed:
+        head = answer.split(",")[0].strip()
+        if head:
+            out.append(head)
+    return [a for a in dict.fromkeys(out) if a != answer]

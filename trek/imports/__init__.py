@@ -51,6 +51,7 @@ from trek.imports import (
 from trek.imports.common import (
     ImportFailure,
     PageSpool,
+    holding_out,
     iter_matched,
     iter_records,
     match_traces,
@@ -190,6 +191,18 @@ def import_run(
     target = RunDir(out).check_target("import", option="--out")
     if replace:
         target.check_replace("import", inputs=[*([] if remote else files), questions], option="--out")
+    # one writer per run folder: refused at once while another command writes it, and held until
+    # the imported run is in place
+    with holding_out(out):
+        return _import(mod, fmt, files, out, remote, location, questions=questions, mapping=mapping, dataset=dataset,
+                       model=model, epoch=epoch, replace=replace, search_tools=search_tools,
+                       question_key=question_key, in_order=in_order)
+
+
+def _import(mod: ModuleType, fmt: str, files: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+            remote: bool, location: str | None, *, questions: str | os.PathLike[str] | None,
+            mapping: Mapping[str, str] | None, dataset: str | None, model: str | None, epoch: int, replace: bool,
+            search_tools: Sequence[str] | None, question_key: str, in_order: bool) -> ImportReport:
     qs: list[Question] | None = None
     if questions is not None:
         qs = load_questions(questions, mapping, dataset=dataset or "custom")

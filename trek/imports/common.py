@@ -24,6 +24,7 @@ here, the same for every format:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import re
@@ -391,25 +392,48 @@ def _page_text(urls: Sequence[str], pages: Sequence[PageText]) -> str:
     return next(k for k, v in _PAGE_RANK.items() if v == worst)
 
 
+def spaces_encoded(url: str) -> str:
+    """An http(s) URL with the spaces inside it percent-encoded (``%20``) and the blanks around it
+    removed: a log may write a page's address as its title bar shows it (Gemini's grounding URIs
+    do), and a space is never part of a URL on the wire. Anything else is returned as it is."""
+    if isinstance(url, str) and " " in url:
+        t = url.strip()
+        if re.match(r"(?i)https?://", t):
+            return t.replace(" ", "%20")
+    return url
+
+
 def _drop_bad_links(parsed: Parsed) -> None:
     """Leave out of ``parsed`` every link that is neither an http(s) URL nor a document id
     (``javascript:``, ``file:``, a ``..`` path, an overlong one: see :func:`trek.imports.fields.link_kind`),
-    with a coverage note; such a value is never a retrieved URL, a link or a page key."""
+    with a coverage note counting each such link once; such a value is never a retrieved URL, a
+    link or a page key. Spaces in an http(s) URL are percent-encoded first (:func:`spaces_encoded`)."""
     bad: list[str] = []
 
-    def ok(u: str | None) -> bool:
-        if u is None or link_kind(u) != "bad":
-            return True
-        bad.append(u)
-        return False
+    def fix(u: str | None) -> str | None:
+        """The link as kept, or None when it is left out."""
+        if u is None:
+            return None
+        u = spaces_encoded(u)
+        if link_kind(u) != "bad":
+            return u
+        if u not in bad:
+            bad.append(u)
+        return None
 
-    parsed.steps = [s.model_copy(update={"url": s.url if ok(s.url) else None,
-                                         "result_urls": [u for u in s.result_urls if ok(u)]}) for s in parsed.steps]
-    parsed.searches = [c.model_copy(update={"results": [r for r in c.results if ok(r.url)]}) for c in parsed.searches]
-    parsed.opened = [u for u in parsed.opened if ok(u)]
-    parsed.seen_urls = [u for u in parsed.seen_urls if ok(u)]
-    parsed.citations = [c for c in parsed.citations if ok(c.url)]
-    parsed.pages = [p for p in parsed.pages if link_kind(p.url) == "http"]
+    def fixed(urls: Iterable[str]) -> list[str]:
+        return [v for v in (fix(u) for u in urls) if v is not None]
+
+    parsed.steps = [s.model_copy(update={"url": fix(s.url), "result_urls": fixed(s.result_urls)})
+                    for s in parsed.steps]
+    parsed.searches = [c.model_copy(update={"results": [r.model_copy(update={"url": v}) for r in c.results
+                                                        if (v := fix(r.url)) is not None]})
+                       for c in parsed.searches]
+    parsed.opened = fixed(parsed.opened)
+    parsed.seen_urls = fixed(parsed.seen_urls)
+    parsed.citations = [c.model_copy(update={"url": v}) for c in parsed.citations if (v := fix(c.url)) is not None]
+    parsed.pages = [p if p.url == spaces_encoded(p.url) else dataclasses.replace(p, url=spaces_encoded(p.url))
+                    for p in parsed.pages if link_kind(spaces_encoded(p.url)) == "http"]
     if bad:
         example = bad[0] if len(bad[0]) <= 60 else bad[0][:57] + "..."
         parsed.note(f"left out {len(bad)} link(s) that are neither http(s) URLs nor document ids (e.g. {example!r})")
@@ -558,14 +582,52 @@ class PageSpool:
 
 # -- writing ---------------------------------------------------------------------------------------
 @contextlib.contextmanager
+def holding_out(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the write lock of the run folder ``out`` (:func:`trek.runs.run_lock`) for the block,
+    so an import never writes or replaces a run another command is writing (``trek grade`` on
+    the run ``--replace`` would swap away): that is a :class:`~trek.runs.RunLockedError` at once.
+    A folder the lock had to create is removed again when the block leaves nothing else in it."""
+    from trek.runs import LOCK, run_lock
+
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise ImportFailure(f"{p}: exists and is not a folder")
+    created = not p.exists()
+    try:
+        with run_lock(p):
+            yield p
+    finally:
+        if created:
+            with contextlib.suppress(OSError):
+                if {c.name for c in p.iterdir()} <= {LOCK}:
+                    (p / LOCK).unlink(missing_ok=True)
+                    p.rmdir()
+
+
+@contextlib.contextmanager
 def _staging(out: Path, replace: bool) -> Iterator[Path]:
-    """A temporary folder beside ``out`` that becomes ``out`` when the block succeeds."""
-    if out.exists() and not out.is_dir():
-        raise ImportFailure(f"{out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()) and not replace:
-        raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
-    with staged_folder(out, tag="import") as tmp:
-        yield tmp
+    """A temporary folder beside ``out`` that becomes ``out`` when the block succeeds, under
+    ``out``'s write lock (:func:`holding_out`)."""
+    from trek.runs import LOCK
+
+    with holding_out(out):
+        if any(c.name != LOCK for c in out.iterdir()) and not replace:
+            raise ImportFailure(f"{out}: the run directory already exists; choose another --out or pass --replace")
+        _clean_stale(out)
+        with staged_folder(out, tag="import") as tmp:
+            yield tmp
+
+
+def _clean_stale(out: Path) -> None:
+    """Remove what an import into ``out`` killed before its end left beside it (its hidden
+    staging folder, a replaced run not yet removed): with ``out``'s lock held no other import
+    into ``out`` is under way, so each one is stale."""
+    import shutil
+
+    for pattern in (f".{out.name}.import-*", f".{out.name}.old-*"):
+        for stale in out.parent.glob(pattern):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
 
 
 def write_run(

@@ -64,6 +64,32 @@ def tracking(uri: str) -> Iterator[Any]:
         ctx.__exit__(None, None, None)
 
 
+def _check_source(uri: str) -> None:
+    """Refuse a tracking URI that names a local store which is not there: MLflow would create
+    it (an empty database at ``sqlite:///typo.db``, a ``mlruns`` folder), and an import only
+    reads."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https", "databricks", "databricks-uc", "uc"):
+        return
+    if scheme == "sqlite":
+        path = unquote(uri.split("://", 1)[1])
+        path = path[1:] if path.startswith("/") and not path.startswith("//") else path[1:] if path else path
+        target = Path(path) if path and path != ":memory:" else None
+        if target is None or not target.is_file():
+            raise ImportFailure(f"{shown(uri)}: no MLflow database at {target or path or '(no path)'}: an import only "
+                                "reads, it does not create one (check the path)")
+        return
+    if scheme in ("", "file") or len(scheme) == 1:  # a folder of runs (a one-letter scheme: a Windows drive)
+        folder = Path(unquote(parts.path) if scheme == "file" else uri)
+        if not folder.is_dir():
+            raise ImportFailure(f"{shown(uri)}: no MLflow tracking folder at {folder}: an import only reads, it does "
+                                "not create one (check the path)")
+
+
 def _experiment_id(mlflow: Any, uri: str, name: str) -> str:
     client = mlflow.MlflowClient(tracking_uri=uri)
     try:
@@ -104,13 +130,23 @@ def span_record(span: Any, order: int) -> Span:
 def read_traces(sources: Sequence[str], options: TraceOptions, location: str | None = None) -> list[InputRecord]:
     """One record per trace of experiment ``location`` (a name or an id; default
     :data:`DEFAULT_EXPERIMENT`) at the tracking URI ``sources[0]``."""
+    from trek.trace.destinations import Deadline, DeadlineExceeded, call_within
+
     (uri,) = sources
+    _check_source(uri)
+    deadline = Deadline(uri, "reading traces")
     with tracking(uri) as mlflow:
-        eid = _experiment_id(mlflow, uri, location) if location else DEFAULT_EXPERIMENT
+        try:
+            eid = call_within(deadline, lambda: _experiment_id(mlflow, uri, location)) if location else DEFAULT_EXPERIMENT
+        except DeadlineExceeded as e:
+            raise ImportFailure(str(e)) from None
         where = f"{shown(uri)} (experiment {location or 'Default'!r})"
         scope = "locations" if "locations" in inspect.signature(mlflow.search_traces).parameters else "experiment_ids"
         try:
-            found = mlflow.search_traces(**{scope: [eid]}, return_type="list", include_spans=True)
+            found = call_within(deadline, lambda: mlflow.search_traces(**{scope: [eid]}, return_type="list",
+                                                                       include_spans=True))
+        except DeadlineExceeded as e:
+            raise ImportFailure(str(e)) from None
         except Exception as e:
             raise server_error(uri, f"searching the traces of experiment {eid}", e) from None
     spans: list[Span] = []

@@ -16,6 +16,11 @@ own native-search runs):
   annotations (``url``, ``title``) the citations;
 * ``usage`` (``input_tokens``, ``output_tokens``, cached and reasoning token details).
 
+xAI's Responses API writes the same ``web_search_call`` items, some with an ``action`` as
+above and some (grok-4 replies of late 2025) with the tool's ``name`` and its ``arguments``
+instead, a JSON text such as ``{"query": "...", "num_results": 5}``: the query (or the ``url``
+of a page it opened) is read from there.
+
 OpenAI's ``utm_source=openai`` tracking parameter is removed from every URL. Coverage: queries
 ``all`` (``some``/``none`` when search actions carry no query); results ``all`` when every
 search action lists its ``sources``, else ``cited_only``; the API returns no page text. A reply
@@ -80,8 +85,39 @@ def usage_of(u: Any) -> Usage:
                  reasoning_tokens=reasoning, calls=1 if u else 0, cost_usd=None)
 
 
+_ARG_QUERY = ("query", "q", "search_query", "queries")
+_ARG_URL = ("url", "link", "page_url")
+
+
+def with_actions(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` with an ``action`` made from ``arguments`` for each ``web_search_call`` that
+    has none (xAI's way of writing them, see the module docstring)."""
+    from trek.imports.tool_results import maybe_json
+
+    out = []
+    for i, item in enumerate(items):
+        if item.get("type") == "web_search_call" and not isinstance(item.get("action"), dict) \
+                and item.get("arguments") is not None:
+            args = maybe_json(item["arguments"], f"output item {i + 1}: arguments")
+            args = args if isinstance(args, dict) else {"query": args} if isinstance(args, str) else {}
+            query = next((args[k] for k in _ARG_QUERY if args.get(k)), None)
+            url = next((args[k] for k in _ARG_URL if isinstance(args.get(k), str) and args.get(k)), None)
+            if isinstance(query, list):
+                action: dict[str, Any] = {"type": "search", "queries": [q for q in query if isinstance(q, str)]}
+            elif query is not None:
+                action = {"type": "search", "query": str(query)}
+            elif url:
+                action = {"type": "open_page", "url": url}
+            else:
+                action = {"type": "search"}
+            item = {**item, "action": action}
+        out.append(item)
+    return out
+
+
 def parse_items(items: list[dict[str, Any]], parsed: Parsed) -> None:
     """Searches, opened pages and citations of Responses output items into ``parsed``."""
+    items = with_actions(items)
     trace = parse_web_search_output({"output": items}, backend="openai", round=1)
     parsed.searches += trace.searches
     parsed.steps += trace.steps
@@ -95,8 +131,12 @@ def parse_items(items: list[dict[str, Any]], parsed: Parsed) -> None:
         parsed.note(f"{len(searches) - len(with_query)} of {len(searches)} search action(s) carry no query")
     if any("sources" not in a for a in searches):
         parsed.results = "cited_only"
-        parsed.note("search actions list no sources (the request did not include "
-                    "web_search_call.action.sources): only the cited pages are known")
+        if any(i.get("type") == "web_search_call" and "arguments" in i for i in items):
+            parsed.note("web_search_call items written with arguments (xAI) list no sources: only the cited pages "
+                        "are known")
+        else:
+            parsed.note("search actions list no sources (the request did not include "
+                        "web_search_call.action.sources): only the cited pages are known")
     if parsed.searches or parsed.opened:
         parsed.note("the Responses API returns no page text")
 

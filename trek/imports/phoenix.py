@@ -2,7 +2,8 @@
 
 ``trek import phoenix URL [--project NAME] --questions FILE --out RUN`` asks the server at URL
 (``phoenix.client.Client(base_url=URL)``) for every span of the project (default ``default``)
-with ``client.spans.get_spans``, page after page. Each span (its OTel ``context`` ids,
+with ``client.spans.get_spans``, page after page, at most :data:`MAX_SPANS` spans, the whole
+conversation under a deadline (:class:`trek.trace.destinations.Deadline`). Each span (its OTel ``context`` ids,
 ``parent_id``, ``span_kind`` (OpenInference's, which Phoenix keeps beside the attributes),
 ``start_time``/``end_time``, ``status_code``/``status_message``, flat ``attributes`` and
 ``events``) becomes the span record the OTLP importer reads, and each trace one
@@ -15,7 +16,6 @@ Needs the ``phoenix`` extra (``pip install 'trek[phoenix]'``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,18 +31,23 @@ DEFAULT_PROJECT = "default"
 LOCATION = "--project"
 REMOTE = True
 
-__all__ = ["DEFAULT_PROJECT", "NAME", "client", "read_traces", "parse", "span_record"]
+__all__ = ["DEFAULT_PROJECT", "MAX_SPANS", "NAME", "client", "read_traces", "parse", "span_record"]
 
 
-def client(url: str) -> Any:
-    """Phoenix's client for the server at ``url``."""
-    from trek.trace.destinations import MissingExtra, phoenix_client_module
+#: Most spans one import reads from a project: a server that always offers another page (or a
+#: project too large to hold) ends with a clear error instead of pages without end.
+MAX_SPANS = 1_000_000
+
+
+def client(url: str, deadline: Any = None) -> Any:
+    """Phoenix's client for the server at ``url``, its requests under ``deadline`` (a
+    :class:`~trek.trace.destinations.Deadline`; by default one for reading the spans)."""
+    from trek.trace.destinations import Deadline, MissingExtra, phoenix_client
 
     try:
-        mod = phoenix_client_module()
+        return phoenix_client(url, deadline or Deadline(url, "reading spans"))
     except MissingExtra as e:
         raise ImportFailure(str(e).replace("trek trace export --to", "trek import phoenix")) from None
-    return mod.Client(base_url=url.rstrip("/"))
 
 
 def _error(span: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> str | None:
@@ -81,12 +86,15 @@ def read_traces(sources: Sequence[str], options: TraceOptions, location: str | N
     where = f"{shown(url)} (project {project!r})"
     px = client(url)
     try:
-        found = px.spans.get_spans(project_identifier=project, limit=sys.maxsize)
-    except Exception as e:  # the client's errors: httpx's, its own ValueErrors
+        found = px.spans.get_spans(project_identifier=project, limit=MAX_SPANS + 1)
+    except Exception as e:  # the client's errors: httpx's, its own ValueErrors, the deadline's
         status = getattr(getattr(e, "response", None), "status_code", None)
         if status == 404:
             raise ImportFailure(f"{where}: no such project on the server (--project names one)") from None
         raise server_error(url, f"reading the spans of project {project!r}", e) from None
+    if len(found or []) > MAX_SPANS:
+        raise ImportFailure(f"{where}: the server offers more than {MAX_SPANS:,} spans (the most one import reads); "
+                            "import a smaller project")
     spans = []
     for i, s in enumerate(found or [], start=1):
         try:

@@ -218,12 +218,32 @@ def validate_run(run_dir: str | os.PathLike[str], *, limit: int = 50) -> list[Pr
         except RecordError as e:
             problems.append(Problem(str(pages), None, None, str(e).split(": ", 1)[-1]))
             return problems
-        try:
-            with sqlite3.connect(f"file:{pages}?mode=ro", uri=True) as conn:
-                conn.execute("SELECT key, url, text, status, source FROM pages LIMIT 1").fetchall()
-        except sqlite3.Error as e:
-            problems.append(Problem(str(pages), None, None, f"not a Trek page store ({e})"))
+        error = _page_store_error(pages)
+        if error:
+            problems.append(Problem(str(pages), None, None, f"not a Trek page store ({error})"))
     return problems
+
+
+def _page_store_error(pages: Path) -> str | None:
+    """Why ``pages`` cannot be read as a page store, or None. Read only; a store in a folder
+    nobody may write to (a read-only copy of a run) cannot get the ``-shm`` file a WAL database
+    wants even for reading, so it is read as immutable then (nothing else writes it there)."""
+    from urllib.parse import quote
+
+    error = None
+    for mode in ("mode=ro", "immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(pages))}?{mode}", uri=True)
+            try:
+                conn.execute("SELECT key, url, text, status, source FROM pages LIMIT 1").fetchall()
+            finally:
+                conn.close()
+            return None
+        except sqlite3.Error as e:
+            error = error or str(e)
+            if "unable to open" not in str(e) and "readonly" not in str(e).lower():
+                return error  # a damaged or foreign file: no point in reading it another way
+    return error
 
 
 def _graded_files() -> dict[str, type[BaseModel]]:

@@ -67,6 +67,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trek.imports.common import PageText, Parsed
@@ -701,6 +702,8 @@ class _Call:
     attempts: int = 1
     parent: str | None = None
     events: int = 1
+    #: A model span's reply read as the provider object it is (:func:`_provider_reply`).
+    provider: Parsed | None = None
 
 
 def _documents(span: Span) -> Any:
@@ -755,8 +758,9 @@ def _calls_from_spans(spans: Sequence[Span], patterns: Sequence[str] = ()) -> li
     return calls
 
 
-def _calls_from_messages(llm: Sequence[Span]) -> list[_Call]:
-    """Tool calls the model's messages show (for traces without tool spans)."""
+def _calls_from_messages(llm: Sequence[Span], read: set[str] = frozenset()) -> list[_Call]:  # type: ignore[assignment]
+    """Tool calls the model's messages show (for traces without tool spans); of a span whose
+    reply was read as a provider object (``read``), its hosted tools' calls are left out."""
     results: dict[str, Any] = {}
     for s in llm:
         for m in _messages(s, "input"):
@@ -767,16 +771,21 @@ def _calls_from_messages(llm: Sequence[Span]) -> list[_Call]:
     for s in llm:
         for m in _messages(s, "output"):
             for i, c in enumerate(m.tool_calls):
+                if s.span_id in read and str(c.get("name") or "") in _HOSTED_ITEMS:
+                    continue
                 cid = str(c["id"]) if c.get("id") else None
                 calls.append(_Call(None, str(c.get("name") or ""), cid, c.get("arguments"),
                                    results.get(cid) if cid else None, None, s.end or s.start, s.order * 1000 + i))
     return calls
 
 
-def _server_calls(llm: Sequence[Span]) -> list[_Call]:
-    """Provider-side tool calls (``server_tool_call`` parts): a hosted web search."""
+def _server_calls(llm: Sequence[Span], read: set[str] = frozenset()) -> list[_Call]:  # type: ignore[assignment]
+    """Provider-side tool calls (``server_tool_call`` parts): a hosted web search (not of the
+    spans whose reply was read as a provider object, ``read``)."""
     calls = []
     for s in llm:
+        if s.span_id in read:
+            continue
         for m in _messages(s, "output"):
             for i, c in enumerate(m.server_calls):
                 call = c.get("call") if isinstance(c.get("call"), dict) else {}
@@ -787,6 +796,119 @@ def _server_calls(llm: Sequence[Span]) -> list[_Call]:
                 calls.append(_Call(None, name, c.get("id"), args or None, resp, None, s.end or s.start,
                                    s.order * 1000 + 500 + i))
     return calls
+
+
+#: Output item types of a Responses object that are tool calls run by the provider: an
+#: instrumentation may show each as a tool call of that name (with no arguments) in the output
+#: messages; they are read from the object instead.
+_HOSTED_ITEMS = ("web_search_call", "file_search_call", "computer_call", "code_interpreter_call",
+                 "image_generation_call", "mcp_call", "x_search_call", "web_search", "google_search")
+
+
+def _provider_kind(value: Any) -> str | None:
+    """Which provider object ``value`` is: ``openai-responses`` (a Responses object),
+    ``chat-completions`` (a chat.completion, Perplexity's included) or ``gemini`` (a
+    GenerateContentResponse); ``None`` for anything else."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("output"), list) and (value.get("object") == "response" or any(
+            isinstance(i, dict) and i.get("type") in ("message", "web_search_call", "reasoning", "function_call")
+            for i in value["output"])):
+        return "openai-responses"
+    if isinstance(value.get("choices"), list) and value["choices"] and (
+            str(value.get("object", "")).startswith("chat.completion") or isinstance(
+                value["choices"][0], dict) and "message" in value["choices"][0]):
+        return "chat-completions"
+    if isinstance(value.get("candidates"), list) and value["candidates"]:
+        return "gemini"
+    return None
+
+
+def _reply_value(span: Span) -> Any:
+    """The reply a model span records whole: OpenInference's ``output.value`` (JSON text), else
+    the Langfuse observation's output."""
+    v = _present(span.attrs.get("output.value"))
+    if v is None:
+        v = _present(span.output)
+    return maybe_json(v, "output.value") if isinstance(v, str) else v
+
+
+def _provider_reply(span: Span) -> tuple[Parsed | None, str | None]:
+    """(the model span's reply read by the provider-log importer of its kind, or None; a note
+    when the reply is a JSON object Trek does not read). The same parsers as ``trek import
+    openai-responses``, ``chat-completions`` and ``gemini``, so a span's hosted searches, sources,
+    opened pages and citations are read as those logs are, never guessed from tool-call names."""
+    from trek.imports import chat_completions, gemini, openai_responses
+    from trek.imports.common import ImportFailure, InputRecord
+
+    value = _reply_value(span)
+    kind = _provider_kind(value)
+    if kind is None:
+        if isinstance(value, dict) and value and not _is_message(value) and _has_links(value):
+            return None, (f"model span {span.name!r} records its reply (output.value) as a JSON object that is not a "
+                          "Responses, Chat Completions or Gemini reply: the links it holds are in the trace but not "
+                          "read")
+        return None, None
+    mod = {"openai-responses": openai_responses, "chat-completions": chat_completions, "gemini": gemini}[kind]
+    try:
+        got = mod.parse(InputRecord(file=Path("output.value"), position=1, data=value, unit="span"))
+    except (ImportFailure, FieldError, ValueError) as e:
+        return None, (f"model span {span.name!r} records a {kind} reply that could not be read ({e}): it is in the "
+                      "trace but not read")
+    got.details["reply_format"] = kind
+    return got, None
+
+
+def _has_links(value: Any) -> bool:
+    """Whether ``value`` (a decoded reply) holds an http(s) URL anywhere."""
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return "http://" in text or "https://" in text
+
+
+def _provider_calls(llm: Sequence[Span], notes: list[str]) -> tuple[list[_Call], set[str]]:
+    """One pseudo-call per model span whose reply is a provider object (:func:`_provider_reply`),
+    placed at the span's end; and the ids of those spans (their hosted tool calls shown as
+    message tool calls are then not read again)."""
+    calls, read = [], set()
+    for s in llm:
+        got, note = _provider_reply(s)
+        if note:
+            notes.append(note)
+        if got is None:
+            continue
+        read.add(s.span_id)
+        if got.searches or got.opened or got.citations or got.seen_urls or got.steps:
+            calls.append(_Call(s, "", None, None, None, None, s.end or s.start, s.order * 1000 + 999,
+                               provider=got))
+    return calls, read
+
+
+def _merge_provider(c: _Call, rnd: int, parsed: Parsed) -> tuple[int, int, int]:
+    """A model span's reply read as a provider object (``c.provider``) into ``parsed`` at round
+    ``rnd``; returns (searches, with a query, with results) for the coverage counts."""
+    p = c.provider
+    assert p is not None
+    offset = len(parsed.searches)
+    for sc in p.searches:
+        parsed.searches.append(sc.model_copy(update={"round": rnd}))
+    for st in p.steps:
+        parsed.steps.append(st.model_copy(update={"round": rnd, "search_index": None if st.search_index is None
+                                                  else st.search_index + offset}))
+    parsed.opened += [u for u in p.opened if u not in parsed.opened]
+    parsed.citations += [x for x in p.citations if all(x.url != y.url for y in parsed.citations)]
+    parsed.seen_urls += [u for u in p.seen_urls if u not in parsed.seen_urls]
+    parsed.pages += p.pages
+    if p.url_identity and not parsed.url_identity:
+        parsed.url_identity = p.url_identity
+    for n in p.notes:
+        parsed.note(n)
+    if not p.has_page_text:
+        parsed.details["reply_without_page_text"] = True
+    n = len(p.searches)
+    return n, sum(1 for x in p.searches if x.query.strip()), n if p.results == "all" else 0
 
 
 def _merge_retries(calls: list[_Call], parsed: Parsed) -> list[_Call]:
@@ -923,10 +1045,13 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
     for s in spans:
         if s.parent_id:
             children.setdefault(s.parent_id, []).append(s.span_id)
+    unread: list[str] = []
+    replies, read = _provider_calls(llm, unread)
     calls = _calls_from_spans(spans, options.search_tools)
     if not calls:
-        calls = _calls_from_messages(llm)
-    calls += _server_calls(llm)
+        calls = _calls_from_messages(llm, read)
+    calls += _server_calls(llm, read)
+    calls += replies
     calls.sort(key=lambda c: (c.start, c.order))
     calls = _merge_retries(calls, parsed)
     starts = sorted(s.start for s in llm)
@@ -934,6 +1059,11 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
     params = _tool_params(llm) if any(isinstance(c.args, dict) and _positional(c.args) for c in calls) else {}
     searches_seen = with_query = with_result = 0
     for c in calls:
+        if c.provider is not None:  # a model span's reply, read as the provider object it is
+            rnd = max(1, bisect.bisect_right(starts, c.span.start if c.span else c.start)) if starts else 1
+            n, q, r = _merge_provider(c, rnd, parsed)
+            searches_seen, with_query, with_result = searches_seen + n, with_query + q, with_result + r
+            continue
         rnd = max(1, bisect.bisect_right(starts, c.start)) if starts else 1
         wraps = c.span is not None and (c.span.span_id in wrappers
                                         or any(k in wrappers for k in children.get(c.span.span_id, ())))
@@ -976,13 +1106,17 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
         parsed.note(_no_content_note(spans))
         parsed.queries, parsed.results = "none", "none"
     else:
+        # "not in the trace" only when every part of the trace was read; else "not in what was read"
+        gap = "in what Trek read of the trace (a reply it does not read is noted)" if unread else "in the trace"
         if searches_seen and with_query < searches_seen:
             parsed.queries = "none" if not with_query else "some"
-            parsed.note(f"{searches_seen - with_query} of {searches_seen} search(es) carry no query in the trace")
+            parsed.note(f"{searches_seen - with_query} of {searches_seen} search(es) carry no query {gap}")
         if searches_seen and with_result < searches_seen:
             parsed.results = "none" if not with_result else "cited_only"
-            parsed.note(f"the results of {searches_seen - with_result} of {searches_seen} search(es) are not in "
-                        "the trace" + ("" if not with_result else ": the pages retrieved are a lower bound"))
+            parsed.note(f"the results of {searches_seen - with_result} of {searches_seen} search(es) are not "
+                        f"{gap}" + ("" if not with_result else ": the pages retrieved are a lower bound"))
+        for n in unread:
+            parsed.note(n)
     if parsed.results == "none":
         for s in parsed.searches:
             s.results = []
@@ -992,6 +1126,8 @@ def parse_spans(spans: Sequence[Span], options: TraceOptions, *, trace_output: A
     parsed.usage = _usage(llm)
     end = _answer(roots, llm, trace_output)
     parsed.answer = end.text if end.text and end.text.strip() else None
+    if parsed.answer is None and replies and replies[-1].provider is not None and replies[-1].provider.answer:
+        parsed.answer = replies[-1].provider.answer  # the last reply read as a provider object
     if llm:
         parsed.answer_round = len(starts)
     if parsed.answer is None and end.tools:

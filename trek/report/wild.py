@@ -26,8 +26,13 @@ from trek.types import Question
 __all__ = [
     "WILD_DATASETS", "CI_NOTE", "load_questions", "reference_years", "reference_years_title", "plot_reference_years",
     "discover_runs",
-    "wild_accuracy", "plot_wild_accuracy", "significance", "cochran",
+    "wild_accuracy", "plot_wild_accuracy", "significance", "cochran", "corrected_accuracy",
+    "corrected_significance", "CORRECTED_NOTE",
 ]
+
+#: How the corrected tables are made (for captions).
+CORRECTED_NOTE = ("corrected for the judge's errors by a random human review of each run (prediction-powered "
+                  "inference, PPI++; the population accuracy; 95% intervals)")
 
 WILD_DATASETS = ("freshqa", "infodeepseek", "sealqa")
 #: How Table 1's intervals are made (for captions).
@@ -157,3 +162,41 @@ def significance(runs: dict[str, Path], reference: str | None = None) -> pd.Data
 def cochran(runs: dict[str, Path]) -> pd.DataFrame:
     """Cochran's Q across all runs on the questions every run has (one-row DataFrame)."""
     return cochran_table(_runs.correctness(runs))
+
+
+def _reviews(runs: dict[str, Path], human: dict[str, str | os.PathLike[str]]) -> dict[str, object]:
+    from trek.grade_review import read_grade_review
+
+    unknown = sorted(set(human) - set(runs))
+    if unknown:
+        raise ValueError(f"human names run(s) {unknown} that are not among the runs {sorted(runs)}")
+    if not human:
+        raise ValueError("human names no review file")
+    return {run: read_grade_review(human[run], runs[run]) for run in runs if run in human}
+
+
+def corrected_accuracy(runs: dict[str, Path], human: dict[str, str | os.PathLike[str]]) -> pd.DataFrame:
+    """Table 1 corrected by a random review of each run's grades (``human``: ``{run label: filled
+    trek grade review file}``): per run with a review and dataset, the judge's accuracy and the
+    corrected one with their intervals, and the review's own, in % (:func:`trek.grade_review.corrected_accuracy`)."""
+    from trek.grade_review import corrected_accuracy as corrected
+
+    reviews = _reviews(runs, human)
+    out = pd.concat([corrected(runs[run], review).assign(run=run) for run, review in reviews.items()])
+    cols = ["judge_accuracy", "judge_low", "judge_high", "corrected_accuracy", "low", "high", "human_only_accuracy",
+            "human_low", "human_high"]
+    out[cols] = (100 * out[cols]).round(1)
+    return out.set_index(["run", "dataset"])[["n", "n_reviewed", *cols, "lambda"]].round({"lambda": 2})
+
+
+def corrected_significance(runs: dict[str, Path], human: dict[str, str | os.PathLike[str]]) -> pd.DataFrame:
+    """The paired-runs table corrected by the reviews: every pair of runs with a review (reviewed on
+    one draw), the judge-only difference with its exact McNemar p and the corrected difference with
+    its interval and p-value, in points, Holm across the pairs (:func:`trek.grade_review.compare_runs`)."""
+    from trek.grade_review import compare_runs
+
+    reviews = _reviews(runs, human)
+    out = compare_runs({run: runs[run] for run in reviews}, reviews)
+    cols = ["judge_difference", "corrected_difference", "low", "high"]
+    out[cols] = (100 * out[cols]).round(1)
+    return out.round({"lambda": 2})

@@ -490,8 +490,9 @@ class FakeOpenAIServer:
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
-        if latency < 0 or stall_seconds < 0 or retry_after < 0:
-            raise ValueError("latency, stall_seconds and retry_after must be non-negative")
+        for name, v in (("latency", latency), ("stall_seconds", stall_seconds), ("retry_after", retry_after)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a non-negative number of seconds, got {v!r}")
         kinds = tuple(fault_types) if fault_types is not None else FAULT_TYPES
         bad = [k for k in kinds if k not in FAULT_TYPES]
         if bad or not kinds:
@@ -1468,8 +1469,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         )
     except (OSError, ValueError) as exc:  # unreadable or invalid script, bad option values
         parser.error(str(exc))
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_forever(server))
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a TCP port is from 0 (a free one) to 65535")
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_forever(server))
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        print(f"{parser.prog}: error: cannot listen on {args.host}:{args.port} ({exc.strerror or exc})",
+              file=sys.stderr, flush=True)
+        return 2
     return 0
 
 

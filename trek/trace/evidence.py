@@ -115,9 +115,9 @@ def validate_match(value: dict[str, Any]) -> dict[str, Any]:
 
 
 KEY_EVIDENCE = JudgeQuestion("key_evidence", "diagnostic", KEY_EVIDENCE_TEMPLATE, KEY_EVIDENCE_PROMPT, VERSION,
-                             KEY_EVIDENCE_SCHEMA, validate_key_evidence)
+                             KEY_EVIDENCE_SCHEMA, validate_key_evidence, exact="key_evidence")
 MATCH = JudgeQuestion("evidence_match", "diagnostic", MATCH_TEMPLATE, MATCH_PROMPT, VERSION, MATCH_SCHEMA,
-                      validate_match)
+                      validate_match, exact="evidence_match")
 
 
 @trace_test
@@ -179,14 +179,14 @@ class RetrievalTest(TraceTest):
             c.skip(self.name, NO_RETRIEVED_TEXT)
             return None
         ke = await c.ask(KEY_EVIDENCE, c.judge_fields(gold_pages=c.pages(missing)),
-                         exact=lambda side: side.key_evidence(q, [p.url for p in missing]))
+                         facts=(q, [p.url for p in missing]))
         if ke.status == "unknown":
             rec["retrieval_basis"] = "unknown"
             return c.ran(self.name, None)
         rec["key_evidence"] = ke.value["key_evidence"]
         fields = c.judge_fields(key_evidence=ke.value["key_evidence"], retrieved_pages=c.pages(retrieved))
         audit_ke = c.audit_values.get("key_evidence")  # the audit judge matches the evidence it extracted itself
-        em = await c.ask(MATCH, fields, exact=lambda side: side.evidence_match(q, case.collection),
+        em = await c.ask(MATCH, fields, facts=(q, case.collection),
                          audit_fields={**fields, "key_evidence": audit_ke["key_evidence"]} if audit_ke else {})
         if em.status == "unknown":
             rec["retrieval_basis"] = "unknown"

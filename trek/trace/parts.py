@@ -19,7 +19,7 @@ loop over the schedule. A new probe is one module with a decorated :class:`Trace
 
 Who answers a question is the role's judge (:meth:`CaseRun.ask`, :class:`trek.judges.Judge`): a
 model through :func:`~trek.trace.common.ask`, a judge that decides from annotations through the
-question's decision (``exact=``), a cascade through each in turn; every answer is recorded as a
+question's declared decision (``JudgeQuestion.exact``), a cascade through each in turn; every answer is recorded as a
 step, and one the judge could not decide skips its test.
 """
 
@@ -87,6 +87,10 @@ class JudgeQuestion:
     version: str
     schema: dict[str, Any]
     validate: Callable[[dict[str, Any]], dict[str, Any]]
+    #: The exact judge's decision of this question: the name of its method in
+    #: :class:`trek.trace.exact.ExactTrace`, called with the ``facts`` a test passes to
+    #: :meth:`CaseRun.ask` (``None``: the exact judge cannot answer it; a model judge can)
+    exact: str | None = None
 
     def versioned(self) -> str:
         """The template's version as recorded (an override in the prompts folder shows in it)."""
@@ -215,12 +219,12 @@ class CaseRun:
 
     # -- questions -------------------------------------------------------------------------------
     async def ask(self, question: JudgeQuestion, fields: dict[str, Any], *, name: str | None = None,
-                  exact: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] | None = None,
-                  audit_fields: dict[str, Any] | None = None) -> Step:
+                  facts: tuple[Any, ...] | None = None, audit_fields: dict[str, Any] | None = None) -> Step:
         """Put ``question`` to its role's judge and record the step (``name`` replaces the
         question's step name). The judge answers through the judge protocol
         (:meth:`trek.judges.Judge.answer`): a model is asked the template, a judge that decides
-        from annotations applies ``exact`` (the question's decision over its trace context). When
+        from annotations applies the question's declared decision (``question.exact``) to
+        ``facts``, what the case gives it (the question, the pages, the answer checked). When
         the judge sent no request, an audit judge of that role is asked the same (``audit_fields``
         when its inputs differ; ``{}``: not asked). A step that stays pending stops the case
         (:class:`Pending`); an undecided one stops the test (:class:`Undecided`)."""
@@ -235,6 +239,8 @@ class CaseRun:
             return await ask(w, step_name, question.template, question.prompt, question.version, use or fields,
                              question.validate, config.budget, question.schema)
 
+        exact = None if question.exact is None or facts is None else (
+            lambda side: getattr(side, question.exact)(*facts))  # type: ignore[arg-type]
         step = await who.client.answer(who, JudgeRequest(question, step_name, fields, exact, by_prompt, self))
         # an audit judge is asked beside what a judge decided without a model (no prompt was sent)
         auditor = config.audit.get(question.role) if self.case.audit and not prompted else None

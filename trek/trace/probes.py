@@ -107,7 +107,7 @@ async def probe(c: CaseRun, question: JudgeQuestion, pages: list[Any]) -> tuple[
     c.rec[f"{prefix}_answer"] = step.value["answer"]
     c.rec[f"{prefix}_reasoning"] = step.value["reasoning"] or None
     check = await c.ask(VERDICT, c.judge_fields(candidate=step.value["answer"]), name=f"{prefix}_grade",
-                        exact=lambda side: side.verdict(q, step.value["answer"]))
+                        facts=(q, step.value["answer"]))
     if check.status != "ok":
         return None, UNREADABLE
     c.rec[f"{prefix}_grade_reason"] = check.value["reason"] or None

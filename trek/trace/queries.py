@@ -53,7 +53,8 @@ def validate(value: dict[str, Any]) -> dict[str, Any]:
     return flag_and_reason(value, "query_adequate")
 
 
-QUERY_ADEQUACY = JudgeQuestion("query_adequacy", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
+QUERY_ADEQUACY = JudgeQuestion("query_adequacy", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate,
+                               exact="query_adequacy")
 
 
 @trace_test
@@ -78,7 +79,7 @@ class QueryTest(TraceTest):
         else:
             fields = c.judge_fields(gold_urls="\n".join(q.gold_urls), prediction=case.prediction or "(no answer)",
                                     queries="\n".join(f"{i}. {s}" for i, s in enumerate(case.queries, 1)))
-            st = await c.ask(QUERY_ADEQUACY, fields, exact=lambda side: side.query_adequacy(q, case.queries))
+            st = await c.ask(QUERY_ADEQUACY, fields, facts=(q, case.queries))
             if st.status == "ok":
                 qa, rec["query_reason"] = st.value["query_adequate"], st.value["reason"] or None
             if qa is False and cov.queries == "some":  # the unseen queries may have aimed right

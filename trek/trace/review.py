@@ -70,6 +70,9 @@ __all__ = [
     "reviewer_column",
     "checklist_rows",
     "write_review",
+    "count_verdicts",
+    "check_overwrite",
+    "duplicate_columns",
     "read_checklist",
     "read_sample",
     "SAMPLE",
@@ -240,20 +243,13 @@ def _sample_rows(sample: Sample) -> list[dict[str, Any]]:
 
 def read_sample(path: str | os.PathLike[str]) -> Sample | None:
     """The sample a review workbook records (its ``sample`` sheet), or ``None`` without one."""
-    from openpyxl import load_workbook
-
+    from trek.jsonio import open_workbook, sheet_rows
 
     p = Path(path)
-    try:
-        wb = load_workbook(p, read_only=True, data_only=True)
-        try:
-            if SAMPLE not in wb.sheetnames:
-                return None
-            rows = [r for r in wb[SAMPLE].iter_rows(values_only=True)][1:]
-        finally:
-            wb.close()
-    except Exception as e:  # noqa: BLE001 - a damaged or foreign file
-        raise ValueError(f"{p}: cannot be read as an Excel workbook ({type(e).__name__}: {e})") from None
+    with open_workbook(p, "review workbook (.xlsx)") as wb:
+        if SAMPLE not in wb.sheetnames:
+            return None
+        rows = sheet_rows(wb, SAMPLE, p)[1:]
     fields: dict[str, Any] = {}
     ids: list[str] = []
     strata: dict[str, tuple[int, int]] = {}
@@ -267,19 +263,52 @@ def read_sample(path: str | os.PathLike[str]) -> Sample | None:
                 strata[key[len("stratum "):]] = (int(pop), int(drawn))
             else:
                 fields[key] = value
-        sample = Sample(selection=str(fields["selection"]), seed=int(fields["seed"]),
+        sample = Sample(selection=str(fields["selection"]), seed=_whole(fields["seed"], "seed"),
                         by=None if fields["stratified by"] in (None, "none") else str(fields["stratified by"]),
                         population=int(fields["population"]), question_ids=tuple(ids), strata=strata)
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{p}: the {SAMPLE!r} sheet is damaged ({type(e).__name__}: {e}); write the workbook "
                          "again with trek trace review RUN --sample N --seed S") from None
-    if int(fields.get("sample size", len(ids))) != len(ids):
-        raise ValueError(f"{p}: the {SAMPLE!r} sheet lists {len(ids)} question id(s) for a sample of "
-                         f"{fields.get('sample size')}")
+    size = fields.get("sample size", len(ids))
+    if size is None or str(size).strip() == "":
+        raise ValueError(f"{p}: the {SAMPLE!r} sheet's 'sample size' is blank; it should be {len(ids)} (the question "
+                         "ids it lists)")
+    try:
+        n = _whole(size, "sample size")
+    except ValueError as e:
+        raise ValueError(f"{p}: the {SAMPLE!r} sheet's {e}") from None
+    if n != len(ids):
+        raise ValueError(f"{p}: the {SAMPLE!r} sheet lists {len(ids)} question id(s) for a sample of {size}")
     return sample
 
 
-def _write_sample_csv(path: Path, records: list[TraceRecord], sample: Sample, prefill: bool) -> Path:
+#: The largest seed a workbook cell keeps exactly (a number there is a double).
+MAX_SEED = 2**53
+
+
+def _whole(value: Any, name: str) -> int:
+    """A whole number from a cell (an int, a float without fraction, or its text)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name!r} is {value!r}, not a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{name!r} is {value!r}, not a whole number")
+        value = int(value)
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{name!r} is {value!r}, not a whole number") from None
+
+
+def check_seed(seed: int | None) -> None:
+    """Refuse a seed a workbook cannot keep exactly (outside 0..2^53): stored as a double it
+    would be read back as another number, which draws another sample."""
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"--seed {seed}: give a whole number from 0 to 2^53 ({MAX_SEED:,}), which a workbook keeps "
+                         "exactly")
+
+
+def _write_sample_csv(path: Path, records: list[TraceRecord], sample: Sample, prefill: bool, force: bool) -> Path:
     import csv
     import io
 
@@ -290,16 +319,19 @@ def _write_sample_csv(path: Path, records: list[TraceRecord], sample: Sample, pr
     for q in sample.question_ids:
         r = by_id[q]
         w.writerow([q, r.dataset, *((int(lab in r.labels) if prefill else "") for lab in LABELS)])
-    return atomic_write(path, buf.getvalue())
+    text = buf.getvalue()
+    check_overwrite(path, force, text.encode("utf-8"))
+    return atomic_write(path, text)
 
 
 def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-                 sample: Sample | None = None, prefill: bool = False) -> Path:
+                 sample: Sample | None = None, prefill: bool = False, force: bool = False) -> Path:
     """Write the workbook for a traced run (default ``RUN_DIR/review.xlsx``); returns its path.
 
     ``sample`` (:func:`trek.trace.shares.draw_sample`): only its cases, and a ``sample`` sheet.
     An ``out`` ending in ``.csv`` (with a ``sample``) writes the human-verdict CSV instead, blank
-    or (``prefill``) with the trace's own labels."""
+    or (``prefill``) with the trace's own labels. An existing file that holds a reviewer's
+    verdicts is replaced only with ``force`` (:func:`check_overwrite`)."""
     from openpyxl import Workbook
 
     rd = Path(run_dir)
@@ -309,11 +341,14 @@ def write_review(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     if prefill and not csv_out:
         raise ValueError("--prefill fills the label columns of a CSV review: give --out FILE.csv")
     path = check_out(Path(out) if out else rd / "review.xlsx", runs=[rd], example="review.xlsx")
+    check_seed(sample.seed if sample is not None else None)
+    if not csv_out:
+        check_overwrite(path, force)
     records = load_trace(rd)
     if not records:
         raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")
     if csv_out and sample is not None:
-        return _write_sample_csv(path, records, sample, prefill)
+        return _write_sample_csv(path, records, sample, prefill, force)
     run = rd.resolve().name
     rows = checklist_rows(records, run)
     if sample is not None:
@@ -344,7 +379,7 @@ def _blank() -> TraceRecord:
 
 def read_checklist(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The checklist sheet of a (filled) workbook as one dict per row, keyed by header."""
-    from openpyxl import load_workbook
+    from trek.jsonio import open_workbook, sheet_rows
 
     p = Path(path)
     if not p.exists():
@@ -353,22 +388,17 @@ def read_checklist(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise ValueError(f"{p}: is a folder, not a review workbook (give the .xlsx file `trek trace review` wrote)")
     if p.suffix.lower() != ".xlsx":
         raise ValueError(f"{p}: not a review workbook (an .xlsx file written by `trek trace review` is expected)")
-    rows: list[Any] | None = None
-    try:
-        wb = load_workbook(p, read_only=True, data_only=True)
-        try:
-            if CHECKLIST in wb.sheetnames:
-                rows = list(wb[CHECKLIST].iter_rows(values_only=True))
-        finally:
-            wb.close()
-    except Exception as e:  # noqa: BLE001 - a damaged or foreign file: zip, XML and openpyxl errors alike
-        raise ValueError(f"{p}: cannot be read as an Excel workbook ({type(e).__name__}: {e}); is it a whole "
-                         "review workbook saved as .xlsx?") from None
-    if rows is None:
-        raise ValueError(f"{p}: no sheet named {CHECKLIST!r}")
+    with open_workbook(p, "review workbook (.xlsx)") as wb:
+        if CHECKLIST not in wb.sheetnames:
+            raise ValueError(f"{p}: no sheet named {CHECKLIST!r}")
+        rows = sheet_rows(wb, CHECKLIST, p)
     if not rows:
         raise ValueError(f"{p}: the {CHECKLIST!r} sheet is empty")
-    header = [str(h) if h is not None else "" for h in rows[0]]
+    header = [str(h).strip() if h is not None else "" for h in rows[0]]
+    twice = duplicate_columns(header)
+    if twice:
+        raise ValueError(f"{p}: the {CHECKLIST!r} sheet has column {twice[0]!r} twice; keep one (which one holds the "
+                         "verdicts cannot be guessed)")
     needed = [TREKTRACE_LABELS, REFERENCE_VALID, JUDGE_CORRECT, *(reviewer_column(lab) for lab in LABELS)]
     missing = [c for c in needed if c not in header]
     if missing:
@@ -379,3 +409,78 @@ def read_checklist(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             continue
         out.append({h: ("" if v is None else v) for h, v in zip(header, r, strict=False)})
     return out
+
+
+def duplicate_columns(header: list[str]) -> list[str]:
+    """The non-blank column names ``header`` holds more than once, in order."""
+    seen: set[str] = set()
+    twice: list[str] = []
+    for h in header:
+        if h and h in seen and h not in twice:
+            twice.append(h)
+        seen.add(h)
+    return twice
+
+
+# -- a reviewer's work is never overwritten ---------------------------------------------------------------
+def count_verdicts(path: str | os.PathLike[str]) -> int:
+    """How many verdicts the review file ``path`` holds: the filled reviewer cells of a
+    workbook's checklist and retrieval audit, or the filled label cells of a CSV (0 when there
+    is no file). A file that cannot be read is a :class:`ValueError` (what it holds is unknown)."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    if p.suffix.lower() == ".csv":
+        return _csv_verdicts(p)
+    from trek.jsonio import check_regular, open_workbook, sheet_rows
+
+    check_regular(p, "review workbook (.xlsx)")
+    with p.open("rb") as fh:
+        magic = fh.read(8)
+    if not magic.startswith((b"PK", _OLE_MAGIC)):
+        return 0  # neither a zip nor an encrypted workbook (an OLE file): no spreadsheet holds verdicts in it
+    n = 0
+    with open_workbook(p, "review workbook (.xlsx)") as wb:
+        for name in (CHECKLIST, AUDIT):
+            if name not in wb.sheetnames:
+                continue
+            rows = sheet_rows(wb, name, p)
+            if not rows:
+                continue
+            cols = [i for i, h in enumerate(rows[0]) if str(h or "").startswith("reviewer")]
+            n += sum(1 for r in rows[1:] for i in cols if i < len(r) and str(r[i] if r[i] is not None else "").strip())
+    return n
+
+
+#: The first bytes of an OLE compound file (what Excel saves a password-protected workbook as).
+_OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
+
+
+def _csv_verdicts(p: Path) -> int:
+    import csv
+    import io
+
+    from trek.jsonio import read_text
+
+    try:
+        reader = csv.reader(io.StringIO(read_text(p, "review CSV"), newline=""))
+        header = next(reader, [])
+        cols = [i for i, h in enumerate(header) if h.strip() in LABELS]
+        return sum(1 for row in reader for i in cols if i < len(row) and row[i].strip())
+    except csv.Error as e:
+        raise ValueError(f"{p}: cannot be read as CSV ({e})") from None
+
+
+def check_overwrite(path: Path, force: bool, new: bytes | None = None) -> None:
+    """Refuse to replace the review file ``path`` when it holds any verdict, unless ``force``
+    (or the new content ``new`` is byte for byte what it holds: nothing is lost)."""
+    if force or not path.exists():
+        return
+    try:
+        n = count_verdicts(path)
+    except ValueError as e:
+        raise ValueError(f"{path}: exists and cannot be read to check for a reviewer's verdicts ({e}); pass --force "
+                         "to replace it, or give another --out") from None
+    if n and not (new is not None and path.is_file() and path.read_bytes() == new):
+        raise ValueError(f"{path}: holds {n} verdict(s) of a reviewer; not replaced (pass --force to replace it, or "
+                         "give another --out)")

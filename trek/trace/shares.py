@@ -22,7 +22,11 @@ The pieces:
   judge being corrected.
 * :func:`shares_table` — per label (and dataset): ``n_traced``, ``n_reviewed``, the judge's share
   with a Wilson interval, the corrected share with its PPI++ interval and the human-only share
-  with a Wilson interval over the reviewed cases.
+  with a Wilson interval over the reviewed cases. The corrected share estimates, by default, the
+  label's rate in the population the questions come from (:func:`trek.stats.ppi_mean`: the N
+  traced cases are a sample of it, the reviewed and the unreviewed ones two disjoint parts);
+  ``estimand="traced"`` gives the share among the N traced cases instead
+  (:func:`trek.stats.prediction_powered_share`). The ``estimand`` column says which.
 
 A hand-picked set of reviewed cases (a workbook without a random sample, a CSV whose ids are not
 the sample its seed draws) is refused: PPI's intervals need a random sample. ``allow_unsampled``
@@ -32,6 +36,7 @@ takes it anyway and flags every row (``sample`` column ``not random``).
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from trek import textable
-from trek.stats import prediction_powered_share, wilson_ci
+from trek.stats import ppi_mean, prediction_powered_share, wilson_ci
 from trek.trace.labels import LABELS, assign_labels
 from trek.trace.records import TraceRecord
 from trek.trace.review import RANDOM, Sample
@@ -63,8 +68,17 @@ NOT_RANDOM = "not random"
 BY_CHOICES = (None, "dataset")
 
 SHARE_COLUMNS = ["dataset", "label", "n_traced", "n_reviewed", "judge_share", "judge_low", "judge_high",
-                 "corrected_share", "low", "high", "human_only_share", "human_low", "human_high", "lambda",
-                 "sample"]
+                 "estimand", "corrected_share", "low", "high", "human_only_share", "human_low", "human_high",
+                 "lambda", "sample"]
+
+#: What a corrected share estimates. ``population``: the rate of the label among the failures of
+#: the population the questions come from (:func:`trek.stats.ppi_mean`; the N traced cases are a
+#: sample of it). ``traced``: the share among these N traced cases only
+#: (:func:`trek.stats.prediction_powered_share`), narrower, but a statement about this run alone.
+ESTIMANDS = ("population", "traced")
+ESTIMAND_WORDS = {"population": "population (the label's rate among failures of the population the questions "
+                                "come from; these N traced cases a sample of it)",
+                  "traced": "traced (the label's share among these N traced cases only)"}
 
 
 def _done(records: list[TraceRecord]) -> list[TraceRecord]:
@@ -172,10 +186,17 @@ def _cell01(value: Any, where: str) -> bool:
 
 
 def _read_csv(path: Path) -> list[tuple[int, str, frozenset[str]]]:
+    from trek.jsonio import read_bytes
+    from trek.trace.review import duplicate_columns
+
     try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
+        with io.StringIO(read_bytes(path, "human review CSV").decode("utf-8-sig"), newline="") as fh:
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
+            twice = duplicate_columns([h.strip() for h in header])
+            if twice:
+                raise ValueError(f"{path}: column {twice[0]!r} is given twice; keep one (which one holds the "
+                                 "verdicts cannot be guessed)")
             missing = [c for c in ("question_id", *LABELS) if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (expected question_id and "
@@ -289,15 +310,16 @@ def read_human(path: str | os.PathLike[str], records: list[TraceRecord], *, seed
 
 # -- the table --------------------------------------------------------------------------------------------
 def _row(dataset: str, label: str, ids: list[str], judge: dict[str, frozenset[str]],
-         human: HumanLabels | None, alpha: float) -> dict[str, Any]:
+         human: HumanLabels | None, alpha: float, estimand: str = "population",
+         strata: dict[str, str] | None = None) -> dict[str, Any]:
     f_all = np.array([label in judge[q] for q in ids], dtype=int)
     k = int(f_all.sum())
     j_low, j_high = wilson_ci(k, len(ids), 1 - alpha)
     row: dict[str, Any] = {"dataset": dataset, "label": label, "n_traced": len(ids), "n_reviewed": 0,
                            "judge_share": k / len(ids), "judge_low": j_low, "judge_high": j_high}
     nan = float("nan")
-    row.update(corrected_share=nan, low=nan, high=nan, human_only_share=nan, human_low=nan, human_high=nan,
-               **{"lambda": nan}, sample="")
+    row.update(estimand="", corrected_share=nan, low=nan, high=nan, human_only_share=nan, human_low=nan,
+               human_high=nan, **{"lambda": nan}, sample="")
     if human is None:
         return row
     reviewed = [q for q in ids if q in human.labels]
@@ -307,22 +329,37 @@ def _row(dataset: str, label: str, ids: list[str], judge: dict[str, frozenset[st
         return row
     f_n = np.array([label in judge[q] for q in reviewed], dtype=int)
     y_n = np.array([label in human.labels[q] for q in reviewed], dtype=int)
-    est, low, high, lam = prediction_powered_share(f_all, f_n, y_n, alpha=alpha, with_weight=True)
+    if estimand == "traced":
+        est, low, high, lam = prediction_powered_share(f_all, f_n, y_n, alpha=alpha, with_weight=True)
+    else:
+        unreviewed = [q for q in ids if q not in human.labels]
+        f_u = np.array([label in judge[q] for q in unreviewed], dtype=int)
+        kw: dict[str, Any] = {}
+        if strata is not None:
+            kw = {"strata_unreviewed": [strata[q] for q in unreviewed], "strata_reviewed": [strata[q] for q in reviewed]}
+        r = ppi_mean(f_u, f_n, y_n, alpha=alpha, result=True, **kw)
+        est, low, high, lam = r.estimate, r.low, r.high, r.lam
     h_low, h_high = wilson_ci(int(y_n.sum()), y_n.size, 1 - alpha)
-    row.update(corrected_share=est, low=low, high=high, human_only_share=float(y_n.mean()), human_low=h_low,
-               human_high=h_high, **{"lambda": lam})
+    row.update(estimand=estimand, corrected_share=est, low=low, high=high, human_only_share=float(y_n.mean()),
+               human_low=h_low, human_high=h_high, **{"lambda": lam})
     return row
 
 
 def shares_table(records: list[TraceRecord], judge: dict[str, frozenset[str]], human: HumanLabels | None = None,
-                 by: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
+                 by: str | None = None, alpha: float = 0.05, estimand: str = "population") -> pd.DataFrame:
     """One row per label (per dataset and ``all`` with ``by="dataset"``): :data:`SHARE_COLUMNS`.
     Shares and bounds are proportions in [0, 1]; without ``human`` only the judge's columns are
-    filled. ``judge``: :func:`judge_labels`. ``lambda`` is the judge's weight in the corrected
-    share (0: the judge added nothing and the corrected share is the human-only one, with its
-    Wilson interval; see :func:`trek.stats.prediction_powered_share`)."""
+    filled. ``judge``: :func:`judge_labels`. ``estimand`` (:data:`ESTIMANDS`, written in the
+    ``estimand`` column): ``population`` corrects by :func:`trek.stats.ppi_mean` (the unreviewed
+    cases' judge labels and the reviewed cases' pairs; the ``all`` row of a sample stratified by
+    dataset takes its stratified form), ``traced`` by :func:`trek.stats.prediction_powered_share`.
+    ``lambda`` is the judge's weight in the corrected share (0: the judge added nothing and the
+    corrected share is the review's own, with its interval; the size-weighted mean of the
+    datasets' weights for a stratified row)."""
     if by not in BY_CHOICES:
         raise ValueError(f"--by must be 'dataset' (or left out), got {by!r}")
+    if estimand not in ESTIMANDS:
+        raise ValueError(f"--estimand must be one of {', '.join(ESTIMANDS)}, got {estimand!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"--alpha must lie strictly between 0 and 1, got {alpha!r}")
     done = [r for r in _done(records) if r.question_id in judge]
@@ -333,7 +370,15 @@ def shares_table(records: list[TraceRecord], judge: dict[str, frozenset[str]], h
         for ds in sorted({r.dataset for r in done}):
             groups.append((ds, [r.question_id for r in done if r.dataset == ds]))
     groups.append(("all", [r.question_id for r in done]))
-    rows = [_row(ds, lab, ids, judge, human, alpha) for ds, ids in groups for lab in LABELS]
+    # A sample stratified by dataset: the all row combines the datasets' corrected rates by size
+    # (when every dataset has a reviewed case; a proportional draw is close to self-weighting).
+    strata = None
+    if human is not None and human.sample is not None and human.sample.by == "dataset":
+        strata = {r.question_id: r.dataset for r in done}
+        if {strata[q] for q in human.labels if q in strata} != set(strata.values()):
+            strata = None
+    rows = [_row(ds, lab, ids, judge, human, alpha, estimand, strata if ds == "all" else None)
+            for ds, ids in groups for lab in LABELS]
     return pd.DataFrame(rows, columns=SHARE_COLUMNS)
 
 
@@ -364,6 +409,8 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
     how = human.sample.describe() if human.sample is not None else "NOT a random sample: intervals not valid"
     lines.append(f"{run}: label shares (% of fully traced cases); corrected = prediction-powered (PPI++) from "
                  f"{human.source.name}: {how}")
+    estimand = next((e for e in show["estimand"] if e), "population")
+    lines.append(f"corrected estimand: {ESTIMAND_WORDS[estimand]}")
     lines.append(textable.frame(out, index=False))
     return "\n".join(lines)
 
@@ -371,13 +418,15 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
 def write_shares(run_dir: str | os.PathLike[str], human: str | os.PathLike[str] | None = None, *,
                  by: str | None = None, alpha: float = 0.05, out: str | os.PathLike[str] | None = None,
                  judge: str = "trace", seed: int | None = None, sample_by: str | None = None,
-                 allow_unsampled: bool = False) -> tuple[str, Path | None]:
+                 allow_unsampled: bool = False, estimand: str = "population") -> tuple[str, Path | None]:
     """``trek trace shares``: (the text to print, the CSV written or ``None``)."""
     from trek.outputs import atomic_write, check_out
     from trek.trace.pipeline import load_trace
 
     if not 0 < alpha < 1:
         raise ValueError(f"--alpha must lie strictly between 0 and 1, got {alpha}")
+    if estimand not in ESTIMANDS:
+        raise ValueError(f"--estimand must be one of {', '.join(ESTIMANDS)}, got {estimand!r}")
     if human is None and (seed is not None or sample_by is not None or allow_unsampled):
         raise ValueError("--seed, --sample-by and --allow-unsampled go with --human FILE")
     records = load_trace(run_dir)
@@ -387,7 +436,7 @@ def write_shares(run_dir: str | os.PathLike[str], human: str | os.PathLike[str] 
     labels = judge_labels(records, judge)
     verdicts = read_human(human, records, seed=seed, by=sample_by, allow_unsampled=allow_unsampled) \
         if human is not None else None
-    table = shares_table(records, labels, verdicts, by=by, alpha=alpha)
+    table = shares_table(records, labels, verdicts, by=by, alpha=alpha, estimand=estimand)
     if target is not None:
         atomic_write(target, table.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
     return describe_shares(table, verdicts, alpha, str(run_dir)), target

@@ -49,7 +49,8 @@ def validate(value: dict[str, Any]) -> dict[str, Any]:
     return flag_and_reason(value, "supports_reference")
 
 
-STALE_REFERENCE = JudgeQuestion("stale_reference", "diagnostic", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
+STALE_REFERENCE = JudgeQuestion("stale_reference", "diagnostic", TEMPLATE, PROMPT, VERSION, SCHEMA, validate,
+                                exact="stale")
 
 
 @trace_test
@@ -68,7 +69,7 @@ class StaleTest(TraceTest):
 
     async def run(self, c: CaseRun) -> None:
         st = await c.ask(STALE_REFERENCE, c.judge_fields(gold_pages=c.pages(c.gold_pages)),
-                         exact=lambda side: side.stale(c.q))
+                         facts=(c.q,))
         if st.status == "ok":
             c.rec["stale_reference"] = not st.value["supports_reference"]
             c.rec["stale_reason"] = st.value["reason"] or None

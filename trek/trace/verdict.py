@@ -45,4 +45,4 @@ def validate(value: dict[str, Any]) -> dict[str, Any]:
 
 
 #: The grade of a probe's answer (asked as ``<probe>_grade``).
-VERDICT = JudgeQuestion("grade", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate)
+VERDICT = JudgeQuestion("grade", "analysis", TEMPLATE, PROMPT, VERSION, SCHEMA, validate, exact="verdict")

@@ -129,7 +129,7 @@ def validate_repair(value: dict[str, Any]) -> dict[str, Any]:
 
 #: The diagnostic judge's question: adequate queries for the case (the exact judge: from the query targets).
 REPAIR = JudgeQuestion("repair_queries", "diagnostic", REPAIR_TEMPLATE, REPAIR_PROMPT, VERSION, REPAIR_SCHEMA,
-                       validate_repair)
+                       validate_repair, exact="repair_queries")
 
 
 # -- records -------------------------------------------------------------------------------------
@@ -398,7 +398,7 @@ async def query_repair(item: VerifyItem, config: VerifyConfig, out: dict[str, An
         queries = "\n".join(f"{i}. {s}" for i, s in enumerate(item.case.queries, 1)) or "(none)"
         try:
             st = await c.ask(REPAIR, {"question": q.question, "effective_year": c.year, "queries": queries},
-                             exact=lambda side: side.repair_queries(q))
+                             facts=(q,))
         except Undecided as u:
             out.update(verdict="skipped", reason=u.reason)
             return
@@ -448,12 +448,12 @@ async def _equivalent(c: CaseRun, item: VerifyItem, urls: list[str]) -> tuple[li
         if not evidence:
             await c.begin()
             ke = await c.ask(KEY_EVIDENCE, c.judge_fields(gold_pages=c.pages(c.gold_pages)),
-                             exact=lambda side: side.key_evidence(q, list(q.gold_urls)))
+                             facts=(q, list(q.gold_urls)))
             if ke.status != "ok":
                 return [], "the key evidence of the gold pages could not be read"
             evidence = ke.value["key_evidence"]
         em = await c.ask(MATCH, c.judge_fields(key_evidence=evidence, retrieved_pages=c.pages(pages)),
-                         exact=lambda side: side.evidence_match(q, urls))
+                         facts=(q, urls))
     except Undecided as u:
         return [], u.reason
     if em.status != "ok":

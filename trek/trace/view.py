@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
@@ -26,7 +27,7 @@ from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TraceRecord
 
-__all__ = ["render_html", "write_view"]
+__all__ = ["render_html", "write_view", "case_html", "scoped_css"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:72em;padding:0 1em;color:#222}
@@ -72,7 +73,7 @@ def _options(values: Iterable[str]) -> str:
     return '<option value="">all</option>' + "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
 
 
-def _case(run: str, r: TraceRecord) -> str:
+def _case(run: str, r: TraceRecord, open_: bool = False) -> str:
     labels = r.labels if r.status == "done" else [r.status, *r.labels]
     badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
     if r.stale_reference:
@@ -116,7 +117,7 @@ def _case(run: str, r: TraceRecord) -> str:
     ]
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
-        f'<details class="case" data-labels="|{_e("|".join(labels))}|" data-dataset="{_e(r.dataset)}" '
+        f'<details class="case"{" open" if open_ else ""} data-labels="|{_e("|".join(labels))}|" data-dataset="{_e(r.dataset)}" '
         f'data-run="{_e(run)}"><summary>{badges}<b>{_e(r.question_id)}</b> <span class="meta">[{_e(run)} · '
         f"{_e(r.dataset)}]</span> {_e(r.question)}</summary>"
         f"<table>{table}</table>"
@@ -128,6 +129,29 @@ def _case(run: str, r: TraceRecord) -> str:
         f"<h4>Model calls</h4><table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
         f"<th>replies</th></tr>{steps}</table></details>"
     )
+
+
+def case_html(r: TraceRecord, run: str = "", open_: bool = True) -> str:
+    """One case as the viewer shows it (the same escaped block, expanded when ``open_``), for a
+    page of its own making: a notebook's inline view (:meth:`trek.api.Case._repr_html_`). Style it
+    with :func:`scoped_css`; the fragment carries no script."""
+    return _case(run, r, open_)
+
+
+def scoped_css(scope: str) -> str:
+    """The viewer's style rules for its cases, each selector put under ``scope`` (a CSS selector
+    such as ``.trek-case``), without the page-wide rules (``body``, the title, the filter bar): a
+    fragment shown inside another page (JupyterLab) restyles nothing outside ``scope``."""
+    out = []
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", _CSS):
+        mine = [s.strip() for s in selectors.split(",") if s.strip() and s.strip().split()[0] not in _PAGE_ONLY]
+        if mine:
+            out.append(",".join(f"{scope} {s}" for s in mine) + "{" + body.strip() + "}")
+    return "".join(out)
+
+
+#: Selectors of :data:`_CSS` that style the viewer's page rather than a case.
+_PAGE_ONLY = ("body", "h1", "#filters")
 
 
 def render_html(items: Sequence[tuple[str, TraceRecord]], title: str = "TrekTrace cases") -> str:
