@@ -412,15 +412,19 @@ async def query_repair(item: VerifyItem, config: VerifyConfig, out: dict[str, An
             results[query] = [r.url for r in await config.backend.asearch(query, config.results_per_search)]
         out["results"] = results
         urls = list(dict.fromkeys(u for rs in results.values() for u in rs))
-        gold = {normalize_url(g) for g in q.gold_urls}
-        found = [u for u in urls if normalize_url(u) in gold]
-        out["found_by"] = "url-identity" if found else None
-        if not found and urls:
-            found, why = await _equivalent(c, item, urls)
+        # as the retrieval test reads a collection: every gold URL among the results, or the
+        # evidence of the gold pages still missing matched on them
+        keys = {normalize_url(u) for u in urls}
+        missing = [g for g in q.gold_urls if normalize_url(g) not in keys]
+        found = [u for u in urls if normalize_url(u) in {normalize_url(g) for g in q.gold_urls}]
+        out["found_by"] = "url-identity" if not missing else None
+        if missing:
+            equivalent, why = await _equivalent(c, item, urls, missing) if urls else ([], None)
             if why is not None:
                 out.update(verdict="inconclusive", reason=why)
                 return
-            out["found_by"] = "evidence-match" if found else None
+            found = list(dict.fromkeys([*found, *equivalent])) if equivalent else []
+            out["found_by"] = "evidence-match" if equivalent else None
         out["found_urls"] = found
         outcome = "Pre-retrieval" if found else "Retrieval"
         out["outcome"] = outcome
@@ -436,19 +440,22 @@ async def query_repair(item: VerifyItem, config: VerifyConfig, out: dict[str, An
         out.update(calls=len(asker.steps), probe_calls=0, steps=asker.steps)
 
 
-async def _equivalent(c: CaseRun, item: VerifyItem, urls: list[str]) -> tuple[list[str], str | None]:
-    """The result URLs the diagnostic judge's evidence match accepts (the evidence test's own
-    question; the key evidence is the trace's, or asked of the gold pages when it has none)."""
+async def _equivalent(c: CaseRun, item: VerifyItem, urls: list[str], missing: list[str]) -> tuple[list[str], str | None]:
+    """The result URLs the diagnostic judge's evidence match accepts for the gold pages ``missing``
+    from the results (the evidence test's own questions; the trace's key evidence when it was
+    taken from the same missing pages, else asked of them)."""
     q = item.case.question
     pages = await fetch_pages(c.config.store, urls)
     if not any(p.available for p in pages):
         return [], None
-    evidence = item.rec.key_evidence
+    before = [m.gold_url for m in item.rec.url_matches if m.matched_url is None]
+    evidence = item.rec.key_evidence if set(before) == set(missing) else None
     try:
         if not evidence:
-            await c.begin()
-            ke = await c.ask(KEY_EVIDENCE, c.judge_fields(gold_pages=c.pages(c.gold_pages)),
-                             facts=(q, list(q.gold_urls)))
+            gold = await fetch_pages(c.config.store, missing)
+            if not any(p.available for p in gold):
+                return [], "no gold page missing from the results has text in the page store: nothing to match"
+            ke = await c.ask(KEY_EVIDENCE, c.judge_fields(gold_pages=c.pages(gold)), facts=(q, missing))
             if ke.status != "ok":
                 return [], "the key evidence of the gold pages could not be read"
             evidence = ke.value["key_evidence"]
