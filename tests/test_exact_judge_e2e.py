@@ -9,15 +9,12 @@ import json
 import re
 
 import pytest
+from _mini_run import agentic_run
 from typer.testing import CliRunner
 
 from trek import runs
-from trek.answering.runner import run_system
 from trek.audit import AUDIT_GRADING
 from trek.cli import app
-from trek.llm import LLMCache, LLMClient
-from trek.pages import PageStore
-from trek.search import make_backend
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.trace import load_trace
 
@@ -73,15 +70,8 @@ def script(bench) -> list[dict]:
 @pytest.fixture(scope="module")
 def env(mini, tmp_path_factory):
     with FakeOpenAIServer(script=script(mini)) as srv:
-        rd = tmp_path_factory.mktemp("oracle") / "run"
-        store = PageStore(rd / "pages.sqlite")
-        store.add_documents(mini.documents)
-        client = LLMClient(MODEL, base_url=srv.base_url, cache=LLMCache(rd / "llm-cache.sqlite"), progress=False)
-        qs = [q for q in mini.questions if q.id in PLAN]
-        run_system(qs, rd, client, make_backend("local", store=store, cache=None), system="agentic",
-                   progress=False, store=store, results_per_search=3, max_rounds=2)
-        store.close()
-        yield srv, rd
+        yield srv, agentic_run(mini, tmp_path_factory.mktemp("oracle") / "run", srv.base_url, MODEL, PLAN,
+                               max_rounds=2)
 
 
 @pytest.fixture(autouse=True)

@@ -64,3 +64,15 @@ def test_the_split_is_fixed_by_the_id_and_both_halves_are_used(bench):
     assert splits == [bench.split_of(i) for i in ids] and {"tune", "held"} == set(splits)
     tune, held = bench.run("tune")[0], bench.run("held")[0]
     assert [a.cases + b.cases for a, b in zip(tune, held, strict=True)] == [s.cases for s in bench.run("all")[0]]
+
+
+def test_one_command_prints_every_set_and_exits_by_the_bars():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "benchmarks/exact_precision.py", "--json"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    rows = json.loads(out.stdout)
+    assert {r["name"] for r in rows} == {"fresh grading", "fresh grading, batch 2", "previous grading",
+                                         "query adequacy", "query adequacy, batch 2", "previous query adequacy"}
+    assert out.returncode == (0 if all(r["passes"] for r in rows) else 1)
+    assert all(0 <= r["decided"] <= 1 and (r["precision"] is None or 0 <= r["precision"] <= 1) for r in rows)

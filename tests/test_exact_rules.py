@@ -197,3 +197,8 @@ def test_a_url_breaks_the_words_around_it():
     assert [w.text for w in words("Salt https://x.example Lanterns")] == ["salt", "lanterns"]
     assert len({w.sentence for w in words("Salt https://x.example Lanterns")}) == 2
     assert decide(ALBUM, "Salt https://x.example Lanterns", ALBUM_COMPETING).named == []
+
+
+def test_an_answer_stated_before_a_denial_is_undecided():
+    d = decide(FP, "Calloway Marine Group tried, but the deal was blocked; no company acquired Brenmoor.", FP_COMPETING)
+    assert d.outcome == "undecided" and d.undecided.startswith("rule premise"), d.explain()

@@ -17,16 +17,14 @@ from pathlib import Path
 
 import _toy_judge  # noqa: F401  (registers the kinds toy and abstainer: the one file they live in)
 import pytest
+from _mini_run import agentic_run
 from typer.testing import CliRunner
 
 from trek import runs
-from trek.answering.runner import run_system
 from trek.cli import app
 from trek.judges import CascadeJudge, UnknownJudgeKind, known_kinds, make_judge, parse_spec
-from trek.llm import LLMCache, LLMClient
-from trek.pages import PageStore
+from trek.llm import LLMClient
 from trek.roles import Role
-from trek.search import make_backend
 from trek.testing.fake_openai import FakeOpenAIServer
 from trek.trace import load_trace
 
@@ -55,15 +53,8 @@ def script(bench) -> list[dict]:
 @pytest.fixture(scope="module")
 def env(mini, tmp_path_factory):
     with FakeOpenAIServer(script=script(mini)) as srv:
-        rd = tmp_path_factory.mktemp("judges") / "run"
-        store = PageStore(rd / "pages.sqlite")
-        store.add_documents(mini.documents)
-        client = LLMClient(MODEL, base_url=srv.base_url, cache=LLMCache(rd / "llm-cache.sqlite"), progress=False)
-        qs = [q for q in mini.questions if q.id in QUESTIONS]
-        run_system(qs, rd, client, make_backend("local", store=store, cache=None), system="agentic",
-                   progress=False, store=store, results_per_search=3, max_rounds=1)
-        store.close()
-        yield srv, rd
+        yield srv, agentic_run(mini, tmp_path_factory.mktemp("judges") / "run", srv.base_url, MODEL, QUESTIONS,
+                               max_rounds=1)
 
 
 @pytest.fixture
@@ -330,3 +321,12 @@ def test_every_judge_question_declares_its_exact_decision_once():
             assert jq.exact is None
             continue
         assert jq.exact and callable(getattr(ExactTrace, jq.exact, None)), name
+
+
+def test_the_built_in_kinds_are_the_declared_entry_points():
+    import tomllib
+
+    from trek.judges import BUILTIN, ENTRY_POINTS
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert declared[ENTRY_POINTS] == BUILTIN

@@ -139,3 +139,10 @@ def test_initials_of_an_entity_in_capitals_name_it():
     club = QueryTargets("x:3", entity=("Larchfield Football Club",), attribute=("manager",), years=frozenset({2025}))
     assert adequate(club, "LFC manager")
     assert assess(club, ["lfc manager"])[0]["query_adequate"] is not True  # lower case: not a code
+
+
+def test_a_near_form_of_a_missed_entity_is_undecided():
+    assert undecided(AIRLINE, "aéroport de Vellacot passagers 2023") or undecided(AIRLINE, "Vellacotts passengers 2023")
+    country = QueryTargets("x:4", entity=("Estavia",), attribute=("finance minister",), years=frozenset({2025}))
+    assert undecided(country, "ministre des finances Estavie")
+    assert adequate(country, "Marrowby finance minister") is False  # nothing like the entity: decided

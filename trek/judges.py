@@ -58,6 +58,8 @@ __all__ = [
 ENTRY_POINTS = "trek.judges"
 #: ``.py`` files run before the first lookup (comma-separated), each may register judge kinds.
 ENV_MODULES = "TREK_JUDGES"
+#: Trek's own judge kinds, as ``pyproject.toml`` declares them under :data:`ENTRY_POINTS`.
+BUILTIN = {"exact": "trek.exact:ExactJudge"}
 #: The grade outcome and trace step status of a question a judge could not decide.
 UNDECIDED = "undecided"
 
@@ -192,9 +194,13 @@ def _fill() -> None:
     global _complete
     if _complete:
         return
-    from importlib.metadata import entry_points
+    from importlib.metadata import EntryPoint, entry_points
 
-    for ep in entry_points(group=ENTRY_POINTS):
+    found = list(entry_points(group=ENTRY_POINTS))
+    named = {ep.name for ep in found}
+    # the built-in kinds, also when Trek runs from a source tree that pip never installed
+    found += [EntryPoint(name, value, ENTRY_POINTS) for name, value in BUILTIN.items() if name not in named]
+    for ep in found:
         try:
             ep.load()  # the class registers itself with @judge_kind where it is defined
         except Exception as e:  # noqa: BLE001

@@ -21,9 +21,11 @@ target each query met and which were missed.
 The initials of an entity's name written in capitals (``LFC`` for ``Larchfield Football Club``)
 name it too. Where the targets cannot support a verdict the value is None (*undecided*, rule
 ``targets-2``) and the detail's ``undecided`` says why: a missed entity where a query writes a
-code or words in another script, a missed attribute where a query has words the targets do not
-list (a synonym, another language), a year outside the window beside one inside it (a comparison),
-and queries that add many words no target lists (perhaps over-specific).
+code, words in another script or a near form of the entity's name (``Estavie``); a missed
+attribute where a query has words the targets do not list (a synonym, another language); a year
+outside the window beside one inside it, in queries none of which is adequate alone (one that is
+makes the others a comparison, and the set adequate); adequate queries that add names or months
+no target lists (perhaps over-specific).
 
 Matching works on words: lower case, HTML entities decoded, a possessive ``'s`` dropped,
 everything but letters and digits a separator; a phrase matches consecutive words, and a word of
@@ -192,9 +194,37 @@ def _by_initials(queries: Sequence[str], t: QueryTargets) -> dict[str, str] | No
     return None
 
 
-#: A query word that is not a target, a year or a common word counts as extra; queries with more
-#: than this many extra words on top of adequate targets may be over-specific.
-OVER_SPECIFIC_WORDS = 4
+#: A query word that begins with the same this many letters as a word of the entity's name, without
+#: being it, may be the name in another language or spelling (``Estavie`` for ``Estavia``).
+NEAR_PREFIX = 5
+
+
+def _distinctive(word: str) -> bool:
+    """True for a word of a name that is no common English word (``Estavia``, not ``Airport``)."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "en") < 3.5
+
+
+#: A query word that is not a target, a year or a common word counts as extra (a possible synonym
+#: where a target was missed). Adequate queries that add this many capitalized words or months no
+#: target lists (names, dates: ``former Meta executive hired March``) may be over-specific.
+OVER_SPECIFIC_NAMES = 2
+_MONTHS = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september",
+                     "october", "november", "december"})
+
+
+def _specific(queries: Sequence[str], known: set[str]) -> list[str]:
+    """The capitalized words (not a query's first) and month names the queries add to the targets."""
+    out: list[str] = []
+    for q in queries:
+        for i, tok in enumerate(re.findall(r"[^\W\d_][\w'-]*", html.unescape(q))):
+            w = words(tok)
+            if not w or w[0] in known or w[0] in _COMMON:
+                continue
+            if (i and tok[:1].isupper()) or w[0] in _MONTHS:
+                out.append(w[0])
+    return list(dict.fromkeys(out))
 _COMMON = frozenset({
     "the", "a", "an", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are", "was", "were",
     "who", "what", "which", "when", "where", "how", "many", "much", "current", "currently", "now", "latest", "new",
@@ -217,9 +247,13 @@ def _unsure(t: QueryTargets, queries: Sequence[str], d: dict[str, Any]) -> str |
     codes = [c for c in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", raw) if not c.isdigit()]
     foreign = [w for w in re.findall(r"\w+", raw) if any(ch.isalpha() and not ch.isascii() for ch in w)]
     entity_missed = "entity" in missed or "bridge entity" in missed
-    if entity_missed and (codes or foreign):
+    stems = {w[:NEAR_PREFIX] for phrase in t.entity for w in words(phrase) if len(w) > NEAR_PREFIX
+             and _distinctive(w)}
+    entity_words = {w for phrase in t.entity for w in words(phrase)}
+    near = [w for q in queries for w in words(q) if w[:NEAR_PREFIX] in stems and w not in entity_words]
+    if entity_missed and (codes or foreign or near):
         return ("a query may name the entity in a form the targets do not list: "
-                + ", ".join(repr(x) for x in dict.fromkeys([*codes, *foreign])))
+                + ", ".join(repr(x) for x in dict.fromkeys([*codes, *foreign, *near])))
     if "attribute" in missed and extra and not entity_missed:
         return ("a query may target the fact with words the targets do not list: "
                 + ", ".join(repr(x) for x in dict.fromkeys(extra)))
@@ -228,8 +262,9 @@ def _unsure(t: QueryTargets, queries: Sequence[str], d: dict[str, Any]) -> str |
     if missed == ["no date outside the window"] and [y for y in d["years"] if y in t.years]:
         return ("a query names a year outside the window (" + ", ".join(map(str, d["outside_window"]))
                 + ") beside one inside it: it may compare the two")
-    if not missed and len(set(extra)) > OVER_SPECIFIC_WORDS:
-        return "the queries add words no target lists (" + ", ".join(repr(x) for x in dict.fromkeys(extra)) + \
+    specific = _specific(queries, known)
+    if not missed and len(specific) >= OVER_SPECIFIC_NAMES:
+        return "the queries add names no target lists (" + ", ".join(repr(x) for x in specific) + \
             "): they may be over-specific"
     return None
 

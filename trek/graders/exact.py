@@ -67,7 +67,8 @@ records as a verdict. It abstains when
   ``about 15`` for 14: ``rule approximate``);
 * it writes a number form no parser reads as one value (``383.726``, ``03/04/2024``: ``rule format``);
 * under a false premise, it denies the premise and also states an answer the reference does not
-  give, hedges its denial, or names an unannotated value and neither denies nor asserts
+  give (or states one first and denies later: ``X tried, but the bid was withdrawn; no company
+  bought it``), hedges its denial, or names an unannotated value and neither denies nor asserts
   (``rule premise``).
 
 Before naming, dates, grouped numbers, money and durations are put in one form by their parsers
@@ -615,6 +616,8 @@ def _decide_premise(question: Question, response: str | None, competing: Sequenc
                 k for k in exact_rules.premise_clauses(question.question, response, strange,
                                                        references=question.answers) if k == "asserts"] else ""
             return _undecided(d, "premise", f"the response denies the premise and also states an answer to it{also}")
+    if not rejects and not ruled and "denies" in decided:
+        return _undecided(d, "premise", "the response states an answer to the premise and also denies it")
     if rejects and hedges:
         return _undecided(d, "hedge", f"it hedges ({', '.join(dict.fromkeys(hedges))}) while it denies the premise")
     if not decided and not declined and extra:
