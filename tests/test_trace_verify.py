@@ -280,3 +280,17 @@ def test_verify_before_trace_names_the_file(tmp_path):
     res = invoke("trace", "verify", tmp_path / "run", "--judge", "exact", "--model", "m", "--base-url",
                  "http://127.0.0.1:9/v1")
     assert res.exit_code == 2 and "trace.jsonl" in res.output and "trek trace" in res.output
+
+
+def test_a_fresh_draw_has_its_own_sample_index_and_moves_a_given_seed():
+    from trek.trace.common import RoleModel
+    from trek.trace.verify import CHECK_DRAW, RERUN_DRAW, _draw
+
+    who = RoleModel("evaluated", client=None, model="m", params={"temperature": 0.7, "seed": 5})  # type: ignore[arg-type]
+    assert _draw(who, 0) is who
+    again = _draw(who, RERUN_DRAW)
+    assert again.params == {"temperature": 0.7, "seed": 5 + RERUN_DRAW, "sample": RERUN_DRAW}
+    assert _draw(who, CHECK_DRAW).params["sample"] == CHECK_DRAW != RERUN_DRAW
+    assert who.params == {"temperature": 0.7, "seed": 5}  # the role itself is unchanged
+    plain = RoleModel("evaluated", client=None, model="m")  # type: ignore[arg-type]
+    assert _draw(plain, RERUN_DRAW).params == {"sample": RERUN_DRAW}  # no seed is invented
