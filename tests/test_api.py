@@ -25,6 +25,7 @@ from trek.trace.records import TESTS
 
 ROOT = repo_root()
 WILD = ROOT / "data" / "runs" / "wild"
+FROZEN = ROOT / "tests" / "fixtures" / "recorded-agentic"
 # Payloads for every text field; what would leave a mark in the DOM is assembled at run time.
 CLOSE = "</td></table></div><script>document.body.setAttribute('data-x','BRO'+'KEN')</script>"
 HOSTILE = SCRIPT + IMG + CLOSE
@@ -42,7 +43,9 @@ def lines(path: Path) -> list[dict]:
 @pytest.fixture
 def agentic(tmp_path):
     """A copy of the recorded agentic run (every test may change its copy)."""
-    return Path(shutil.copytree(WILD / "agentic", tmp_path / "agentic"))
+    # the agentic run as recorded before the exact judge learned to abstain (every failure traced
+    # and labelled), frozen under tests/fixtures: these tests read its cases by name
+    return Path(shutil.copytree(FROZEN, tmp_path / "agentic"))
 
 
 # -- import trek -----------------------------------------------------------------------------------
@@ -356,7 +359,8 @@ def test_runs_frame_is_the_table_of_trek_runs_list():
     for p, row in zip(printed, df.itertuples(index=False), strict=True):
         assert p[1:5] == [row.system, row.model, str(row.n), f"{row.accuracy:.1f}%"]
         assert p[5:] == [f"{row.traced}/{row.failures}", f"${row.cost:.4f}", row.status]
-    assert df.loc[df["run"] == "agentic", "traced"].item() == 36
+    traced = {t["question_id"] for t in lines(WILD / "agentic" / "trace.jsonl") if t["status"] == "done"}
+    assert df.loc[df["run"] == "agentic", "traced"].item() == len(traced)
     with pytest.raises(FileNotFoundError):
         trek.runs_frame(ROOT / "docs")
 

@@ -139,6 +139,7 @@ def not_final_note(df: pd.DataFrame) -> str:
     """
     several = df["model"].nunique() > 1
     cells = []
+    totals: dict[str, int] = {}
     for (model, method, condition), part in df.groupby(["model", "method", "condition"], sort=False):
         counts = []
         answered = part["answer_status"].isin(("ok", "no_answer"))
@@ -146,11 +147,23 @@ def not_final_note(df: pd.DataFrame) -> str:
             rows = part[column].isin(values) & (answered if column == "outcome" else True)
             n = int(rows.sum())
             if n:
-                counts.append(f"{n} {what}{'s' if n > 1 and what != 'unanswered' else ''}")
+                counts.append(f"{n} {_plural(what, n)}")
+                totals[what] = totals.get(what, 0) + n
         if counts:
             who = f"{model} " if several else ""
             cells.append(f"{who}{method} · {condition}: {', '.join(counts)}")
+    if len(cells) > NOTE_CELLS:  # a title cannot hold them all: the totals, and where to read the rest
+        what = ", ".join(f"{n} {_plural(w, n)}" for w, n in totals.items())
+        return f"not final (counted as not correct): {what} in {len(cells)} cells (per cell: trek.report.ctrl.load_ctrl)"
     return f"not final (counted as not correct): {'; '.join(cells)}" if cells else ""
+
+
+#: Up to this many cells a not-final note names each; beyond, it gives the totals.
+NOTE_CELLS = 4
+
+
+def _plural(what: str, n: int) -> str:
+    return f"{what}{'s' if n > 1 and what != 'unanswered' else ''}"
 
 
 def _methods(df: pd.DataFrame) -> list[str]:
