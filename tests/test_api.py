@@ -396,3 +396,28 @@ def test_the_start_up_benchmark_runs_and_reports_both_sides():
     for key in ("python", "version", "import", "face", "version_before", "import_before"):
         assert got[f"{key}_cpu_s"] > 0, key
     assert got["face_cpu_s"] > got["import_cpu_s"]  # the face's first use imports pandas; import trek does not
+
+
+def test_compare_with_reviews_is_the_table_of_trek_compare(tmp_path):
+    from test_grade_review import IDS, make_run, write_review_csv
+
+    from trek.cli import app
+    from trek.grade_review import draw_grade_sample
+
+    # two made-up runs of 40 questions that differ on 9 of them; both reviewed on seed 0's 20
+    a = make_run(tmp_path / "A", {q: i % 3 != 0 for i, q in enumerate(IDS)})
+    b = make_run(tmp_path / "B", {q: i % 4 != 0 for i, q in enumerate(IDS)})
+    drawn = draw_grade_sample(a, 20, seed=0).question_ids
+    ha = write_review_csv(tmp_path / "ha.csv", {q: IDS.index(q) % 3 != 0 for q in drawn})
+    hb = write_review_csv(tmp_path / "hb.csv", {q: IDS.index(q) % 5 != 0 for q in drawn})  # B's judge errs
+    got = trek.compare(a, b, human=(ha, hb))
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--human", str(ha), "--human", str(hb),
+                                   "--out", str(tmp_path / "cli.csv")])
+    assert res.exit_code == 0, res.output
+    cli = pd.read_csv(tmp_path / "cli.csv")
+    assert len(got) == len(cli) == 1
+    for col in ("judge_difference", "judge_p", "corrected_difference", "low", "high", "p"):
+        assert float(got.iloc[0][col]) == pytest.approx(float(cli.iloc[0][col]), rel=1e-5), col
+    assert (got.iloc[0]["run_a"], got.iloc[0]["run_b"]) == ("A", "B")
+    with pytest.raises(ValueError, match="two review files"):
+        trek.compare(a, b, human=ha)

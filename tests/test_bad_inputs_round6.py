@@ -408,3 +408,25 @@ def test_validate_reads_the_page_store_of_a_read_only_run(tmp_path, monkeypatch)
     (out / "pages.sqlite").write_bytes(b"not a database at all" * 100)
     problems = validate_run(out)
     assert [p.message for p in problems if "pages.sqlite" in p.file][0].startswith("not a Trek page store")
+
+
+# -- the grade review's human files go through the bounded reader too ------------------------------------------
+@pytest.mark.parametrize("name", ["grades.csv", "grades.xlsx"])
+def test_a_grade_review_file_that_is_a_fifo_or_a_device_is_refused_unopened(tmp_path, name):
+    import os
+
+    from trek.grade_review import read_grade_review
+
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="named pipe"):
+        read_grade_review(fifo, tmp_path)
+
+
+def test_a_grade_review_csv_with_a_column_twice_is_refused(tmp_path):
+    from trek.grade_review import read_grade_review
+
+    p = tmp_path / "h.csv"
+    p.write_text("question_id,reviewer_correct,sample_seed,reviewer_correct\nq01,yes,0,no\n")
+    with pytest.raises(ValueError, match="column 'reviewer_correct' is given twice"):
+        read_grade_review(p, tmp_path)

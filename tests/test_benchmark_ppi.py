@@ -65,7 +65,9 @@ def test_population_paired_and_design_parts_run_and_check_what_they_say():
     null_fav = [r for r in paired["rows"] if r["difference"] == 0 and r["judge"] == "favours A"]
     assert paired["null_favour_max_rejects"] == max(r["rejects"] for r in null_fav)
     designs = mod.designs_part(rng, 2)
-    assert {r["design"] for r in designs["rows"]} == {"stratified", "active", "active paired"}
+    assert {r["design"] for r in designs["rows"]} == {"stratified", "active", "active paired", "uniform",
+                                                      "two judges disagree"}
+    assert len(designs["disagreement_width_ratio"]) == len(mod.DESIGN_SIZES) * len(mod.DESIGN_FRACTIONS)
 
 
 def test_the_favouring_judge_fools_mcnemar_and_not_the_corrected_test():

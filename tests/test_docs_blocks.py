@@ -89,6 +89,9 @@ def check_trektrace(repo: Path) -> None:
     assert len({lab for ls in labels for lab in ls}) >= 2
     assert (repo / "runs" / "demo" / "review.xlsx").stat().st_size > 0
     assert "<html" in (repo / "runs" / "demo" / "trace.html").read_text(encoding="utf-8").lower()
+    verified = read_jsonl(repo / "runs" / "demo" / "verify.jsonl")
+    assert verified and all(r["verdict"] in ("confirmed", "refuted", "inconclusive", "skipped") for r in verified)
+    assert {r["experiment"] for r in verified} == {"distractor_search", "query_repair"}
 
 
 def check_models(repo: Path) -> None:

@@ -182,3 +182,26 @@ def test_a_bad_link_is_noted_once_however_often_it_appears(tmp_path):
     f.write_text(json.dumps([{"question_id": "lake-2", "record": gem}]))
     t = imported("gemini", f, tmp_path / "bad")
     assert any("left out 1 link(s)" in n for n in t.coverage.notes), t.coverage.notes
+
+
+def test_an_agent_loop_turn_that_ends_on_a_function_call_is_read_too(tmp_path):
+    """Two model spans of one agent loop: the first reply searches and calls a function (no
+    message item), the second answers. Both replies are read."""
+    first = {"id": "resp_turn1", "object": "response", "status": "completed", "model": "gpt-5",
+             "output": [{"id": "ws_a", "type": "web_search_call", "status": "completed",
+                         "action": {"type": "search", "query": "Harbor Bridge lanes",
+                                    "sources": [{"type": "url", "url": "https://harbor-city.example/news/01"}]}},
+                        {"id": "fc_a", "type": "function_call", "call_id": "call_1", "name": "lookup",
+                         "arguments": "{\"topic\": \"bridge\"}"}]}
+    second = {**RESP, "id": "resp_turn2"}
+    req = oi_trace(first, answer=None)
+    span2 = json.loads(json.dumps(oi_trace(second, answer=None)["resourceSpans"][0]["scopeSpans"][0]["spans"][1]))
+    span2["spanId"], span2["startTimeUnixNano"], span2["endTimeUnixNano"] = "2" * 16, "60", "90"
+    req["resourceSpans"][0]["scopeSpans"][0]["spans"].append(span2)
+    f = tmp_path / "loop.json"
+    f.write_text(json.dumps(req))
+    t = imported("otlp", f, tmp_path / "loop")
+    assert [(c.query, c.round) for c in t.search_calls] == [
+        ("Harbor Bridge lanes", 1), ("Harbor Bridge number of lanes opening 2025", 2)]
+    assert t.final_answer == RESP["output"][4]["content"][0]["text"]
+    assert not any("could not be read" in n for n in t.coverage.notes), t.coverage.notes

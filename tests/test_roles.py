@@ -132,7 +132,7 @@ def test_every_help_is_readable_at_80_columns():
 
 
 #: Commands that call the evaluated model: only they show --base-url and --param.
-CALL_THE_EVALUATED_MODEL = {"wild run", "ctrl run", "trace run", "llm run", "retry"}
+CALL_THE_EVALUATED_MODEL = {"wild run", "ctrl run", "trace run", "trace verify", "llm run", "retry"}
 
 
 def test_the_evaluated_models_flags_are_only_where_it_is_called_and_every_role_has_its_endpoint():

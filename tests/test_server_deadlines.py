@@ -232,3 +232,18 @@ def test_two_exports_of_one_run_to_one_destination_cannot_run_at_once(traced, mo
         p.wait()
     with RunDir(traced).output_lock("export-otlp"):
         pass
+
+
+@pytest.mark.slow
+@needs_mlflow
+def test_import_and_export_mlflow_against_a_trickling_server_end_by_the_deadline(trickle, traced, tmp_path,  # noqa: F811
+                                                                                 monkeypatch):
+    monkeypatch.setenv("TREK_SERVER_DEADLINE", "4")
+    for args in (["import", "mlflow", trickle.url, "--questions", str(EX / "questions.csv"), "--map", MAP, "--out",
+                  str(tmp_path / "run")],
+                 ["trace", "export", str(traced), "--to", "mlflow", trickle.url]):
+        t = time.monotonic()
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert "did not finish within 4 s" in r.output or "timed out" in r.output.lower(), r.output
+        assert time.monotonic() - t < 60, args  # mlflow's import itself takes some 10 s

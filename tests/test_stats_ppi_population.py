@@ -315,3 +315,35 @@ def test_ipw_paired_and_bad_input():
         ppi_mean_ipw([1, 0], [None, None], [0.5, 0.5])
     with pytest.raises(ValueError, match=r"human_a and human_b must be reviewed on the same questions; .*\[1\]"):
         ppi_paired_difference_ipw([1, 0], [1, 0], [1, 0], [1, None], [0.5, 0.5])
+
+
+# -- planning ------------------------------------------------------------------------------------------------
+def test_reviews_needed_review_alone_is_the_smallest_n_that_reaches_the_width():
+    from scipy.stats import t
+
+    from trek.stats import ppi_reviews_needed
+
+    alone, _ = ppi_reviews_needed(0.05, 5000, [[0.7, 0.0], [0.0, 0.3]])
+
+    def half(n):  # Student's t and the rate with one pseudo-observation each way, as the guards
+        w = (0.3 * n + 1) / (n + 2)
+        return t.ppf(0.975, n - 1) * math.sqrt(w * (1 - w) / n)
+
+    assert half(alone) <= 0.05 < half(alone - 1)
+    assert 300 < alone < 350  # about 1.96^2 * .21 / .05^2 = 323
+
+
+def test_reviews_needed_falls_with_a_better_judge_and_matches_the_review_alone_for_a_useless_one():
+    from trek.stats import ppi_reviews_needed
+
+    good = ppi_reviews_needed(0.05, 2000, [[0.68, 0.02], [0.02, 0.28]])
+    fair = ppi_reviews_needed(0.05, 2000, [[0.63, 0.07], [0.07, 0.23]])
+    useless = ppi_reviews_needed(0.05, 2000, [[0.7 * 0.6, 0.7 * 0.4], [0.3 * 0.6, 0.3 * 0.4]])  # independent
+    assert good[0] == fair[0] == useless[0]
+    assert good[1] < fair[1] < good[0]
+    assert useless[1] == useless[0]  # lam = 0: the review alone
+    assert ppi_reviews_needed(0.01, 100, [[0.5, 0.0], [0.0, 0.5]]) == (None, None)
+    with pytest.raises(ValueError, match="joint must be a 2 x 2 table"):
+        ppi_reviews_needed(0.05, 100, [[0.5, 0.5]])
+    with pytest.raises(ValueError, match="half-width must lie strictly between 0 and 1"):
+        ppi_reviews_needed(5, 100, [[0.5, 0.0], [0.0, 0.5]])

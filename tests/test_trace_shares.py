@@ -447,3 +447,37 @@ def test_shares_cli_on_the_recorded_run_equals_the_functions(tmp_path, estimand)
 def test_shares_estimand_is_checked(run_dir, tmp_path):
     r = runner.invoke(app, ["trace", "shares", str(run_dir), "--estimand", "sample"])
     assert r.exit_code == 2 and "--estimand must be one of population, traced" in r.output
+
+
+# -- the review planner -------------------------------------------------------------------------------------
+def test_review_plan_without_and_with_a_pilot(run_dir, tmp_path):
+    r = runner.invoke(app, ["trace", "review", str(run_dir), "--plan", "10"])
+    assert r.exit_code == 0, r.output
+    assert "+/- 10 points" in r.output and "review a small random pilot" in r.output
+    assert not (run_dir / "review.xlsx").exists()  # a plan writes nothing
+    records = load_trace(run_dir)
+    sample = draw_sample(records, 20, seed=2)
+    pilot = write_csv(tmp_path / "pilot.csv", human_rows(records, sample.question_ids))
+    r = runner.invoke(app, ["trace", "review", str(run_dir), "--plan", "10", "--human", str(pilot), "--seed", "2"])
+    assert r.exit_code == 0, r.output
+    assert "with the judge" in r.output and "20 reviewed cases" in r.output
+    from trek.trace.shares import plan_reviews
+
+    t = plan_reviews(records, judge_labels(records), 0.10, read_human(pilot, records, seed=2)).set_index("label")
+    # the pilot's person agrees with the judge: the judge never costs reviews and saves some (NaN: more than 90)
+    with_judge, alone = t["reviews_with_judge"].fillna(np.inf), t["reviews_alone"].fillna(np.inf)
+    assert (with_judge <= alone).all() and (with_judge < alone).sum() >= 2
+    r = runner.invoke(app, ["trace", "review", str(run_dir), "--human", str(pilot)])
+    assert r.exit_code == 2 and "--human goes with --plan" in r.output
+
+
+def test_review_design_stratified_is_by_dataset(run_dir, tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert runner.invoke(app, ["trace", "review", str(run_dir), "--sample", "9", "--design", "stratified",
+                               "--out", str(a)]).exit_code == 0
+    assert runner.invoke(app, ["trace", "review", str(run_dir), "--sample", "9", "--by", "dataset",
+                               "--out", str(b)]).exit_code == 0
+    assert a.read_text() == b.read_text()
+    r = runner.invoke(app, ["trace", "review", str(run_dir), "--sample", "9", "--design", "uniform", "--by",
+                            "dataset", "--out", str(tmp_path / "c.csv")])
+    assert r.exit_code == 2 and "disagree" in r.output

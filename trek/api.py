@@ -292,8 +292,9 @@ class Run:
         """Accuracy (%) over every question, per dataset, then ``micro`` and ``macro``: the table
         ``trek grade`` prints and Table 1 draws (:func:`trek.analysis.accuracy_by_dataset`).
 
-        Columns ``dataset``, the counts ``n``, ``answered``, ``graded``, ``correct``,
-        ``unparsed``, ``pending``, then ``accuracy`` with its 95% interval ``low``/``high``
+        Columns ``dataset``, the counts (:data:`trek.analysis.COUNT_COLUMNS`: ``n``,
+        ``answered``, ``graded``, ``correct``, ``undecided``, ``unparsed``, ``pending``), then
+        ``accuracy`` with its 95% interval ``low``/``high``
         (Wilson; Jeffreys for macro) and ``acc_graded`` (over decided grades only, never the
         headline)."""
         from trek.analysis import accuracy_by_dataset
@@ -458,16 +459,23 @@ def runs_frame(folder: PathLike = ".") -> pd.DataFrame:
     return out
 
 
-def compare(a: Run | PathLike, b: Run | PathLike, labels: tuple[str, str] | None = None) -> pd.DataFrame:
-    """The paired comparison of run ``b`` against run ``a`` on the questions both hold: the row
-    of the paired-runs table (:func:`trek.report.wild.significance`): ``n``, ``acc_ref`` (a),
-    ``acc_cond`` (b), ``delta_pp`` (b minus a, in points), ``b`` (a right, b wrong), ``c``
-    (the reverse), the exact McNemar ``p`` and ``p_holm`` (the same, one comparison).
+def compare(a: Run | PathLike, b: Run | PathLike, labels: tuple[str, str] | None = None,
+            human: tuple[PathLike, PathLike] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """The paired comparison of run ``b`` against run ``a`` on the questions both hold.
+
+    Without ``human``: the row of the paired-runs table (:func:`trek.report.wild.significance`):
+    ``n``, ``acc_ref`` (a), ``acc_cond`` (b), ``delta_pp`` (b minus a, in points), ``b`` (a right,
+    b wrong), ``c`` (the reverse), the exact McNemar ``p`` and ``p_holm`` (the same, one
+    comparison).
+
+    With ``human`` (the filled reviews of a and of b, drawn with the same seed by ``trek grade
+    review RUN --sample N --seed S``): the table of ``trek compare A B --human HA --human HB``
+    (:func:`trek.grade_review.compare_runs`): the judge-only difference (a minus b, a proportion)
+    with its McNemar p, and the difference corrected by the reviews with its interval at level
+    ``1 - alpha`` and p-value.
 
     ``labels`` name the two runs (default: their folder names, ``a: NAME`` and ``b: NAME``
     when those are the same)."""
-    from trek.report.wild import significance
-
     ra = a if isinstance(a, Run) else Run(a)
     rb = b if isinstance(b, Run) else Run(b)
     for r in (ra, rb):
@@ -477,4 +485,15 @@ def compare(a: Run | PathLike, b: Run | PathLike, labels: tuple[str, str] | None
         labels = (ra.name, rb.name) if ra.name != rb.name else (f"a: {ra.name}", f"b: {rb.name}")
     if len(labels) != 2 or labels[0] == labels[1]:
         raise ValueError(f"labels must be two different names, got {labels!r}")
-    return significance({labels[0]: ra.path, labels[1]: rb.path}, reference=labels[0])
+    if human is None:
+        from trek.report.wild import significance
+
+        return significance({labels[0]: ra.path, labels[1]: rb.path}, reference=labels[0])
+    from trek.grade_review import compare_runs, read_grade_review
+
+    if isinstance(human, (str, os.PathLike)) or len(human) != 2:
+        raise ValueError(f"human must be the two review files, of a and of b, got {human!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    reviews = {labels[0]: read_grade_review(human[0], ra.path), labels[1]: read_grade_review(human[1], rb.path)}
+    return compare_runs({labels[0]: ra.path, labels[1]: rb.path}, reviews, alpha)

@@ -199,25 +199,22 @@ def _verdict(value: Any, where: str) -> bool | None:
 
 def _read_rows(p: Path) -> tuple[list[tuple[int, str, bool | None]], Sample | None, int | None, str | None]:
     """(rows as (row number, question id, verdict or None), the recorded sample, CSV seed, CSV by)."""
-    if p.suffix.lower() == ".xlsx":
-        from openpyxl import load_workbook
+    from trek.trace.review import duplicate_columns
 
+    if p.suffix.lower() == ".xlsx":
+        from trek.jsonio import open_workbook, sheet_rows
         from trek.trace.review import read_sample
 
-        try:
-            wb = load_workbook(p, read_only=True, data_only=True)
-            try:
-                if GRADES_SHEET not in wb.sheetnames:
-                    raise ValueError(f"{p}: no {GRADES_SHEET!r} sheet (write the file with trek grade review RUN "
-                                     "--sample N)")
-                values = list(wb[GRADES_SHEET].iter_rows(values_only=True))
-            finally:
-                wb.close()
-        except ValueError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a damaged or foreign file
-            raise ValueError(f"{p}: cannot be read as an Excel workbook ({type(e).__name__}: {e})") from None
-        header = [str(c or "") for c in (values[0] if values else [])]
+        # the bounded reader: a pipe or device refused unopened, members and rows bounded
+        with open_workbook(p, "grade review workbook (.xlsx)") as wb:
+            if GRADES_SHEET not in wb.sheetnames:
+                raise ValueError(f"{p}: no {GRADES_SHEET!r} sheet (write the file with trek grade review RUN "
+                                 "--sample N)")
+            values = sheet_rows(wb, GRADES_SHEET, p)
+        header = [str(c or "").strip() for c in (values[0] if values else [])]
+        twice = duplicate_columns(header)
+        if twice:
+            raise ValueError(f"{p}: the {GRADES_SHEET!r} sheet has column {twice[0]!r} twice; keep one")
         for col in ("question_id", REVIEWER):
             if col not in header:
                 raise ValueError(f"{p}: the {GRADES_SHEET!r} sheet has no {col!r} column")
@@ -229,10 +226,17 @@ def _read_rows(p: Path) -> tuple[list[tuple[int, str, bool | None]], Sample | No
                 raise ValueError(f"{p}: {GRADES_SHEET} row {i}: question_id is empty")
             rows.append((i, qid, _verdict(row[ri], f"{p}: {GRADES_SHEET} row {i} ({qid}), {REVIEWER}")))
         return rows, read_sample(p), None, None
+    import io
+
+    from trek.jsonio import read_bytes
+
     try:
-        with p.open(newline="", encoding="utf-8-sig") as fh:
+        with io.StringIO(read_bytes(p, "grade review CSV").decode("utf-8-sig"), newline="") as fh:
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
+            twice = duplicate_columns([h.strip() for h in header])
+            if twice:
+                raise ValueError(f"{p}: column {twice[0]!r} is given twice; keep one")
             missing = [c for c in ("question_id", REVIEWER, "sample_seed") if c not in header]
             if missing:
                 raise ValueError(f"{p}: missing column(s) {', '.join(missing)} (write the file with trek grade "

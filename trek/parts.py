@@ -23,4 +23,4 @@ def import_all() -> None:
     from trek.ctrl import discovery, fabrication  # noqa: F401  ctrl.discovery.*, ctrl.fabrication.*
     from trek.rag import answer, filter, rerank, structured  # noqa: F401  rag.*
     from trek.search import agent, openai_search, proxy  # noqa: F401  agent.*, search.openai, search.proxy
-    from trek.trace import schedule  # noqa: F401  trace.* (the schedule imports every TrekTrace test)
+    from trek.trace import schedule, verify  # noqa: F401  trace.* (the schedule imports every TrekTrace test), trace.repair_queries

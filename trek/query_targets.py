@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RULE", "FILE", "QueryTargets", "QueryTargetsError", "load", "assess", "words", "names"]
+__all__ = ["RULE", "FILE", "QueryTargets", "QueryTargetsError", "load", "assess", "adequate_queries", "words", "names"]
 
 #: The rule's name and version, recorded with every verdict.
 # targets-2: a verdict the targets cannot support is None (undecided), with the reason in the
@@ -157,6 +157,17 @@ def assess(targets: QueryTargets, queries: Sequence[str]) -> tuple[dict[str, Any
         adequate = None
         detail["undecided"] = unsure
     return {"query_adequate": adequate, "reason": _reason(targets, detail)}, detail
+
+
+def adequate_queries(targets: QueryTargets) -> list[str]:
+    """Queries that meet every target (for ``trek trace verify``'s query repair): for a multi-hop
+    question first the first hop's descriptor, then the entity with the attribute and the latest
+    year of the window (the time the question asks about). Built from the targets' first names only,
+    so :func:`assess` reads them as adequate (no competing name, no year outside the window)."""
+    main = f"{targets.entity[0]} {targets.attribute[0]}"
+    if targets.years:
+        main += f" {max(targets.years)}"
+    return [*([targets.hop1[0]] if targets.multi_hop else []), main]
 
 
 _JOINERS = frozenset({"of", "the", "and", "&", "de", "la"})

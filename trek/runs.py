@@ -93,6 +93,7 @@ __all__ = [
     "ANSWERS",
     "GRADES",
     "TRACE",
+    "VERIFY",
     "FRAME_COLUMNS",
     "read_meta",
     "write_meta",
@@ -118,6 +119,7 @@ QUESTIONS = "questions.jsonl"
 ANSWERS = "answers.jsonl"
 GRADES = "grades.jsonl"
 TRACE = "trace.jsonl"
+VERIFY = "verify.jsonl"  # trek trace verify
 AUDIT = "audit-grading.jsonl"
 LOCK = ".trek.lock"
 #: Largest run.json read: 16 MiB (it holds a run's options, a few kilobytes).

@@ -70,6 +70,7 @@ __all__ = [
     "ppi_paired_difference",
     "ppi_mean_ipw",
     "ppi_paired_difference_ipw",
+    "ppi_reviews_needed",
 ]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
@@ -1280,10 +1281,12 @@ def ppi_paired_difference(
     sample of the N; the unreviewed ones are the rest. Stratification as :func:`ppi_mean`.
 
     Args:
-        judge_a_unrev, judge_b_unrev: the judge's 0/1 grades of systems A and B on the ``N - n``
-            unreviewed questions (same order).
-        judge_a_rev, judge_b_rev, human_a_rev, human_b_rev: the judge's and the person's grades of
-            A and B on the n reviewed questions (same order).
+        judge_a_unrev: the judge's 0/1 grades of system A on the ``N - n`` unreviewed questions.
+        judge_b_unrev: the judge's 0/1 grades of system B on the same questions, same order.
+        judge_a_rev: the judge's 0/1 grades of A on the n reviewed questions.
+        judge_b_rev: the judge's 0/1 grades of B on the same questions, same order.
+        human_a_rev: the person's 0/1 grades of A on the same questions.
+        human_b_rev: the person's 0/1 grades of B on the same questions.
         alpha: 1 minus the confidence level.
         result: return the :class:`PPIResult` instead of the tuple.
 
@@ -1400,3 +1403,52 @@ def ppi_paired_difference_ipw(judge_a: Any, judge_b: Any, human_a: Any, human_b:
         raise ValueError(f"human_a and human_b must be reviewed on the same questions; they differ at [{i}]")
     r = _ipw(ya - yb, fa - fb, rev_a, pi, level=level, tuned=tuned, small_sample=small_sample, bounds=(-1.0, 1.0))
     return r if result else (r.estimate, r.low, r.high, r.p_value)
+
+
+def ppi_reviews_needed(half_width: float, big_n: int, joint: Any, alpha: float = 0.05) -> tuple[int | None, int | None]:
+    """How many random reviews a rate's 95% (``1 - alpha``) interval needs to reach ``+/- half_width``:
+    ``(by the review alone, by ppi_mean)``, ``None`` where no review of at most ``big_n`` cases does.
+
+    ``joint`` is the 2 x 2 table of (person, judge) probabilities, ``joint[y][f]`` (from a pilot
+    review, or assumed). For ``n`` reviews of ``big_n`` cases the review alone has half-width
+    ``z sqrt(p (1 - p) / n)``, and ppi_mean (PPI++ with the weight ``lam`` that is best at that n)
+    ``z sqrt(lam^2 var(f) / (N - n) + var(y - lam f) / n)``, with the variances as the
+    small-sample guards estimate them (:data:`PSEUDO_OBSERVATIONS` spread over the table) and
+    Student's t with n - 1 degrees of freedom for z; the smallest n that reaches the half-width
+    is returned for each. The plan is for the expected table; a review's own interval varies.
+    """
+    p = _as_array(joint, "joint").astype(np.float64)
+    if p.shape != (2, 2) or (p < 0).any() or not math.isclose(float(p.sum()), 1.0, abs_tol=1e-9):
+        raise ValueError("joint must be a 2 x 2 table of probabilities (person by judge) summing to 1")
+    if not (isinstance(half_width, numbers.Real) and 0 < float(half_width) < 1):
+        raise ValueError(f"the half-width must lie strictly between 0 and 1, got {half_width!r}")
+    big_n = _count(big_n, "big_n")
+    if big_n < 2:
+        raise ValueError("big_n must be at least 2")
+    level = 1.0 - _alpha_level_from(alpha)
+    py, pf = float(p[1].sum()), float(p[:, 1].sum())
+    var_f = pf * (1 - pf)
+    cov = float(p[1, 1]) - py * pf
+    human = ppi = None
+    for n in range(1, big_n + 1):
+        z = _quantile(level, float(max(n - 1, 1)))
+        # as the guards estimate them: PSEUDO_OBSERVATIONS spread over the four cells
+        w = (n * p + PSEUDO_OBSERVATIONS / 4) / (n + PSEUDO_OBSERVATIONS)
+        wy = float(w[1].sum())
+        if human is None and z * math.sqrt(wy * (1 - wy) / n) <= half_width:
+            human = n
+        if ppi is None:
+            nu = big_n - n
+            lam = float(np.clip(cov / ((1 + n / nu) * var_f), 0, 1)) if nu and var_f > 0 else 0.0
+            values = np.array([[0.0, -lam], [1.0, 1.0 - lam]])
+            rect_var = float((w * (values - (w * values).sum()) ** 2).sum())
+            var = rect_var / n + (lam**2 * var_f / nu if nu else 0.0)
+            if z * math.sqrt(var) <= half_width:
+                ppi = n
+        if human is not None and ppi is not None:
+            break
+    return human, ppi
+
+
+def _alpha_level_from(alpha: Any) -> float:
+    return 1.0 - _alpha_level(alpha)

@@ -6,6 +6,7 @@
     trek trace shares RUN_DIR [--human FILE] [--by dataset] [--out FILE.csv]   -> label shares, corrected
     trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
     trek trace view RUN_DIR              -> RUN_DIR/trace.html
+    trek trace verify RUN_DIR [role flags as trek trace] [--live-repair]   -> RUN_DIR/verify.jsonl
     trek trace export RUN_DIR --format langfuse|otlp --out FILE   -> the labels as trace scores
     trek trace export RUN_DIR --to phoenix|mlflow|otlp URL        -> the labels sent to the server
 
@@ -199,6 +200,71 @@ def _say_stuck(report: object) -> None:
                    "(--prompts)", err=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class VerifyOptions:
+    """The options of ``trek trace verify`` after the run: the roles of ``trek trace``."""
+
+    judge: JUDGE = options.GROUP
+    diagnostic: DIAGNOSTIC = options.GROUP
+    analysis: ANALYSIS = options.GROUP
+    evaluated: EVALUATED = options.GROUP
+    live_repair: bool = typer.Option(False, "--live-repair", help="On a run that searched the live web: search the "
+                                     "repaired queries there now and count the result (a search at a later date).")
+    fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store.")
+    budget: float = options.BUDGET
+    prices: Path = options.PRICES
+    gold_chars: int = typer.Option(GOLD_CHARS, "--gold-chars", min=1, help="Characters shown of each gold page.")
+    other_chars: int = typer.Option(NON_GOLD_CHARS, "--other-chars", min=1,
+                                    help="Characters shown of every other page.")
+    max_connections: int = options.MAX_CONNECTIONS
+    max_retries: int = options.MAX_RETRIES
+    prompts: Path = options.PROMPTS
+    progress: bool = options.PROGRESS
+    exact_rule: str = options.EXACT_RULE
+
+    def roles(self) -> dict[str, Any]:
+        def role(group: Any) -> Any:
+            return group.role(self.prices, self.max_connections)
+
+        j = role(self.judge)
+        return {"diagnostic": options.or_role(role(self.diagnostic), j), "analysis": options.or_role(role(self.analysis), j),
+                "evaluated": role(self.evaluated)}
+
+    def settings(self) -> dict[str, Any]:
+        return dict(exact_rule=self.exact_rule, announce=options.say_roles, client_settings={"max_retries": self.max_retries},
+                    fetch=self.fetch, live_repair=self.live_repair, budget_usd=self.budget, progress=self.progress,
+                    gold_chars=self.gold_chars, other_chars=self.other_chars)
+
+
+@app.command("verify")
+@options.grouped
+def verify_command(
+    run_dir: Path = typer.Argument(..., help="A traced run directory (trek trace first)."),
+    o: VerifyOptions = options.GROUP,
+) -> None:
+    """Put the labels to the test and write RUN_DIR/verify.jsonl.
+
+    A case labelled Distraction gets a distractor search: the gold-plus-noise probe asked again,
+    same template and page order, with the gold pages and subsets of the noise pages, to a 1-minimal
+    set of pages that flips the answer. A case labelled Pre-retrieval or Retrieval gets a query
+    repair: the diagnostic judge's adequate queries searched again on the run's backend. Each
+    record says confirmed, refuted, inconclusive or skipped, with the reason; the labels in
+    trace.jsonl are never changed. Cached and resumable: a second run sends nothing. Exit code 0
+    when every experiment has a verdict, 2 for bad input, 3 while experiments are pending, 4 when
+    only failed ones are left.
+    """
+    from trek import templates
+    from trek.trace.session import verify_with_roles
+
+    with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(o.prompts):
+        report = verify_with_roles(run_dir, **o.roles(), **o.settings())
+    typer.echo(report.describe())
+    if report.statuses["pending"]:
+        raise typer.Exit(3)
+    if report.statuses["failed"]:
+        raise typer.Exit(4)
+
+
 @app.command("review")
 def review_command(
     run_dir: Path = typer.Argument(..., help="A traced run directory."),
@@ -213,20 +279,39 @@ def review_command(
                                  "own labels (on a run the exact judge traced: the truth; a stand-in review)."),
     force: bool = typer.Option(False, "--force", help="Replace a workbook or CSV that already holds a reviewer's "
                                "verdicts (without it such a file is never overwritten)."),
+    design: str = typer.Option(None, "--design", metavar="uniform|stratified", help="--sample: uniform (the "
+                               "default) or stratified by dataset (the same as --by dataset)."),
+    plan: float = typer.Option(None, "--plan", metavar="POINTS", help="Write nothing; say how many random reviews "
+                               "buy +/- POINTS on each label's rate (with --human PILOT: also with the judge)."),
+    human: Path = typer.Option(None, "--human", help="--plan: a filled pilot review (a small random sample; a "
+                               "CSV's draw is the one --seed and --by give)."),
 ) -> None:
     """Write the review workbook: checklist, retrieval audit and taxonomy sheets (and, with
     --sample, only the sampled cases and a sheet saying how they were drawn). A file at the
     path that holds any verdict is replaced only with --force."""
     from trek.trace.pipeline import load_trace
     from trek.trace.review import write_review
-    from trek.trace.shares import draw_sample
+    from trek.trace.shares import draw_sample, review_plan_text
 
     with options.exit_on(RecordError, FileNotFoundError, ValueError):
+        if plan is not None or human is not None:
+            typer.echo(review_plan_text(run_dir, plan, human, seed=seed, by=options_design(design, by)))
+            return
+        by = options_design(design, by)
         if sample is None and (by is not None or prefill):
-            raise ValueError("--by and --prefill go with --sample N")
+            raise ValueError("--by, --design and --prefill go with --sample N")
         drawn = draw_sample(load_trace(run_dir), sample, seed, by) if sample is not None else None
         path = write_review(run_dir, out, sample=drawn, prefill=prefill, force=force)
     typer.echo(f"wrote {path}" + (f": {drawn.describe()}" if drawn is not None else ""))
+
+
+def options_design(design: str | None, by: str | None) -> str | None:
+    """``--by`` from ``--design`` (uniform or stratified) and ``--by``."""
+    if design not in (None, "uniform", "stratified"):
+        raise ValueError(f"--design must be uniform or stratified, got {design!r}")
+    if design is not None and by is not None and design != "stratified":
+        raise ValueError(f"--design {design} and --by {by} disagree; give one of them")
+    return "dataset" if design == "stratified" else by
 
 
 @app.command("shares")

@@ -840,6 +840,7 @@ def _provider_reply(span: Span) -> tuple[Parsed | None, str | None]:
     opened pages and citations are read as those logs are, never guessed from tool-call names."""
     from trek.imports import chat_completions, gemini, openai_responses
     from trek.imports.common import ImportFailure, InputRecord
+    from trek.pages import strip_openai_tracking
 
     value = _reply_value(span)
     kind = _provider_kind(value)
@@ -850,8 +851,16 @@ def _provider_reply(span: Span) -> tuple[Parsed | None, str | None]:
                           "read")
         return None, None
     mod = {"openai-responses": openai_responses, "chat-completions": chat_completions, "gemini": gemini}[kind]
+    rec = InputRecord(file=Path("output.value"), position=1, data=value, unit="span")
     try:
-        got = mod.parse(InputRecord(file=Path("output.value"), position=1, data=value, unit="span"))
+        if kind == "openai-responses":  # a turn of an agent loop may end on tool calls, without a message
+            items, _ = openai_responses.output_items(rec)
+            got = Parsed(has_page_text=False)
+            openai_responses.parse_items(items, got)
+            got.answer = openai_responses.answer_of(items)
+            got.citations = [c.model_copy(update={"url": strip_openai_tracking(c.url)}) for c in got.citations]
+        else:
+            got = mod.parse(rec)
     except (ImportFailure, FieldError, ValueError) as e:
         return None, (f"model span {span.name!r} records a {kind} reply that could not be read ({e}): it is in the "
                       "trace but not read")

@@ -34,6 +34,7 @@ from trek.report.figures import counts_of_shares, drawn_legend, grouped_bars, wi
 from trek.report.palette import DATASETS, colours
 from trek.report.paths import find_runs, recorded_dir
 from trek.trace.labels import LABELS, POST_RETRIEVAL, UPSTREAM
+from trek.trace.parts import reason_heading
 from trek.trace.pipeline import load_trace
 
 __all__ = [
@@ -86,7 +87,7 @@ def coverage_note(run_dirs: dict[str, Path]) -> str:
                 done += 1
             elif r.status == "incomplete":
                 incomplete += 1
-                for why in dict.fromkeys(r.skipped.values()):
+                for why in dict.fromkeys(map(reason_heading, r.skipped.values())):
                     reasons[why] = reasons.get(why, 0) + 1
             else:
                 pending += 1

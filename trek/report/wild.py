@@ -147,7 +147,13 @@ def plot_wild_accuracy(table: pd.DataFrame, title: str) -> plt.Figure:
     err = {g: np.vstack([acc[g] - table[(g, "low")].to_numpy(dtype=float),
                          table[(g, "high")].to_numpy(dtype=float) - acc[g]]) for g in groups}
     n = table[("questions", "n")].astype(int)
-    grouped_bars(ax, [f"{run}\nn={n[run]}" for run in table.index], acc, colours("dataset", groups), err)
+
+    def under(run: str) -> str:  # n, and the questions without a decided grade (counted as not correct)
+        gaps = [f"{int(table.at[run, ('questions', k)])} {k}" for k in ("undecided", "unparsed", "pending")
+                if ("questions", k) in table.columns and int(table.at[run, ("questions", k)])]
+        return f"{run}\nn={n[run]}" + (f"\n({', '.join(gaps)})" if gaps else "")
+
+    grouped_bars(ax, [under(run) for run in table.index], acc, colours("dataset", groups), err)
     return finish(fig, ax, title=wrapped(title, 5.2, 10), ylabel="accuracy (%), 95% interval", ylim=(0, 105),
                   legend="dataset", order=groups)  # the table's order: Wild's datasets, any other, micro, macro
 

@@ -14,8 +14,9 @@ request always gets the same reply and a reader can predict it.
   reference answer, ignoring case (each grader replies in its own protocol: ``verdict:``,
   ``evaluation:``, Yes/No, A/B/C). The key evidence of a question is the first line of text of
   its first gold page; the retrieved pages match it when one of them contains that line word for
-  word. Queries are adequate when at least one of them has three words or more. Gold pages still
-  support their reference.
+  word. Queries are adequate when at least one of them has three words or more; asked to repair
+  queries (``trek trace verify``), it gives the question itself. Gold pages still support their
+  reference.
 
 Right and wrong answers follow from the pages a run retrieves, so a tour sees both. Rules are
 tried in order: the TrekTrace steps first (their prompts carry a ``[TrekTrace: ...]`` marker),
@@ -70,6 +71,8 @@ def _trace_rules() -> list[dict[str, Any]]:
          "reply": {"query_adequate": True, "reason": "A query of three words or more aims at the question."}},
         {"any_pattern": _step("query adequacy"),
          "reply": {"query_adequate": False, "reason": "Every query has fewer than three words."}},
+        {"any_pattern": rf"{_step('query repair')}[\s\S]*Question: (?P<q>[^\n]+)",
+         "reply": {"queries": ["{q}"], "reason": "The question itself names what it asks."}},
         {"any_pattern": rf"{_step('gold-only probe')}[\s\S]*Pages:\n{_FIRST_PAGE}",
          "reply": {"answer": "{line}", "used_urls": ["{url}"], "reasoning": "The first page says so."}},
         {"any_pattern": rf"{_step('gold-plus-noise probe')}[\s\S]*Pages:\n{_LAST_PAGE}",

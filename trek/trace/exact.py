@@ -48,7 +48,7 @@ from trek.graders.exact import VERSION as GRADER_VERSION
 from trek.judges import UNDECIDED
 from trek.pages import PageStore, normalize_url
 from trek.query_targets import RULE as TARGETS_RULE
-from trek.query_targets import assess
+from trek.query_targets import adequate_queries, assess
 from trek.trace.records import Step
 from trek.types import Question
 
@@ -179,6 +179,23 @@ class ExactTrace:
         if value.get("query_adequate") is None:  # the rule could not decide (trek.query_targets)
             detail["undecided"] = detail.get("undecided") or f"query adequacy: {value.get('reason') or 'undecided'}"
         return value, detail
+
+    def repair_queries(self, q: Question) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Adequate queries for ``trek trace verify`` (:func:`trek.query_targets.adequate_queries`
+        over the question's targets); undecided when the question has no targets or the rule does
+        not read the queries as adequate."""
+        try:
+            targets = self.annotations.query_targets(q)
+        except MissingAnnotation as e:
+            why = f"repair queries: {e}"
+            return {"queries": [], "reason": why}, {"undecided": why}
+        queries = adequate_queries(targets)
+        value, detail = assess(targets, queries)
+        if value.get("query_adequate") is not True:
+            why = f"repair queries: the targets' own queries are not read as adequate ({value.get('reason')})"
+            return {"queries": queries, "reason": why}, {"undecided": why}
+        return {"queries": queries, "reason": f"Queries built from the annotated query targets ({TARGETS_RULE})."}, \
+            {"assessment": detail}
 
     def retrievable(self, q: Question, queries: Sequence[str]) -> dict[str, Any]:
         """The rank diagnostic ("gold page retrievable by the recorded queries at depth d"): the

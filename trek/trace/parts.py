@@ -56,6 +56,7 @@ __all__ = [
     "NO_RESULTS_SEEN",
     "GOLD_UNAVAILABLE",
     "needs_result",
+    "reason_heading",
 ]
 
 #: Why a test could not run (the reasons recorded in ``TraceRecord.tests``).
@@ -68,6 +69,12 @@ NO_QUERIES_SEEN = "queries not recorded"
 SOME_QUERIES_SEEN = "queries only partly recorded"
 NO_RESULTS_SEEN = "results not recorded"
 GOLD_UNAVAILABLE = "No gold page is available in the page store (or by fetching); nothing to test with."
+
+
+def reason_heading(why: str) -> str:
+    """A skip reason as counted in summaries, titles and captions: an undecided verdict's reason
+    names the case's own values, so every one counts under ``judge undecided``."""
+    return JUDGE_UNDECIDED if why.startswith(JUDGE_UNDECIDED) else why
 
 
 def needs_result(test: str) -> str:

@@ -51,7 +51,7 @@ from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.trace.common import Budget, RoleModel, render_pages
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, select_cases
 from trek.trace.labels import LabelRule
-from trek.trace.parts import GOLD_UNAVAILABLE, JUDGE_UNDECIDED, CaseRun, Pending, get_test
+from trek.trace.parts import GOLD_UNAVAILABLE, CaseRun, Pending, get_test, reason_heading
 from trek.trace.records import TraceRecord
 from trek.trace.schedule import LABEL_RULE, SCHEDULE, Entry, play
 from trek.types import FULL_COVERAGE, RecordError, Usage, iter_jsonl
@@ -241,9 +241,7 @@ class TraceTotals:
         self.cases += 1
         self.statuses[r.status] += 1
         if r.status == "incomplete":
-            # an undecided verdict's reason names the case's own values: counted under one heading
-            self.incomplete_reasons.update(f"{k}: {JUDGE_UNDECIDED if v.startswith(JUDGE_UNDECIDED) else v}"
-                                           for k, v in r.skipped.items())
+            self.incomplete_reasons.update(f"{k}: {reason_heading(v)}" for k, v in r.skipped.items())
         if r.coverage is not None:
             self.coverage[_coverage_text(r.coverage)] += 1
         self.lower_bound += int(r.evidence_lower_bound)

@@ -20,7 +20,7 @@ from trek.trace.common import RoleModel
 from trek.trace.estimate import estimate_trace
 from trek.trace.pipeline import UNKNOWN_POLICIES, TraceReport, atrace_run, evaluated_role_from_run
 
-__all__ = ["trace_with_roles"]
+__all__ = ["trace_with_roles", "verify_with_roles"]
 
 
 def trace_with_roles(
@@ -69,3 +69,29 @@ def trace_with_roles(
         return None
     return closing_run(atrace_run(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, audit=audits, unknown=unknown,
                                   **limits, **trace), diag, ana, ev, *audits.values())
+
+
+def verify_with_roles(
+    run_dir: str | os.PathLike[str], *, diagnostic: Role, analysis: Role, evaluated: Role,
+    client_settings: Mapping[str, Any] | None = None, exact_rule: str = "first",
+    announce: Callable[[dict[str, Any]], None] = lambda roles: None, **verify: Any,
+) -> Any:
+    """``trek trace verify``: the roles built as :func:`trace_with_roles` builds them, then
+    :func:`trek.trace.verify.averify_run` (``verify``: its keywords)."""
+    from trek.trace.verify import averify_run
+
+    if not diagnostic.model or not analysis.model:
+        raise RoleError("name the judges: --judge M, or --diagnostic-judge and --analysis-judge")
+    rd = runs.RunDir(run_dir)
+    if not rd.path.is_dir():
+        raise runs.RecordError(rd.path, None, "run directory does not exist")
+    settings = {"limits": EndpointLimits(), **(client_settings or {})}
+
+    def play(role: Role, name: str) -> RoleModel:
+        client = make_judge(role, lambda r: rd.client(r, **settings), rule=exact_rule)
+        return RoleModel(name, client, role.model or "", dict(role.params) if client.makes_calls else {})
+
+    diag, ana = play(diagnostic, "diagnostic"), play(analysis, "analysis")
+    ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
+    announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
+    return closing_run(averify_run(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, **verify), diag, ana, ev)

@@ -62,6 +62,8 @@ __all__ = [
     "SHARE_COLUMNS",
     "describe_shares",
     "write_shares",
+    "plan_reviews",
+    "describe_plan",
 ]
 
 NOT_RANDOM = "not random"
@@ -440,3 +442,75 @@ def write_shares(run_dir: str | os.PathLike[str], human: str | os.PathLike[str] 
     if target is not None:
         atomic_write(target, table.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
     return describe_shares(table, verdicts, alpha, str(run_dir)), target
+
+
+# -- the review planner -----------------------------------------------------------------------------------
+PLAN_COLUMNS = ["label", "n_traced", "judge_share", "pilot_reviewed", "reviews_alone", "reviews_with_judge"]
+
+
+def plan_reviews(records: list[TraceRecord], judge: dict[str, frozenset[str]], half_width: float,
+                 pilot: HumanLabels | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """How many random reviews buy ``+/- half_width`` (a proportion) on each label's population rate
+    (:func:`trek.stats.ppi_reviews_needed`). Without a ``pilot`` review the person's rate is
+    guessed as the judge's share and only the review-alone count is given (what the judge is worth
+    is unknown until someone checks it); with one, the pilot's (person, judge) table (with the
+    guards' pseudo-observations) gives both counts. ``None``: not reachable within the run."""
+    from trek.stats import PSEUDO_OBSERVATIONS, ppi_reviews_needed
+
+    ids = [r.question_id for r in _done(records) if r.question_id in judge]
+    if not ids:
+        raise ValueError("no fully traced case: nothing to plan")
+    rows = []
+    for lab in LABELS:
+        q = float(np.mean([lab in judge[i] for i in ids]))
+        row: dict[str, Any] = {"label": lab, "n_traced": len(ids), "judge_share": q, "pilot_reviewed": 0,
+                               "reviews_alone": None, "reviews_with_judge": None}
+        if pilot is None:
+            table = np.array([[1 - q, 0.0], [0.0, q]])
+            row["reviews_alone"] = ppi_reviews_needed(half_width, len(ids), table, alpha)[0]
+        else:
+            rev = [i for i in ids if i in pilot.labels]
+            counts = np.full((2, 2), PSEUDO_OBSERVATIONS / 4)
+            for i in rev:
+                counts[int(lab in pilot.labels[i]), int(lab in judge[i])] += 1
+            alone, with_judge = ppi_reviews_needed(half_width, len(ids), counts / counts.sum(), alpha)
+            row.update(pilot_reviewed=len(rev), reviews_alone=alone, reviews_with_judge=with_judge)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+def describe_plan(table: pd.DataFrame, half_width: float, pilot: HumanLabels | None, run: str) -> str:
+    """The plan of ``trek trace review --plan`` in words."""
+    def n(v: Any) -> str:
+        return "more than the run" if v is None or v != v else str(int(v))
+
+    show = pd.DataFrame({"label": table["label"], "N": table["n_traced"],
+                         "judge %": [f"{100 * v:.1f}" for v in table["judge_share"]],
+                         "reviews (review alone)": [n(v) for v in table["reviews_alone"]]})
+    head = f"{run}: random reviews for a 95% interval of +/- {100 * half_width:g} points on each label's population rate"
+    if pilot is None:
+        return (head + " (the person's rate guessed as the judge's share)\n" + textable.frame(show, index=False)
+                + "\n\nwhat the judge saves depends on how often it is right: review a small random pilot "
+                "(trek trace review RUN --sample 20), then plan again with --human PILOT")
+    show["reviews (with the judge, PPI++)"] = [n(v) for v in table["reviews_with_judge"]]
+    return (head + f" (the judge's worth from the pilot {pilot.source.name}: {int(table['pilot_reviewed'].iloc[0])} "
+            "reviewed cases)\n" + textable.frame(show, index=False))
+
+
+def review_plan_text(run_dir: str | os.PathLike[str], points: float | None, pilot: str | os.PathLike[str] | None,
+                     alpha: float = 0.05, *, seed: int | None = None, by: str | None = None) -> str:
+    """``trek trace review RUN --plan POINTS [--human PILOT]``: the plan in words."""
+    from trek.trace.pipeline import load_trace
+
+    if points is None:
+        raise ValueError("--human goes with --plan POINTS (trek trace shares reads a full review)")
+    if not 0 < points < 100:
+        raise ValueError(f"--plan takes the half-width in points, between 0 and 100, got {points:g}")
+    records = load_trace(run_dir)
+    if not records:
+        raise FileNotFoundError(f"{run_dir}: no trace.jsonl records (run `trek trace {run_dir}` first)")
+    csv_pilot = pilot is not None and Path(pilot).suffix.lower() == ".csv"
+    human = read_human(pilot, records, seed=seed if csv_pilot else None, by=by if csv_pilot else None) \
+        if pilot is not None else None
+    table = plan_reviews(records, judge_labels(records), points / 100, human, alpha)
+    return describe_plan(table, points / 100, human, str(run_dir))
