@@ -110,7 +110,7 @@ def scratch_checkout(root: Path) -> Path:
     """A copy of the repository's code, notebooks, params and Makefile, with the real .venv."""
     co = root / "checkout"
     co.mkdir()
-    for name in ("pyproject.toml", "Makefile"):
+    for name in ("pyproject.toml", "constraints.txt", "Makefile"):
         shutil.copy2(REPO / name, co / name)
     for name in ("trek", "notebooks", "params"):
         shutil.copytree(REPO / name, co / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
