@@ -226,7 +226,14 @@ def test_the_branch_check_can_fail(tmp_path):
 
 
 # -- the dry run plays the schedule ---------------------------------------------------------------
-def test_a_probe_added_by_a_schedule_entry_is_estimated(run):
+def test_a_probe_added_by_a_schedule_entry_is_estimated(run, monkeypatch):
+    from trek import templates
+    from trek.trace import parts
+
+    # the toy's registrations last for this test only (as in test_trace_pipeline)
+    monkeypatch.setattr(templates, "_registry", dict(templates._registry))
+    monkeypatch.setattr(parts, "_TESTS", dict(parts._TESTS))
+    monkeypatch.delitem(sys.modules, "_toy_probe", raising=False)
     import _toy_probe  # noqa: F401  (registers the toy probe names_year, one module)
 
     from trek.llm.usage import Price, PriceTable
@@ -309,7 +316,7 @@ def test_a_cascade_in_the_trace_estimate_may_call_its_model_or_not(run):
     assert plain["trek trace, analysis role"].calls[0] > 0  # a model judge is sure to be asked the probe verdicts
 
 
-def test_every_judge_question_declares_its_exact_decision_once():
+def test_every_judge_question_declares_its_exact_decision_once():  # the built-in tests and any a test added
     from trek.trace import schedule  # noqa: F401  (registers every TrekTrace test)
     from trek.trace.exact import ExactTrace
     from trek.trace.parts import registered_tests
