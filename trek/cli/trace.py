@@ -63,6 +63,21 @@ EVALUATED = role_options("model", model_help="Evaluated model for the probes (de
                          "imported run that records none needs it).")
 
 
+def _judge_roles(o: Any, audit: Any = None) -> dict[str, Any]:
+    """The diagnostic and analysis judges (``--judge`` fills what they leave unset), the
+    evaluated model and, given its option group, the audit judge, of ``trek trace`` and ``trek
+    trace verify``."""
+    def role(group: Any) -> Any:
+        return group.role(o.prices, o.max_connections)
+
+    j = role(o.judge)  # once: an old spelling of its flags is announced once
+    roles = {"diagnostic": options.or_role(role(o.diagnostic), j), "analysis": options.or_role(role(o.analysis), j),
+             "evaluated": role(o.evaluated)}
+    if audit is not None:
+        roles["audit"] = options.or_role(role(audit), j, model=False)
+    return roles
+
+
 @dataclasses.dataclass(frozen=True)
 class TraceOptions:
     """The options of ``trek trace run`` after the run, in their ``--help`` order."""
@@ -96,12 +111,7 @@ class TraceOptions:
     def roles(self) -> dict[str, Any]:
         """The roles of :func:`trek.trace.session.trace_with_roles`: ``--judge`` fills what the
         diagnostic, analysis and audit judges leave unset."""
-        def role(group: Any) -> Any:
-            return group.role(self.prices, self.max_connections)
-
-        j = role(self.judge)
-        return {"diagnostic": options.or_role(role(self.diagnostic), j), "analysis": options.or_role(role(self.analysis), j),
-                "audit": options.or_role(role(self.audit), j, model=False), "evaluated": role(self.evaluated)}
+        return _judge_roles(self, audit=self.audit)
 
     def settings(self) -> dict[str, Any]:
         """The other keywords of :func:`trek.trace.session.trace_with_roles`."""
@@ -223,12 +233,8 @@ class VerifyOptions:
     exact_rule: str = options.EXACT_RULE
 
     def roles(self) -> dict[str, Any]:
-        def role(group: Any) -> Any:
-            return group.role(self.prices, self.max_connections)
-
-        j = role(self.judge)
-        return {"diagnostic": options.or_role(role(self.diagnostic), j), "analysis": options.or_role(role(self.analysis), j),
-                "evaluated": role(self.evaluated)}
+        """The roles of :func:`trek.trace.session.verify_with_roles`, as ``trek trace`` makes them."""
+        return _judge_roles(self)
 
     def settings(self) -> dict[str, Any]:
         return dict(exact_rule=self.exact_rule, announce=options.say_roles, client_settings={"max_retries": self.max_retries},
