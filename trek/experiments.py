@@ -135,9 +135,11 @@ class Settings:
     audit_grading: int | None = 150
     audit_trace_cases: int | None = None
     #: ``trek trace verify`` on every traced run (Wild, and the Ctrl runs of ``ctrl_trace_runs``), with
-    #: the judges of the trace; a distractor search stops, inconclusive, after ``verify_max_probes`` probes.
+    #: the judges of the trace; a distractor search stops, inconclusive, after ``verify_max_probes`` probes
+    #: (8: the re-run, the gold pages alone, the binary split over a Ctrl context's 20 noise pages and its
+    #: check; delta debugging past that would cost the embedded model dozens of long prompts a case).
     verify: bool = True
-    verify_max_probes: int | None = 12
+    verify_max_probes: int | None = 8
     #: Ctrl runs traced and verified (``method:condition``; TrekTrace reads the pages from the
     #: contexts, so only methods that show the whole context: direct). The injected distractors are
     #: the ground truth a minimal distracting set is checked against.
