@@ -127,6 +127,34 @@ def test_wild_grade_and_trace_spend_at_most_their_budget_over_three_invocations(
     assert f["spent"] <= f["budget"]
 
 
+@pytest.mark.slow  # the demo chain against the fake server, then verify on a copy of the traced run
+def test_verify_spends_at_most_its_budget_and_stops_cleanly(wild, server, prices, tmp_path):
+    import shutil
+
+    run, _ = wild
+    copy, other = tmp_path / "run", tmp_path / "other"
+    for c in (copy, other):
+        shutil.copytree(run, c, ignore=shutil.ignore_patterns("*.lock"))
+
+    def args(rd):
+        return ["trace", "verify", str(rd), "--diagnostic-judge", DIAG, "--analysis-judge", ANA, "--judge-base-url",
+                server.base_url, "--base-url", server.base_url, "--no-progress"]
+    first = invoke([*args(other), "--budget", "0.3", "--prices", str(prices), "--assume-output", "64", "--yes"])
+    # stopped by the budget: experiments left pending (never a verdict), exit 3, a line that resumes
+    assert first.exit_code == 3, first.output
+    assert "budget cap" in first.output and "resume with the same command" in first.output
+    recs = [json.loads(x) for x in (other / runs.VERIFY).read_text().splitlines()]
+    pending = [r for r in recs if r["status"] == "pending"]
+    assert pending and all(r["verdict"] is None and "budget" in r["error"] for r in pending)
+    assert 0 < read_ledger(other / ".verify.jsonl.spend") <= 0.3
+    f = three_under_one_budget(server, args(copy), 0.3, copy / ".verify.jsonl.spend", copy / "llm-cache.sqlite", prices)
+    assert f["spent"] <= f["budget"]
+    recs = [json.loads(x) for x in (copy / runs.VERIFY).read_text().splitlines()]
+    assert recs and all(r["status"] == "done" and r["verdict"] for r in recs)
+    # the labels are not touched by verification
+    assert (copy / runs.TRACE).read_bytes() == (run / runs.TRACE).read_bytes()
+
+
 @pytest.mark.slow  # the demo chain against the fake server: seconds
 def test_trek_cost_is_every_stages_records_and_table_12(wild, prices):
     run, _ = wild

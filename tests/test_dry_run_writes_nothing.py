@@ -49,8 +49,9 @@ def invoke(args: list[str]):
 
 @pytest.fixture(scope="module")
 def inputs(server, tmp_path_factory, monkeypatch_module):
-    """A folder of inputs: answered/ (4 questions answered), graded/ (answered and graded), bare/
-    (graded/ without its SQLite files, as an imported run), build/ (a Ctrl build), requests.jsonl."""
+    """A folder of inputs: answered/ (4 questions answered), graded/ (answered and graded), traced/
+    (graded and traced), bare/ (graded/ without its SQLite files, as an imported run), build/ (a Ctrl
+    build), requests.jsonl."""
     for var in [k for k in os.environ if k.startswith(("OPENAI_", "TREK_"))]:
         monkeypatch_module.delenv(var)
     monkeypatch_module.setenv("OPENAI_API_KEY", "sk-test")
@@ -62,6 +63,10 @@ def inputs(server, tmp_path_factory, monkeypatch_module):
     shutil.copytree(root / "answered", root / "graded")
     r = invoke(["grade", root / "graded", "--judge", JUDGE, "--judge-base-url", server.base_url, "--no-progress"])
     assert r.exit_code == 0, r.output
+    shutil.copytree(root / "graded", root / "traced")
+    r = invoke(["trace", root / "traced", "--diagnostic-judge", DIAG, "--analysis-judge", ANA, "--judge-base-url",
+                server.base_url, "--base-url", server.base_url, "--no-progress", "--yes"])
+    assert r.exit_code in (0, 3), r.output
     (root / "bare").mkdir()
     for f in (root / "graded").iterdir():
         if f.suffix in (".json", ".jsonl"):
@@ -126,6 +131,7 @@ def cases(url: str) -> dict[str, tuple[str, list, str | None]]:
                              "bare/llm-cache.sqlite"),
         "trace RUN": ("trace", trace("graded"), None),
         "trace run, no caches": ("trace run", trace("bare"), "bare/pages.sqlite"),
+        "trace verify": ("trace verify", trace("traced"), "traced/verify.jsonl"),
         "llm run": ("llm run", ["requests.jsonl", "--out", "out/responses.jsonl", "--base-url", url, "--no-progress"],
                     "out"),
         "ctrl build with a model fabricator": (

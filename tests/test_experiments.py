@@ -363,3 +363,118 @@ def test_a_cache_keeps_the_keys_it_touched_only_when_asked(tmp_path):
     assert tracked.touched == {request_key(req)}
     plain.close()
     tracked.close()
+
+
+# -- verification of the traced runs (trek trace verify), Wild and Ctrl --------------------------
+WRONG = "a wrong guess"
+
+
+def verify_script() -> tuple[list[dict], set[str]]:
+    """A model that answers every Ctrl context wrongly and TrekTrace's probes in their JSON: right
+    from the gold pages alone, wrong from any context that shows a page of the question that is not
+    gold (every such page distracts it), right otherwise. Returns the script and those pages' URLs."""
+    from trek.ctrl.pools import from_mini as pools_of
+    from trek.datasets import load_benchmark
+
+    bench = load_benchmark("mini")
+    ids = set(question_ids_by_style(bench.questions, SMALL.wild_questions)) | set(
+        question_ids_by_style(bench.questions, SMALL.ctrl_questions))
+    rules = [*SCRIPT, {"any_pattern": "=== DOCUMENTS ===", "reply": WRONG}]
+    distracting: set[str] = set()
+    for q in (q for q in bench.questions if q.id in ids):
+        gold = set(q.gold_urls)
+        urls = {d.url for d in bench.documents_for(q.id) if d.url and d.url not in gold}
+        urls |= {d.url for p in pools_of(question_ids=[q.id]) for d in p.documents if d.url and d.url not in gold}
+        distracting |= urls
+        qt = re.escape(q.question)
+
+        def answer(ok, right=q.answers[0]):
+            return json.dumps({"answer": right if ok else WRONG, "used_urls": [], "reasoning": "r"})
+        rules.append({"any_pattern": rf"\[TrekTrace: gold-only probe\][\s\S]*{qt}", "reply": answer(True)})
+        probe = rf"\[TrekTrace: gold-plus-noise probe\][\s\S]*{qt}"
+        alternatives = "|".join(re.escape(u) for u in sorted(urls))
+        rules.append({"any_pattern": rf"{probe}[\s\S]*URL: (?:{alternatives})\n", "reply": answer(False)})
+        rules.append({"any_pattern": probe, "reply": answer(True)})
+    return rules, distracting
+
+
+@pytest.fixture(scope="module")
+def verified_recording(tmp_path_factory):
+    root = tmp_path_factory.mktemp("verified")
+    rules, distracting = verify_script()
+    with FakeOpenAIServer(script=rules) as srv:
+        report = run_experiments(root / "runs", work=root / "work", settings=SMALL, server=lambda: srv, **QUIET)
+    return root / "runs", report, distracting
+
+
+def test_the_traced_runs_are_verified_wild_and_ctrl(verified_recording):
+    out, report, _ = verified_recording
+    names = [s.name for s in report.stages]
+    assert {"verify search-then-read", "verify agentic", "trace ctrl direct__OO", "verify ctrl direct__OO"} <= set(names)
+    assert names.index("verify ctrl direct__OO") > names.index("trace ctrl direct__OO") > names.index("ctrl grading")
+    (ctrl,) = [d for d in (out / "ctrl" / "runs").iterdir() if d.name.endswith("__direct__OO")]
+    for rd in (out / "wild" / "search-then-read", out / "wild" / "agentic", ctrl):
+        assert (rd / "trace.jsonl").is_file() and (rd / "verify.jsonl").is_file(), rd
+    # only the runs Settings.ctrl_trace_runs names are traced (GOLD is not one of them)
+    assert [d.name for d in (out / "ctrl" / "runs").iterdir() if (d / "trace.jsonl").exists()] == [ctrl.name]
+
+
+def test_a_confirmed_minimal_set_is_one_page_that_distracts_and_ctrl_names_its_kind(verified_recording):
+    from trek.trace.verify import load_verify
+
+    out, _, distracting = verified_recording
+    searched = confirmed = 0
+    for rd in [*(out / "wild").iterdir(), *(out / "ctrl" / "runs").iterdir()]:
+        for r in load_verify(rd):
+            if r.experiment != "distractor_search" or r.verdict is None:
+                continue
+            searched += 1
+            if r.verdict == "confirmed":
+                confirmed += 1
+                assert len(r.minimal_set) == 1 and r.minimal_set[0].url in distracting, (rd.name, r.question_id)
+                # a Ctrl page carries its kind (OO: outdated pages only); a Wild page none
+                assert r.minimal_set[0].ctrl_kind == ("outdated" if rd.parent.name == "runs" else None)
+    assert confirmed >= 2 and searched >= confirmed
+
+
+def test_the_readme_reports_verification_from_the_records(verified_recording):
+    from trek.stats import wilson_ci
+    from trek.trace.verify import load_verify
+
+    out, _, _ = verified_recording
+    readme = (out / "README.md").read_text()
+    section = readme.split("## TrekTrace verification", 1)[1].split("\n## ", 1)[0]
+    lines = section.splitlines()
+    rows = 0
+    for rd in sorted([*(out / "wild").iterdir(), *(out / "ctrl" / "runs").iterdir()]):
+        recs = [r for r in load_verify(rd) if r.status == "done"]
+        name = f"wild/{rd.name}" if rd.parent.name == "wild" else "ctrl/" + rd.name.split("__", 1)[1]
+        for label in sorted({r.label for r in recs}):
+            mine = [r for r in recs if r.label == label]
+            k = sum(r.verdict == "confirmed" for r in mine)
+            n = sum(r.verdict != "skipped" for r in mine)
+            (line,) = [x for x in lines if x.split()[:2] == [name, label]]
+            low, high = wilson_ci(k, n, 0.95)
+            assert f"{k}/{n} ({100 * k / n:.1f}%)" in line and f"{100 * low:.1f}-{100 * high:.1f}" in line, line
+            refuted = [r.question_id for r in mine if r.verdict == "refuted"]
+            assert line.rstrip().endswith(", ".join(refuted) if refuted else "-"), line
+            rows += 1
+    assert rows >= 3
+    # Ctrl: how many confirmed sets hold an injected page, counted from the records
+    sets = [r for d in (out / "ctrl" / "runs").iterdir() for r in load_verify(d)
+            if r.experiment == "distractor_search" and r.verdict == "confirmed"]
+    injected = sum(any(p.ctrl_kind for p in r.minimal_set) for r in sets)
+    assert sets and f"{injected}/{len(sets)} ({100 * injected / len(sets):.1f}%)" in section
+
+
+def test_verification_leaves_the_labels_as_they_were(verified_recording, tmp_path):
+    out, _, _ = verified_recording
+    plain = run_experiments(tmp_path / "plain", work=tmp_path / "work", replay=out / REPLAY, replay_only=True,
+                            settings=replace(SMALL, verify=False), **QUIET)
+    assert plain.calls == 0
+    traces = sorted(p.relative_to(out) for p in out.rglob("trace.jsonl"))
+    assert traces and traces == sorted(p.relative_to(tmp_path / "plain") for p in (tmp_path / "plain").rglob("trace.jsonl"))
+    for rel in traces:
+        assert (out / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes(), rel
+    assert not list((tmp_path / "plain").rglob("verify.jsonl"))
+    assert "## TrekTrace verification" not in (tmp_path / "plain" / "README.md").read_text()

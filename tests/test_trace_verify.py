@@ -150,6 +150,10 @@ def invoke(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+#: The run's ``trek trace verify --dry-run`` output (printed before verify ran), by run folder.
+DRY: dict = {}
+
+
 @pytest.fixture(scope="module")
 def verified(planted_run):
     srv, rd, planted = planted_run
@@ -160,10 +164,14 @@ def verified(planted_run):
         res = invoke("trace", rd, "--judge", "exact", "--no-progress", "--yes")
         assert res.exit_code in (0, 3), res.output
         before = srv.stats()
+        dry = invoke("trace", "verify", rd, "--judge", "exact", "--no-progress", "--dry-run")
+        assert dry.exit_code == 0 and srv.stats()["requests"] == before["requests"], dry.output
+        assert not (rd / runs.VERIFY).exists()
         res = invoke("trace", "verify", rd, "--judge", "exact", "--no-progress")
         after = srv.stats()
     finally:
         mp.undo()
+    DRY[rd] = dry.output
     return srv, rd, planted, res, before, after
 
 
@@ -294,3 +302,71 @@ def test_a_fresh_draw_has_its_own_sample_index_and_moves_a_given_seed():
     assert who.params == {"temperature": 0.7, "seed": 5}  # the role itself is unchanged
     plain = RoleModel("evaluated", client=None, model="m")  # type: ignore[arg-type]
     assert _draw(plain, RERUN_DRAW).params == {"sample": RERUN_DRAW}  # no seed is invented
+
+
+@pytest.mark.slow  # builds, grades, traces and verifies a run (about 12 s)
+def test_the_dry_run_brackets_the_probes_verify_then_asked(verified):
+    _, rd, _, _, _, _ = verified
+    out = DRY[rd]
+    for role in ("diagnostic", "analysis"):  # the exact judge: no call
+        assert f"trek trace verify, {role} role (no model call)" in out, out
+    line = next(x for x in out.splitlines() if x.startswith("trek trace verify, evaluated role"))
+    low, high = map(int, re.search(r"-> ([\d,]+) - ([\d,]+) calls", line).groups())
+    recs = load_verify(rd)
+    searches = [r for r in recs if r.experiment == "distractor_search" and r.noise_pages is not None]
+    asked = sum(r.probe_calls for r in recs)
+    assert low == len(searches) <= asked <= high, (low, asked, high)
+    assert high >= sum(len(r.tests) for r in recs)
+    tokens = re.search(r"input tokens: +([\d,]+) - ([\d,]+)", out.split(line)[1]).groups()
+    assert 0 < int(tokens[0].replace(",", "")) < int(tokens[1].replace(",", ""))
+
+
+def test_ddmin_never_asks_more_than_its_worst_case_bound():
+    import random
+
+    from trek.trace.verify_estimate import ddmin_worst
+
+    for n in range(1, 11):
+        for trial in range(200):
+            rnd = random.Random(1000 * n + trial)
+            culprits = [set(rnd.sample(range(n), rnd.randint(1, n))) for _ in range(rnd.randint(1, 3))]
+            memo = {}
+
+            async def flips(subset, culprits=culprits, memo=memo, rnd=rnd, coin=trial % 2):
+                key = tuple(sorted(subset))
+                if key not in memo:  # verify asks each subset once (its memo)
+                    memo[key] = rnd.random() < 0.5 if coin else any(c <= set(subset) for c in culprits)
+                return memo[key]
+            asyncio.run(ddmin(range(n), flips))
+            assert len(memo) <= ddmin_worst(n), (n, trial, len(memo))
+    assert [ddmin_worst(n) for n in (0, 1, 2, 20)] == [0, 0, 9, 270]
+
+
+@pytest.mark.slow  # builds, grades, traces and verifies a run (about 12 s)
+def test_a_limit_of_probes_stops_a_search_inconclusive_and_caps_the_estimate(verified, tmp_path, monkeypatch):
+    import shutil
+
+    _, rd, _, _, _, _ = verified
+    before = {r.question_id: r for r in load_verify(rd) if r.experiment == "distractor_search"}
+    over = [q for q, r in before.items() if r.verdict == "confirmed" and r.probe_calls > 3]
+    assert over, "no confirmed search needed more than 3 probes"
+    copy = tmp_path / "run"
+    shutil.copytree(rd, copy, ignore=shutil.ignore_patterns("*.lock"))
+    (copy / runs.VERIFY).unlink()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    dry = invoke("trace", "verify", copy, "--judge", "exact", "--no-progress", "--dry-run", "--max-probes", "3")
+    line = next(x for x in dry.output.splitlines() if x.startswith("trek trace verify, evaluated role"))
+    high = int(re.search(r"-> [\d,]+ - ([\d,]+) calls", line).group(1))
+    searches = [r for r in before.values() if r.noise_pages is not None]
+    assert high <= 3 * len(searches), dry.output
+    res = invoke("trace", "verify", copy, "--judge", "exact", "--no-progress", "--max-probes", "3")
+    assert res.exit_code == 0, res.output
+    after = {r.question_id: r for r in load_verify(copy) if r.experiment == "distractor_search"}
+    assert all(r.probe_calls <= 3 for r in after.values())
+    for q in over:
+        assert after[q].verdict == "inconclusive" and "limit of 3 probes" in after[q].reason
+        assert after[q].minimal_set is None
+    # a search that needed no more than the limit gets the verdict it had
+    for q, r in before.items():
+        if q not in over and r.probe_calls <= 3:
+            assert after[q].verdict == r.verdict, q

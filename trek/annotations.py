@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ConfigDict, Field
+
 from trek.pages import normalize_url
-from trek.types import Document, Question
+from trek.types import Document, Question, Record
 
 __all__ = [
     "AnnotatedPage",
@@ -36,6 +38,7 @@ __all__ = [
     "MissingAnnotation",
     "from_mini",
     "from_contexts",
+    "pool_urls",
     "for_run",
     "MINI_SOURCE",
 ]
@@ -215,17 +218,54 @@ def from_contexts(path: str | os.PathLike[str], questions: Mapping[str, Question
     """The documents of a Ctrl ``contexts.jsonl`` as annotated pages of ``questions`` (by id).
 
     A document's annotation is its ``answer``; its shown URL is kept only when it is the document's
-    own (an ablation that shows another URL keeps the original). Contexts of questions not in
-    ``questions`` are left out. ``label`` names the file in records (default: ``path`` as given)."""
+    own (an ablation that shows another URL keeps the original), and a document whose URL the
+    condition hides is known by the URL its pool gives it (:func:`pool_urls`). Contexts of
+    questions not in ``questions`` are left out. ``label`` names the file in records (default:
+    ``path`` as given)."""
     ann = Annotations(f"contexts {label or path}")
+    pools = pool_urls(Path(path))
     for ctx in _read_contexts(Path(path)):
         q = questions.get(ctx.question_id)
         if q is None:
             continue
         ann.add(q, (AnnotatedPage(doc_id=d.doc_id, question_id=ctx.question_id, role=d.role, answer=d.answer,
-                                  url=d.original_url or d.url, date=_date(d.original_date or d.date))
+                                  url=d.original_url or d.url or pools.get(d.doc_id),
+                                  date=_date(d.original_date or d.date))
                     for d in ctx.documents))
     return ann
+
+
+class _PooledDoc(Record):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    url: str | None = None
+
+
+class _PoolUrls(Record):
+    model_config = ConfigDict(extra="ignore")
+    documents: list[_PooledDoc] = Field(default_factory=list)
+
+
+_POOLS: dict[tuple[str, int, int], dict[str, str]] = {}
+
+
+def pool_urls(contexts_path: str | os.PathLike[str]) -> dict[str, str]:
+    """Document id -> URL of the pools a contexts file was built from (``pools.jsonl`` beside it;
+    empty when there is none): the URL of a document whose condition hides it. Read once while
+    the file is unchanged."""
+    from trek.runs import POOLS
+    from trek.types import iter_jsonl
+
+    path = Path(contexts_path).parent / POOLS
+    if not path.is_file():
+        return {}
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _POOLS:
+        if len(_POOLS) >= 4:
+            _POOLS.pop(next(iter(_POOLS)))
+        _POOLS[key] = {d.id: d.url for p in iter_jsonl(path, _PoolUrls) for d in p.documents if d.url}
+    return _POOLS[key]
 
 
 _CONTEXTS: dict[tuple[str, int, int], list] = {}

@@ -11,15 +11,19 @@ llama.cpp (:mod:`trek.local`) as the evaluated model *and* as every judge:
    the embedded model judging beside it, a stand-in human review is written too: the exact
    judge's labels of a random third of the agentic run's traced cases
    (``wild/agentic/review-sample-exact.csv``, as ``trek trace review --sample --prefill`` writes
-   it), and the README shows the embedded judge's label shares corrected by it.
+   it), and the README shows the embedded judge's label shares corrected by it. Each traced run
+   is then verified (``trek trace verify``: ``verify.jsonl`` beside ``trace.jsonl``).
 3. **Ctrl**: contexts are built from Mini (its 20 outdated and 10 relevance pages per question,
    republications, exact fabrications of the annotated answer spans, every page then cut to a
    short passage); every baseline runs on every condition and ablation, and every run is graded.
+   The Direct runs that ``Settings.ctrl_trace_runs`` names are traced and verified too (their
+   pages read from the contexts, :mod:`trek.trace.ctrl`); there the injected distractors are the
+   ground truth the minimal distracting sets are held against.
 
 The output folder (default ``data/runs``, committed) holds only text::
 
     OUT/README.md                     what was run, with which settings, and what came out
-    OUT/wild/<system>/                run.json, questions/answers/grades/trace .jsonl
+    OUT/wild/<system>/                run.json, questions/answers/grades/trace/verify .jsonl
     OUT/wild/agentic/review-sample-exact.csv   the stand-in review (exact judge, oracle settings)
     OUT/ctrl/build/                   pools.jsonl, contexts.jsonl, build.json
     OUT/ctrl/runs/<model>__<method>__<condition>/
@@ -130,6 +134,16 @@ class Settings:
     #: verdicts (Wild runs first, then Ctrl, in run order) and this many traced cases (None: all; 0: none).
     audit_grading: int | None = 150
     audit_trace_cases: int | None = None
+    #: ``trek trace verify`` on every traced run (Wild, and the Ctrl runs of ``ctrl_trace_runs``), with
+    #: the judges of the trace; a distractor search stops, inconclusive, after ``verify_max_probes`` probes
+    #: (8: the re-run, the gold pages alone, the binary split over a Ctrl context's 20 noise pages and its
+    #: check; delta debugging past that would cost the embedded model dozens of long prompts a case).
+    verify: bool = True
+    verify_max_probes: int | None = 8
+    #: Ctrl runs traced and verified (``method:condition``; TrekTrace reads the pages from the
+    #: contexts, so only methods that show the whole context: direct). The injected distractors are
+    #: the ground truth a minimal distracting set is checked against.
+    ctrl_trace_runs: tuple[str, ...] = ("direct:OO", "direct:MND", "direct:SAA")
 
     def describe(self) -> dict[str, Any]:
         out = asdict(self)
@@ -137,7 +151,7 @@ class Settings:
             for k in ("judge", "audit_grading", "audit_trace_cases"):
                 out.pop(k)
         out["ctrl_budgets"] = asdict(self.ctrl_budgets)
-        for k in ("ctrl_conditions", "ctrl_ablations", "ctrl_methods"):
+        for k in ("ctrl_conditions", "ctrl_ablations", "ctrl_methods", "ctrl_trace_runs"):
             out[k] = list(out[k])
         return out
 
@@ -327,6 +341,53 @@ class _Stages:
                                    progress=self.progress, **s.trace)
                 if report.pending:
                     raise ExperimentsError(f"trace {run_dir.name}: {report.pending} case(s) pending")
+            if s.verify:
+                with self.stage(f"verify {run_dir.name}"), contextlib.closing(PageStore(None)) as store:
+                    store.add_documents(bench.corpus)
+                    self.verify_run(run_dir, store)
+
+    def role(self, name: str) -> Any:
+        from trek.trace import RoleModel
+
+        return RoleModel(name, self.client, self.client.model or "", dict(self.s.params), self.s.max_reasks)
+
+    def verify_run(self, run_dir: Path, store: Any) -> None:
+        """``trek trace verify`` on a traced run: the trace's judges (no audit beside them), the run's model."""
+        from trek.stage import synchronous
+        from trek.trace.verify import averify_run
+
+        verify = synchronous(averify_run, close=("diagnostic", "analysis", "evaluated"))  # as trace_run closes them
+        judges = {k: v for k, v in self.trace_judges(self.role).items() if k in ("diagnostic", "analysis")}
+        report = verify(run_dir, **judges, evaluated=self.role("evaluated"), store=store,
+                        max_probes=self.s.verify_max_probes, max_concurrent=1, progress=self.progress, **self.s.trace)
+        st = report.statuses
+        if st["pending"] or st["failed"]:
+            raise ExperimentsError(f"verify {run_dir.name}: {st['pending']} pending, {st['failed']} failed "
+                                   "experiment(s)")
+
+    def ctrl_trace(self, run_dirs: Sequence[Path]) -> None:
+        """Trace, then verify, the Ctrl runs ``Settings.ctrl_trace_runs`` names (pages from the contexts)."""
+        from trek.trace import trace_run
+        from trek.trace.ctrl import trace_store
+
+        wanted = set(self.s.ctrl_trace_runs)
+        chosen = []
+        for run_dir in run_dirs:
+            config = runs.read_meta(run_dir).config
+            if f"{config.get('method')}:{config.get('condition')}" in wanted:
+                chosen.append(run_dir)
+        for run_dir in chosen:
+            with self.stage(f"trace ctrl {run_dir.name.split('__', 1)[-1]}"), \
+                    contextlib.closing(trace_store(run_dir)) as store:
+                judges = {k: v for k, v in self.trace_judges(self.role).items() if k in ("diagnostic", "analysis")}
+                report = trace_run(run_dir, **judges, evaluated=self.role("evaluated"), store=store,
+                                   max_concurrent_cases=1, progress=self.progress, **self.s.trace)
+                if report.pending:
+                    raise ExperimentsError(f"trace {run_dir.name}: {report.pending} case(s) pending")
+            if self.s.verify:
+                with self.stage(f"verify ctrl {run_dir.name.split('__', 1)[-1]}"), \
+                        contextlib.closing(trace_store(run_dir)) as store:
+                    self.verify_run(run_dir, store)
 
     def ctrl(self) -> None:
         from trek.contexts import read_contexts
@@ -372,6 +433,7 @@ class _Stages:
         with self.stage("ctrl grading"):
             for run_dir in run_dirs:
                 self.grade(run_dir)
+        self.ctrl_trace(run_dirs)
 
     def all(self) -> None:
         from trek.datasets import load_benchmark
@@ -440,6 +502,7 @@ def write_summary(root: Path, settings: Settings, replies: int) -> Path:
                      "The same whole-word check as above, judge-free:\n\n```\n"
                      + named.reindex(columns=cols).T.round(1).to_string() + "\n```\n")
     text += _undecided_section(root)
+    text += _verify_section(root)
     if settings.judge != "model":  # the exact judge decided: the audit says how the model judged beside it
         text += _audit_section(root)
         text += _review_section(root)
@@ -491,6 +554,104 @@ def _undecided_section(root: Path) -> str:
             "(accuracy tables show it as its own column); an undecided TrekTrace step leaves its test not run\n"
             f"and the case incomplete, so no label comes from it. In all: {total_u} of {total_n} verdicts.\n\n"
             "```\n" + "\n".join(lines) + "\n```\n")
+
+
+def _ctrl_name(rd: Path) -> str:
+    """``ctrl/<method>__<condition>`` of a Ctrl run directory (its name without the model, which is one)."""
+    return "ctrl/" + rd.name.split("__", 1)[-1]
+
+
+def verification_rows(root: Path) -> list[dict[str, Any]]:
+    """Per verified run under ``root`` (``wild/*``, ``ctrl/runs/*``) and label tested: the rows of
+    :meth:`trek.trace.verify.VerifyReport.rows` (confirmed k of n with the Wilson interval, refuted,
+    inconclusive and skipped counts, refuted cases), each with its ``run`` (``wild/agentic``,
+    ``ctrl/direct__OO``...)."""
+    from trek.trace.verify import VerifyReport, load_verify
+
+    out = []
+    for d in sorted(root.glob(f"wild/*/{runs.VERIFY}")) + sorted(root.glob(f"ctrl/runs/*/{runs.VERIFY}")):
+        rd = d.parent
+        name = f"wild/{rd.name}" if rd.parent.name == "wild" else _ctrl_name(rd)
+        for row in VerifyReport(d, records=load_verify(rd)).rows():
+            out.append({"run": name, **row})
+    return out
+
+
+def injected_sets(root: Path) -> list[dict[str, Any]]:
+    """Per verified Ctrl run under ``root``: the distractor searches ``confirmed`` with a minimal
+    set, how many of those sets hold an injected Ctrl page (a page with a Ctrl kind), and how
+    often each kind appears in them, beside each kind's share of the searched noise pages."""
+    from collections import Counter
+
+    from trek.trace.pipeline import load_trace
+    from trek.trace.verify import _ctrl_kinds, load_verify
+
+    out = []
+    for d in sorted(root.glob(f"ctrl/runs/*/{runs.VERIFY}")):
+        rd = d.parent
+        recs = [r for r in load_verify(rd) if r.experiment == "distractor_search" and r.status == "done"]
+        if not recs:
+            continue
+        confirmed = [r for r in recs if r.verdict == "confirmed" and r.minimal_set]
+        in_sets: Counter[str] = Counter(p.ctrl_kind or "not injected" for r in confirmed for p in r.minimal_set)
+        kind = _ctrl_kinds(rd)
+        trace = {t.question_id: t for t in load_trace(rd)}
+        noise: Counter[str] = Counter()
+        for r in recs:
+            t = trace.get(r.question_id)
+            if t is None or r.noise_pages is None:
+                continue
+            kept = {*t.gold_urls, *t.equivalent_urls}
+            noise.update((kind(u) if kind else None) or "not injected" for u in (t.noise_context or []) if u not in kept)
+        out.append({"run": _ctrl_name(rd), "searches": len(recs), "confirmed": len(confirmed),
+                    "injected": sum(any(p.ctrl_kind for p in r.minimal_set) for r in confirmed),
+                    "kinds": dict(sorted(in_sets.items())), "noise_kinds": dict(sorted(noise.items()))})
+    return out
+
+
+def _verify_section(root: Path) -> str:
+    """The README section of ``trek trace verify`` on the recorded runs, computed from verify.jsonl."""
+    import pandas as pd
+
+    rows = verification_rows(root)
+    if not rows:
+        return ""
+
+    def share(r: dict[str, Any]) -> str:
+        return f"{r['confirmed']}/{r['n']} ({100 * r['share']:.1f}%)" if r["n"] else "0/0"
+
+    table = pd.DataFrame({
+        "run": [r["run"] for r in rows], "label": [r["label"] for r in rows],
+        "confirmed": [share(r) for r in rows],
+        "95% CI": [f"{100 * r['low']:.1f}-{100 * r['high']:.1f}" if r["n"] else "-" for r in rows],
+        "refuted": [r["refuted"] for r in rows], "inconclusive": [r["inconclusive"] for r in rows],
+        "skipped": [r["skipped"] for r in rows],
+        "refuted cases": [", ".join(r["refuted_cases"]) or "-" for r in rows]})
+    text = ("\n## TrekTrace verification\n\n"
+            "`trek trace verify` on every traced run, with the trace's judges: a distractor search for each case\n"
+            "labelled Distraction (the gold-plus-noise probe asked again with subsets of its noise pages), a\n"
+            "query repair for each labelled Pre-retrieval or Retrieval (the judge's adequate queries searched\n"
+            "again on the local index). Per run and label: the tested cases the experiment confirmed, k/n with\n"
+            "a 95% Wilson interval, and the cases it refuted (skipped cases are not tested and not counted);\n"
+            "the labels themselves are unchanged:\n\n```\n" + table.to_string(index=False) + "\n```\n")
+    ctrl = injected_sets(root)
+    if ctrl:
+        def kinds(d: dict[str, int]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
+
+        t = pd.DataFrame({
+            "run": [c["run"] for c in ctrl], "searches": [c["searches"] for c in ctrl],
+            "confirmed sets": [c["confirmed"] for c in ctrl],
+            "hold an injected page": [f"{c['injected']}/{c['confirmed']} ({100 * c['injected'] / c['confirmed']:.1f}%)"
+                                      if c["confirmed"] else "0/0" for c in ctrl],
+            "pages in the sets": [kinds(c["kinds"]) for c in ctrl],
+            "noise pages searched": [kinds(c["noise_kinds"]) for c in ctrl]})
+        text += ("\nIn Ctrl the injected distractors are known. Per traced Ctrl run: the distractor searches, those\n"
+                 "confirmed with a 1-minimal distracting set, how many of these sets hold an injected page, and the\n"
+                 "kinds of the pages in the sets beside the kinds of all the noise pages searched (every page of a\n"
+                 "Ctrl context but the gold ones is injected, so the kinds say which distractors did the work):\n\n"
+                 "```\n" + t.to_string(index=False) + "\n```\n")
+    return text
 
 
 def _trace_notes(traced: dict[str, Path]) -> str:

@@ -66,8 +66,9 @@ def experiments_command(
     """Run every experiment on TrekBench-Mini with the embedded model, or replay them (`make runs`).
 
     Wild runs (no search, search-then-read, agentic over the local index) with grading, TrekTrace
-    on the search runs, the Ctrl build (exact fabrications, no model call) and every baseline on every
-    condition and ablation, graded. Replies come from the replay log where it has them; the model
+    and its verification on the search runs, the Ctrl build (exact fabrications, no model call) and
+    every baseline on every condition and ablation, graded; TrekTrace and its verification on a few
+    Direct Ctrl runs (Settings.ctrl_trace_runs). Replies come from the replay log where it has them; the model
     (started on demand) answers the rest. Exit code 2 when a stage cannot finish.
     """
     from dataclasses import replace

@@ -6,7 +6,7 @@
     trek trace shares RUN_DIR [--human FILE] [--by dataset] [--out FILE.csv]   -> label shares, corrected
     trek trace agreement review.xlsx     -> Cohen's kappa, confusion table, disagreements
     trek trace view RUN_DIR              -> RUN_DIR/trace.html
-    trek trace verify RUN_DIR [role flags as trek trace] [--live-repair]   -> RUN_DIR/verify.jsonl
+    trek trace verify RUN_DIR [role flags as trek trace] [--live-repair] [--dry-run]   -> RUN_DIR/verify.jsonl
     trek trace export RUN_DIR --format langfuse|otlp --out FILE   -> the labels as trace scores
     trek trace export RUN_DIR --to phoenix|mlflow|otlp URL        -> the labels sent to the server
 
@@ -220,6 +220,8 @@ class VerifyOptions:
     evaluated: EVALUATED = options.GROUP
     live_repair: bool = typer.Option(False, "--live-repair", help="On a run that searched the live web: search the "
                                      "repaired queries there now and count the result (a search at a later date).")
+    max_probes: int = typer.Option(None, "--max-probes", min=1, help="At most N gold-plus-noise probes per distractor "
+                                   "search; a search that needs more is inconclusive (default: no limit).")
     fetch: bool = typer.Option(False, "--fetch", help="Fetch pages missing from the run's page store.")
     budget: float = options.BUDGET
     prices: Path = options.PRICES
@@ -229,6 +231,7 @@ class VerifyOptions:
     max_connections: int = options.MAX_CONNECTIONS
     max_retries: int = options.MAX_RETRIES
     prompts: Path = options.PROMPTS
+    spending: options.Spending = options.GROUP
     progress: bool = options.PROGRESS
     exact_rule: str = options.EXACT_RULE
 
@@ -237,8 +240,11 @@ class VerifyOptions:
         return _judge_roles(self)
 
     def settings(self) -> dict[str, Any]:
-        return dict(exact_rule=self.exact_rule, announce=options.say_roles, client_settings={"max_retries": self.max_retries},
-                    fetch=self.fetch, live_repair=self.live_repair, budget_usd=self.budget, progress=self.progress,
+        spending, budget = self.spending, self.budget
+        return dict(exact_rule=self.exact_rule, announce=options.say_roles,
+                    client_settings={"max_retries": self.max_retries, "assume_output": spending.assume_output},
+                    proceed=lambda est, ledger: spending.proceed(est, budget, ledger=ledger), fetch=self.fetch,
+                    live_repair=self.live_repair, max_probes=self.max_probes, budget_usd=self.budget, progress=self.progress,
                     gold_chars=self.gold_chars, other_chars=self.other_chars)
 
 
@@ -255,20 +261,30 @@ def verify_command(
     set of pages that flips the answer. A case labelled Pre-retrieval or Retrieval gets a query
     repair: the diagnostic judge's adequate queries searched again on the run's backend. Each
     record says confirmed, refuted, inconclusive or skipped, with the reason; the labels in
-    trace.jsonl are never changed. Cached and resumable: a second run sends nothing. Exit code 0
-    when every experiment has a verdict, 2 for bad input, 3 while experiments are pending, 4 when
-    only failed ones are left.
+    trace.jsonl are never changed. Cached and resumable: a second run sends nothing. --dry-run
+    prints the calls, tokens and dollars it would need (low: every label refuted at once; high:
+    every search at its worst) and writes nothing. --budget is a ceiling over every invocation on
+    the run, all roles together (RUN_DIR/.verify.jsonl.spend): when it is reached, the experiments
+    left are pending and the same command with a larger budget resumes them. Exit code 0 when
+    every experiment has a verdict, 2 for bad input, 3 while experiments are pending, 4 when only
+    failed ones are left.
     """
     from trek import templates
     from trek.trace.session import verify_with_roles
 
     with options.exit_on(FatalLLMError, RecordError, ValueError, FileNotFoundError), templates.prompts_folder(o.prompts):
         report = verify_with_roles(run_dir, **o.roles(), **o.settings())
+    if report is None:  # --dry-run: the estimate was printed
+        return
     typer.echo(report.describe())
-    if report.statuses["pending"]:
-        raise typer.Exit(3)
-    if report.statuses["failed"]:
-        raise typer.Exit(4)
+    pending, failed = report.statuses["pending"], report.statuses["failed"]
+    if pending or failed:
+        first = min((r.error or "") for r in report.records if r.status in ("pending", "failed"))
+        if first:
+            typer.echo(f"why not finished, e.g.: {first}", err=True)
+        typer.echo(f"not finished: {pending} pending and {failed} failed experiment(s); resume with the same command "
+                   f"(a larger --budget where the budget ran out): {options.resume_command()}", err=True)
+        raise typer.Exit(3 if pending else 4)
 
 
 @app.command("review")

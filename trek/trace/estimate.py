@@ -30,15 +30,14 @@ from typing import Any
 
 from trek.aio import run_sync
 from trek.llm.estimate import Estimate
-from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, PageStore
-from trek.runs import default_pages_path
+from trek.pages import GOLD_CHARS, NON_GOLD_CHARS
 from trek.templates import render
 from trek.tokens import MAX_TOKEN_BYTES, chat_token_bounds, count_chat_tokens
 from trek.trace.common import RoleModel
 from trek.trace.inputs import FAILED_OUTCOMES, select_cases
 from trek.trace.records import Step
 
-__all__ = ["MAX_PATHS", "RecordingJudge", "estimate_trace"]
+__all__ = ["MAX_PATHS", "RecordingJudge", "estimate_trace", "role_estimates"]
 
 #: The most schedule paths a case is played down (each yes/no reply doubles them).
 MAX_PATHS = 256
@@ -63,12 +62,13 @@ def estimate_trace(
     cases kept are exactly those the trace keeps (same stage plan: models, prompt versions, pages
     and settings in the input key)."""
     from trek.stage import plan
+    from trek.trace.ctrl import trace_store
     from trek.trace.pipeline import TraceConfig, TraceStage, begin_judges
     from trek.trace.schedule import SCHEDULE
 
     rd = Path(run_dir)
     selection = select_cases(rd, outcomes)
-    store = PageStore(default_pages_path(rd), fetch=False)
+    store = trace_store(rd)
     roles = {"diagnostic": diagnostic, "analysis": analysis, "evaluated": evaluated}
     try:
         config = TraceConfig(diagnostic, analysis, evaluated, store, check_stale, None, gold_chars, other_chars,
@@ -81,25 +81,8 @@ def estimate_trace(
         totals = run_sync(_play_all((c for c, _, _ in todo.iter_jobs()), config, count))
     finally:
         store.close()
-    parts = []
-    for role, who in roles.items():
-        in_lo, in_hi, c_lo, c_hi = totals.roles[role]
-        if not who.client.makes_calls:  # a judge that decides without a model: no call, no token
-            parts.append(Estimate(label=f"trek trace, {role} role (no model call)", model=who.model,
-                                  items=len(selection.cases), cached_items=len(selection.cases) - n_todo,
-                                  calls=(0, 0), input_tokens=(0, 0), output_tokens=(0, 0), token_usd=(0.0, 0.0)))
-            continue
-        cap = who.params.get("max_tokens") or who.params.get("max_completion_tokens") or assume_output
-        out = (c_lo, c_hi * int(cap))
-        price = who.client.prices.get(who.model)
-        usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
-            if price else (float("nan"), float("nan"))
-        part = Estimate(label=f"trek trace, {role} role", model=who.model, items=len(selection.cases),
-                        cached_items=len(selection.cases) - n_todo, calls=(c_lo, c_hi),
-                        input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd)
-        if price is None:
-            part.notes.append(f"model {who.model!r} has no price in the price table (--prices)")
-        parts.append(part)
+    parts = role_estimates("trek trace", roles, totals.roles, len(selection.cases), len(selection.cases) - n_todo,
+                           assume_output)
     if n_todo:
         parts[-1].notes.append(f"{n_todo} cases to trace: {totals.fewest} to {totals.most} model calls each, by the "
                                f"schedule played down every branch; replies already in the cache are counted too "
@@ -113,6 +96,32 @@ def estimate_trace(
     total = parts[0] + parts[1] + parts[2]
     total.label = "trek trace"
     return total
+
+
+def role_estimates(label: str, roles: dict[str, RoleModel], figures: dict[str, list[int]], items: int, cached: int,
+                   assume_output: int) -> list[Estimate]:
+    """One :class:`Estimate` per role of a stage played with recording judges: ``figures`` holds per
+    role ``[low input, high input, low calls, high calls]``; output runs from 1 token a call to
+    the role's ``max_tokens`` (else ``assume_output``); a judge that makes no call costs nothing."""
+    parts = []
+    for role, who in roles.items():
+        in_lo, in_hi, c_lo, c_hi = figures.get(role, [0, 0, 0, 0])
+        if not who.client.makes_calls:  # a judge that decides without a model: no call, no token
+            parts.append(Estimate(label=f"{label}, {role} role (no model call)", model=who.model, items=items,
+                                  cached_items=cached, calls=(0, 0), input_tokens=(0, 0), output_tokens=(0, 0),
+                                  token_usd=(0.0, 0.0)))
+            continue
+        cap = who.params.get("max_tokens") or who.params.get("max_completion_tokens") or assume_output
+        out = (c_lo, c_hi * int(cap))
+        price = who.client.prices.get(who.model)
+        usd = ((in_lo * price.input + out[0] * price.output) / 1e6, (in_hi * price.input + out[1] * price.output) / 1e6) \
+            if price else (float("nan"), float("nan"))
+        part = Estimate(label=f"{label}, {role} role", model=who.model, items=items, cached_items=cached,
+                        calls=(c_lo, c_hi), input_tokens=(in_lo, in_hi), output_tokens=out, token_usd=usd)
+        if price is None:
+            part.notes.append(f"model {who.model!r} has no price in the price table (--prices)")
+        parts.append(part)
+    return parts
 
 
 @dataclass

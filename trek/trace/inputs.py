@@ -133,8 +133,13 @@ def select_cases(
     Left out and counted: ``correct`` answers, ``unparsed`` and ``pending`` grades, questions
     that are ``ungraded`` or whose answer is ``pending``/``missing``, and failures without gold
     URLs (``no_gold_urls``: nothing to test retrieval or probe with).
+
+    A Ctrl run's retrieved collection is its context's documents (:mod:`trek.trace.ctrl`).
     """
     from trek.stage import Reread
+    from trek.trace.ctrl import ctrl_pages
+
+    ctrl = ctrl_pages(run_dir)
 
     # the questions, grades and answers are indexed, not loaded (per question where its lines are,
     # the grade's outcome and whether the answer is pending); a case is built when a pass over
@@ -182,6 +187,8 @@ def select_cases(
                 t = read_a(n)
                 q = read_q(n)
                 case = TraceInput.build(q, t, Grade.model_construct(question_id=q.id, outcome=names[grades.tags[n]]))
+                if ctrl is not None:
+                    case.collection = ctrl.collection(q.id)
                 case.trajectory = runs.slim_answer(t)
                 del t
                 yield case

@@ -46,9 +46,10 @@ from trek.llm.ledger import ledger_path
 from trek.local import LOCAL_MODEL
 from trek.pages import GOLD_CHARS, NON_GOLD_CHARS, Page, PageStore
 from trek.roles import EVALUATED, Role
-from trek.runs import default_cache_path, default_pages_path
+from trek.runs import default_cache_path
 from trek.stage import Slot, Stage, borrowed_cache, digest, execute, synchronous
 from trek.trace.common import Budget, RoleModel, render_pages
+from trek.trace.ctrl import trace_store
 from trek.trace.inputs import FAILED_OUTCOMES, Selection, TraceInput, select_cases
 from trek.trace.labels import LabelRule
 from trek.trace.parts import GOLD_UNAVAILABLE, CaseRun, Pending, get_test, reason_heading
@@ -556,7 +557,7 @@ async def atrace_run(
     unique = _check_roles(diagnostic, analysis, evaluated, audit)
     own_store = store is None
     if store is None:
-        store = PageStore(default_pages_path(rd), fetch=fetch)
+        store = trace_store(rd, fetch=fetch)
     calls0 = sum(c.http_calls for c in unique)
     hits0 = sum(c.cache_hits for c in unique)
     try:

@@ -74,11 +74,15 @@ def trace_with_roles(
 def verify_with_roles(
     run_dir: str | os.PathLike[str], *, diagnostic: Role, analysis: Role, evaluated: Role,
     client_settings: Mapping[str, Any] | None = None, exact_rule: str = "first",
+    proceed: Callable[[Any, Any], bool] = lambda estimate, ledger: True,
     announce: Callable[[dict[str, Any]], None] = lambda roles: None, **verify: Any,
 ) -> Any:
-    """``trek trace verify``: the roles built as :func:`trace_with_roles` builds them, then
+    """``trek trace verify``: the roles built as :func:`trace_with_roles` builds them, the work
+    estimated (:func:`trek.trace.verify_estimate.estimate_verify`) and ``proceed(estimate,
+    ledger)`` asked (``None`` when it said no: ``--dry-run``), then
     :func:`trek.trace.verify.averify_run` (``verify``: its keywords)."""
     from trek.trace.verify import averify_run
+    from trek.trace.verify_estimate import estimate_verify
 
     if not diagnostic.model or not analysis.model:
         raise RoleError("name the judges: --judge M, or --diagnostic-judge and --analysis-judge")
@@ -94,4 +98,21 @@ def verify_with_roles(
     diag, ana = play(diagnostic, "diagnostic"), play(analysis, "analysis")
     ev = evaluated_role_from_run(rd.path, settings=settings, role=evaluated)
     announce({"evaluated": ev.client, "diagnostic judge": diag.client, "analysis judge": ana.client})
+    limits = {k: verify[k] for k in ("gold_chars", "other_chars") if k in verify}
+    try:
+        est = estimate_verify(rd.path, diagnostic=diag, analysis=ana, evaluated=ev,
+                              live_repair=verify.get("live_repair", False), max_probes=verify.get("max_probes"),
+                              assume_output=ev.client.assume_output,
+                              **limits)
+        go = proceed(est, rd.ledger(runs.VERIFY))
+    except BaseException:
+        closing_run(_nothing(), diag, ana, ev)
+        raise
+    if not go:
+        closing_run(_nothing(), diag, ana, ev)
+        return None
     return closing_run(averify_run(rd.path, diagnostic=diag, analysis=ana, evaluated=ev, **verify), diag, ana, ev)
+
+
+async def _nothing() -> None:
+    """A coroutine that does nothing (closes the role clients through :func:`closing_run`)."""

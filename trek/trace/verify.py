@@ -266,10 +266,19 @@ class VerifyConfig:
     search_spec: str | None = None
     results_per_search: int = 5
     ctrl_kinds: Any = None
+    #: At most this many gold-plus-noise probes per distractor search (``None``: no limit).
+    max_probes: int | None = None
 
     def settings(self) -> dict[str, Any]:
-        return {"verify": VERSION, "trace": self.trace.settings(), "live_repair": self.live_repair,
-                "draws": [RERUN_DRAW, CHECK_DRAW], "templates": {REPAIR.template: REPAIR.versioned()}}
+        out = {"verify": VERSION, "trace": self.trace.settings(), "live_repair": self.live_repair,
+               "draws": [RERUN_DRAW, CHECK_DRAW], "templates": {REPAIR.template: REPAIR.versioned()}}
+        if self.max_probes is not None:  # a limit changes which searches finish (no limit: the keys as before)
+            out["max_probes"] = self.max_probes
+        return out
+
+
+class _ProbeLimit(Exception):
+    """A distractor search reached its limit of probes (:attr:`VerifyConfig.max_probes`)."""
 
 
 def _draw(who: RoleModel, draw: int) -> RoleModel:
@@ -325,6 +334,8 @@ async def distractor_search(item: VerifyItem, config: VerifyConfig, out: dict[st
         key = (tuple(sorted(subset)), draw)
         if key in memo:
             return memo[key]
+        if config.max_probes is not None and asker.probes >= config.max_probes:
+            raise _ProbeLimit
         chosen = sorted({*kept, *subset})
         c = asker.run(draw)
         c.rec.pop("noise_answer", None)
@@ -348,6 +359,9 @@ async def distractor_search(item: VerifyItem, config: VerifyConfig, out: dict[st
             out.update(verdict="inconclusive", reason="the probe's context holds no noise page: nothing to search")
         else:
             await _search(noise, ask, out)
+    except _ProbeLimit:
+        out.update(verdict="inconclusive", minimal_set=None,
+                   reason=f"stopped at the limit of {config.max_probes} probes before a 1-minimal set was checked")
     finally:
         out.update(calls=len(asker.steps), probe_calls=asker.probes, steps=asker.steps)
     if out.get("minimal_set") is not None:
@@ -647,16 +661,21 @@ def _ctrl_kinds(rd: Path) -> Callable[[str], str | None] | None:
     return kind
 
 
-def _backend(rd: Path, store: PageStore, live_repair: bool) -> tuple[str | None, int, Any]:
-    """The run's search backend as recorded (``system.search``), its results per search, and the
-    backend to ask (``None``: a live one without ``live_repair``, or one that cannot be rebuilt)."""
+def _search_spec(rd: Path) -> tuple[str | None, int]:
+    """The run's search backend as recorded (``system.search``) and its results per search."""
     meta = runs.read_meta(rd)
     system = meta.config.get("system") if meta is not None else None
     system = system if isinstance(system, dict) else {}
     spec = system.get("search")
-    k = system.get("results_per_search") or 5
+    return (spec if isinstance(spec, str) else None), system.get("results_per_search") or 5
+
+
+def _backend(rd: Path, store: PageStore, live_repair: bool) -> tuple[str | None, int, Any]:
+    """The run's search backend as recorded (:func:`_search_spec`), its results per search, and the
+    backend to ask (``None``: a live one without ``live_repair``, or one that cannot be rebuilt)."""
+    spec, k = _search_spec(rd)
     if not isinstance(spec, str) or spec in ("", "none") or (spec != "local" and not live_repair):
-        return spec if isinstance(spec, str) else None, k, None
+        return spec, k, None
     from trek.search import make_backend
 
     try:
@@ -669,11 +688,12 @@ def _backend(rd: Path, store: PageStore, live_repair: bool) -> tuple[str | None,
 async def averify_run(
     run_dir: str | os.PathLike[str], *, diagnostic: RoleModel, analysis: RoleModel, evaluated: RoleModel,
     store: PageStore | None = None, fetch: bool = False, live_repair: bool = False, budget_usd: float | None = None,
-    max_concurrent: int = 8, gold_chars: int = GOLD_CHARS, other_chars: int = NON_GOLD_CHARS, progress: bool = True,
+    max_probes: int | None = None, max_concurrent: int = 8, gold_chars: int = GOLD_CHARS, other_chars: int = NON_GOLD_CHARS, progress: bool = True,
 ) -> VerifyReport:
     """Run the experiments of every labelled case of ``run_dir``'s ``trace.jsonl`` and write
     ``verify.jsonl`` (module docstring). The roles are those of ``trek trace``; the caller owns
-    their clients."""
+    their clients. ``max_probes``: a distractor search that would ask more gold-plus-noise probes
+    stops there, ``inconclusive`` (``None``: no limit)."""
     rd = Path(run_dir)
     trace_path = rd / runs.TRACE
     if not trace_path.exists():
@@ -681,14 +701,16 @@ async def averify_run(
     unique = _check_roles(diagnostic, analysis, evaluated, {})
     own_store = store is None
     if store is None:
-        store = PageStore(runs.default_pages_path(rd), fetch=fetch)
+        from trek.trace.ctrl import trace_store
+
+        store = trace_store(rd, fetch=fetch)
     calls0, hits0 = sum(c.http_calls for c in unique), sum(c.cache_hits for c in unique)
     spec, k, backend = _backend(rd, store, live_repair)
     try:
         with borrowed_cache(unique, runs.default_cache_path(rd)):
             tconfig = TraceConfig(diagnostic, analysis, evaluated, store, gold_chars=gold_chars,
                                   other_chars=other_chars)
-            config = VerifyConfig(tconfig, rd, live_repair, backend, spec, k, _ctrl_kinds(rd))
+            config = VerifyConfig(tconfig, rd, live_repair, backend, spec, k, _ctrl_kinds(rd), max_probes)
             items = items_of(rd, load_trace(rd))
             begin_judges(rd, tconfig, [it.case for it in items])
             stage = VerifyStage(rd, config, unique)
