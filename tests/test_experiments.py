@@ -30,7 +30,7 @@ QUIET = {"progress": False, "echo": lambda _: None}
 #: is the fake server's default text (unreadable as JSON: unparsed grades, unknown judgments).
 SCRIPT = [{"any_pattern": "Gold target:", "reply": json.dumps({"verdict": "B"})}]
 SMALL = replace(Settings(), wild_questions=3, ctrl_questions=1, ctrl_conditions=("OO", "GOLD"),
-                ctrl_ablations=("OO:k=5",))
+                ctrl_ablations=("OO:k=5",), ctrl_trace_runs=("direct:OO",))
 
 
 def tree(folder: Path) -> dict[str, bytes]:
