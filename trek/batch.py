@@ -394,14 +394,21 @@ async def run_batch(
                 raise
     finally:
         await client.aclose()
-    lines = tally.of(out)
-    n_ok = sum(r.status == "ok" for r in lines)
-    failed = [r.error or "" for r in lines if r.status == "failed"]
+    # the output read back one line at a time: only the counts and the errors to report are kept
+    n_ok = 0
+    failed: list[str] = []
+    example: str | None = None
+    for r in tally.iter(out):
+        if r.status == "ok":
+            n_ok += 1
+        elif r.status == "failed":
+            failed.append(r.error or "")
+        elif r.status == "pending" and r.error and example is None:
+            example = r.error
     return BatchSummary(
         total=len(items), ok=n_ok, pending=len(items) - n_ok - len(failed), kept=tally.kept,
         http_calls=client.http_calls - calls0, cache_hits=client.cache_hits - hits0, out=out,
-        spent_usd=read_ledger(ledger), failed=len(failed), errors=failed,
-        example=next((r.error for r in lines if r.status == "pending" and r.error), None),
+        spent_usd=read_ledger(ledger), failed=len(failed), errors=failed, example=example,
     )
 
 
