@@ -507,6 +507,13 @@ def test_a_requests_file_is_checked_whole_then_read_again_holding_no_request(tmp
     for read in (batch.read_requests, batch.load_requests):
         with pytest.raises(RecordError, match=r"line 601.*duplicate id 'r7' \(first on line 8\)"):
             read(bad, "fm")
+    # a file changed after its check is refused at the next pass, not read as other requests
+    changed = tmp_path / "changed.jsonl"
+    write_requests(changed, 3)
+    later = batch.read_requests(changed, "fm")
+    write_requests(changed, 4)
+    with pytest.raises(batch.BatchError, match="changed after its requests were checked"):
+        iter(later)
 
     class Counted(batch.BatchItem):
         alive = most = 0

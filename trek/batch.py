@@ -138,15 +138,29 @@ class RequestsFile:
     """A requests file as a re-readable source of :class:`BatchItem` (:class:`trek.stage.Source`):
     made, it checks the whole file (the same errors as :func:`load_requests`, before any call)
     and keeps only the number of requests; each pass over it reads and checks the file again
-    line by line, so no request is held beyond the one being read. The stage executor checks
-    that every pass gives the same ids in the same order."""
+    line by line, so no request is held beyond the one being read. A file changed since it was
+    checked (its size, time of change or inode) is refused with :class:`BatchError` at the start
+    of the next pass."""
 
     def __init__(self, path: str | os.PathLike[str], default_model: str | None = None):
         self.path, self.default_model = Path(path), default_model
+        self._stamp = self._stat()
         self.length = sum(1 for _ in _checked(self.path, default_model, pipes=False, unique=True))
+        if self._stat() != self._stamp:
+            raise BatchError(f"{self.path} changed while it was being checked; run the command again")
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None  # the reader's own error names it
+        return st.st_size, st.st_mtime_ns, st.st_ino
 
     def __iter__(self) -> Iterator[BatchItem]:
-        # ids were found unique when the file was made a source: a later pass holds no set of them
+        if self._stat() != self._stamp:
+            raise BatchError(f"{self.path} changed after its requests were checked (the run reads it again for "
+                             "each pass over them); run the command again")
+        # ids were found unique when the file was checked: a later pass holds no set of them
         return _checked(self.path, self.default_model, pipes=False, unique=False)
 
     def __len__(self) -> int:
