@@ -487,3 +487,52 @@ def test_a_torn_last_line_is_reported_once_and_its_request_sent_again(tmp_path, 
         assert len(torn) == 1 and "out.jsonl, line 5" in torn[0], caplog.text
         assert srv.stats()["requests"] == n  # the torn line's reply comes from the cache
     assert [x["id"] for x in read_out(out)] == [f"r{i}" for i in range(5)]
+
+
+def test_a_requests_file_is_checked_whole_then_read_again_holding_no_request(tmp_path, monkeypatch):
+    import trek.batch as batch
+    from trek.aio import run_sync
+    from trek.llm import LLMClient
+    from trek.stage import window
+    from trek.types import RecordError
+
+    req, out = tmp_path / "req.jsonl", tmp_path / "out.jsonl"
+    write_requests(req, 600)
+    src = batch.read_requests(req, "fm")
+    assert isinstance(src, batch.RequestsFile) and len(src) == 600
+    assert list(src) == list(src) == batch.load_requests(req, "fm")  # every pass gives the same requests
+    # the whole file is checked when it is read, with load_requests' errors: a duplicate id far down
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(req.read_text() + json.dumps({"id": "r7", "messages": [{"role": "user", "content": "x"}]}) + "\n")
+    for read in (batch.read_requests, batch.load_requests):
+        with pytest.raises(RecordError, match=r"line 601.*duplicate id 'r7' \(first on line 8\)"):
+            read(bad, "fm")
+    # a file changed after its check is refused at the next pass, not read as other requests
+    changed = tmp_path / "changed.jsonl"
+    write_requests(changed, 3)
+    later = batch.read_requests(changed, "fm")
+    write_requests(changed, 4)
+    with pytest.raises(batch.BatchError, match="changed after its requests were checked"):
+        iter(later)
+
+    class Counted(batch.BatchItem):
+        alive = most = 0
+
+        def __init__(self, *args):
+            super().__init__(*args)
+            type(self).alive += 1
+            type(self).most = max(type(self).most, type(self).alive)
+
+        def __del__(self):
+            type(self).alive -= 1
+
+    monkeypatch.setattr(batch, "BatchItem", Counted)
+    with FakeOpenAIServer() as srv:
+        client = LLMClient("fm", base_url=srv.base_url, api_key="k", progress=False, max_connections=4,
+                           cache=tmp_path / "c.sqlite")
+        limit = window(batch.BatchStage(out, client, req))
+        s = run_sync(batch.run_batch(req, out, client))
+    assert s.ok == 600 and limit < 600
+    # the requests in flight and the one being read, not the file's 600
+    assert 0 < Counted.most <= limit + 3 and Counted.alive == 0, (Counted.most, limit)
+    assert [x["id"] for x in read_out(out)] == [f"r{i}" for i in range(600)]

@@ -319,3 +319,66 @@ def test_records_made_now_keep_their_status_and_error_through_compaction(tmp_pat
     assert t.errors == ["failed c: internal error: RuntimeError: c broke"]
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["question_id"], r["status"]) for r in recs] == [("a", "ok"), ("b", "ok"), ("c", "failed")]
+
+
+class Waiting(Big):
+    """:class:`Big` whose items each wait a few turns of the loop, counting the items in flight
+    and the loop's tasks at their most, with clients that allow ``connections`` requests."""
+
+    def __init__(self, root: Path, clients: list):
+        super().__init__(root)
+        self.clients, self.alive, self.most, self.most_tasks = clients, 0, 0, 0
+
+    def llm_clients(self):
+        return self.clients
+
+    async def produce(self, item, key):
+        import asyncio
+
+        self.alive += 1
+        self.most = max(self.most, self.alive)
+        self.most_tasks = max(self.most_tasks, len(asyncio.all_tasks()))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self.alive -= 1
+        return await super().produce(item, key)
+
+
+def test_without_a_limit_the_executor_runs_a_bounded_window_of_items(tmp_path):
+    from types import SimpleNamespace
+
+    from trek.stage import WINDOW, window
+
+    n = 3 * WINDOW + 7
+    items = [(f"q{i:04d}", "a") for i in range(n)]
+    stage = Waiting(tmp_path, [SimpleNamespace(max_connections=8)])
+    t = run_sync(execute(stage, items, progress=False))
+    assert (t.made, stage.calls) == (n, n)
+    # the window is full (the clients are kept busy) but never more: one task an item in flight,
+    # besides the task running the stage itself
+    assert stage.most == window(stage) == WINDOW
+    assert stage.most_tasks <= WINDOW + 2, stage.most_tasks
+    assert [o["question_id"] for o in lines(tmp_path / "out.jsonl")] == [i for i, _ in items]
+    # an explicit limit is kept as given
+    wide = Waiting(tmp_path / "b", [])
+    run_sync(execute(wide, items, progress=False, limit=5))
+    assert wide.most == 5
+
+
+def test_the_window_follows_the_clients_connections():
+    from types import SimpleNamespace
+
+    from trek.llm.client import LLMClient
+    from trek.stage import WINDOW, window
+
+    def stage(*clients):
+        return Waiting(Path("."), list(clients))
+
+    assert window(stage(), 7) == 7 and window(stage()) == WINDOW
+    assert window(stage(None, SimpleNamespace(max_connections=3))) == WINDOW  # few connections: the floor
+    assert window(stage(SimpleNamespace(max_connections=100), SimpleNamespace(max_connections=60))) == 320
+    assert window(stage(SimpleNamespace(connections=300, max_connections=100))) == 600
+    pool = LLMClient(model="m", base_url="http://a.invalid/v1,http://b.invalid/v1", max_connections=200)
+    single = LLMClient(model="m", base_url="http://a.invalid/v1", max_connections=200)
+    assert (pool.connections, single.connections) == (400, 200)
+    assert window(stage(pool)) == 800 and window(stage(single)) == 400

@@ -20,7 +20,10 @@ Every request is checked before any call: a malformed field (a message ``content
 neither text nor a list of parts, ``temperature: "hot"``, ``max_tokens: -5``) is an error naming
 the file, line, id and field. A request the endpoint rejects for itself alone (a 400 such as a
 message too long for the model, a 413 body too large) comes out ``failed`` with the endpoint's
-reason and the file, line and id; the other ids go on.
+reason and the file, line and id; the other ids go on. A requests file is checked whole first,
+then read again line by line for each pass over it (:class:`RequestsFile`), so a run holds only
+the requests in flight, whatever the size of the file (a pipe, which can be read only once, is
+held whole).
 
 Paid results are never discarded silently. Before any call the runner refuses (with
 :class:`BatchError` or :class:`~trek.outputs.OutputError`) an ``--out`` that is the requests
@@ -40,7 +43,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+import stat
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +61,8 @@ from trek.runs import BATCH_STATE, RESPONSES, RunDir, RunLockedError
 from trek.stage import Slot, Stage, execute
 from trek.types import Record, RecordError, Usage, iter_json_lines
 
-__all__ = ["BatchError", "BatchItem", "BatchResult", "BatchStage", "BatchSummary", "load_requests", "run_batch",
+__all__ = ["BatchError", "BatchItem", "BatchResult", "BatchStage", "BatchSummary", "RequestsFile", "load_requests", "read_requests",
+           "run_batch",
            "run_openai_batch",
            "run_requests"]
 
@@ -124,20 +129,71 @@ class BatchSummary:
 
 
 def load_requests(path: str | os.PathLike[str], default_model: str | None = None) -> list[BatchItem]:
-    """Read and check a requests file; every problem names the file, line and field."""
+    """Read and check a requests file; every problem names the file, line and field. Every
+    request is held: :func:`read_requests` holds none of a regular file's."""
+    return list(_checked(Path(path), default_model, pipes=True, unique=True))  # a pipe (/dev/stdin) is read once
+
+
+class RequestsFile:
+    """A requests file as a re-readable source of :class:`BatchItem` (:class:`trek.stage.Source`):
+    made, it checks the whole file (the same errors as :func:`load_requests`, before any call)
+    and keeps only the number of requests; each pass over it reads and checks the file again
+    line by line, so no request is held beyond the one being read. A file changed since it was
+    checked (its size, time of change or inode) is refused with :class:`BatchError` at the start
+    of the next pass."""
+
+    def __init__(self, path: str | os.PathLike[str], default_model: str | None = None):
+        self.path, self.default_model = Path(path), default_model
+        self._stamp = self._stat()
+        self.length = sum(1 for _ in _checked(self.path, default_model, pipes=False, unique=True))
+        if self._stat() != self._stamp:
+            raise BatchError(f"{self.path} changed while it was being checked; run the command again")
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None  # the reader's own error names it
+        return st.st_size, st.st_mtime_ns, st.st_ino
+
+    def __iter__(self) -> Iterator[BatchItem]:
+        if self._stat() != self._stamp:
+            raise BatchError(f"{self.path} changed after its requests were checked (the run reads it again for "
+                             "each pass over them); run the command again")
+        # ids were found unique when the file was checked: a later pass holds no set of them
+        return _checked(self.path, self.default_model, pipes=False, unique=False)
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def read_requests(path: str | os.PathLike[str], default_model: str | None = None) -> RequestsFile | list[BatchItem]:
+    """A requests file checked whole, as a source of items to go over as often as needed: a
+    regular file as a :class:`RequestsFile` (read again for every pass, so memory does not grow
+    with the number of requests); a pipe or a device, which can be read only once, as a list."""
     p = Path(path)
-    items: list[BatchItem] = []
+    try:
+        regular = stat.S_ISREG(p.stat().st_mode)
+    except OSError:
+        regular = True  # missing or unreadable: the reader's own error names it
+    return RequestsFile(p, default_model) if regular else load_requests(p, default_model)
+
+
+def _checked(p: Path, default_model: str | None, *, pipes: bool, unique: bool) -> Iterator[BatchItem]:
+    """The requests of ``p`` one at a time, each checked before it is given (``unique``: also
+    that no id comes twice)."""
     seen: dict[str, int] = {}
-    for lineno, obj in iter_json_lines(p, pipes=True):  # a pipe (/dev/stdin) is read once
+    for lineno, obj in iter_json_lines(p, pipes=pipes):
         rid = obj.get("id")
         if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, bool):
             raise RecordError(p, lineno, "field 'id': missing or empty")
         if not isinstance(rid, str | int):
             raise RecordError(p, lineno, f"field 'id': must be a string or integer, got {type(rid).__name__}")
         rid = str(rid)
-        if rid in seen:
-            raise RecordError(p, lineno, f"field 'id': duplicate id '{rid}' (first on line {seen[rid]})")
-        seen[rid] = lineno
+        if unique:
+            if rid in seen:
+                raise RecordError(p, lineno, f"field 'id': duplicate id '{rid}' (first on line {seen[rid]})")
+            seen[rid] = lineno
         msgs = obj.get("messages")
         if not isinstance(msgs, list) or not msgs:
             raise RecordError(p, lineno, "field 'messages': must be a non-empty list of messages")
@@ -171,10 +227,8 @@ def load_requests(path: str | os.PathLike[str], default_model: str | None = None
             raise RecordError(p, lineno, "field 'stream': streaming is not supported by the batch runner")
         if params.get("n") not in (None, 1):
             raise RecordError(p, lineno, "field 'n': use one line per sample with 'sample' instead of n > 1")
-        items.append(
-            BatchItem(rid, ChatRequest(messages=msgs, model=model, tools=tools, sample=sample, params=params, id=rid), lineno)
-        )
-    return items
+        yield BatchItem(rid, ChatRequest(messages=msgs, model=model, tools=tools, sample=sample, params=params, id=rid),
+                        lineno)
 
 
 def _content_problem(m: dict[str, Any]) -> str | None:
@@ -362,14 +416,14 @@ async def run_batch(
     client: LLMClient,
     *,
     checkpoint_seconds: float = 2.0,
-    items: list[BatchItem] | None = None,
+    items: Collection[BatchItem] | None = None,
     locked: bool = False,
 ) -> BatchSummary:
     """Run every request not already answered in ``out_path`` (a :class:`BatchStage` through
     :func:`trek.stage.execute`) and close the client.
 
-    ``items``: the requests file as :func:`load_requests` read it (a file is read once, so a
-    pipe works); default: read it here. ``locked``: the caller already holds ``out_path``'s lock
+    ``items``: the requests file as :func:`read_requests` gives it (checked whole; a pipe is
+    read once, so it works too); default: read it here. ``locked``: the caller already holds ``out_path``'s lock
     (the Batch API path takes it before it submits anything). ``client.budget_usd`` (if set) caps the spend recorded
     for ``out_path`` over all runs. Raises :class:`BatchError` (before any call) when the run
     would put paid results at risk.
@@ -377,7 +431,7 @@ async def run_batch(
     req_path, out = Path(requests_path), Path(out_path)
     check_output_path(out, req_path, reads=[getattr(getattr(client, "cache", None), "path", None)])
     if items is None:
-        items = load_requests(req_path, default_model=client.model)
+        items = read_requests(req_path, default_model=client.model)
     stage = BatchStage(out, client, req_path)
     calls0, hits0 = client.http_calls, client.cache_hits
     try:
@@ -394,14 +448,21 @@ async def run_batch(
                 raise
     finally:
         await client.aclose()
-    lines = tally.of(out)
-    n_ok = sum(r.status == "ok" for r in lines)
-    failed = [r.error or "" for r in lines if r.status == "failed"]
+    # the output read back one line at a time: only the counts and the errors to report are kept
+    n_ok = 0
+    failed: list[str] = []
+    example: str | None = None
+    for r in tally.iter(out):
+        if r.status == "ok":
+            n_ok += 1
+        elif r.status == "failed":
+            failed.append(r.error or "")
+        elif r.status == "pending" and r.error and example is None:
+            example = r.error
     return BatchSummary(
         total=len(items), ok=n_ok, pending=len(items) - n_ok - len(failed), kept=tally.kept,
         http_calls=client.http_calls - calls0, cache_hits=client.cache_hits - hits0, out=out,
-        spent_usd=read_ledger(ledger), failed=len(failed), errors=failed,
-        example=next((r.error for r in lines if r.status == "pending" and r.error), None),
+        spent_usd=read_ledger(ledger), failed=len(failed), errors=failed, example=example,
     )
 
 
@@ -416,12 +477,12 @@ async def run_openai_batch(
     poll_seconds: float = 30.0,
     max_wait: float | None = None,
     progress: bool = True,
-    items: list[Any] | None = None,
+    items: Collection[BatchItem] | None = None,
 ) -> Any:
     """``trek llm run --batch``: the requests file through the Batch API, then the usual output.
 
-    ``items``: the requests as :func:`load_requests` read them (default: read
-    the file here; a file is read once, so a pipe works).
+    ``items``: the requests as :func:`read_requests` gives them (default: read
+    the file here; a pipe is read once, so it works too).
 
     The output's lock is taken first and held to the end, so a second run on the same output is
     refused before it uploads or submits anything. The batch state lives in ``.<out>.batches/``
@@ -438,7 +499,7 @@ async def run_openai_batch(
     out = Path(out_path)
     check_output_path(out, Path(requests_path), reads=[getattr(client.cache, "path", None)])
     if items is None:
-        items = load_requests(requests_path, default_model=client.model)
+        items = read_requests(requests_path, default_model=client.model)
     with _locked(out):
         _check_previous(out, {it.id for it in items})  # before anything is paid for
         reqs = [("chat", request_body(client, it.request), it.request.sample) for it in items]
@@ -493,10 +554,12 @@ def run_requests(
     run = RunDir(out.parent)
     cache_path = cache or run.llm_cache
     check_output_path(out, requests, reads=[cache_path, role.prices])  # before the cache file is made beside it
-    items = load_requests(requests, default_model=role.model)  # read once: a pipe works too
+    # checked whole before any call; a file is read again for each pass (no request is held),
+    # a pipe read once and held
+    items = read_requests(requests, default_model=role.model)
     client = run.client(role, cache=LLMCache(cache_path), **settings)
     announce(client)
-    est = estimate_requests([it.request for it in items], client, label="trek llm run",
+    est = estimate_requests((it.request for it in items), client, label="trek llm run",
                             price_factor=BATCH_PRICE_FACTOR if batch is not None else 1.0,
                             assume_output=settings.get("assume_output"))
     if not proceed(est, _ledger(out)):

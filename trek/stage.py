@@ -98,6 +98,8 @@ __all__ = [
     "borrowed_cache",
     "synchronous",
     "LOCK_FILE",
+    "WINDOW",
+    "window",
 ]
 
 I = TypeVar("I")  # noqa: E741 - the item type
@@ -551,6 +553,27 @@ def plan(stage: Stage[I, R], items: Iterable[I], outputs: Iterable[str | os.Path
                      {p: (sc.line_ids if sc.exists else None) for p, sc in scans.items()}, order, run, n_kept, stage)
 
 
+#: The fewest items :func:`execute` keeps in flight when it is given no ``limit`` (see :func:`window`).
+WINDOW = 256
+
+
+def window(stage: Stage[Any, Any], limit: int | None = None) -> int:
+    """How many items :func:`execute` runs at once: ``limit`` when given, else enough to keep the
+    stage's clients busy (twice the requests they may have in flight together, and at least
+    :data:`WINDOW`). The clients' own limits bound the calls; this bounds the tasks waiting for
+    them, so the memory of a run does not grow with its number of items."""
+    if limit:
+        return limit
+    conns = 0
+    for c in stage.llm_clients():
+        n = getattr(c, "connections", None)
+        if not isinstance(n, int):  # a client without replicas: its connection limit
+            n = getattr(c, "max_connections", None)
+        if isinstance(n, int) and n > 0:
+            conns += n
+    return max(WINDOW, 2 * conns)
+
+
 async def execute(
     stage: Stage[I, R],
     items: Iterable[I],
@@ -566,7 +589,9 @@ async def execute(
     """Run ``stage`` over ``items`` (see the module docstring) and return its tally.
 
     ``outputs`` names record files the stage owns even when no item maps to them (they are
-    written, possibly empty, at the end). ``limit``: at most this many items in flight.
+    written, possibly empty, at the end). ``limit``: at most this many items in flight (``None``:
+    :func:`window` picks a bound from the stage's clients); an item's task is made only when it
+    may start, so at most that many tasks exist at once.
     ``lock``: take the run lock of every run directory written (callers that already hold it
     may pass ``False``; the lock is re-entrant within a process anyway). ``ledger``: the spend
     ledger file of the stage's clients, with ``budget_usd`` (default: the clients' own budget)
@@ -681,7 +706,7 @@ async def execute(
             return f"{text} {extra}".strip()
 
         try:
-            await fan_out(todo, one, limit=limit, desc=stage.name, unit=stage.unit, progress=progress,
+            await fan_out(todo, one, limit=window(stage, limit), desc=stage.name, unit=stage.unit, progress=progress,
                           postfix=postfix, on_result=done, keep_results=False, total=n_todo)
         except BaseException:
             try:

@@ -465,6 +465,12 @@ class LLMClient:
         return f"${spent:.4f}" + (" + calls without a price" if unpriced else "")
 
     @property
+    def connections(self) -> int:
+        """The most requests this client has in flight at once: ``max_connections`` for each
+        replica of its endpoint."""
+        return self.max_connections * len(self._replicas)
+
+    @property
     def pooled(self) -> bool:
         """The endpoint is a pool of several replicas."""
         return len(self._replicas) > 1
