@@ -183,6 +183,27 @@ def test_the_viewer_without_verify_jsonl_is_unchanged_but_for_its_style(agentic)
     assert write_view([agentic], agentic / "again.html").read_text() == plain
 
 
+def test_trek_view_puts_the_verdicts_beside_the_labels(agentic, tmp_path):
+    from trek.runview import write_run_view
+
+    plain = write_run_view(agentic, tmp_path / "plain.html").read_text()
+    assert "verified:" not in plain
+    written = plant(agentic, load_trace(agentic))
+    page = write_run_view(agentic, tmp_path / "view.html").read_text()
+    traces = {r.question_id: r for r in load_trace(agentic)}
+    for qid, r in traces.items():
+        mine = [v for v in written if v.question_id == qid]
+        start = page.index(f">{qid} · ")
+        meta = page[start: page.index("</div>", start)]
+        if mine:
+            words = ", ".join(f"{v.label} {state(v)}" for v in mine)
+            assert meta.endswith(f"{', '.join(r.labels)} · verified: {words}"), meta
+        else:
+            assert "verified:" not in meta
+    (agentic / runs.VERIFY).unlink()
+    assert write_run_view(agentic, tmp_path / "again.html").read_text() == plain
+
+
 # -- trek trace export -----------------------------------------------------------------------------
 def test_langfuse_and_otlp_carry_the_verdicts_and_leave_the_labels(traced, tmp_path):  # noqa: F811
     before = {(s.trace_id, s.name): (s.value, s.status) for s in scores(traced)}
