@@ -227,3 +227,17 @@ def test_figure6_plots_the_distractors_the_contexts_hold_with_intervals(budget_r
         assert reports.budget_table(df, contexts=tmp_path / "moved.jsonl")["distractors"].tolist() == [5.0, 8.0, 8.0]
     finally:
         shutil.move(tmp_path / "moved.jsonl", built / "contexts.jsonl")
+
+
+def test_the_not_final_note_counts_only_the_cells_shown(tmp_path):
+    """A figure of some cells names the not-final answers of those cells, not of every run."""
+    df = pd.DataFrame({"model": ["m"] * 4, "method": ["direct", "direct", "rerank", "direct"],
+                       "condition": ["OO", "SAA", "OO", "OO:k=5"],
+                       "answer_status": ["ok", "pending", "failed", "ok"],
+                       "outcome": ["correct", "pending", "pending", "undecided"]})
+    df.attrs["run_dirs"] = {}
+    everything = reports.ctrl_title(df, "T")
+    assert "SAA: 1 pending answer" in everything and "rerank" in everything and "OO:k=5" in everything
+    only = reports.ctrl_title(df, "T", method="direct", conditions=["OO", "OO:k=5"])
+    assert "OO:k=5: 1 undecided verdict" in only and "SAA" not in only and "rerank" not in only
+    assert reports.ctrl_title(df, "T", method="direct", conditions=["OO"]) == reports.ctrl_title(df[:0], "T")

@@ -247,3 +247,25 @@ def test_import_and_export_mlflow_against_a_trickling_server_end_by_the_deadline
         assert r.exit_code == 2 and "Traceback" not in r.output, r.output
         assert "did not finish within 4 s" in r.output or "timed out" in r.output.lower(), r.output
         assert time.monotonic() - t < 60, args  # mlflow's import itself takes some 10 s
+
+
+def test_a_timeout_cut_to_the_deadline_is_said_as_the_deadline():
+    """On a loaded machine the client's read timeout (cut to what is left of the deadline) can fire
+    before the deadline's own check: the error is still the deadline's, not the client's."""
+    import httpx
+
+    from trek.trace import destinations
+
+    class Slow(httpx.BaseTransport):
+        def handle_request(self, request):
+            raise httpx.ReadTimeout("timed out", request=request)
+
+    d = destinations.Deadline("http://127.0.0.1:9", "reading spans", seconds=5.0)
+    with httpx.Client(transport=destinations.DeadlineTransport(Slow(), d), timeout=30.0) as c, \
+            pytest.raises(destinations.DeadlineExceeded, match="did not finish within 5 s"):
+        c.get("http://127.0.0.1:9/")
+    # a client timeout shorter than what is left is the client's own error
+    d = destinations.Deadline("http://127.0.0.1:9", "reading spans", seconds=60.0)
+    with httpx.Client(transport=destinations.DeadlineTransport(Slow(), d), timeout=1.0) as c, \
+            pytest.raises(httpx.ReadTimeout):
+        c.get("http://127.0.0.1:9/")

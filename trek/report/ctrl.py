@@ -107,12 +107,20 @@ def load_ctrl(runs_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     return out
 
 
-def ctrl_title(df: pd.DataFrame, what: str) -> str:
+def ctrl_title(df: pd.DataFrame, what: str, *, method: str | None = None,
+               conditions: Sequence[str] | None = None) -> str:
     """A figure or table title naming the models and the question set of the runs behind ``df``
     (a :func:`load_ctrl` frame; see :func:`trek.report.titles.runs_title`), followed by
-    :func:`not_final_note` when some cell has answers or grades that are not final."""
+    :func:`not_final_note` when some cell has answers or grades that are not final. Given
+    ``method`` and/or ``conditions``, the note counts only those cells: the ones the figure or
+    table shows."""
     title = runs_title(what, df.attrs.get("run_dirs", {}), benchmark="TrekBench-Ctrl")
-    note = not_final_note(df)
+    shown = df
+    if method is not None:
+        shown = shown[shown["method"] == method]
+    if conditions is not None:
+        shown = shown[shown["condition"].isin(list(conditions))]
+    note = not_final_note(shown)
     return f"{title}; {note}" if note else title
 
 
@@ -306,7 +314,7 @@ def plot_metadata_swap(table: pd.DataFrame, title: str) -> plt.Figure:
         ax.text(i, min(max(tops) + 3, 104), f"exact McNemar p={r['p']:.3g}", ha="center", fontsize=7)
     ax.set_xticks(np.arange(len(table)), labels)
     ax.set_xlim(-0.6, len(table) - 0.4)
-    return finish(fig, ax, title=wrapped(title, 4.6, 10), ylabel="accuracy (%), 95% Wilson interval", ylim=(0, 110),
+    return finish(fig, ax, title=wrapped(title, 4.6, 10), ylabel="accuracy (%), 95% interval", ylim=(0, 110),
                   legend="condition", order=[condition_name(c) for c in CONDITIONS])
 
 
@@ -467,6 +475,8 @@ def plot_position_budget(positions: pd.DataFrame, budgets: pd.DataFrame, title: 
     handles, labels = drawn_legend([left, right])
     # below the panels, where no point or interval can be
     fig.legend(handles, labels, frameon=False, loc="lower center", ncol=max(1, min(len(labels), 4)), fontsize=7)
-    fig.suptitle(f"{title}\n({CI_NOTE})", fontsize=9)
+    from trek.report.figures import wrapped
+
+    fig.suptitle(wrapped(f"{title}\n({CI_NOTE})", 6.4), fontsize=9)
     fig.tight_layout(rect=(0, 0.07 * ((len(labels) + 3) // 4), 1, 1))
     return fig

@@ -88,8 +88,9 @@ def plot_reference_years(table: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_xticks(x, [str(i) for i in body.index])
     ax.set_xlabel("reference year")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    return finish(fig, ax, title=title, ylabel="questions", ylim=(0, max(bottom.max(), 1) * 1.05), legend="dataset",
-                  order=DATASETS)
+    width = fig.get_figwidth()
+    return finish(fig, ax, title=wrapped(title, width, 10), ylabel="questions", ylim=(0, max(bottom.max(), 1) * 1.05),
+                  legend="dataset", order=DATASETS)
 
 
 # -- runs: Table 1 (accuracy) and the paired-runs table ----------------------------------------

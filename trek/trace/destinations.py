@@ -142,14 +142,18 @@ class Deadline:
     def left(self) -> float:
         return self.end - time.monotonic()
 
+    def exceeded(self) -> DeadlineExceeded:
+        """The error of a conversation that ran past this deadline."""
+        return DeadlineExceeded(f"{_shown(self.url)}: {self.what}: the server did not finish within "
+                                f"{self.seconds:g} s (a deadline for the whole conversation; TREK_SERVER_DEADLINE "
+                                "sets it)")
+
     def check(self) -> None:
         """Raise :class:`DeadlineExceeded` once the deadline has passed; else say, every
         :data:`PROGRESS_EVERY` seconds, that the command is still waiting."""
         now = time.monotonic()
         if now >= self.end:
-            raise DeadlineExceeded(f"{_shown(self.url)}: {self.what}: the server did not finish within "
-                                   f"{self.seconds:g} s (a deadline for the whole conversation; TREK_SERVER_DEADLINE "
-                                   "sets it)")
+            raise self.exceeded()
         if now - self._said >= PROGRESS_EVERY:
             self._said = now
             print(f"... still waiting for {_shown(self.url)} ({self.what}): {now - self.start:.0f} s of "
@@ -179,7 +183,15 @@ class DeadlineTransport:
         timeout = dict(request.extensions.get("timeout") or {})
         request.extensions["timeout"] = {k: min(timeout.get(k) or left, left)
                                          for k in ("connect", "read", "write", "pool")}
-        response = self.inner.handle_request(request)
+        # a timeout cut to what was left of the deadline fires at the deadline itself: said as the
+        # deadline (a loaded machine could otherwise show the client's own timeout error first)
+        cut = any((timeout.get(k) or left) >= left for k in ("connect", "read", "write", "pool"))
+        try:
+            response = self.inner.handle_request(request)
+        except httpx.TimeoutException:
+            if cut or self.deadline.left() <= 0:
+                raise self.deadline.exceeded() from None
+            raise
         location = response.headers.get("location")
         if response.is_redirect and location:
             target = request.url.join(location)
@@ -187,7 +199,7 @@ class DeadlineTransport:
                 response.close()
                 raise httpx.UnsupportedProtocol(f"refused a redirect to another host ({_shown(str(target))}): "
                                                 "give the server's own URL")
-        response.stream = _DeadlineStream(response.stream, self.deadline)
+        response.stream = _DeadlineStream(response.stream, self.deadline, cut)
         return response
 
     def close(self) -> None:
@@ -203,11 +215,23 @@ class DeadlineTransport:
 class _DeadlineStream(httpx.SyncByteStream):
     """An answer's body, checked against the deadline after every chunk."""
 
-    def __init__(self, inner: Any, deadline: Deadline):
-        self.inner, self.deadline = inner, deadline
+    def __init__(self, inner: Any, deadline: Deadline, cut: bool = False):
+        self.inner, self.deadline, self.cut = inner, deadline, cut
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self.inner:
+        import httpx
+
+        chunks = iter(self.inner)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            except httpx.TimeoutException:
+                # a read timeout cut to the deadline's remainder when the request began ends past it
+                if self.cut or self.deadline.left() <= 0:
+                    raise self.deadline.exceeded() from None
+                raise
             self.deadline.check()
             yield chunk
 
