@@ -370,6 +370,10 @@ def test_a_really_verified_run_shows_its_verdicts_everywhere(verified, tmp_path)
         assert f"{v.label} {state(v)}</span>" in block
         for p in v.minimal_set or []:
             assert p.url == planted and f"<li>{p.url}" in block
+        if v.tests:  # every probe the search asked, and every call the experiments made
+            assert f"<summary>{len(v.tests)} probe(s) asked</summary>" in block
+        calls = sum(len(x.steps) for x in recs if x.question_id == v.question_id)
+        assert (f"<summary>{calls} verification call(s)</summary>" in block) == bool(calls)
     # the frame
     f = trek.load(rd).frame().set_index("question_id")
     for v in recs:

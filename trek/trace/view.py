@@ -27,7 +27,7 @@ from trek.outputs import atomic_write, check_out
 from trek.pages import normalize_url
 from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
-from trek.trace.records import TraceRecord
+from trek.trace.records import Step, TraceRecord
 from trek.trace.verified import (
     CaseVerification,
     query_came_back,
@@ -85,18 +85,34 @@ def _options(values: Iterable[str]) -> str:
     return '<option value="">all</option>' + "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
 
 
+def _steps_table(steps: Sequence[Step]) -> str:
+    """Model calls, one row each: step, role, model, status, version, the raw replies (or the error)."""
+    rows = "".join(
+        f"<tr><td>{_e(s.name)}</td><td>{_e(s.role)}</td><td>{_e(s.model)}</td><td>{_e(s.status)}</td>"
+        f"<td>{_e(s.version)}</td><td>{''.join(f'<pre>{_e(x)}</pre>' for x in s.raw)}{_e(s.error or '')}</td></tr>"
+        for s in steps
+    )
+    return ("<table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
+            f"<th>replies</th></tr>{rows}</table>")
+
+
 _EXPERIMENT_NAMES = {"distractor_search": "distractor search", "query_repair": "query repair"}
 
 
 def _distractor_html(v: VerifyRecord) -> str:
     head = (f"{v.noise_pages} noise page(s) searched" if v.noise_pages is not None else "no noise page searched")
-    head += f" ({v.search})" if v.search else ""
+    head += f" by {v.search}" if v.search else ""
+    words = {True: "right", False: "wrong", None: "unknown"}
+    probes = "".join(f"<tr><td>{len(t.noise)}</td><td>{t.draw}</td><td>{_e(words[t.correct])}</td>"
+                     f"<td>{_e(t.answer or '-')}</td></tr>" for t in v.tests)
+    asked = (f"<details><summary>{len(v.tests)} probe(s) asked</summary><table><tr><th>noise pages kept</th>"
+             f"<th>draw</th><th>answer graded</th><th>answer</th></tr>{probes}</table></details>") if probes else ""
     if v.minimal_set:
         kept = "confirmed" if v.verdict == "confirmed" else "found, not confirmed"
         items = "".join(f"<li>{_e(p.url)}" + (f' <span class="meta">Ctrl: {_e(p.ctrl_kind)}</span>' if p.ctrl_kind
                                                else "") + "</li>" for p in v.minimal_set)
-        return f"<p>Minimal distracting set ({_e(kept)}; {_e(head)}):</p><ol>{items}</ol>"
-    return f"<p>Minimal distracting set: none found ({_e(head)}).</p>"
+        return f"<p>Minimal distracting set ({_e(kept)}; {_e(head)}):</p><ol>{items}</ol>{asked}"
+    return f"<p>Minimal distracting set: none found ({_e(head)}).</p>{asked}"
 
 
 def _repair_html(v: VerifyRecord) -> str:
@@ -142,8 +158,11 @@ def _verification_html(cv: CaseVerification | None) -> str:
         return ""
     table = ("<table><tr><th>experiment</th><th>label tested</th><th>verdict</th><th>reason</th><th>calls</th></tr>"
              + "".join(rows) + "</table>") if rows else ""
+    steps = [st for exp in ("distractor_search", "query_repair") if (v := cv.get(exp)) is not None for st in v.steps]
+    calls = (f"<details><summary>{len(steps)} verification call(s)</summary>{_steps_table(steps)}</details>"
+             if steps else "")
     return ("<h4>Verification (trek trace verify; the labels above are the trace's, unchanged)</h4>"
-            + table + "".join(details) + stale)
+            + table + "".join(details) + calls + stale)
 
 
 def _verify_badges(cv: CaseVerification | None) -> str:
@@ -174,11 +193,6 @@ def _case(run: str, r: TraceRecord, open_: bool = False, verification: CaseVerif
     ) or "<li>(none)</li>"
     matches = "".join(f"<tr><td>{_e(m.gold_url)}</td><td>{_e(m.matched_url or '-')}</td></tr>" for m in r.url_matches)
     queries = "".join(f"<li>{_e(q)}</li>" for q in r.queries) or "<li>(none)</li>"
-    steps = "".join(
-        f"<tr><td>{_e(s.name)}</td><td>{_e(s.role)}</td><td>{_e(s.model)}</td><td>{_e(s.status)}</td>"
-        f"<td>{_e(s.version)}</td><td>{''.join(f'<pre>{_e(x)}</pre>' for x in s.raw)}{_e(s.error or '')}</td></tr>"
-        for s in r.steps
-    )
     n = _flag(r.noise_correct) if r.noise_was_run else "not run"
     rows = [
         ("Reference answers", " | ".join(r.answers)),
@@ -214,8 +228,7 @@ def _case(run: str, r: TraceRecord, open_: bool = False, verification: CaseVerif
         f"<h4>Gold URL matches</h4><table><tr><th>gold URL</th><th>retrieved URL</th></tr>{matches}</table>"
         f"<h4>Gold-plus-noise context</h4><ol>{''.join(f'<li>{_e(u)}</li>' for u in r.noise_context)}</ol>"
         f"{_verification_html(verification)}"
-        f"<h4>Model calls</h4><table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
-        f"<th>replies</th></tr>{steps}</table></details>"
+        f"<h4>Model calls</h4>{_steps_table(r.steps)}</details>"
     )
 
 
