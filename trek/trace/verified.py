@@ -29,6 +29,7 @@ __all__ = [
     "EXPERIMENTS",
     "TESTS_LABELS",
     "CaseVerification",
+    "current",
     "has_verify",
     "verify_by_case",
     "state",
