@@ -236,10 +236,10 @@ VERIFIED_COLUMNS = ["share", "cases", "labelled", "experiment", "tested", "confi
                     "skipped", "untested", "confirmed_share", "low", "high", "verification"]
 
 
-def _verification_text(k: int, n: int, low: float, high: float, skipped: int) -> str:
+def _verification_text(k: int, n: int, low: float, high: float, skipped: int, level: float = 0.95) -> str:
     if not n:
         return "not tested" + (f" ({skipped} skipped)" if skipped else "")
-    return f"confirmed {k}/{n} ({100 * k / n:.0f}%, 95% Wilson CI {100 * low:.0f}-{100 * high:.0f}%)"
+    return f"confirmed {k}/{n} ({100 * k / n:.0f}%, {100 * level:g}% Wilson CI {100 * low:.0f}-{100 * high:.0f}%)"
 
 
 def verified_shares(run_dirs: dict[str, Path], level: float = 0.95) -> pd.DataFrame:
@@ -290,9 +290,11 @@ def verified_shares(run_dirs: dict[str, Path], level: float = 0.95) -> pd.DataFr
                              "confirmed_share": round(100.0 * count["confirmed"] / n, 1) if n else np.nan,
                              "low": round(100.0 * low, 1) if n else np.nan,
                              "high": round(100.0 * high, 1) if n else np.nan,
-                             "verification": _verification_text(count["confirmed"], n, low, high, count["skipped"])})
+                             "verification": _verification_text(count["confirmed"], n, low, high, count["skipped"],
+                                                                 level)})
     if not rows:
-        raise ValueError("no traced cases")
+        raise ValueError(f"no traced cases in {', '.join(str(d) for d in run_dirs.values()) or 'no run'} "
+                         "(run trek trace first)")
     return pd.DataFrame(rows).set_index(["run", "dataset", "label"])[VERIFIED_COLUMNS]
 
 
