@@ -179,6 +179,12 @@ def same_run(a: Path, b: Path) -> bool:
 
 
 def grade_and_trace(run: Path, llm: FakeOpenAIServer, monkeypatch) -> None:
+    """Grade and trace the run, and give its case the verdicts of trek trace verify (written by
+    hand, tests/_verify_records.py: the export sends them beside the labels)."""
+    from _verify_records import plant
+
+    from trek.trace.pipeline import load_trace
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     invoke("pages", "add", str(run), str(EX / "pages.jsonl"))
     invoke("grade", str(run), "--judge", "gpt-4.1-mini", "--judge-base-url", llm.base_url, "--no-progress")
@@ -186,12 +192,14 @@ def grade_and_trace(run: Path, llm: FakeOpenAIServer, monkeypatch) -> None:
            "--no-progress")
     (rec,) = [json.loads(x) for x in (run / runs.TRACE).read_text().splitlines()]
     assert rec["question_id"] == "lake-2" and rec["status"] == "done" and rec["labels"]
+    assert plant(run, load_trace(run)), f"no experiment for the labels {rec['labels']}"
 
 
 def expected(run: Path) -> dict[tuple[str, str], Any]:
     """(trace id, score name) -> the 1/0 value or the status the export writes."""
     items = scores(run)
     assert any(s.value == 1 for s in items) and any(s.value == 0 for s in items)
+    assert any(s.name.startswith("trektrace.verify_") for s in items)
     return {(s.trace_id, s.name): s.value if s.value is not None else s.status for s in items}
 
 
@@ -238,6 +246,8 @@ def test_phoenix_round_trip(trace_servers, tmp_path, monkeypatch):
             res = a["result"]
             got[(trace_of[a["span_id"]], a["name"])] = int(res["score"]) if res.get("score") is not None else res["label"]
             assert res["explanation"] and a["annotator_kind"] == "LLM"
+            if a["name"].startswith("trektrace.verify_"):  # the verdict's details came along
+                assert a["metadata"]["label"] in ("Pre-retrieval", "Retrieval", "Distraction"), a["metadata"]
     assert got == want
     # a re-export after the case's trace changed (now pending: no label tested) leaves exactly
     # its current state on the server: no label value of the earlier export stays
@@ -322,4 +332,6 @@ def test_mlflow_round_trip(trace_servers, tmp_path, monkeypatch):
                 assert (tid, a.name) not in got, f"{a.name} twice on trace {tid}"
                 assert a.source.source_id == "trektrace" and a.rationale
                 got[(tid, a.name)] = a.value if isinstance(a.value, str) else int(a.value)
+                if a.name.startswith("trektrace.verify_"):  # the verdict's details came along
+                    assert a.metadata["label"] in ("Pre-retrieval", "Retrieval", "Distraction"), a.metadata
     assert got == want

@@ -11,6 +11,7 @@ this module imports pandas)::
     run.label_shares()                           # Figure 2's shares with their Wilson intervals
     run.cases(label="Retrieval")                 # the traced cases carrying a label
     run.case("mini:01")                          # one case, shown inline in JupyterLab
+    run.verified_shares()                        # what `trek trace verify` confirmed, per label
     trek.runs_frame("data/runs")                 # the table of `trek runs list`
     trek.compare("data/runs/wild/no-search", "data/runs/wild/agentic")   # paired McNemar
 
@@ -38,10 +39,11 @@ from trek import runs as _runs
 from trek.trace.labels import LABELS
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TESTS, TraceRecord
+from trek.trace.verified import CaseVerification, has_verify, state, verify_by_case
 from trek.types import Grade, GradeOutcome, Question, Trajectory, TrajectoryStatus
 
-__all__ = ["Run", "Case", "Cases", "load", "runs_frame", "compare", "LABELS", "FRAME_COLUMNS", "OUTCOMES",
-           "TRACE_STATES"]
+__all__ = ["Run", "Case", "Cases", "load", "runs_frame", "compare", "LABELS", "FRAME_COLUMNS", "VERIFY_COLUMNS",
+           "VERIFY_STATES", "OUTCOMES", "TRACE_STATES"]
 
 PathLike = str | os.PathLike[str]
 
@@ -68,6 +70,14 @@ FRAME_COLUMNS: list[str] = [
     "evidence_reason", "query_reason", "gold_only_reason", "noise_reason", "log_coverage",
     "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost_usd", "judge_cost_usd", "trace_cost_usd",
 ]
+#: The columns :meth:`Run.frame` adds after ``log_coverage`` when the run has a ``verify.jsonl``
+#: (``trek trace verify``): each experiment's state and reason, then what it found.
+VERIFY_COLUMNS: list[str] = [
+    "verify_distractor_search", "verify_distractor_search_reason", "minimal_set", "minimal_set_ctrl_kinds",
+    "verify_query_repair", "verify_query_repair_reason", "repaired_queries", "repair_gold_found",
+]
+#: The categories of the ``verify_*`` columns: a verdict, or the state of an experiment without one.
+VERIFY_STATES: tuple[str, ...] = ("confirmed", "refuted", "inconclusive", "skipped", "pending", "failed")
 
 
 def _categorical(values: Sequence[Any], known: Iterable[str]) -> pd.Categorical:
@@ -184,6 +194,18 @@ class Run:
           ``cost_usd``, the grade's ``judge_cost_usd`` and the trace's ``trace_cost_usd``
           (dollars; NaN when a model has no price or the stage has not run).
 
+        * verification, only when the run has a ``verify.jsonl`` (``trek trace verify``; the
+          columns of :data:`VERIFY_COLUMNS`, after ``log_coverage``): ``verify_distractor_search``
+          and ``verify_query_repair`` (categoricals, :data:`VERIFY_STATES`: the verdict, or
+          ``pending``/``failed`` while an experiment has none; missing when the case was not put
+          to that experiment, or its record is stale because the case's labels changed since),
+          ``verify_distractor_search_reason`` and ``verify_query_repair_reason`` (why, for every
+          verdict but confirmed), ``minimal_set`` (the URLs of the minimal distracting set, a
+          tuple) with ``minimal_set_ctrl_kinds`` (each page's Ctrl kind or ``None``, a tuple),
+          ``repaired_queries`` (a tuple) and ``repair_gold_found`` (nullable boolean: whether the
+          gold page or its equivalent came back for them; missing when nothing was searched).
+          The label columns stay the trace's.
+
         Text columns are pandas strings (missing values ``<NA>``).
         """
         base = _runs.frame(self.path)
@@ -230,7 +252,17 @@ class Run:
         out["judge_cost_usd"] = base["judge_cost_usd"].to_numpy(dtype=float)
         out["trace_cost_usd"] = np.array([np.nan if r is None or r.usage.cost_usd is None else r.usage.cost_usd
                                           for r in t], dtype=float)
-        return pd.DataFrame(out, columns=FRAME_COLUMNS)
+        columns = FRAME_COLUMNS
+        if has_verify(self.path):
+            out.update(_verify_columns(self.path, ids, traces))
+            at = FRAME_COLUMNS.index("log_coverage") + 1
+            columns = [*FRAME_COLUMNS[:at], *VERIFY_COLUMNS, *FRAME_COLUMNS[at:]]
+        return pd.DataFrame(out, columns=columns)
+
+    def verification(self) -> dict[str, CaseVerification]:
+        """``{question id: CaseVerification}``: the experiments of ``trek trace verify`` per case
+        (:func:`trek.trace.verified.verify_by_case`; empty when the run has no ``verify.jsonl``)."""
+        return verify_by_case(self.path, self.traces())
 
     # -- cases ------------------------------------------------------------------------------
     def case(self, question_id: str) -> Case:
@@ -244,7 +276,8 @@ class Run:
                            f"({len(questions)} questions: {near}{', ...' if len(questions) > 5 else ''})")
         answers, grades = self._records_of({question_id})
         return Case(question=questions[question_id], answer=answers.get(question_id),
-                    grade=grades.get(question_id), trace=self.traces().get(question_id), run=self.name)
+                    grade=grades.get(question_id), trace=self.traces().get(question_id), run=self.name,
+                    verification=self.verification().get(question_id))
 
     def _records_of(self, ids: set[str]) -> tuple[dict[str, Trajectory], dict[str, Grade]]:
         """The answers and grades of the questions ``ids`` alone, the files read line by line (a
@@ -271,8 +304,9 @@ class Run:
                   if qid in traces and (label is None or label in traces[qid].labels)
                   and (dataset is None or q.dataset == dataset)]
         answers, grades = self._records_of(set(chosen))
+        verified = verify_by_case(self.path, traces)
         return Cases(Case(question=questions[qid], answer=answers.get(qid), grade=grades.get(qid), trace=traces[qid],
-                          run=self.name) for qid in chosen)
+                          run=self.name, verification=verified.get(qid)) for qid in chosen)
 
     def case_per_label(self) -> dict[str, Case]:
         """``{label: case}``: for each label some fully traced case carries, one such case, in
@@ -341,14 +375,38 @@ class Run:
         out["label"] = pd.Categorical(out["label"], categories=list(LABELS))
         return out if by_dataset else out.drop(columns="dataset")
 
+    def verified_shares(self, by_dataset: bool = True) -> pd.DataFrame:
+        """What ``trek trace verify`` confirmed beside each label's share: Figure 2's verification
+        table (:func:`trek.report.trace.verified_shares`) for this run, one row per dataset and
+        label, then per label over ``all`` datasets (only those when ``by_dataset`` is false).
+        Columns ``dataset``, ``label``, then :data:`trek.report.trace.VERIFIED_COLUMNS` (``share``,
+        ``tested``, ``confirmed``, ``confirmed_share`` with ``low``/``high`` in percent,
+        ``verification`` in words: ``confirmed k/n (...)`` or ``not tested``). A run without
+        ``verify.jsonl`` gives every label ``not tested``."""
+        from trek.report.trace import verified_shares
+
+        if not load_trace(self.path):
+            raise FileNotFoundError(f"{self.path / _runs.TRACE} holds no traced case: trace the run first "
+                                    f"(`trek trace {self.path} --judge ...`)")
+        out = verified_shares({self.name: self.path}).loc[self.name].reset_index()
+        if not by_dataset:
+            out = out[out["dataset"] == "all"].drop(columns="dataset").reset_index(drop=True)
+        else:
+            out["dataset"] = _categorical(out["dataset"].tolist(), [])
+        out["label"] = pd.Categorical(out["label"], categories=list(LABELS))
+        return out
+
     def plot_label_shares(self, title: str | None = None) -> Any:
         """Figure 2's panel for this run (:func:`trek.report.trace.plot_label_shares`): bars per
-        label and dataset with their Wilson intervals, ``n`` in the title. Returns the figure;
+        label and dataset with their Wilson intervals, ``n`` in the title, and, when the run has
+        a ``verify.jsonl``, each tested label's confirmed k/n above its bars. Returns the figure;
         nothing is saved."""
-        from trek.report.trace import coverage_note, label_shares, plot_label_shares
+        from trek.report.trace import coverage_note, label_shares, plot_label_shares, verified_shares
 
         runs_map = {self.name: self.path}
-        return plot_label_shares(label_shares(runs_map), title or f"{self.name}: {coverage_note(runs_map)}")
+        verified = verified_shares(runs_map) if has_verify(self.path) else None
+        return plot_label_shares(label_shares(runs_map), title or f"{self.name}: {coverage_note(runs_map)}",
+                                 verified=verified)
 
 
 @dataclass(frozen=True)
@@ -361,6 +419,8 @@ class Case:
     grade: Grade | None
     trace: TraceRecord | None
     run: str = ""
+    #: The case's experiments of ``trek trace verify`` (``None``: not verified).
+    verification: CaseVerification | None = None
 
     @property
     def question_id(self) -> str:
@@ -391,7 +451,7 @@ class Case:
                       ("Judge", f"{g.judge_model or '-'} ({g.grader} {g.grader_version}, {g.method})" if g else "-"),
                       ("Grade reason", (_grade_reason(g) or "-") if g else "-")]
         if self.trace is not None:
-            body = case_html(self.trace, self.run)
+            body = case_html(self.trace, self.run, verification=self.verification)
         else:
             t = self.answer
             queries = "".join(f"<li>{e(c.query)}</li>" for c in t.search_calls) if t else ""
@@ -411,6 +471,36 @@ class Case:
 
 def _e(text: object) -> str:
     return escape("" if text is None else str(text), quote=True)
+
+
+def _verify_columns(path: Path, ids: Sequence[str], traces: dict[str, TraceRecord]) -> dict[str, Any]:
+    """The :data:`VERIFY_COLUMNS` of :meth:`Run.frame`, one value per question of ``ids``."""
+    verified = verify_by_case(path, traces)
+    out: dict[str, Any] = {}
+    for exp in ("distractor_search", "query_repair"):
+        recs = [verified[q].get(exp) if q in verified else None for q in ids]
+        out[f"verify_{exp}"] = _categorical([state(v) if v else None for v in recs], VERIFY_STATES)
+        out[f"verify_{exp}_reason"] = pd.array(
+            [(v.reason if v.status == "done" else v.error) if v else None for v in recs], dtype="string")
+        if exp == "distractor_search":
+            out["minimal_set"] = pd.Series([tuple(p.url for p in v.minimal_set) if v and v.minimal_set else None
+                                            for v in recs], dtype=object)
+            out["minimal_set_ctrl_kinds"] = pd.Series(
+                [tuple(p.ctrl_kind for p in v.minimal_set) if v and v.minimal_set else None for v in recs],
+                dtype=object)
+        else:
+            out["repaired_queries"] = pd.Series([tuple(v.repaired_queries) if v and v.repaired_queries else None
+                                                 for v in recs], dtype=object)
+            out["repair_gold_found"] = pd.array([_gold_found(v) if v else None for v in recs], dtype="boolean")
+    return out
+
+
+def _gold_found(v: Any) -> bool | None:
+    """Whether the repaired queries brought the gold page (or its equivalent) back; ``None`` when
+    they were not searched."""
+    if v.results is None or v.found_urls is None:  # not searched, or the evidence match could not tell
+        return None
+    return bool(v.found_urls)
 
 
 class Cases(list[Case]):

@@ -2,7 +2,8 @@
 
 Per question: the question, its reference answers and dataset, what the system answered and how
 the run ended for it (``ok``, ``no_answer``, ``pending``, ``failed`` with its error), the grade
-when the run is graded (outcome and grader), the TrekTrace labels when it is traced, and the
+when the run is graded (outcome and grader), the TrekTrace labels when it is traced (with the
+verdicts of ``trek trace verify`` beside them when the run has a ``verify.jsonl``), and the
 trajectory: every search call (query, the URLs it returned) and every page opened. Filters by
 dataset, grade and status. The records are read one question at a time (answers, grades and
 trace records are streamed); nothing is fetched. ``trek trace view`` shows the traced cases with
@@ -72,7 +73,33 @@ def _options(values: Iterable[str]) -> str:
     return '<option value="">all</option>' + "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
 
 
-def _case(q: dict, a: dict | None, g: dict | None, t: dict | None) -> tuple[str, str, str]:
+def _verdicts(path: Path) -> dict[str, list[dict]]:
+    """``{question id: the last record of each experiment}`` of ``verify.jsonl`` (one record per
+    labelled case and experiment: small beside the run; empty without the file)."""
+    last: dict[tuple[str, str], dict] = {}
+    if path.is_file():
+        for _, v in iter_json_lines(path, torn_tail=True, warn_torn=False):
+            last[(str(v.get("question_id")), str(v.get("experiment")))] = v
+    out: dict[str, list[dict]] = {}
+    for (qid, _), v in last.items():
+        out.setdefault(qid, []).append(v)
+    return out
+
+
+def _verified(t: dict | None, checks: list[dict]) -> str:
+    """`` · verified: Distraction confirmed`` for the experiments made for the labels the trace
+    record carries now (``""`` when none)."""
+    labels = (t or {}).get("labels") or []
+    words = []
+    for v in checks:
+        if v.get("label") in labels and (not v.get("labels") or v.get("labels") == labels):
+            state = v.get("verdict") if v.get("status", "done") == "done" and v.get("verdict") else v.get("status")
+            words.append(f"{v.get('label')} {state}")
+    return " · verified: " + ", ".join(words) if words else ""
+
+
+def _case(q: dict, a: dict | None, g: dict | None, t: dict | None,
+          checks: list[dict] | None = None) -> tuple[str, str, str]:
     """``(grade shown, answer status, the case's HTML)`` of one question."""
     status = a.get("status", "ok") if a is not None else "not answered"
     outcome = (g or {}).get("outcome") if g else None
@@ -80,6 +107,7 @@ def _case(q: dict, a: dict | None, g: dict | None, t: dict | None) -> tuple[str,
     grade = f'<span class="{cls}">{_e(outcome)}</span> ({_e(g.get("grader"))})' if g else "not graded"
     labels = ", ".join(t.get("labels") or []) if t and t.get("status") == "done" else \
         (f"trace {t.get('status')}" if t else "not traced")
+    labels += _verified(t, checks or [])
     calls = (a or {}).get("search_calls") or []
     searches = "".join(
         f"<li>{_e(c.get('query'))}<ol>" + "".join(f"<li><code>{_e(r.get('url'))}</code></li>"
@@ -99,10 +127,11 @@ def _case(q: dict, a: dict | None, g: dict | None, t: dict | None) -> tuple[str,
 def _cases(run_dir: Path) -> Iterator[tuple[dict, tuple[str, str, str]]]:
     answers, grades, trace = (run_dir / runs.ANSWERS, run_dir / runs.GRADES, run_dir / runs.TRACE)
     at_a, at_g, at_t = _last_by_question(answers), _last_by_question(grades), _last_by_question(trace)
+    verdicts = _verdicts(run_dir / runs.VERIFY)
     for _, q in iter_json_lines(run_dir / runs.QUESTIONS):
         qid = str(q.get("id"))
         yield q, _case(q, _read_at(answers, at_a.get(qid)), _read_at(grades, at_g.get(qid)),
-                       _read_at(trace, at_t.get(qid)))
+                       _read_at(trace, at_t.get(qid)), verdicts.get(qid))
 
 
 def write_run_view(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:

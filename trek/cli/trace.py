@@ -396,7 +396,8 @@ def view_command(
     run_dirs: list[Path] = typer.Argument(..., help="One or more traced run directories."),
     out: Path = typer.Option(None, "--out", help="HTML path (default: RUN_DIR/trace.html of the first run)."),
 ) -> None:
-    """Write one self-contained HTML page of the traced cases (filters by label and dataset)."""
+    """Write one self-contained HTML page of the traced cases (filters by label and dataset); after
+    trek trace verify, each case shows its verdicts, minimal distracting set and repaired queries."""
     from trek.jsonio import unique_paths
     from trek.trace.view import write_view
 
@@ -421,7 +422,9 @@ def export_command(
                                        "(OTLP/HTTP protobuf to a collector)."),
 ) -> None:
     """Write TrekTrace's labels back into the imported traces: one score per label per traced case
-    and one trektrace.status, as a file (--format F --out FILE) or sent to a server (--to DEST URL)."""
+    and one trektrace.status (after trek trace verify, also one trektrace.verify_<experiment> verdict
+    per experiment, with the minimal set or the repaired queries), as a file (--format F --out
+    FILE) or sent to a server (--to DEST URL)."""
     dest, url = to if to else (None, None)
     if dest is None and fmt is None:
         options.fail("say where the labels go: --format langfuse|otlp --out FILE, or --to phoenix|mlflow|otlp URL")

@@ -7,6 +7,10 @@
   the judge's share beside the share corrected by the review (PPI++, :mod:`trek.trace.shares`)
   with its interval, per run over all its fully traced cases; :func:`corrected_caption` names n
   and N.
+  With ``trek trace verify``'s records (``verify.jsonl``) in a run: :func:`verified_shares`, per
+  run, dataset and label, the label's share beside the share of its cases the verification
+  confirmed (k/n with a 95% Wilson interval), "not tested" for a label no experiment tested;
+  :func:`plot_label_shares` writes the same k/n over the label's bars.
 * Figure 3 — :func:`model_search_labels` / :func:`plot_model_search`: the same shares across
   model x search combinations (from each run's ``run.json``).
 * Table A.4.2 — :func:`post_vs_upstream`: per run, cases with a post-retrieval label vs cases
@@ -44,6 +48,9 @@ __all__ = [
     "trace_frame",
     "label_shares",
     "plot_label_shares",
+    "verified_runs",
+    "verified_shares",
+    "VERIFIED_COLUMNS",
     "corrected_shares",
     "corrected_caption",
     "plot_corrected_shares",
@@ -169,16 +176,23 @@ def _n(row: pd.Series) -> str:
     return f"n={int(row['cases'])}" + (f", {left} left out" if left else "")
 
 
-def plot_label_shares(table: pd.DataFrame, title: str, question_as_query: Sequence[str] = ()) -> plt.Figure:
+def plot_label_shares(table: pd.DataFrame, title: str, question_as_query: Sequence[str] = (),
+                      verified: pd.DataFrame | None = None) -> plt.Figure:
     """One panel per run: a group of bars per label, one bar per dataset of the run (and ``all``),
     each dataset in its palette colour, each bar with its 95% Wilson interval over that dataset's
     fully traced cases; a panel's title gives those ``n``, and says "question as query" for the
     runs in ``question_as_query`` (:func:`question_as_query_runs`). The legend lists every dataset
-    drawn in any panel."""
+    drawn in any panel.
+
+    With ``verified`` (:func:`verified_shares`), each label a run's verification tested gets its
+    confirmed share over all the run's datasets written above its bars (``confirmed k/n`` and the
+    95% Wilson interval); a label not tested gets nothing, and without ``verified`` the figure is
+    the plain one."""
     run_labels = list(dict.fromkeys(table.index.get_level_values(0)))
     colour = colours("dataset", table.index.get_level_values(1))
     width = 4.4 * len(run_labels) + 0.6
     fig, axes = plt.subplots(1, len(run_labels), figsize=(width, 3.9), squeeze=False, sharey=True)
+    any_noted = False
     for ax, run in zip(axes[0], run_labels, strict=True):
         sub = table.loc[run]
         series, errors = {}, {}
@@ -188,19 +202,122 @@ def plot_label_shares(table: pd.DataFrame, title: str, question_as_query: Sequen
             series[str(ds)] = 100.0 * k / n if n else k
             errors[str(ds)] = wilson_errors(k, n)
         grouped_bars(ax, LABELS, series, colour, errors=errors)
+        noted = verified is not None and _annotate_verified(ax, verified, run, series, errors)
+        any_noted = any_noted or noted
         per = ", ".join(f"{ds} {int(row['cases'])}" for ds, row in sub.iterrows() if ds != "all")
         query = "; question as query" if run in question_as_query else ""
         ax.set_title(f"{run} ({_n(table.loc[(run, 'all')])}{query})\nfully traced per dataset: {per}", fontsize=8)
         ax.set_ylim(0, 100)
+        if noted:  # room above 100% for the verification notes, the axis still read up to 100%
+            ax.set_ylim(0, 122)
+            ax.set_yticks(range(0, 101, 20))
         ax.tick_params(axis="x", rotation=30, labelsize=8)
         ax.set_xlabel("")
     axes[0][0].set_ylabel("% of traced failures (95% Wilson interval)")
     handles, names = drawn_legend(axes[0], DATASETS)
     fig.legend(handles, names, title="dataset", frameon=False, loc="lower center", ncol=len(names),
                bbox_to_anchor=(0.5, 0.0), fontsize=8, title_fontsize=8)
-    fig.suptitle(wrapped(f"{title}\n({MULTI_LABEL_NOTE})", width, 9), fontsize=9)
+    note = MULTI_LABEL_NOTE + ("; above the bars: the label's cases confirmed by trek trace verify, all datasets, "
+                               "k/n [95% Wilson interval]" if any_noted else "")
+    fig.suptitle(wrapped(f"{title}\n({note})", width, 9), fontsize=9)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
+
+
+def verified_runs(run_dirs: dict[str, Path]) -> list[str]:
+    """The runs of ``run_dirs`` that ``trek trace verify`` has verified (a ``verify.jsonl``)."""
+    from trek.trace.verified import has_verify
+
+    return [label for label, d in run_dirs.items() if has_verify(d)]
+
+
+#: The columns of :func:`verified_shares`, after its index ``(run, dataset, label)``.
+VERIFIED_COLUMNS = ["share", "cases", "labelled", "experiment", "tested", "confirmed", "refuted", "inconclusive",
+                    "skipped", "untested", "confirmed_share", "low", "high", "verification"]
+
+
+def _verification_text(k: int, n: int, low: float, high: float, skipped: int, level: float = 0.95) -> str:
+    if not n:
+        return "not tested" + (f" ({skipped} skipped)" if skipped else "")
+    return f"confirmed {k}/{n} ({100 * k / n:.0f}%, {100 * level:g}% Wilson CI {100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def verified_shares(run_dirs: dict[str, Path], level: float = 0.95) -> pd.DataFrame:
+    """Figure 2's shares with what ``trek trace verify`` found beside them: one row per run,
+    dataset (each, then ``all``) and label, over the run's fully traced (``done``) cases, as
+    :func:`label_shares` counts them.
+
+    Columns (:data:`VERIFIED_COLUMNS`): ``share`` (% of the ``cases`` carrying the label, as in
+    Figure 2's table), ``cases``, ``labelled`` (cases carrying the label), ``experiment`` (the
+    experiment that tests the label, empty for Interpretation and Randomness), then over the
+    labelled cases: ``tested`` (a verdict of confirmed, refuted or inconclusive), ``confirmed``,
+    ``refuted``, ``inconclusive``, ``skipped`` (the experiment could not test the case, with a
+    reason in ``verify.jsonl``), ``untested`` (no current verdict: not verified yet, pending,
+    or stale because the labels changed since), ``confirmed_share`` (% of ``tested``) with its
+    Wilson interval ``low``/``high`` at ``level`` (%; NaN when nothing was tested) and
+    ``verification`` in words: ``confirmed 3/4 (75%, 95% Wilson CI 30-95%)`` or ``not tested``.
+
+    The labels are the trace's, unchanged; a run without ``verify.jsonl`` has every label ``not
+    tested``. The verify summary (``trek trace verify``) counts every verified case, incomplete
+    ones too; this table counts the cases behind Figure 2's bars only.
+    """
+    from trek.stats import wilson_ci
+    from trek.trace.verified import TESTS_LABELS, state, verify_by_case
+
+    experiment_of = {lab: exp for exp, labs in TESTS_LABELS.items() for lab in labs}
+    rows = []
+    for run, d in run_dirs.items():
+        records = load_trace(d)
+        verified = verify_by_case(d, records)
+        done = [r for r in records if r.status == "done"]
+        datasets = list(dict.fromkeys(r.dataset for r in records))
+        for ds in [*datasets, "all"]:
+            cases = [r for r in done if ds == "all" or r.dataset == ds]
+            for lab in LABELS:
+                having = [r for r in cases if lab in r.labels]
+                exp = experiment_of.get(lab)
+                states = []
+                for r in having:
+                    v = verified[r.question_id].get(exp) if exp and r.question_id in verified else None
+                    states.append(state(v) if v is not None and v.label == lab else None)
+                count = {s: states.count(s) for s in ("confirmed", "refuted", "inconclusive", "skipped")}
+                n = count["confirmed"] + count["refuted"] + count["inconclusive"]
+                low, high = wilson_ci(count["confirmed"], n, level) if n else (np.nan, np.nan)
+                rows.append({"run": run, "dataset": ds, "label": lab,
+                             "share": round(100.0 * len(having) / len(cases), 1) if cases else np.nan,
+                             "cases": len(cases), "labelled": len(having), "experiment": exp or "", "tested": n,
+                             **count, "untested": len(having) - n - count["skipped"],
+                             "confirmed_share": round(100.0 * count["confirmed"] / n, 1) if n else np.nan,
+                             "low": round(100.0 * low, 1) if n else np.nan,
+                             "high": round(100.0 * high, 1) if n else np.nan,
+                             "verification": _verification_text(count["confirmed"], n, low, high, count["skipped"],
+                                                                 level)})
+    if not rows:
+        raise ValueError(f"no traced cases in {', '.join(str(d) for d in run_dirs.values()) or 'no run'} "
+                         "(run trek trace first)")
+    return pd.DataFrame(rows).set_index(["run", "dataset", "label"])[VERIFIED_COLUMNS]
+
+
+def _annotate_verified(ax: plt.Axes, verified: pd.DataFrame, run: str, series: dict[str, np.ndarray],
+                       errors: dict[str, np.ndarray]) -> bool:
+    """``confirmed k/n`` and its interval above each tested label's bars of ``run`` (all datasets);
+    whether any label was tested."""
+    noted = False
+    flat = verified.reset_index()
+    rows = flat[(flat["run"] == run) & (flat["dataset"] == "all")].set_index("label")
+    for i, lab in enumerate(LABELS):
+        if lab not in rows.index:
+            continue
+        row = rows.loc[lab]
+        if not int(row["tested"]):
+            continue
+        tops = [float(np.nan_to_num(series[ds][i])) + float(np.nan_to_num(errors[ds][1][i])) for ds in series]
+        y = min(max(tops, default=0.0), 100.0) + 2.0
+        ax.annotate(f"confirmed {int(row['confirmed'])}/{int(row['tested'])}\n"
+                    f"[{row['low']:.0f}-{row['high']:.0f}%]", (i, y), ha="center", va="bottom", fontsize=6,
+                    color="#333333", gid="verified")
+        noted = True
+    return noted
 
 
 def corrected_shares(run_dirs: dict[str, Path], human: dict[str, str | os.PathLike[str]], *,

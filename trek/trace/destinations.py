@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import math
 import os
 import re
@@ -342,7 +343,8 @@ def phoenix_annotations(items: list[Score], run_dir: Path) -> list[dict[str, Any
                                   if s.value is not None else {"label": s.status})
         result["explanation"] = s.comment
         out.append({"name": s.name, "span_id": _root(s, run_dir), "annotator_kind": "LLM", "result": result,
-                    "metadata": {"question_id": s.question_id, "trek_version": __version__}, "identifier": ""})
+                    "metadata": {"question_id": s.question_id, "trek_version": __version__, **(s.details or {})},
+                    "identifier": ""})
     return out
 
 
@@ -350,9 +352,14 @@ def phoenix_untested(items: list[Score], run_dir: Path) -> list[dict[str, Any]]:
     """For each case of ``items``, an annotation ``not tested`` (no score) of every TrekTrace label
     it has no score for now: Phoenix keeps one annotation per span and name and its client
     deletes none, so this replaces what an earlier export wrote under that name (a label whose
-    side of C.4 ran then, and not now) instead of leaving it beside the current ones."""
-    from trek.trace.export import score_name
+    side of C.4 ran then, and not now) instead of leaving it beside the current ones. A run with a
+    ``verify.jsonl`` does the same for the verification scores (an experiment whose record is
+    stale now, or that the case's labels no longer call for)."""
+    from trek.trace.export import VERIFY_SCORE_NAMES, score_name
     from trek.trace.labels import LABELS
+    from trek.trace.verified import has_verify
+
+    extra = VERIFY_SCORE_NAMES if has_verify(run_dir) else ()
 
     have: dict[str, set[str]] = {}
     first: dict[str, Score] = {}
@@ -371,6 +378,13 @@ def phoenix_untested(items: list[Score], run_dir: Path) -> list[dict[str, Any]]:
                 out.append({"name": name, "span_id": _root(s, run_dir), "annotator_kind": "LLM",
                             "result": {"label": "not tested", "explanation": f"{label} was not tested in the "
                                        f"current trace of this case (status {status.get(tid, 'unknown')})"},
+                            "metadata": {"question_id": s.question_id, "trek_version": __version__},
+                            "identifier": ""})
+        for name in extra:
+            if name not in names:
+                out.append({"name": name, "span_id": _root(s, run_dir), "annotator_kind": "LLM",
+                            "result": {"label": "not tested", "explanation": "trek trace verify has no current "
+                                       "record of this experiment for this case's labels"},
                             "metadata": {"question_id": s.question_id, "trek_version": __version__},
                             "identifier": ""})
     return out
@@ -481,7 +495,8 @@ def to_mlflow(run_dir: str | os.PathLike[str], uri: str) -> Sent:
                     mlflow.log_feedback(trace_id=tid, name=s.name,
                                         value=s.value if s.value is not None else s.status, source=source,
                                         rationale=s.comment,
-                                        metadata={"question_id": s.question_id, "trek_version": __version__})
+                                        metadata={"question_id": s.question_id, "trek_version": __version__,
+                                                  **_string_details(s)})
                 except Exception as e:
                     raise _one_line(uri, f"writing feedback to trace {tid} (question {s.question_id!r})", e) from None
 
@@ -490,6 +505,12 @@ def to_mlflow(run_dir: str | os.PathLike[str], uri: str) -> Sent:
         except DeadlineExceeded as e:
             raise RuntimeError(str(e)) from None
     return Sent(len(items), _cases(items), "mlflow", _shown(uri))
+
+
+def _string_details(s: Score) -> dict[str, str]:
+    """A verification's details as MLflow assessment metadata (string values: JSON for lists
+    and other values)."""
+    return {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in (s.details or {}).items()}
 
 
 def _clear(mlflow: Any, trace_id: str) -> None:

@@ -19,6 +19,15 @@ test that did not run, and Randomness only for a case that is ``done``.
   ``gen_ai.evaluation.score.value``, ``gen_ai.evaluation.score.label`` ``yes``/``no`` or the
   status, ``gen_ai.evaluation.explanation``), ready for a collector's OTLP/HTTP receiver.
 
+When ``trek trace verify`` has run (``verify.jsonl``), each traced case also gets one categorical
+score per experiment it was put to: ``trektrace.verify_distractor_search`` and
+``trektrace.verify_query_repair``, whose value is the verdict (``confirmed``, ``refuted``,
+``inconclusive``, ``skipped``; ``pending`` or ``failed`` while the experiment has none), whose
+comment is the reason, and whose details (Langfuse ``metadata``, OTLP event attributes
+``trek.verify.*``) carry the label tested, the minimal distracting set (``minimal_set``: URL and
+Ctrl kind) and the repaired queries (``repaired_queries``, ``gold_found``). The label scores stay
+the trace's: a verdict never changes them. A run without ``verify.jsonl`` exports as before.
+
 Nothing is sent here; :mod:`trek.trace.destinations` sends the same scores to Phoenix, MLflow or
 an OTLP/HTTP collector (``trek trace export --to``). A traced case whose trajectory has no trace id (a run not
 imported from traces) is an error naming it.
@@ -31,7 +40,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +49,12 @@ from trek.outputs import atomic_write, check_out
 from trek.trace.labels import LABELS, POST_RETRIEVAL, UPSTREAM
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TraceRecord
+from trek.trace.verified import has_verify, minimal_set_text, repair_text, state, verdict_text, verify_by_case
+from trek.trace.verify import EXPERIMENTS, VerifyRecord
 from trek.types import Trajectory
 
-__all__ = ["FORMATS", "Score", "scores", "langfuse_rows", "otlp_request", "export_labels", "score_name"]
+__all__ = ["FORMATS", "Score", "scores", "langfuse_rows", "otlp_request", "export_labels", "score_name",
+           "verify_score_name", "VERIFY_SCORE_NAMES"]
 
 #: The import formats whose trajectories keep a trace id to write labels back to.
 TRACE_FORMATS = ("otlp", "langfuse", "phoenix", "mlflow")
@@ -58,9 +70,20 @@ def score_name(label: str) -> str:
     return "trektrace." + re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
+def verify_score_name(experiment: str) -> str:
+    """The score of one ``trek trace verify`` experiment: ``trektrace.verify_distractor_search``."""
+    return f"trektrace.verify_{experiment}"
+
+
+#: The verification scores, one per experiment.
+VERIFY_SCORE_NAMES = tuple(verify_score_name(e) for e in EXPERIMENTS)
+
+
 @dataclass(frozen=True)
 class Score:
-    """One score of one traced case: a label's 0/1 (``value``) or the status (``status``)."""
+    """One score of one traced case: a label's 0/1 (``value``) or a category (``status``: the
+    case's trace status, or a verification's verdict), and for a verification its ``details``
+    (label tested, minimal set, repaired queries)."""
 
     trace_id: str
     root_span_id: str | None
@@ -70,6 +93,32 @@ class Score:
     status: str | None
     comment: str
     time: str
+    details: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+
+
+def verify_details(v: VerifyRecord) -> dict[str, Any]:
+    """What an exported verification score carries beside its verdict: ``label`` (the label
+    tested), then for a distractor search ``noise_pages`` and ``minimal_set`` (``[{"url",
+    "ctrl_kind"}]``, empty when none was found), for a query repair ``backend``, ``live``,
+    ``repaired_queries``, ``found_urls`` (the results counted as the gold page or its
+    equivalent) and ``gold_found`` (``None`` when nothing was searched or it could not be told);
+    ``calls``, the questions the experiment asked."""
+    out: dict[str, Any] = {"label": v.label}
+    if v.experiment == "distractor_search":
+        out["noise_pages"] = v.noise_pages
+        out["minimal_set"] = [{"url": p.url, "ctrl_kind": p.ctrl_kind} for p in v.minimal_set or []]
+    else:
+        out.update(backend=v.backend, live=v.live, repaired_queries=list(v.repaired_queries or []),
+                   found_urls=list(v.found_urls or []),
+                   gold_found=None if v.results is None or v.found_urls is None else bool(v.found_urls))
+    out["calls"] = v.calls
+    return out
+
+
+def _verify_comment(v: VerifyRecord) -> str:
+    found = minimal_set_text(v) if v.experiment == "distractor_search" else repair_text(v)
+    what = "minimal distracting set" if v.experiment == "distractor_search" else "repaired queries"
+    return f"{v.label}: {verdict_text(v)}" + (f"; {what}: {found}" if found else "")
 
 
 def _why(r: TraceRecord, label: str) -> str:
@@ -125,6 +174,7 @@ def scores(run_dir: str | os.PathLike[str]) -> list[Score]:
     if not records:
         raise FileNotFoundError(f"{rd}: no trace.jsonl records (run `trek trace {rd}` first)")
     answers = runs.load_answers(rd)
+    verified = verify_by_case(rd, records) if has_verify(rd) else {}
     out = []
     for r in records:
         t = answers.get(r.question_id)
@@ -139,6 +189,12 @@ def scores(run_dir: str | os.PathLike[str]) -> list[Score]:
                                  _why(r, label), r.created_at))
         out.append(Score(tid, root, r.question_id, "trektrace.status", None, r.status, _status_reason(r),
                          r.created_at))
+        case = verified.get(r.question_id)
+        for experiment in EXPERIMENTS:
+            v = case.get(experiment) if case is not None else None
+            if v is not None:
+                out.append(Score(tid, root, r.question_id, verify_score_name(experiment), None, state(v),
+                                 _verify_comment(v), v.created_at, verify_details(v)))
     return out
 
 
@@ -156,7 +212,7 @@ def langfuse_rows(items: list[Score]) -> list[dict[str, Any]]:
         else:
             row.update(value=s.status, dataType="CATEGORICAL")
         row["comment"] = s.comment
-        row["metadata"] = {"question_id": s.question_id, "trek_version": __version__}
+        row["metadata"] = {"question_id": s.question_id, "trek_version": __version__, **(s.details or {})}
         rows.append(row)
     return rows
 
@@ -171,10 +227,34 @@ def _ns(time: str) -> str:
     return str(int(t.timestamp()) * 1_000_000_000)
 
 
-def _kv(key: str, value: Any) -> dict[str, Any]:
+def _any(value: Any) -> dict[str, Any]:
+    """An OTLP/JSON ``AnyValue``."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
     if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    return {"key": key, "value": {"stringValue": str(value)}}
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any(x) for x in value]}}
+    return {"stringValue": str(value)}
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": _any(value)}
+
+
+def _detail_attributes(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """A verification's details as ``trek.verify.*`` attributes (a minimal set as two parallel
+    arrays, its URLs and their Ctrl kinds, ``""`` for none; a missing value left out)."""
+    attrs = []
+    for key, value in details.items():
+        if key == "minimal_set":
+            attrs.append(_kv("trek.verify.minimal_set", [p["url"] for p in value]))
+            attrs.append(_kv("trek.verify.minimal_set_ctrl_kinds", [p["ctrl_kind"] or "" for p in value]))
+        elif value is not None:
+            attrs.append(_kv(f"trek.verify.{key}", value))
+    return attrs
 
 
 def otlp_request(items: list[Score], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -203,6 +283,7 @@ def otlp_request(items: list[Score], run_dir: str | os.PathLike[str]) -> dict[st
             else:
                 attrs.append(_kv("gen_ai.evaluation.score.label", s.status))
             attrs.append(_kv("gen_ai.evaluation.explanation", s.comment))
+            attrs += _detail_attributes(s.details or {})
             events.append({"timeUnixNano": when, "name": "gen_ai.evaluation.result", "attributes": attrs})
         spans.append({"traceId": tid.lower(), "spanId": hashlib.sha256(f"trektrace/{tid}".encode()).hexdigest()[:16],
                       "parentSpanId": root, "name": "trektrace", "kind": 1, "startTimeUnixNano": when,

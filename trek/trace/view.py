@@ -4,7 +4,9 @@ Every traced case is a collapsible block with its labels; filters select by labe
 run. Expanding a case shows the evidence behind its labels: flags, queries, the whole retrieved
 collection with the URLs that matched a gold URL (or were named equivalent) highlighted, the URL
 matches, key and matched evidence, both probes' answers and grades, and every model call with
-its raw replies.
+its raw replies. Where ``trek trace verify`` has run (``verify.jsonl``), a case also shows each
+experiment's verdict with its reason, the minimal distracting set (URLs and Ctrl kinds) and the
+repaired queries with whether the gold page came back; its labels stay as the trace gave them.
 
 Safety: every piece of question, document or model text is HTML-escaped, and the page carries a
 Content-Security-Policy that allows no external resource and only its own inline script (by
@@ -25,7 +27,15 @@ from trek.outputs import atomic_write, check_out
 from trek.pages import normalize_url
 from trek.trace.labels import DEFINITIONS, LABELS
 from trek.trace.pipeline import load_trace
-from trek.trace.records import TraceRecord
+from trek.trace.records import Step, TraceRecord
+from trek.trace.verified import (
+    CaseVerification,
+    query_came_back,
+    state,
+    verdict_text,
+    verify_by_case,
+)
+from trek.trace.verify import VerifyRecord
 
 __all__ = ["render_html", "write_view", "case_html", "scoped_css"]
 
@@ -39,6 +49,8 @@ font-size:.85em;background:#eee}.lab.Pre-retrieval{background:#fde2c8}.lab.Retri
 .lab.pending{background:#ddd;color:#555}.lab.stale{background:#fff;border:1px dashed #b00;color:#b00}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;
 padding:.2em .5em;vertical-align:top;text-align:left}pre{white-space:pre-wrap;background:#f7f7f7;padding:.4em;
 max-height:20em;overflow:auto}mark{background:#fff2a8}.meta{color:#666;font-size:.9em}
+.lab.v-confirmed{background:#fff;border:1px solid #2a7a3a;color:#2a7a3a}.lab.v-refuted{background:#fff;
+border:1px solid #b00;color:#b00}.lab.v-other{background:#fff;border:1px solid #888;color:#555}
 """
 
 _JS = """
@@ -73,9 +85,103 @@ def _options(values: Iterable[str]) -> str:
     return '<option value="">all</option>' + "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
 
 
-def _case(run: str, r: TraceRecord, open_: bool = False) -> str:
+def _steps_table(steps: Sequence[Step]) -> str:
+    """Model calls, one row each: step, role, model, status, version, the raw replies (or the error)."""
+    rows = "".join(
+        f"<tr><td>{_e(s.name)}</td><td>{_e(s.role)}</td><td>{_e(s.model)}</td><td>{_e(s.status)}</td>"
+        f"<td>{_e(s.version)}</td><td>{''.join(f'<pre>{_e(x)}</pre>' for x in s.raw)}{_e(s.error or '')}</td></tr>"
+        for s in steps
+    )
+    return ("<table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
+            f"<th>replies</th></tr>{rows}</table>")
+
+
+_EXPERIMENT_NAMES = {"distractor_search": "distractor search", "query_repair": "query repair"}
+
+
+def _distractor_html(v: VerifyRecord) -> str:
+    head = (f"{v.noise_pages} noise page(s) searched" if v.noise_pages is not None else "no noise page searched")
+    head += f" by {v.search}" if v.search else ""
+    words = {True: "right", False: "wrong", None: "unknown"}
+    probes = "".join(f"<tr><td>{len(t.noise)}</td><td>{t.draw}</td><td>{_e(words[t.correct])}</td>"
+                     f"<td>{_e(t.answer or '-')}</td></tr>" for t in v.tests)
+    asked = (f"<details><summary>{len(v.tests)} probe(s) asked</summary><table><tr><th>noise pages kept</th>"
+             f"<th>draw</th><th>answer graded</th><th>answer</th></tr>{probes}</table></details>") if probes else ""
+    if v.minimal_set:
+        kept = "confirmed" if v.verdict == "confirmed" else "found, not confirmed"
+        items = "".join(f"<li>{_e(p.url)}" + (f' <span class="meta">Ctrl: {_e(p.ctrl_kind)}</span>' if p.ctrl_kind
+                                               else "") + "</li>" for p in v.minimal_set)
+        return f"<p>Minimal distracting set ({_e(kept)}; {_e(head)}):</p><ol>{items}</ol>{asked}"
+    return f"<p>Minimal distracting set: none found ({_e(head)}).</p>{asked}"
+
+
+def _repair_html(v: VerifyRecord) -> str:
+    backend = v.backend or "none recorded"
+    head = f"Search backend: {backend}" + (" (a live web search, at a later date)" if v.live else "")
+    if not v.repaired_queries:
+        return f"<p>{_e(head)}; no repaired query.</p>"
+    found = {normalize_url(u) for u in v.found_urls or []}
+    words = {True: "yes", False: "no", None: "not searched"}
+    rows = []
+    for q in v.repaired_queries:
+        results = (v.results or {}).get(q)
+        shown = "".join(f"<li>{'<mark>' + _e(u) + '</mark>' if normalize_url(u) in found else _e(u)}</li>"
+                        for u in results or []) or "<li>(none)</li>"
+        rows.append(f"<tr><td>{_e(q)}</td><td>{_e(words[query_came_back(v, q)])}</td><td><ol>{shown}</ol></td></tr>")
+    how = {"url-identity": "by URL identity", "evidence-match": "by the evidence match"}.get(v.found_by or "", "")
+    outcome = (f"the gold page or its evidence came back {how}".strip() if v.found_urls
+               else "no gold page or equivalent came back") + (f": {v.outcome}" if v.outcome else "")
+    return (f"<p>{_e(head)}; {_e(outcome)} (highlighted: counted as the gold page or its equivalent).</p>"
+            "<table><tr><th>repaired query</th><th>gold page came back</th><th>results</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _verification_html(cv: CaseVerification | None) -> str:
+    if cv is None:
+        return ""
+    rows, details = [], []
+    for exp in ("distractor_search", "query_repair"):
+        v = cv.get(exp)
+        if v is None:
+            continue
+        why = v.reason if v.status == "done" else v.error
+        rows.append(f"<tr><td>{_e(_EXPERIMENT_NAMES[exp])}</td><td>{_e(v.label)}</td><td>{_e(state(v))}</td>"
+                    f"<td>{_e(why or '-')}</td><td>{v.calls}</td></tr>")
+        details.append(_distractor_html(v) if exp == "distractor_search" else _repair_html(v))
+    stale = ""
+    if cv.stale:
+        made = "; ".join(f"{_EXPERIMENT_NAMES.get(v.experiment, v.experiment)} for {', '.join(v.labels) or v.label}"
+                         for v in cv.stale)
+        stale = (f'<p class="meta">{len(cv.stale)} earlier experiment(s) made for other labels ({_e(made)}) are '
+                 "stale and not shown: run trek trace verify again.</p>")
+    if not rows and not stale:
+        return ""
+    table = ("<table><tr><th>experiment</th><th>label tested</th><th>verdict</th><th>reason</th><th>calls</th></tr>"
+             + "".join(rows) + "</table>") if rows else ""
+    steps = [st for exp in ("distractor_search", "query_repair") if (v := cv.get(exp)) is not None for st in v.steps]
+    calls = (f"<details><summary>{len(steps)} verification call(s)</summary>{_steps_table(steps)}</details>"
+             if steps else "")
+    return ("<h4>Verification (trek trace verify; the labels above are the trace's, unchanged)</h4>"
+            + table + "".join(details) + calls + stale)
+
+
+def _verify_badges(cv: CaseVerification | None) -> str:
+    if cv is None:
+        return ""
+    out = []
+    for exp in ("distractor_search", "query_repair"):
+        v = cv.get(exp)
+        if v is not None:
+            s = state(v)
+            kind = s if s in ("confirmed", "refuted") else "other"
+            out.append(f'<span class="lab v-{kind}" title="{_e(verdict_text(v))}">{_e(v.label)} {_e(s)}</span>')
+    return "".join(out)
+
+
+def _case(run: str, r: TraceRecord, open_: bool = False, verification: CaseVerification | None = None) -> str:
     labels = r.labels if r.status == "done" else [r.status, *r.labels]
     badges = "".join(f'<span class="lab {_e(lab)}">{_e(lab)}</span>' for lab in labels)
+    badges += _verify_badges(verification)
     if r.stale_reference:
         badges += '<span class="lab stale">stale reference?</span>'
     if r.evidence_lower_bound:
@@ -87,11 +193,6 @@ def _case(run: str, r: TraceRecord, open_: bool = False) -> str:
     ) or "<li>(none)</li>"
     matches = "".join(f"<tr><td>{_e(m.gold_url)}</td><td>{_e(m.matched_url or '-')}</td></tr>" for m in r.url_matches)
     queries = "".join(f"<li>{_e(q)}</li>" for q in r.queries) or "<li>(none)</li>"
-    steps = "".join(
-        f"<tr><td>{_e(s.name)}</td><td>{_e(s.role)}</td><td>{_e(s.model)}</td><td>{_e(s.status)}</td>"
-        f"<td>{_e(s.version)}</td><td>{''.join(f'<pre>{_e(x)}</pre>' for x in s.raw)}{_e(s.error or '')}</td></tr>"
-        for s in r.steps
-    )
     n = _flag(r.noise_correct) if r.noise_was_run else "not run"
     rows = [
         ("Reference answers", " | ".join(r.answers)),
@@ -126,16 +227,18 @@ def _case(run: str, r: TraceRecord, open_: bool = False) -> str:
         f"equivalent)</h4><ol>{retrieved}</ol>"
         f"<h4>Gold URL matches</h4><table><tr><th>gold URL</th><th>retrieved URL</th></tr>{matches}</table>"
         f"<h4>Gold-plus-noise context</h4><ol>{''.join(f'<li>{_e(u)}</li>' for u in r.noise_context)}</ol>"
-        f"<h4>Model calls</h4><table><tr><th>step</th><th>role</th><th>model</th><th>status</th><th>version</th>"
-        f"<th>replies</th></tr>{steps}</table></details>"
+        f"{_verification_html(verification)}"
+        f"<h4>Model calls</h4>{_steps_table(r.steps)}</details>"
     )
 
 
-def case_html(r: TraceRecord, run: str = "", open_: bool = True) -> str:
+def case_html(r: TraceRecord, run: str = "", open_: bool = True,
+              verification: CaseVerification | None = None) -> str:
     """One case as the viewer shows it (the same escaped block, expanded when ``open_``), for a
     page of its own making: a notebook's inline view (:meth:`trek.api.Case._repr_html_`). Style it
-    with :func:`scoped_css`; the fragment carries no script."""
-    return _case(run, r, open_)
+    with :func:`scoped_css`; the fragment carries no script. ``verification``: the case's
+    experiments (:func:`trek.trace.verified.verify_by_case`), shown when given."""
+    return _case(run, r, open_, verification)
 
 
 def scoped_css(scope: str) -> str:
@@ -154,15 +257,20 @@ def scoped_css(scope: str) -> str:
 _PAGE_ONLY = ("body", "h1", "#filters")
 
 
-def render_html(items: Sequence[tuple[str, TraceRecord]], title: str = "TrekTrace cases") -> str:
-    """The viewer page for ``(run label, record)`` pairs."""
+def render_html(items: Sequence[tuple[str, TraceRecord]], title: str = "TrekTrace cases",
+                verification: Sequence[CaseVerification | None] | None = None) -> str:
+    """The viewer page for ``(run label, record)`` pairs; ``verification``, when given, holds each
+    pair's experiments (``None`` for a case without)."""
     script_hash = base64.b64encode(hashlib.sha256(_JS.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; "
            "img-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'")
     datasets = sorted({r.dataset for _, r in items})
     run_labels = list(dict.fromkeys(run for run, _ in items))
     legend = "".join(f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in DEFINITIONS.items())
-    body = "".join(_case(run, r) for run, r in items)
+    checks = list(verification) if verification is not None else [None] * len(items)
+    if len(checks) != len(items):
+        raise ValueError(f"verification has {len(checks)} entries for {len(items)} cases")
+    body = "".join(_case(run, r, verification=v) for (run, r), v in zip(items, checks, strict=True))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -184,9 +292,12 @@ def write_view(run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
         raise ValueError("give at least one traced run directory")
     path = check_out(Path(out) if out else Path(run_dirs[0]) / "trace.html", runs=run_dirs, example="trace.html")
     items: list[tuple[str, TraceRecord]] = []
+    checks: list[CaseVerification | None] = []
     for d in run_dirs:
         recs = load_trace(d)
         if not recs:
             raise FileNotFoundError(f"{d}: no trace.jsonl records (run `trek trace {d}` first)")
         items += [(Path(d).resolve().name, r) for r in recs]
-    return atomic_write(path, render_html(items))
+        verified = verify_by_case(d, recs)
+        checks += [verified.get(r.question_id) for r in recs]
+    return atomic_write(path, render_html(items, verification=checks))
