@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 
 from trek import runs
+from trek.trace.labels import in_c4_order
 from trek.types import iter_json_lines
 
 __all__ = ["VIEW_FILE", "write_run_view"]
@@ -78,7 +79,7 @@ def _case(q: dict, a: dict | None, g: dict | None, t: dict | None) -> tuple[str,
     outcome = (g or {}).get("outcome") if g else None
     cls = "correct" if outcome == "correct" else "incorrect" if outcome == "incorrect" else "other"
     grade = f'<span class="{cls}">{_e(outcome)}</span> ({_e(g.get("grader"))})' if g else "not graded"
-    labels = ", ".join(t.get("labels") or []) if t and t.get("status") == "done" else \
+    labels = ", ".join(in_c4_order(t.get("labels") or [])) if t and t.get("status") == "done" else \
         (f"trace {t.get('status')}" if t else "not traced")
     calls = (a or {}).get("search_calls") or []
     searches = "".join(
