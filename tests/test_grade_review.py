@@ -240,8 +240,12 @@ def test_grade_cli_with_human_prints_the_corrected_accuracy(tmp_path):
     table = corrected_accuracy(run, read_grade_review(path, run)).set_index("dataset")
     allr = table.loc["all"]
     assert allr["human_only_accuracy"] == pytest.approx(0.25)
-    shown = f"{100 * allr['corrected_accuracy']:.1f} [{100 * allr['low']:.1f}, {100 * allr['high']:.1f}]"
-    assert "judge-corrected accuracy" in r.output and shown in r.output
+    estimate, interval = f"{100 * allr['corrected_accuracy']:.1f}", f"[{100 * allr['low']:.1f}, {100 * allr['high']:.1f}]"
+    lines = r.output.split("judge-corrected accuracy", 1)[1].split("\nnot finished:", 1)[0].splitlines()[1:]
+    # each estimate sits above its interval, so the table comes in one block within 80 columns
+    below = [(a, b) for a, b in zip(lines, lines[1:], strict=False) if estimate in a.split() and interval in b]
+    assert below and max(len(x) for x in lines) <= 80, r.output
+    assert sum(set(x) == {"-", " "} for x in lines) == 1, r.output
     # the exact judge finds no answer of the recorded run correct, so the judge adds nothing: the review's own
     assert allr["judge_accuracy"] == 0.0 and allr["lambda"] == 0.0
     assert allr["corrected_accuracy"] == pytest.approx(0.25)

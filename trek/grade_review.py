@@ -356,14 +356,21 @@ def _ci(v: float, lo: float, hi: float, scale: float = 100.0) -> str:
     return "-" if v != v else f"{scale * v:.1f} [{scale * lo:.1f}, {scale * hi:.1f}]"
 
 
+def _stacked(cell: str) -> str:
+    """``"41.7 [19.3, 68.0]"`` as two lines of one table cell: the estimate, then its interval."""
+    return cell.replace(" ", "\n", 1)
+
+
 def describe_accuracy(table: pd.DataFrame, human: HumanGrades, alpha: float) -> str:
     """The corrected-accuracy table in words and percentages."""
     pct = int(round(100 * (1 - alpha)))
     show = pd.DataFrame({
         "dataset": table["dataset"], "n": table["n"], "reviewed": table["n_reviewed"],
-        f"judge % [{pct}% CI]": [_ci(*r) for r in table[["judge_accuracy", "judge_low", "judge_high"]].to_numpy()],
-        f"corrected % [{pct}% CI]": [_ci(*r) for r in table[["corrected_accuracy", "low", "high"]].to_numpy()],
-        f"review only % [{pct}% CI]": [_ci(*r) for r in
+        # each estimate above its interval, so that three of them fit 80 columns side by side
+        f"judge %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in
+                                 table[["judge_accuracy", "judge_low", "judge_high"]].to_numpy()],
+        f"corrected %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in table[["corrected_accuracy", "low", "high"]].to_numpy()],
+        f"review only %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in
                                       table[["human_only_accuracy", "human_low", "human_high"]].to_numpy()],
         "lambda": [f"{v:.2f}" if v == v else "-" for v in table["lambda"]]})
     return (f"judge-corrected accuracy (prediction-powered, PPI++; the estimand: accuracy in the population the "
