@@ -137,7 +137,12 @@ def test_compare_cli_prints_and_writes_the_table(tmp_path, drawn):
     out = tmp_path / "cmp.csv"
     r = runner.invoke(app, ["compare", str(a), str(b), "--human", str(ha), "--human", str(hb), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "+15.1 [-6.5, +36.7]" in r.output and "0.161 (0.161)" in r.output
+    lines = r.output.splitlines()
+    row = lines[lines.index(f"{a} - {b}") + 1]  # the pair on a line of its own, its figures below it
+    assert "+15.1 [-6.5, +36.7]" in row and row.split()[-2:] == ["0.161", "no"], r.output
+    assert lines[lines.index(f"{a} - {b}") + 2].split() == ["(0.146)", "(0.161)"]  # each p above its Holm p
+    table = [x for x in lines[1:] if x != f"{a} - {b}"]  # the title and the pair's names are never cut
+    assert max(len(x) for x in table) <= 80 and sum(set(x) == {"-", " "} for x in lines) == 1, r.output
     t = pd.read_csv(out)
     assert t.loc[0, "corrected_difference"] == pytest.approx(0.150946, abs=1e-6)
     r = runner.invoke(app, ["compare", str(a), str(b), "--human", str(ha)])

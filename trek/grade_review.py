@@ -433,16 +433,17 @@ def compare_runs(runs: dict[str, str | os.PathLike[str]], human: dict[str, Human
 
 
 def describe_comparisons(table: pd.DataFrame, alpha: float) -> str:
-    """The comparison table in words and percentage points."""
+    """The comparison table in words and percentage points: each pair of runs on a line of its own
+    above its figures, each p-value above its Holm-adjusted one, so the table fits 80 columns."""
     pct = int(round(100 * (1 - alpha)))
-    show = pd.DataFrame({
-        "A - B": [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"], strict=True)],
-        "n": table["n"], "reviewed": table["n_reviewed"],
-        "judge only (points)": [f"{100 * v:+.1f}" for v in table["judge_difference"]],
-        "McNemar p (Holm)": [f"{p:.3g} ({h:.3g})" for p, h in zip(table["judge_p"], table["judge_p_holm"], strict=True)],
-        f"corrected (points) [{pct}% CI]": [f"{100 * v:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]" for v, lo, hi in
-                                           table[["corrected_difference", "low", "high"]].to_numpy()],
-        "p (Holm)": [f"{p:.3g} ({h:.3g})" for p, h in zip(table["p"], table["p_holm"], strict=True)],
-        f"differ at {alpha:g}": ["yes" if s else "no" for s in table["significant"]]})
+    headers = ["n", "reviewed", "judge only\n(points)", "McNemar p\n(Holm)", f"corrected (points)\n[{pct}% CI]",
+               "p\n(Holm)", f"differ\nat {alpha:g}"]
+    rows = [[n, k, f"{100 * jd:+.1f}", f"{jp:.3g}\n({jh:.3g})", f"{100 * v:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]",
+             f"{p:.3g}\n({h:.3g})", "yes" if sig else "no"]
+            for n, k, jd, jp, jh, v, lo, hi, p, h, sig in table[[
+                "n", "n_reviewed", "judge_difference", "judge_p", "judge_p_holm", "corrected_difference", "low", "high",
+                "p", "p_holm", "significant"]].itertuples(index=False)]
+    pairs = [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"], strict=True)]
     return ("paired differences of accuracy (A minus B), judge-only and corrected by the human review "
-            "(prediction-powered, PPI++; p-values Holm-adjusted across the pairs)\n" + textable.frame(show, index=False))
+            "(prediction-powered, PPI++; p-values Holm-adjusted across the pairs)\n"
+            + textable.render(headers, rows, right=(0, 1), above=["A - B", *pairs]))
