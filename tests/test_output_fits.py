@@ -254,3 +254,22 @@ def test_the_ctrl_accuracy_grid_of_many_conditions_fits_80_columns(monkeypatch):
     for c in conds:
         assert c in text
     assert f"{100 * 12 / 12:.1f}" in text and f"{100 * 3 / 12:.1f}" in text  # direct x SBA 3 of 12, structured x OO:k=10 12 of 12
+
+
+@pytest.mark.skipif(not (RUNS / "ctrl" / "build").is_dir(), reason="the recorded Ctrl build (data/runs) is not here")
+def test_the_shortcut_audit_fits_80_columns_in_one_block_and_names_each_heuristic():
+    from trek.ctrl.shortcuts import HEURISTICS
+    from trek.report.ctrl_build import load_build, shortcut_table
+
+    r = invoke("ctrl", "audit", str(RUNS / "ctrl" / "build"))
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80 and sum(set(x) == {"-", " "} for x in lines) == 1, r.stdout
+    assert lines[1].split() == ["condition", "n", *HEURISTICS]
+    key = "\n".join(lines[lines.index(next(x for x in lines if x.startswith(f"{HEURISTICS[0]}:"))):])
+    assert legend_names(key) == list(HEURISTICS)
+    table = shortcut_table(load_build((RUNS / "ctrl" / "build").resolve()))
+    for cond, row in table.iterrows():  # every figure of the table is shown, in its row
+        h = HEURISTICS[-1]
+        cell = f"{row[h]:.1f} ({row[f'{h} low']:.1f}-{row[f'{h} high']:.1f})"
+        assert any(x.split()[:2] == [cond, str(int(row["n"]))] and x.rstrip().endswith(cell) for x in lines), cond
