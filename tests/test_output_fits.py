@@ -273,3 +273,15 @@ def test_the_shortcut_audit_fits_80_columns_in_one_block_and_names_each_heuristi
         h = HEURISTICS[-1]
         cell = f"{row[h]:.1f} ({row[f'{h} low']:.1f}-{row[f'{h} high']:.1f})"
         assert any(x.split()[:2] == [cond, str(int(row["n"]))] and x.rstrip().endswith(cell) for x in lines), cond
+
+
+@pytest.mark.parametrize("limit", [30, 50, 80])
+def test_a_legend_breaks_between_its_entries_and_keeps_every_name(limit):
+    key = [("acc", "% correct of n"), ("95% CI", "interval of acc"), ("n", "questions"), ("grad", "graded (a verdict)"),
+           ("acc/g", "% correct of grad")]
+    text = textable.legend(key, limit=limit)
+    assert max(len(x) for x in text.splitlines()) <= limit
+    assert legend_names(text) == [name for name, _ in key]
+    for name, meaning in key:  # no entry is split across lines when it fits on one
+        assert any(f"{name}: {meaning}" in x for x in text.splitlines()), (name, text)
+    assert len(text.splitlines()) > 1 or limit >= len("; ".join(f"{n}: {m}" for n, m in key))

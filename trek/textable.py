@@ -85,7 +85,7 @@ def shorten(text: str, most: int) -> str:
 def fits(headers: Sequence[str], rows: Sequence[Sequence[Any]], limit: int | None = None) -> bool:
     """Whether the table fits ``limit`` (default :func:`width`) with every cell on one line."""
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
-    natural = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    natural = [max(len(line) for row in cells for line in row[i].splitlines() or [""]) for i in range(len(headers))]
     return sum(natural) + len(GAP) * (len(headers) - 1) <= (limit or width())
 
 
@@ -134,8 +134,8 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, limit: int 
     led by the first ``keys`` columns.
 
     Cells of the columns in ``whole`` are never broken either (left-aligned: names already cut
-    to size). ``above``, one line for the header and one per row, puts each on a line of its own above its
-    row (never wrapped: a run folder to copy), and indents the cells by :data:`INDENT`."""
+    to size). ``above``, one line for the header and one per row, puts each on a line of its own
+    above its row (never wrapped: a run folder to copy), and indents the cells by :data:`INDENT`."""
     limit = limit or width()
     if above is not None:
         if len(above) != len(rows) + 1:
