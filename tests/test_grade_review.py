@@ -137,7 +137,12 @@ def test_compare_cli_prints_and_writes_the_table(tmp_path, drawn):
     out = tmp_path / "cmp.csv"
     r = runner.invoke(app, ["compare", str(a), str(b), "--human", str(ha), "--human", str(hb), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "+15.1 [-6.5, +36.7]" in r.output and "0.161 (0.161)" in r.output
+    lines = r.output.splitlines()
+    row = lines[lines.index(f"{a} - {b}") + 1]  # the pair on a line of its own, its figures below it
+    assert "+15.1 [-6.5, +36.7]" in row and row.split()[-2:] == ["0.161", "no"], r.output
+    assert lines[lines.index(f"{a} - {b}") + 2].split() == ["(0.146)", "(0.161)"]  # each p above its Holm p
+    table = [x for x in lines[1:] if x != f"{a} - {b}"]  # the title and the pair's names are never cut
+    assert max(len(x) for x in table) <= 80 and sum(set(x) == {"-", " "} for x in lines) == 1, r.output
     t = pd.read_csv(out)
     assert t.loc[0, "corrected_difference"] == pytest.approx(0.150946, abs=1e-6)
     r = runner.invoke(app, ["compare", str(a), str(b), "--human", str(ha)])
@@ -240,8 +245,12 @@ def test_grade_cli_with_human_prints_the_corrected_accuracy(tmp_path):
     table = corrected_accuracy(run, read_grade_review(path, run)).set_index("dataset")
     allr = table.loc["all"]
     assert allr["human_only_accuracy"] == pytest.approx(0.25)
-    shown = f"{100 * allr['corrected_accuracy']:.1f} [{100 * allr['low']:.1f}, {100 * allr['high']:.1f}]"
-    assert "judge-corrected accuracy" in r.output and shown in r.output
+    estimate, interval = f"{100 * allr['corrected_accuracy']:.1f}", f"[{100 * allr['low']:.1f}, {100 * allr['high']:.1f}]"
+    lines = r.output.split("judge-corrected accuracy", 1)[1].split("\nnot finished:", 1)[0].splitlines()[1:]
+    # each estimate sits above its interval, so the table comes in one block within 80 columns
+    below = [(a, b) for a, b in zip(lines, lines[1:], strict=False) if estimate in a.split() and interval in b]
+    assert below and max(len(x) for x in lines) <= 80, r.output
+    assert sum(set(x) == {"-", " "} for x in lines) == 1, r.output
     # the exact judge finds no answer of the recorded run correct, so the judge adds nothing: the review's own
     assert allr["judge_accuracy"] == 0.0 and allr["lambda"] == 0.0
     assert allr["corrected_accuracy"] == pytest.approx(0.25)

@@ -106,15 +106,75 @@ def test_cost_judge_audit_and_runs_list_tables_fit_80_columns(tmp_path):
     assert listed.count("graded") + listed.count("traced") >= len(WILD_RUNS)
 
 
+def legend_names(text: str) -> list[str]:
+    """The names a legend explains (``name: meaning; name: meaning``)."""
+    return re.findall(r"(?:^|; )([^:;]+?): ", " ".join(text.split()))
+
+
 @pytest.mark.skipif(not WILD_RUNS, reason="the recorded runs (data/runs) are not here")
-def test_the_grade_table_fits_80_columns(tmp_path):
+def test_the_grade_table_fits_80_columns_in_one_block_with_a_legend_of_its_columns(tmp_path):
+    from trek.cli.grade import ACCURACY_COLUMNS
+
     run = tmp_path / "run"
     shutil.copytree(WILD_RUNS[0], run, ignore=shutil.ignore_patterns("*.sqlite*", ".trek.lock"))
     r = invoke("grade", str(run), "--judge", "oracle", "--no-progress")
-    rows = table_lines(r.stdout)
-    assert rows and rows[0].split()[:3] == ["dataset", "accuracy", "95%"], r.output
-    assert [x for x in rows if len(x) > 80] == []
-    assert any(x.startswith("micro") for x in rows) and any(x.startswith("macro") for x in rows)
+    lines = r.stdout.splitlines()
+    assert [x for x in lines if len(x) > 80] == [], r.stdout
+    header = lines[0].split()
+    assert header[:4] == ["dataset", "acc", "95%", "CI"], r.stdout
+    assert sum(set(x) == {"-", " "} for x in lines) == 1, r.stdout  # one rule: not split in blocks
+    assert any(x.startswith("micro") for x in lines) and any(x.startswith("macro") for x in lines)
+    body = "\n".join(lines[lines.index(next(x for x in lines if x.startswith("macro"))) + 1:])
+    named = legend_names(body)
+    shown = [short for _, short, _ in ACCURACY_COLUMNS]
+    assert named == shown, body
+    assert [h for h in " ".join(header[1:]).replace("95% CI", "95%_CI").split()] == [x.replace(" ", "_") for x in shown]
+
+
+def test_the_accuracy_table_of_a_large_run_with_every_count_fits_80_columns_in_one_block():
+    import numpy as np
+    import pandas as pd
+
+    from trek.analysis import accuracy_by_dataset
+    from trek.cli.grade import ACCURACY_COLUMNS, format_accuracy
+
+    # 900 questions in three datasets (one of them the user's own), every kind of outcome present
+    rng = np.random.default_rng(0)
+    outcomes = rng.choice(["correct", "incorrect", "not_attempted", "undecided", "unparsed", "pending"], size=900,
+                          p=[0.5, 0.2, 0.05, 0.15, 0.05, 0.05])
+    df = pd.DataFrame({"dataset": np.repeat(["freshqa", "infodeepseek", "custom"], 300), "outcome": outcomes,
+                       "answer_status": np.where(rng.random(900) < 0.97, "ok", "no_answer")})
+    df["correct"] = df["outcome"] == "correct"
+    table = accuracy_by_dataset(df)
+    assert (table[["undecided", "unparsed", "pending"]] > 0).all().all()
+    text = format_accuracy(table, limit=80)
+    lines = text.splitlines()
+    assert max(len(x) for x in lines) <= 80, text
+    assert sum(set(x) == {"-", " "} for x in lines) == 1, text
+    assert legend_names("\n".join(lines[2 + len(table):])) == [short for _, short, _ in ACCURACY_COLUMNS]
+    micro = next(x for x in lines if x.startswith("micro")).split()
+    assert micro[4] == "900" and micro[7] == str(int(table.loc["micro", "correct"]))
+
+
+def test_runs_list_keeps_one_line_a_run_while_it_fits_and_otherwise_puts_the_folder_above_its_row():
+    from trek.cli.runs_list import HEADERS, table
+
+    short = [["wild/agentic", "agentic/local", "demo", "12", "8.3%", "11/11", "$-", "traced"]]
+    text = table(short, limit=80)
+    assert text.splitlines()[0].split() == list(HEADERS) and len(text.splitlines()) == 3
+    model = "meta-llama/Llama-3.3-70B-Instruct-Turbo-with-a-long-suffix"
+    folder = "ctrl/runs/Llama-3.3-70B-Instruct-Turbo__structured__OO-gold-first"
+    long = [[folder, "structured OO:gold=first", model, "144", "100.0%", "10/12", "$12.3456", "tracing"], *short]
+    text = table(long, limit=80)
+    lines = text.splitlines()
+    assert max(len(x) for x in lines) <= 80, text
+    assert folder in lines and "wild/agentic" in lines  # each folder whole, on a line of its own
+    row = lines[lines.index(folder) + 1]
+    cut = next(c for c in row.split() if c.endswith("\N{HORIZONTAL ELLIPSIS}"))
+    assert model.startswith(cut[:-1]) and len(cut) >= 12, row
+    block = lines[lines.index(folder) + 1:lines.index("wild/agentic")]  # the row (its system name may wrap)
+    assert row.rstrip().endswith("tracing") and " ".join(" ".join(block).split()).count("OO:gold=first") == 1
+    assert lines[lines.index("wild/agentic") + 1].split()[:2] == ["agentic/local", "demo"]  # short names stay whole
 
 
 @pytest.mark.parametrize("limit", [40, 60, 80, 120])
@@ -194,3 +254,34 @@ def test_the_ctrl_accuracy_grid_of_many_conditions_fits_80_columns(monkeypatch):
     for c in conds:
         assert c in text
     assert f"{100 * 12 / 12:.1f}" in text and f"{100 * 3 / 12:.1f}" in text  # direct x SBA 3 of 12, structured x OO:k=10 12 of 12
+
+
+@pytest.mark.skipif(not (RUNS / "ctrl" / "build").is_dir(), reason="the recorded Ctrl build (data/runs) is not here")
+def test_the_shortcut_audit_fits_80_columns_in_one_block_and_names_each_heuristic():
+    from trek.ctrl.shortcuts import HEURISTICS
+    from trek.report.ctrl_build import load_build, shortcut_table
+
+    r = invoke("ctrl", "audit", str(RUNS / "ctrl" / "build"))
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80 and sum(set(x) == {"-", " "} for x in lines) == 1, r.stdout
+    assert lines[1].split() == ["condition", "n", *HEURISTICS]
+    key = "\n".join(lines[lines.index(next(x for x in lines if x.startswith(f"{HEURISTICS[0]}:"))):])
+    assert legend_names(key) == list(HEURISTICS)
+    table = shortcut_table(load_build((RUNS / "ctrl" / "build").resolve()))
+    for cond, row in table.iterrows():  # every figure of the table is shown, in its row
+        h = HEURISTICS[-1]
+        cell = f"{row[h]:.1f} ({row[f'{h} low']:.1f}-{row[f'{h} high']:.1f})"
+        assert any(x.split()[:2] == [cond, str(int(row["n"]))] and x.rstrip().endswith(cell) for x in lines), cond
+
+
+@pytest.mark.parametrize("limit", [30, 50, 80])
+def test_a_legend_breaks_between_its_entries_and_keeps_every_name(limit):
+    key = [("acc", "% correct of n"), ("95% CI", "interval of acc"), ("n", "questions"), ("grad", "graded (a verdict)"),
+           ("acc/g", "% correct of grad")]
+    text = textable.legend(key, limit=limit)
+    assert max(len(x) for x in text.splitlines()) <= limit
+    assert legend_names(text) == [name for name, _ in key]
+    for name, meaning in key:  # no entry is split across lines when it fits on one
+        assert any(f"{name}: {meaning}" in x for x in text.splitlines()), (name, text)
+    assert len(text.splitlines()) > 1 or limit >= len("; ".join(f"{n}: {m}" for n, m in key))

@@ -9,11 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from trek.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def invoke(*args: str):
@@ -54,6 +57,25 @@ def test_a_flag_under_another_name_suggests_the_commands_own(args, meant):
     r = invoke(*args)
     assert r.exit_code == 2
     assert f"(Possible options: {meant})" in r.output, r.output
+
+
+@pytest.mark.parametrize(("args", "flags"), [
+    (["grade", "runs/x"], "--audit-judge, --judge"),
+    (["trace", "runs/x"], "--analysis-judge, --audit-judge, --diagnostic-judge, --judge"),
+    (["trace", "verify", "runs/x"], "--analysis-judge, --diagnostic-judge, --judge"),
+])
+def test_judges_in_the_plural_names_the_judge_flags_the_command_has_and_the_cascade(args, flags):
+    r = invoke(*args, "--judges", "exact,gpt-4.1-mini")
+    assert r.exit_code == 2
+    error = next(x for x in r.output.splitlines() if x.startswith("Error:"))  # one line
+    assert error.startswith("Error: No such option: --judges. ") and "--judge SPEC" in error, error
+    assert "exact,MODEL" in error and "docs/judges.md" in error and (REPO / "docs" / "judges.md").exists()
+    assert error.endswith(f"(Possible options: {flags})"), error
+
+
+def test_a_flag_without_a_hint_keeps_click_s_own_words():
+    r = invoke("wild", "run", "--judges", "m")  # no judge here: nothing to point to
+    assert r.exit_code == 2 and "No such option: --judges" in r.output and "docs/judges.md" not in r.output
 
 
 def test_grade_on_inspect_logs_points_to_the_import(tmp_path):

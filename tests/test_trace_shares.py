@@ -308,7 +308,14 @@ def test_shares_cli_with_workbook_writes_the_columns(run_dir, tmp_path):
     r = runner.invoke(app, ["trace", "shares", str(run_dir), "--human", str(wb), "--by", "dataset", "--alpha", "0.1",
                             "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "corrected % [90% CI]" in r.output and "stratified by dataset" in r.output
+    assert "corrected %" in r.output and "[90% CI]" in r.output and "stratified by dataset" in r.output
+    table = r.output.split("\ncorrected estimand:", 1)[1].split("\n", 1)[1].split("\nwrote ", 1)[0].splitlines()
+    assert max(len(x) for x in table) <= 80 and sum(set(x) == {"-", " "} for x in table) == 1, r.output  # one block
+    t = pd.read_csv(out)
+    for _, row in t[t["n_reviewed"] > 0].iterrows():  # each estimate above its interval, the label below the dataset
+        at = next(i for i, x in enumerate(table[:-1]) if x.split()[:1] == [row["dataset"]] and
+                  x.split()[2:3] == [f"{100 * row['judge_share']:.1f}"] and table[i + 1].split()[:1] == [row["label"]])
+        assert f"[{100 * row['low']:.1f}, {100 * row['high']:.1f}]" in table[at + 1]
     t = pd.read_csv(out)
     for col in ("n_traced", "n_reviewed", "judge_share", "judge_low", "judge_high", "corrected_share", "low", "high",
                 "human_only_share", "human_low", "human_high"):

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from trek import runs as _runs
-from trek.trace.labels import LABELS
+from trek.trace.labels import LABELS, in_c4_order
 from trek.trace.pipeline import load_trace
 from trek.trace.records import TESTS, TraceRecord
 from trek.trace.verified import CaseVerification, has_verify, state, verify_by_case
@@ -89,8 +89,7 @@ def _categorical(values: Sequence[Any], known: Iterable[str]) -> pd.Categorical:
 
 def _label_set(labels: Sequence[str]) -> str:
     """A case's labels as one category, in the order of :data:`~trek.trace.labels.LABELS`."""
-    order = {lab: i for i, lab in enumerate(LABELS)}
-    return " + ".join(sorted(labels, key=lambda lab: order.get(lab, len(order))))
+    return " + ".join(in_c4_order(labels))
 
 
 def _grade_reason(g: Grade) -> str | None:

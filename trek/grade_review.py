@@ -356,14 +356,21 @@ def _ci(v: float, lo: float, hi: float, scale: float = 100.0) -> str:
     return "-" if v != v else f"{scale * v:.1f} [{scale * lo:.1f}, {scale * hi:.1f}]"
 
 
+def _stacked(cell: str) -> str:
+    """``"41.7 [19.3, 68.0]"`` as two lines of one table cell: the estimate, then its interval."""
+    return cell.replace(" ", "\n", 1)
+
+
 def describe_accuracy(table: pd.DataFrame, human: HumanGrades, alpha: float) -> str:
     """The corrected-accuracy table in words and percentages."""
     pct = int(round(100 * (1 - alpha)))
     show = pd.DataFrame({
         "dataset": table["dataset"], "n": table["n"], "reviewed": table["n_reviewed"],
-        f"judge % [{pct}% CI]": [_ci(*r) for r in table[["judge_accuracy", "judge_low", "judge_high"]].to_numpy()],
-        f"corrected % [{pct}% CI]": [_ci(*r) for r in table[["corrected_accuracy", "low", "high"]].to_numpy()],
-        f"review only % [{pct}% CI]": [_ci(*r) for r in
+        # each estimate above its interval, so that three of them fit 80 columns side by side
+        f"judge %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in
+                                 table[["judge_accuracy", "judge_low", "judge_high"]].to_numpy()],
+        f"corrected %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in table[["corrected_accuracy", "low", "high"]].to_numpy()],
+        f"review only %\n[{pct}% CI]": [_stacked(_ci(*r)) for r in
                                       table[["human_only_accuracy", "human_low", "human_high"]].to_numpy()],
         "lambda": [f"{v:.2f}" if v == v else "-" for v in table["lambda"]]})
     return (f"judge-corrected accuracy (prediction-powered, PPI++; the estimand: accuracy in the population the "
@@ -426,16 +433,17 @@ def compare_runs(runs: dict[str, str | os.PathLike[str]], human: dict[str, Human
 
 
 def describe_comparisons(table: pd.DataFrame, alpha: float) -> str:
-    """The comparison table in words and percentage points."""
+    """The comparison table in words and percentage points: each pair of runs on a line of its own
+    above its figures, each p-value above its Holm-adjusted one, so the table fits 80 columns."""
     pct = int(round(100 * (1 - alpha)))
-    show = pd.DataFrame({
-        "A - B": [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"], strict=True)],
-        "n": table["n"], "reviewed": table["n_reviewed"],
-        "judge only (points)": [f"{100 * v:+.1f}" for v in table["judge_difference"]],
-        "McNemar p (Holm)": [f"{p:.3g} ({h:.3g})" for p, h in zip(table["judge_p"], table["judge_p_holm"], strict=True)],
-        f"corrected (points) [{pct}% CI]": [f"{100 * v:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]" for v, lo, hi in
-                                           table[["corrected_difference", "low", "high"]].to_numpy()],
-        "p (Holm)": [f"{p:.3g} ({h:.3g})" for p, h in zip(table["p"], table["p_holm"], strict=True)],
-        f"differ at {alpha:g}": ["yes" if s else "no" for s in table["significant"]]})
+    headers = ["n", "reviewed", "judge only\n(points)", "McNemar p\n(Holm)", f"corrected (points)\n[{pct}% CI]",
+               "p\n(Holm)", f"differ\nat {alpha:g}"]
+    rows = [[n, k, f"{100 * jd:+.1f}", f"{jp:.3g}\n({jh:.3g})", f"{100 * v:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]",
+             f"{p:.3g}\n({h:.3g})", "yes" if sig else "no"]
+            for n, k, jd, jp, jh, v, lo, hi, p, h, sig in table[[
+                "n", "n_reviewed", "judge_difference", "judge_p", "judge_p_holm", "corrected_difference", "low", "high",
+                "p", "p_holm", "significant"]].itertuples(index=False)]
+    pairs = [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"], strict=True)]
     return ("paired differences of accuracy (A minus B), judge-only and corrected by the human review "
-            "(prediction-powered, PPI++; p-values Holm-adjusted across the pairs)\n" + textable.frame(show, index=False))
+            "(prediction-powered, PPI++; p-values Holm-adjusted across the pairs)\n"
+            + textable.render(headers, rows, right=(0, 1), above=["A - B", *pairs]))

@@ -19,6 +19,7 @@ from html import escape
 from pathlib import Path
 
 from trek import runs
+from trek.trace.labels import in_c4_order
 from trek.types import iter_json_lines
 
 __all__ = ["VIEW_FILE", "write_run_view"]
@@ -105,7 +106,7 @@ def _case(q: dict, a: dict | None, g: dict | None, t: dict | None,
     outcome = (g or {}).get("outcome") if g else None
     cls = "correct" if outcome == "correct" else "incorrect" if outcome == "incorrect" else "other"
     grade = f'<span class="{cls}">{_e(outcome)}</span> ({_e(g.get("grader"))})' if g else "not graded"
-    labels = ", ".join(t.get("labels") or []) if t and t.get("status") == "done" else \
+    labels = ", ".join(in_c4_order(t.get("labels") or [])) if t and t.get("status") == "done" else \
         (f"trace {t.get('status')}" if t else "not traced")
     labels += _verified(t, checks or [])
     calls = (a or {}).get("search_calls") or []

@@ -14,7 +14,7 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["SYNONYMS", "install", "metavar_of", "summary"]
+__all__ = ["SYNONYMS", "HINTS", "install", "metavar_of", "summary"]
 
 #: typer's type labels -> the metavar shown.
 LABELS = {"int": "N", "int range": "N", "float": "NUMBER", "float range": "NUMBER", "str": "TEXT", "path": "PATH",
@@ -53,6 +53,14 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "--out": ("--run",), "--output": ("--out", "--run"), "--run": ("--out",), "--run-dir": ("--run", "--out"),
     "--dir": ("--run", "--out"), "--judge-model": ("--judge",), "--dataset": ("--questions",),
     "--question-set": ("--questions",), "--n": ("--limit",), "--max-questions": ("--limit",),
+    "--judges": ("--judge", "--diagnostic-judge", "--analysis-judge", "--audit-judge"),
+    "--grader-model": ("--judge",), "--cascade": ("--judge",),
+}
+#: What an unknown flag of :data:`SYNONYMS` is told besides the command's names for it.
+HINTS: dict[str, str] = {
+    "--judges": "judges are named by --judge SPEC (a model, a judge kind such as exact, or a cascade such as "
+                "exact,MODEL), or role by role with the flags listed; see docs/judges.md",
+    "--cascade": "a cascade is a value of --judge: --judge exact,MODEL; see docs/judges.md",
 }
 
 
@@ -105,6 +113,8 @@ def _suggest_synonyms(command: Any) -> None:
                 meant = [o for o in SYNONYMS[named] if o in have]
                 if meant:
                     e.possibilities = meant
+                    if named in HINTS:
+                        e.message = f"No such option: {named}. {HINTS[named][0].upper()}{HINTS[named][1:]}"
             raise
 
     command.parse_args = parse_args_naming_synonyms

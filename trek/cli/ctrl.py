@@ -220,9 +220,30 @@ def audit_command(
     with options.exit_on(FileNotFoundError, ValueError):
         built = load_build(folder.resolve())
         table = shortcut_table(built)
-    from trek import textable
+    typer.echo(format_shortcuts(table))
 
-    typer.echo(textable.frame(table, float_format=lambda x: f"{x:.1f}"))
+
+#: What each heuristic of the shortcut audit does (trek.ctrl.shortcuts), for the key below its table.
+HEURISTIC_WORDS = {
+    "latest": "the answer of the latest dated document",
+    "majority": "the most frequent answer",
+    "latest_real_domain": "latest among documents not on a fictitious domain",
+}
+
+
+def format_shortcuts(table: Any, limit: int | None = None) -> str:
+    """:func:`trek.report.ctrl_build.shortcut_table` as text within ``limit`` (default: the
+    terminal's width): one column per heuristic, its accuracy with the 95% interval beside it,
+    then a key to the heuristics."""
+    from trek import textable
+    from trek.ctrl.shortcuts import HEURISTICS
+
+    headers = ["condition", "n", *HEURISTICS]
+    rows = [[cond, int(row["n"]), *(f"{row[h]:.1f} ({row[f'{h} low']:.1f}-{row[f'{h} high']:.1f})" for h in HEURISTICS)]
+            for cond, row in table.iterrows()]
+    key = [(h, HEURISTIC_WORDS.get(h, h)) for h in HEURISTICS]
+    return ("accuracy (%) of content-blind heuristics per condition, with 95% intervals\n"
+            + textable.render(headers, rows, limit=limit, right=(1,)) + "\n" + textable.legend(key, limit=limit))
 
 
 @app.command("discover")

@@ -16,10 +16,28 @@ from trek.graders.common import explain_unsupported_parameter
 from trek.roles import role_options
 from trek.types import RecordError
 
+#: The accuracy table's columns as ``trek grade`` prints them: (column of
+#: :func:`trek.analysis.accuracy_by_dataset` or the interval, short name, what it means). Short
+#: names keep the table within 80 columns; :func:`format_accuracy` prints this key below it.
+ACCURACY_COLUMNS = (
+    ("accuracy", "acc", "% correct of n"),
+    ("95% CI", "95% CI", "interval of acc"),
+    ("n", "n", "questions"),
+    ("answered", "ans", "answered"),
+    ("graded", "grad", "graded (a verdict)"),
+    ("correct", "corr", "correct"),
+    ("undecided", "und", "undecided"),
+    ("unparsed", "unp", "unparsed"),
+    ("pending", "pend", "pending"),
+    ("acc_graded", "acc/g", "% correct of grad"),
+)
 
-def format_accuracy(table: Any) -> str:
+
+def format_accuracy(table: Any, limit: int | None = None) -> str:
     """A plain-text rendering of :func:`trek.analysis.accuracy_by_dataset`'s table: accuracy over
-    every question with its interval, the counts behind it, and accuracy over graded answers."""
+    every question with its interval, the counts behind it, and accuracy over graded answers,
+    under short column names, then a key to those names; no wider than ``limit`` (default: the
+    terminal's width)."""
     shown = table.copy()
     pct = lambda v: "-" if v != v else f"{v:.1f}"  # noqa: E731
     shown["accuracy"] = [pct(v) for v in table["accuracy"]]
@@ -27,8 +45,10 @@ def format_accuracy(table: Any) -> str:
         ("-" if lo != lo else f"[{lo:.1f}, {hi:.1f}]") for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
     ]
     shown["acc_graded"] = [pct(v) for v in table["acc_graded"]]
-    cols = ["accuracy", "95% CI", "n", "answered", "graded", "correct", "undecided", "unparsed", "pending", "acc_graded"]
-    return textable.frame(shown[cols])
+    shown = shown[[c for c, _, _ in ACCURACY_COLUMNS]]
+    shown.columns = [short for _, short, _ in ACCURACY_COLUMNS]
+    key = [(short, meaning) for _, short, meaning in ACCURACY_COLUMNS]
+    return textable.frame(shown, limit=limit) + "\n" + textable.legend(key, limit=limit)
 
 
 JUDGE = role_options("judge", required=True, base_url_env="TREK_JUDGE_BASE_URL", old={"--base-url": "base-url"},

@@ -38,7 +38,6 @@ def list_command(
     of a --epochs run included); hidden folders are skipped.
     """
     from trek.listing import describe_run, find_runs
-    from trek.textable import render
     from trek.types import RecordError
 
     with options.exit_on(FileNotFoundError, RecordError, ValueError):
@@ -50,5 +49,30 @@ def list_command(
     if not rows:
         typer.echo(f"no run folders (with a run.json) under {root}", err=True)
         raise typer.Exit(1)
-    typer.echo(render(["run", "system", "model", "n", "accuracy", "traced", "cost", "status"], rows,
-                      right=(3, 4, 6)))
+    typer.echo(table(rows))
+
+
+HEADERS = ("run", "system", "model", "n", "accuracy", "traced", "cost", "status")
+#: The narrowest a model name is cut to (with an ellipsis) before the table wraps instead.
+MODEL_MIN = 12
+
+
+def table(rows: list[list[str]], limit: int | None = None) -> str:
+    """The listing's table, no wider than ``limit`` (default: the terminal's width): one line per
+    run when that fits; else each run folder on a line of its own (whole, to copy) above the other
+    cells, and model names cut with an ellipsis to what room is left, but no shorter than
+    :data:`MODEL_MIN` (then the system names wrap instead)."""
+    from trek import textable
+
+    limit = limit or textable.width()
+    if textable.fits(HEADERS, rows, limit):
+        return textable.render(HEADERS, rows, limit=limit, right=(3, 4, 6))
+    rest = [row[1:] for row in rows]
+    heads = HEADERS[1:]
+    model = heads.index("model")
+    others = sum(max(len(str(x)) for x in (h, *(r[i] for r in rest))) for i, h in enumerate(heads) if i != model)
+    room = limit - len(textable.INDENT) - others - len(textable.GAP) * (len(heads) - 1)
+    most = max(room, MODEL_MIN, len("model"))
+    rest = [[*r[:model], textable.shorten(r[model], most), *r[model + 1:]] for r in rest]
+    return textable.render(heads, rest, limit=limit, right=(2, 3, 5), above=[HEADERS[0], *(r[0] for r in rows)],
+                           whole=(model,))

@@ -16,6 +16,7 @@ judgments, so it is not an estimate of stochastic failure.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "DISTRACTION",
     "RANDOMNESS",
     "LABELS",
+    "in_c4_order",
     "UPSTREAM",
     "POST_RETRIEVAL",
     "DEFINITIONS",
@@ -43,6 +45,16 @@ RANDOMNESS = "Randomness"
 
 #: Every label, in the order labels are listed on a case.
 LABELS: tuple[str, ...] = (PRE_RETRIEVAL, RETRIEVAL, INTERPRETATION, DISTRACTION, RANDOMNESS)
+
+
+def in_c4_order(labels: Iterable[str]) -> list[str]:
+    """``labels`` once each in the order of :data:`LABELS` (C.4: Pre-retrieval, Retrieval,
+    Interpretation, Distraction, Randomness), any other name after them, alphabetically. Every
+    list or count of labels that Trek prints, writes or plots goes through this order."""
+    seen = set(labels)
+    return [lab for lab in LABELS if lab in seen] + sorted(seen - set(LABELS))
+
+
 #: Labels of failures before the model reads the evidence, and after.
 UPSTREAM: tuple[str, ...] = (PRE_RETRIEVAL, RETRIEVAL)
 POST_RETRIEVAL: tuple[str, ...] = (INTERPRETATION, DISTRACTION)

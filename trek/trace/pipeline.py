@@ -365,9 +365,9 @@ class TraceReport:
 
 def _in_label_order(counts: Counter[str]) -> list[str]:
     """The labels of ``counts`` in C.4's order (Pre-retrieval ... Randomness), any other after them."""
-    from trek.trace.labels import LABELS
+    from trek.trace.labels import in_c4_order
 
-    return [k for k in LABELS if k in counts] + sorted(k for k in counts if k not in LABELS)
+    return in_c4_order(counts)
 
 
 def _coverage_text(cov: Any) -> str:

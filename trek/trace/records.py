@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from trek.trace.labels import in_c4_order
 from trek.types import Coverage, Record, Usage, utcnow
 
 __all__ = ["Step", "UrlMatch", "TraceRecord", "TestRun", "TESTS", "StepStatus", "Role"]
@@ -142,6 +143,12 @@ class TraceRecord(Record):
     input_key: str = ""
     trace_version: str = ""
     created_at: str = Field(default_factory=utcnow)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_in_c4_order(cls, labels: list[str]) -> list[str]:
+        # however a record was written (an import, an edited file), its labels read in C.4's order
+        return in_c4_order(labels)
 
     @property
     def skipped(self) -> dict[str, str]:

@@ -405,9 +405,17 @@ def describe_shares(table: pd.DataFrame, human: HumanLabels | None, alpha: float
                      f"(trek trace review {run} --sample 50 --seed 0), have a person fill it in, then "
                      f"trek trace shares {run} --human review.xlsx")
         return "\n".join(lines)
+    # three estimates with their intervals fit 80 columns only stacked: the dataset above the label,
+    # each estimate above its interval (the headers on two lines too)
+    out = pd.DataFrame({"dataset\nlabel": show["dataset"] + "\n" + show["label"], "n_traced": show["n_traced"]})
+
+    def stacked(a: str, b: str, c: str) -> pd.Series:
+        return ci(a, b, c).str.replace(" ", "\n", n=1)
+
+    out[f"judge %\n[{pct}% CI]"] = stacked("judge_share", "judge_low", "judge_high")
     out["n_reviewed"] = show["n_reviewed"]
-    out[f"corrected % [{pct}% CI]"] = ci("corrected_share", "low", "high")
-    out[f"human only % [{pct}% CI]"] = ci("human_only_share", "human_low", "human_high")
+    out[f"corrected %\n[{pct}% CI]"] = stacked("corrected_share", "low", "high")
+    out[f"human only %\n[{pct}% CI]"] = stacked("human_only_share", "human_low", "human_high")
     how = human.sample.describe() if human.sample is not None else "NOT a random sample: intervals not valid"
     lines.append(f"{run}: label shares (% of fully traced cases); corrected = prediction-powered (PPI++) from "
                  f"{human.source.name}: {how}")

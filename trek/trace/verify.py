@@ -583,10 +583,12 @@ class VerifyReport:
         ``share`` with its Wilson interval (``low``, ``high``; ``None`` when nothing was tested),
         ``refuted`` and ``inconclusive`` counts, ``skipped``, and the refuted cases' ids."""
         from trek.stats import wilson_ci
+        from trek.trace.labels import in_c4_order
 
-        order = {lb: i for i, lb in enumerate(("Pre-retrieval", "Retrieval", "Distraction"))}
+        by_label = self.by_label()
+        order = {lb: i for i, lb in enumerate(in_c4_order(lb for lb, _ in by_label))}
         rows = []
-        for (label, experiment), recs in sorted(self.by_label().items(), key=lambda kv: order.get(kv[0][0], 9)):
+        for (label, experiment), recs in sorted(by_label.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             v = Counter(r.verdict for r in recs)
             n = v["confirmed"] + v["refuted"] + v["inconclusive"]
             low, high = wilson_ci(v["confirmed"], n, level) if n else (None, None)
