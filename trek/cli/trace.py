@@ -49,8 +49,10 @@ app = typer.Typer(rich_markup_mode=None,
 
 #: The judges of ``trek trace`` (``--judge`` sets both; each can be set on its own).
 JUDGE = role_options("judge", base_url_env="TREK_JUDGE_BASE_URL",
-                     model_help="Model of both judges (unless set one by one); oracle: the exact judge, decided "
-                     "from the annotations of TrekBench-Mini (no model call).",
+                     model_help="Both judges (unless set one by one): a model name, a judge kind (exact, also "
+                     "spelled oracle: decided from the annotations of TrekBench-Mini or Ctrl contexts, no model call, "
+                     "undecided where unsure), or a cascade exact,MODEL (the model answers only what the exact judge "
+                     "leaves undecided); see docs/judges.md.",
                      base_url_help="Endpoint of the judges (default: $OPENAI_BASE_URL, else OpenAI's).")
 DIAGNOSTIC = role_options("diagnostic-judge", model_help="Model that extracts and matches evidence.",
                           old={"--diagnostic-base-url": "base-url"})
