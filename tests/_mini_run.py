@@ -14,7 +14,7 @@ from trek.search import make_backend
 
 
 def agentic_run(mini: Any, rd: Path, base_url: str, model: str, questions: Iterable[str], *,
-                max_rounds: int) -> Path:
+                max_rounds: int, results_per_search: int = 3) -> Path:
     """Answer ``questions`` (Mini ids) with the scripted ``model`` at ``base_url`` into ``rd``."""
     store = PageStore(rd / "pages.sqlite")
     store.add_documents(mini.documents)
@@ -22,6 +22,6 @@ def agentic_run(mini: Any, rd: Path, base_url: str, model: str, questions: Itera
     wanted = set(questions)
     qs = [q for q in mini.questions if q.id in wanted]
     run_system(qs, rd, client, make_backend("local", store=store, cache=None), system="agentic",
-               progress=False, store=store, results_per_search=3, max_rounds=max_rounds)
+               progress=False, store=store, results_per_search=results_per_search, max_rounds=max_rounds)
     store.close()
     return rd

@@ -11,13 +11,12 @@ import math
 import re
 
 import pytest
+from _mini_run import agentic_run
 from typer.testing import CliRunner
 
 from trek import runs
 from trek.annotations import from_mini
-from trek.answering.runner import run_system
 from trek.cli import app
-from trek.llm import LLMCache, LLMClient
 from trek.pages import PageStore
 from trek.query_targets import adequate_queries, assess
 from trek.search import make_backend
@@ -128,14 +127,8 @@ def script(mini, planted):
 def planted_run(mini, tmp_path_factory):
     planted = planted_url(mini)
     with FakeOpenAIServer(script=script(mini, planted)) as srv:
-        rd = tmp_path_factory.mktemp("verify") / "run"
-        store = PageStore(rd / "pages.sqlite")
-        store.add_documents(mini.documents)
-        client = LLMClient(MODEL, base_url=srv.base_url, cache=LLMCache(rd / "llm-cache.sqlite"), progress=False)
-        run_system([q for q in mini.questions if q.id in PLAN], rd, client,
-                   make_backend("local", store=store, cache=None), system="agentic", progress=False, store=store,
-                   results_per_search=6, max_rounds=4)
-        store.close()
+        rd = agentic_run(mini, tmp_path_factory.mktemp("verify") / "run", srv.base_url, MODEL, PLAN, max_rounds=4,
+                         results_per_search=6)
         yield srv, rd, planted
 
 
